@@ -1,0 +1,277 @@
+//! Diagnostics: what is wrong, where (file, JSON pointer, line and column), and which rule.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+
+use crate::locate;
+use crate::rule::Rule;
+
+/// The text of a source file, shared by all diagnostics pointing into it.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The file's path.
+    pub path: PathBuf,
+    /// The file's text.
+    pub text: Arc<String>,
+}
+
+impl SourceFile {
+    /// A source file from its path and text.
+    pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            text: Arc::new(text.into()),
+        }
+    }
+}
+
+/// One problem found in one file.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    /// The rule broken.
+    pub rule: Rule,
+    /// The file.
+    pub file: PathBuf,
+    /// The JSON pointer inside the file (for JSON files).
+    pub pointer: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+    /// Byte range in the file's text, when known.
+    pub span: Option<(usize, usize)>,
+    /// 1-based line and column of the span's start, when known.
+    pub line_col: Option<(usize, usize)>,
+    source: Option<SourceFile>,
+}
+
+impl Diagnostic {
+    /// A diagnostic about a whole file.
+    pub fn file(rule: Rule, file: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        Self {
+            rule,
+            file: file.as_ref().to_path_buf(),
+            pointer: None,
+            message: message.into(),
+            help: None,
+            span: None,
+            line_col: None,
+            source: None,
+        }
+    }
+
+    /// A diagnostic at a JSON pointer of a JSON source file; the span is found in its text.
+    pub fn at(rule: Rule, src: &SourceFile, pointer: &str, message: impl Into<String>) -> Self {
+        let span = locate::span_of(&src.text, pointer);
+        let mut d = Self::file(rule, &src.path, message).with_source(src.clone(), span);
+        d.pointer = Some(pointer.to_string());
+        d
+    }
+
+    /// A diagnostic at a byte range of a source file (Cedar files).
+    pub fn at_span(
+        rule: Rule,
+        src: &SourceFile,
+        span: Option<(usize, usize)>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::file(rule, &src.path, message).with_source(src.clone(), span)
+    }
+
+    fn with_source(mut self, src: SourceFile, span: Option<(usize, usize)>) -> Self {
+        if let Some((start, _)) = span {
+            self.line_col = Some(locate::line_col(&src.text, start));
+        }
+        self.span = span;
+        self.source = Some(src);
+        self
+    }
+
+    /// Add a hint on how to fix the problem.
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// `file:line:col` (or `file`) where the problem is.
+    pub fn location(&self) -> String {
+        match self.line_col {
+            Some((l, c)) => format!("{}:{l}:{c}", self.file.display()),
+            None => self.file.display().to_string(),
+        }
+    }
+
+    /// Render the diagnostic the way Rust users know: header, source line, caret, help.
+    pub fn render(&self) -> String {
+        let report = Report(self);
+        let mut out = String::new();
+        let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
+            .with_context_lines(1)
+            .with_width(100);
+        if handler.render_report(&mut out, &report).is_err() {
+            out = format!("{self}\n");
+        }
+        out
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: [{}] {}", self.location(), self.rule, self.message)?;
+        if let Some(p) = &self.pointer {
+            write!(f, " (at {})", if p.is_empty() { "/" } else { p })?;
+        }
+        Ok(())
+    }
+}
+
+/// Adapter presenting a [`Diagnostic`] to miette.
+struct Report<'a>(&'a Diagnostic);
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        write!(f, "{}: {}", d.location(), d.message)?;
+        if let Some(p) = &d.pointer {
+            write!(f, " (at {})", if p.is_empty() { "/" } else { p })?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.0.rule.id()))
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.0
+            .help
+            .as_ref()
+            .map(|h| Box::new(h.as_str()) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        match (&self.0.source, self.0.span) {
+            (Some(src), Some(_)) => Some(src.text.as_str() as &dyn miette::SourceCode),
+            _ => None,
+        }
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let (start, len) = self.0.span?;
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some(self.0.rule.id().to_string()),
+            SourceSpan::from((start, len)),
+        ))))
+    }
+}
+
+/// Every problem found in one run, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// No problems.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a problem.
+    pub fn push(&mut self, d: Diagnostic) {
+        self.items.push(d);
+    }
+
+    /// Add every problem of another collection.
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// How many problems were found.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The problems.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter()
+    }
+
+    /// Whether some problem breaks `rule`.
+    pub fn has(&self, rule: Rule) -> bool {
+        self.items.iter().any(|d| d.rule == rule)
+    }
+
+    /// Sort by file, then position, so output is stable.
+    pub fn sort(&mut self) {
+        self.items
+            .sort_by(|a, b| (&a.file, a.span, a.rule).cmp(&(&b.file, b.span, b.rule)));
+    }
+
+    /// All problems rendered, then a summary line counting them.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for d in &self.items {
+            out.push_str(&d.render());
+            out.push('\n');
+        }
+        out.push_str(&self.summary());
+        out.push('\n');
+        out
+    }
+
+    /// `error: 3 problems in 2 files`.
+    pub fn summary(&self) -> String {
+        let mut files: Vec<&PathBuf> = self.items.iter().map(|d| &d.file).collect();
+        files.sort();
+        files.dedup();
+        let n = self.items.len();
+        format!(
+            "error: {n} problem{} in {} file{}",
+            if n == 1 { "" } else { "s" },
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.items {
+            writeln!(f, "{d}")?;
+        }
+        write!(f, "{}", self.summary())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+/// Keeps `NamedSource` in the public vocabulary for callers that build their own reports.
+pub type Named = NamedSource<String>;

@@ -1,0 +1,47 @@
+//! The tool-record compiler of Escepine.
+//!
+//! Tool records (`tools/records/*.json`) are checked against every registration rule
+//! ([`Rule`]), bound to Cedar (a generated schema, strict validation of the policies), and — with
+//! the default `codegen` feature — compiled from `build.rs` into typed payload and output types,
+//! [`escepine_contract::Tool`] implementations, Cedar action markers and a typed client:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     registry_build::Builder::new()
+//!         .records("../tools/records")
+//!         .policies("../tools/policies")
+//!         .envelope("../tools/envelope.json")
+//!         .compile()?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Without `codegen`, the crate gives the runtime and the macros the same rules through
+//! [`load`] and [`check_records`].
+
+#![deny(missing_docs)]
+
+pub mod cedar;
+#[cfg(feature = "codegen")]
+pub mod codegen;
+pub mod diagnostic;
+pub mod egress;
+pub mod endpoint;
+pub mod envelope;
+mod locate;
+pub mod record;
+mod record_check;
+pub mod registry;
+pub mod rule;
+pub mod schema;
+pub mod urls;
+
+#[cfg(feature = "codegen")]
+pub use codegen::Builder;
+pub use diagnostic::{Diagnostic, Diagnostics, SourceFile};
+pub use egress::{EgressEntry, EgressHost};
+pub use envelope::Envelope;
+pub use record::{CompensationSpec, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+pub use registry::{check_records, load, Registry, Sources};
+pub use rule::Rule;

@@ -1,0 +1,232 @@
+//! Loading a registry: every record file, the envelope and the policies, every rule applied,
+//! every problem of every file reported in one run.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::cedar::{self, Binding};
+use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
+use crate::endpoint::WorkspaceBins;
+use crate::envelope::Envelope;
+use crate::record::ToolRecord;
+use crate::record_check;
+use crate::rule::Rule;
+
+/// What to load. Built with [`Sources::new`] and the chained setters.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// Directories (every `*.json` in them) or single files of records.
+    pub records: Vec<PathBuf>,
+    /// Records given as text (from `--describe` of a tool host, or tests).
+    pub record_texts: Vec<SourceFile>,
+    /// The policies directory (`*.cedar`, and an optional `*.cedarschema`).
+    pub policies: Option<PathBuf>,
+    /// The deployment envelope; without it the coverage rule is skipped.
+    pub envelope: Option<PathBuf>,
+    /// The workspace whose `[[bin]]`s endpoints may name; discovered from the records'
+    /// directory when not set.
+    pub workspace_root: Option<PathBuf>,
+}
+
+impl Sources {
+    /// Nothing to load yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a records directory or file.
+    pub fn records(mut self, path: impl Into<PathBuf>) -> Self {
+        self.records.push(path.into());
+        self
+    }
+
+    /// Add a record given as text, named by `path` in diagnostics.
+    pub fn record_text(mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        self.record_texts.push(SourceFile::new(path, text));
+        self
+    }
+
+    /// Set the policies directory.
+    pub fn policies(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.policies = Some(dir.into());
+        self
+    }
+
+    /// Set the deployment envelope file.
+    pub fn envelope(mut self, file: impl Into<PathBuf>) -> Self {
+        self.envelope = Some(file.into());
+        self
+    }
+
+    /// Set the workspace root used to resolve endpoint binaries.
+    pub fn workspace_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace_root = Some(dir.into());
+        self
+    }
+
+    /// Every file this load reads (for `cargo:rerun-if-changed`).
+    pub fn input_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            out.push(r.clone());
+            out.extend(list_files(r, &["json"]));
+        }
+        if let Some(p) = &self.policies {
+            out.push(p.clone());
+            out.extend(list_files(p, &["cedar", "cedarschema"]));
+        }
+        out.extend(self.envelope.iter().cloned());
+        out
+    }
+}
+
+/// A loaded registry: every record passed every rule and the policies validated strictly.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    /// The records, sorted by tool id.
+    pub records: Vec<ToolRecord>,
+    /// The deployment envelope, when one was given.
+    pub envelope: Option<Envelope>,
+    /// The Cedar schema and the validated policies.
+    pub cedar: Binding,
+    /// Remarks that are not errors (a skipped rule, say).
+    pub notes: Vec<String>,
+}
+
+impl Registry {
+    /// The record of `tool_id`.
+    pub fn get(&self, tool_id: &str) -> Option<&ToolRecord> {
+        self.records
+            .binary_search_by(|r| r.tool_id.as_str().cmp(tool_id))
+            .ok()
+            .map(|i| &self.records[i])
+    }
+}
+
+/// Load and check everything `sources` names.
+///
+/// # Errors
+/// Every problem found, in every file, as [`Diagnostics`].
+pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let mut notes = Vec::new();
+
+    let envelope = match &sources.envelope {
+        Some(path) => match Envelope::load(path) {
+            Ok(e) => Some(e),
+            Err(d) => {
+                diags.extend(d);
+                None
+            }
+        },
+        None => {
+            notes.push(
+                "no envelope given: the rule `sandbox/within-envelope` was skipped".to_string(),
+            );
+            None
+        }
+    };
+
+    let mut files = Vec::new();
+    for path in &sources.records {
+        match read_record_files(path) {
+            Ok(f) => files.extend(f),
+            Err(d) => diags.push(d),
+        }
+    }
+    files.extend(sources.record_texts.iter().cloned());
+
+    let root = sources.workspace_root.clone().or_else(|| {
+        sources
+            .records
+            .first()
+            .and_then(|p| WorkspaceBins::find_root(p))
+    });
+    let bins = root
+        .as_deref()
+        .map(WorkspaceBins::discover)
+        .unwrap_or_default();
+
+    let ctx = record_check::Context {
+        envelope: envelope.as_ref(),
+        bins: &bins,
+    };
+    let (records, record_diags) = check_records(&files, &ctx);
+    diags.extend(record_diags);
+
+    let cedar = if diags.is_empty() {
+        match cedar::bind(&records, sources.policies.as_deref()) {
+            Ok(b) => Some(b),
+            Err(d) => {
+                diags.extend(d);
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    match cedar {
+        Some(cedar) if diags.is_empty() => Ok(Registry {
+            records,
+            envelope,
+            cedar,
+            notes,
+        }),
+        _ => {
+            diags.sort();
+            Err(diags)
+        }
+    }
+}
+
+/// Check record files against every per-record and cross-record rule.
+///
+/// Returns the records that passed (sorted by id) and every problem found.
+pub fn check_records(
+    files: &[SourceFile],
+    ctx: &record_check::Context<'_>,
+) -> (Vec<ToolRecord>, Diagnostics) {
+    record_check::check_all(files, ctx)
+}
+
+fn read_record_files(path: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
+    let read = |p: &Path| {
+        fs::read_to_string(p)
+            .map(|t| SourceFile::new(p, t))
+            .map_err(|e| Diagnostic::file(Rule::Io, p, format!("cannot read: {e}")))
+    };
+    if path.is_dir() {
+        list_files(path, &["json"]).iter().map(|p| read(p)).collect()
+    } else if path.exists() {
+        Ok(vec![read(path)?])
+    } else {
+        Err(Diagnostic::file(
+            Rule::Missing,
+            path,
+            "no such file or directory",
+        ))
+    }
+}
+
+/// The files of `dir` with one of `exts`, sorted by name (a file path is returned as is).
+pub(crate) fn list_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| exts.contains(&e))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Records keyed by id, for cross-record rules.
+pub(crate) type ById<'a> = BTreeMap<&'a str, &'a ToolRecord>;

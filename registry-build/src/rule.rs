@@ -1,0 +1,130 @@
+//! Every registration rule, with its stable id.
+
+use std::fmt;
+
+macro_rules! rules {
+    ($( $(#[$doc:meta])* $variant:ident = $id:literal ),* $(,)?) => {
+        /// A registration rule. Every diagnostic names the rule it enforces by [`Rule::id`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Rule {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Rule {
+            /// Every rule.
+            pub const ALL: &'static [Rule] = &[ $( Rule::$variant, )* ];
+
+            /// The stable id printed in diagnostics (`record/unknown-field`).
+            pub const fn id(self) -> &'static str {
+                match self { $( Rule::$variant => $id, )* }
+            }
+        }
+    };
+}
+
+rules! {
+    /// A file could not be read.
+    Io = "io/read",
+    /// A file is not valid JSON.
+    JsonSyntax = "json/syntax",
+    /// A record is not a JSON object.
+    RecordShape = "record/shape",
+    /// A field no rule knows (closed records).
+    UnknownField = "record/unknown-field",
+    /// A required field is missing.
+    MissingField = "record/missing-field",
+    /// A field given under both of its spellings (`tool_id` and `name`).
+    DuplicateSpelling = "record/duplicate-spelling",
+    /// A field of the wrong JSON type or value.
+    FieldType = "record/field-type",
+    /// `tool_id` does not match `^[a-z][a-z0-9_]*$`.
+    ToolIdPattern = "tool-id/pattern",
+    /// `tool_id` is a reserved name (an action group).
+    ToolIdReserved = "tool-id/reserved",
+    /// Two records share a `tool_id`.
+    ToolIdDuplicate = "tool-id/unique",
+    /// `version` is not semver.
+    VersionSemver = "version/semver",
+    /// `description` is empty.
+    DescriptionEmpty = "description/non-empty",
+    /// `cedar_action` is not `Action::"<tool_id>"`.
+    CedarAction = "cedar-action/own-action",
+    /// An `action_groups` entry is malformed or collides with a reserved name or a tool id.
+    ActionGroup = "action-groups/name",
+    /// `side_effect_class` is not one of the three classes.
+    SideEffectClass = "side-effect-class/known",
+    /// A compensatable tool without `compensation`.
+    CompensationMissing = "compensation/required",
+    /// `compensation` on a tool that is not compensatable.
+    CompensationUnexpected = "compensation/only-compensatable",
+    /// `compensation.tool` is not registered.
+    CompensationInverse = "compensation/inverse-registered",
+    /// A compensation pointer does not resolve in this tool's schemas.
+    CompensationPointer = "compensation/pointer-resolves",
+    /// A compensation pointer resolves to a type the inverse does not accept.
+    CompensationType = "compensation/type-compatible",
+    /// A required field of the inverse is not mapped, or a mapped field is unknown to it.
+    CompensationFields = "compensation/fields-mapped",
+    /// `accepts_credentials` is not `false`.
+    AcceptsCredentials = "accepts-credentials/false",
+    /// `timeout_ms` is not an integer > 0.
+    Timeout = "timeout-ms/positive",
+    /// `retry.max_attempts` < 1 or `retry.backoff_ms` < 0.
+    Retry = "retry/budget",
+    /// `on_failure` is empty or names an unknown or repeated outcome.
+    OnFailure = "on-failure/outcomes",
+    /// `endpoint.transport` is unknown.
+    EndpointTransport = "endpoint/transport",
+    /// `endpoint.command` does not resolve.
+    EndpointResolvable = "endpoint/resolvable",
+    /// `endpoint.sha256` is not 64 lower-case hex digits.
+    EndpointDigest = "endpoint/sha256",
+    /// `auth` holds anything but secret names.
+    AuthNamesOnly = "auth/names-only",
+    /// An egress entry is a URL or malformed.
+    EgressEntry = "sandbox/egress-entry",
+    /// An egress entry is outside the deployment envelope.
+    EgressEnvelope = "sandbox/within-envelope",
+    /// `filesystem` is not `workspace`.
+    Filesystem = "sandbox/filesystem",
+    /// A schema is not well-formed against the 2020-12 meta-schema (or cannot be compiled).
+    SchemaWellFormed = "schema/well-formed",
+    /// A schema declares a draft other than 2020-12.
+    SchemaDraft = "schema/draft-2020-12",
+    /// The schema root is not `type: object`.
+    SchemaRootObject = "schema/root-object",
+    /// An object schema without `additionalProperties: false`.
+    SchemaClosed = "schema/closed",
+    /// A keyword outside the supported subset (`oneOf`, `patternProperties`, …).
+    SchemaSubset = "schema/subset",
+    /// A `null` type (or a type union).
+    SchemaNullType = "schema/no-null",
+    /// A `$ref` that is remote, dangling, recursive, or not into root `$defs`.
+    SchemaRef = "schema/local-ref",
+    /// A schema with no type (it accepts anything).
+    SchemaTyped = "schema/typed",
+    /// `required` names a property that is not declared.
+    SchemaRequired = "schema/required-declared",
+    /// `x-authorize-each` on something other than a list of `format: uri` strings.
+    SchemaAuthorizeEach = "schema/authorize-each",
+    /// An input property name is a credential word.
+    CredentialName = "input/credential-free",
+    /// The envelope file is malformed.
+    Envelope = "envelope/shape",
+    /// The user `.cedarschema` does not parse or merge.
+    CedarSchema = "cedar/schema",
+    /// A `.cedar` file does not parse.
+    PolicySyntax = "cedar/policy-syntax",
+    /// A policy fails strict validation.
+    PolicyValidation = "cedar/strict-validation",
+    /// Two policies share an id.
+    PolicyId = "cedar/policy-id",
+    /// A file or directory is missing.
+    Missing = "input/missing",
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}

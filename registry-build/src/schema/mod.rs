@@ -1,0 +1,7 @@
+//! JSON Schema handling: the subset rules, credential-free names, and walking helpers.
+
+pub mod names;
+pub mod subset;
+pub mod walk;
+
+pub use walk::JsonType;

@@ -1,0 +1,242 @@
+//! The registered contract of a tool, in a form that can be a `const`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// The inherent effect class of a tool; it decides how a saga rolls the tool's step back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideEffectClass {
+    /// No external state mutated: nothing to undo.
+    ReadOnly,
+    /// Writes that carry a declared inverse, run during rollback.
+    Compensatable,
+    /// Writes that are later versions of prior state: rollback marks them superseded.
+    Supersede,
+}
+
+impl SideEffectClass {
+    /// Every class, in declaration order.
+    pub const ALL: [SideEffectClass; 3] = [Self::ReadOnly, Self::Compensatable, Self::Supersede];
+
+    /// The record spelling, which is also the id of the class's Cedar action group.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::Compensatable => "compensatable",
+            Self::Supersede => "supersede",
+        }
+    }
+
+    /// Parse the record spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// What an SOP step may do when the tool's call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureOutcome {
+    /// Stop the run.
+    Halt,
+    /// Stop the run and escalate.
+    HaltAndEscalate,
+    /// Roll the run's earlier steps back by their classes.
+    Compensate,
+}
+
+impl FailureOutcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [FailureOutcome; 3] = [Self::Halt, Self::HaltAndEscalate, Self::Compensate];
+
+    /// The record spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Halt => "halt",
+            Self::HaltAndEscalate => "halt_and_escalate",
+            Self::Compensate => "compensate",
+        }
+    }
+
+    /// Parse the record spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// The retry budget of a tool: only transient failures are retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (at least 1).
+    pub max_attempts: u32,
+    /// Base delay before the second attempt; later delays grow exponentially.
+    pub backoff_ms: u64,
+}
+
+/// How the sandbox talks to the tool's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Transport {
+    /// Payload JSON on stdin, output JSON on stdout, exit 75 for a transient failure.
+    #[serde(rename = "stdio-json")]
+    StdioJson,
+    /// An MCP server over stdio: `initialize`, `tools/call`, shut down.
+    #[serde(rename = "mcp-stdio")]
+    McpStdio,
+}
+
+impl Transport {
+    /// The record spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::StdioJson => "stdio-json",
+            Self::McpStdio => "mcp-stdio",
+        }
+    }
+
+    /// Parse the record spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::StdioJson, Self::McpStdio]
+            .into_iter()
+            .find(|t| t.as_str() == s)
+    }
+}
+
+/// File-system access of a sandbox. Only the ephemeral workspace exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Filesystem {
+    /// Nothing beyond the sandbox's own ephemeral workspace.
+    Workspace,
+}
+
+impl Filesystem {
+    /// The record spelling.
+    pub const fn as_str(self) -> &'static str {
+        "workspace"
+    }
+}
+
+/// How the sandbox obtains and invokes the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The wire protocol.
+    pub transport: Transport,
+    /// An absolute path, a name on `PATH`, or a binary the workspace declares.
+    pub command: &'static str,
+    /// Arguments passed to the command.
+    pub args: &'static [&'static str],
+    /// The binary's expected SHA-256 digest, lower-case hex.
+    pub sha256: Option<&'static str>,
+}
+
+/// The declared inverse of a compensatable tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compensation {
+    /// The inverse tool's id.
+    pub tool: &'static str,
+    /// Inverse input field → JSON pointer into `{"input": …, "output": …}` of this tool's call.
+    pub map: &'static [(&'static str, &'static str)],
+}
+
+/// A tool's whole registered contract, as constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contract {
+    /// The tool id (`^[a-z][a-z0-9_]*$`).
+    pub id: &'static str,
+    /// The semver version.
+    pub version: &'static str,
+    /// What the planner reads.
+    pub description: &'static str,
+    /// The id of the tool's Cedar action: `Action::"<cedar_action>"`.
+    pub cedar_action: &'static str,
+    /// Extra action groups the tool's action joins, besides its class group.
+    pub action_groups: &'static [&'static str],
+    /// The side-effect class.
+    pub class: SideEffectClass,
+    /// The declared inverse (compensatable tools only).
+    pub compensation: Option<Compensation>,
+    /// Bound of each attempt, in milliseconds.
+    pub timeout_ms: u64,
+    /// Retry budget for transient failures.
+    pub retry: RetryPolicy,
+    /// Outcomes an SOP step may choose on failure.
+    pub on_failure: &'static [FailureOutcome],
+    /// How the sandbox runs the tool.
+    pub endpoint: Endpoint,
+    /// Names of the secrets injected into the sandbox (never values).
+    pub secrets: &'static [&'static str],
+    /// Egress allowlist entries of the sandbox profile.
+    pub egress: &'static [&'static str],
+    /// File-system access of the sandbox profile.
+    pub filesystem: Filesystem,
+    /// The canonical input JSON Schema text: the very bytes the input gate validates against.
+    pub input_schema: &'static str,
+    /// The canonical output JSON Schema text: the very bytes the output gate validates against.
+    pub output_schema: &'static str,
+}
+
+impl Contract {
+    /// The contract as a tool record (the JSON form `escepine check` reads).
+    ///
+    /// # Errors
+    /// Fails only if an embedded schema text is not JSON, which generated code never produces.
+    pub fn to_record(&self) -> Result<Value, serde_json::Error> {
+        let mut record = Map::new();
+        record.insert("tool_id".into(), json!(self.id));
+        record.insert("version".into(), json!(self.version));
+        record.insert("description".into(), json!(self.description));
+        record.insert(
+            "input_schema".into(),
+            serde_json::from_str(self.input_schema)?,
+        );
+        record.insert(
+            "output_schema".into(),
+            serde_json::from_str(self.output_schema)?,
+        );
+        record.insert(
+            "cedar_action".into(),
+            json!(format!("Action::\"{}\"", self.cedar_action)),
+        );
+        if !self.action_groups.is_empty() {
+            record.insert("action_groups".into(), json!(self.action_groups));
+        }
+        record.insert("side_effect_class".into(), json!(self.class.as_str()));
+        if let Some(c) = &self.compensation {
+            let map: Map<String, Value> = c
+                .map
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), json!(v)))
+                .collect();
+            record.insert("compensation".into(), json!({ "tool": c.tool, "map": map }));
+        }
+        record.insert("accepts_credentials".into(), json!(false));
+        record.insert("timeout_ms".into(), json!(self.timeout_ms));
+        record.insert("retry".into(), serde_json::to_value(self.retry)?);
+        record.insert(
+            "on_failure".into(),
+            json!(self
+                .on_failure
+                .iter()
+                .map(|o| o.as_str())
+                .collect::<Vec<_>>()),
+        );
+        let mut endpoint = Map::new();
+        endpoint.insert("transport".into(), json!(self.endpoint.transport.as_str()));
+        endpoint.insert("command".into(), json!(self.endpoint.command));
+        if !self.endpoint.args.is_empty() {
+            endpoint.insert("args".into(), json!(self.endpoint.args));
+        }
+        if let Some(d) = self.endpoint.sha256 {
+            endpoint.insert("sha256".into(), json!(d));
+        }
+        record.insert("endpoint".into(), Value::Object(endpoint));
+        record.insert("auth".into(), json!({ "secrets": self.secrets }));
+        record.insert(
+            "sandbox_profile".into(),
+            json!({ "egress": self.egress, "filesystem": self.filesystem.as_str() }),
+        );
+        Ok(Value::Object(record))
+    }
+}

@@ -1,0 +1,1 @@
+//! Workspace-level scenarios of Escepine live in `tests/` and `examples/`.
