@@ -164,7 +164,7 @@ impl miette::Diagnostic for Report<'_> {
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         match (&self.0.source, self.0.span) {
-            (Some(src), Some(_)) => Some(src.text.as_str() as &dyn miette::SourceCode),
+            (Some(src), Some(_)) => Some(src.text.as_ref() as &String as &dyn miette::SourceCode),
             _ => None,
         }
     }

@@ -31,7 +31,7 @@ pub mod endpoint;
 pub mod envelope;
 mod locate;
 pub mod record;
-mod record_check;
+pub mod record_check;
 pub mod registry;
 pub mod rule;
 pub mod schema;

@@ -1,7 +1,6 @@
 //! Loading a registry: every record file, the envelope and the policies, every rule applied,
 //! every problem of every file reported in one run.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -228,5 +227,3 @@ pub(crate) fn list_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
     v
 }
 
-/// Records keyed by id, for cross-record rules.
-pub(crate) type ById<'a> = BTreeMap<&'a str, &'a ToolRecord>;

@@ -1,0 +1,212 @@
+//! Endpoint resolution: an absolute path that exists, a name on `PATH`, or a binary the
+//! workspace declares (which may not be built yet when `build.rs` runs).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::record::ResolvedCommand;
+
+/// The binaries a Cargo workspace declares (`[[bin]]` names, `src/main.rs`, `src/bin/*.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceBins {
+    /// The workspace root, when one was found.
+    pub root: Option<PathBuf>,
+    /// Declared binary names.
+    pub names: BTreeSet<String>,
+}
+
+impl WorkspaceBins {
+    /// The nearest ancestor of `start` whose `Cargo.toml` has a `[workspace]` table.
+    pub fn find_root(start: &Path) -> Option<PathBuf> {
+        let start = fs::canonicalize(start).ok()?;
+        let mut dir = if start.is_dir() { Some(start.as_path()) } else { start.parent() };
+        while let Some(d) = dir {
+            let manifest = d.join("Cargo.toml");
+            if let Ok(text) = fs::read_to_string(&manifest) {
+                if let Ok(v) = text.parse::<toml::Table>() {
+                    if v.contains_key("workspace") {
+                        return Some(d.to_path_buf());
+                    }
+                }
+            }
+            dir = d.parent();
+        }
+        None
+    }
+
+    /// The binaries declared by the workspace at `root` (its members and the root package).
+    pub fn discover(root: &Path) -> Self {
+        let mut names = BTreeSet::new();
+        let Ok(text) = fs::read_to_string(root.join("Cargo.toml")) else {
+            return Self::default();
+        };
+        let Ok(manifest) = text.parse::<toml::Table>() else {
+            return Self::default();
+        };
+        let mut dirs = vec![root.to_path_buf()];
+        let members = manifest
+            .get("workspace")
+            .and_then(|w| w.get("members"))
+            .and_then(|m| m.as_array())
+            .cloned()
+            .unwrap_or_default();
+        for m in members.iter().filter_map(|m| m.as_str()) {
+            if let Some(prefix) = m.strip_suffix("/*") {
+                if let Ok(rd) = fs::read_dir(root.join(prefix)) {
+                    dirs.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()));
+                }
+            } else {
+                dirs.push(root.join(m));
+            }
+        }
+        for dir in dirs {
+            package_bins(&dir, &mut names);
+        }
+        Self {
+            root: Some(root.to_path_buf()),
+            names,
+        }
+    }
+
+    /// Where a declared binary is (or will be) built: `<target>/<profile>/<name>`, for each
+    /// existing candidate target directory.
+    pub fn built_candidates(&self, name: &str) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut targets = Vec::new();
+        if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+            targets.push(PathBuf::from(t));
+        }
+        if let Some(r) = &self.root {
+            targets.push(r.join("target"));
+        }
+        for t in targets {
+            for profile in ["release", "debug"] {
+                out.push(t.join(profile).join(name));
+            }
+        }
+        out
+    }
+}
+
+fn package_bins(dir: &Path, names: &mut BTreeSet<String>) {
+    let Ok(text) = fs::read_to_string(dir.join("Cargo.toml")) else {
+        return;
+    };
+    let Ok(manifest) = text.parse::<toml::Table>() else {
+        return;
+    };
+    let Some(package) = manifest.get("package").and_then(|p| p.get("name")).and_then(|n| n.as_str())
+    else {
+        return;
+    };
+    if let Some(bins) = manifest.get("bin").and_then(|b| b.as_array()) {
+        names.extend(
+            bins.iter()
+                .filter_map(|b| b.get("name").and_then(|n| n.as_str()))
+                .map(str::to_string),
+        );
+    }
+    if dir.join("src/main.rs").is_file() {
+        names.insert(package.to_string());
+    }
+    if let Ok(rd) = fs::read_dir(dir.join("src/bin")) {
+        for e in rd.filter_map(Result::ok) {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "rs") {
+                if let Some(stem) = p.file_stem().and_then(|s| s.to_str()) {
+                    names.insert(stem.to_string());
+                }
+            } else if p.join("main.rs").is_file() {
+                if let Some(n) = p.file_name().and_then(|s| s.to_str()) {
+                    names.insert(n.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// Why a command does not resolve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// An absolute path that does not exist (or is not a file).
+    #[error("`{0}` does not exist or is not a file")]
+    NoSuchPath(String),
+    /// A relative path with a directory part: ambiguous, rejected.
+    #[error("`{0}` is a relative path; give an absolute path, a name on PATH, or a workspace binary")]
+    Relative(String),
+    /// A bare name found neither on PATH nor among the workspace's binaries.
+    #[error("`{0}` is neither on PATH nor a binary this workspace declares")]
+    Unknown(String),
+}
+
+/// Resolve an endpoint command at registration.
+pub fn resolve(command: &str, bins: &WorkspaceBins) -> Result<ResolvedCommand, ResolveError> {
+    let path = Path::new(command);
+    if path.is_absolute() {
+        return if path.is_file() {
+            Ok(ResolvedCommand::Path(path.to_path_buf()))
+        } else {
+            Err(ResolveError::NoSuchPath(command.to_string()))
+        };
+    }
+    if command.contains('/') || command.is_empty() {
+        return Err(ResolveError::Relative(command.to_string()));
+    }
+    if bins.names.contains(command) {
+        return Ok(ResolvedCommand::WorkspaceBin(command.to_string()));
+    }
+    if let Some(p) = on_path(command) {
+        return Ok(ResolvedCommand::OnPath(p));
+    }
+    Err(ResolveError::Unknown(command.to_string()))
+}
+
+/// The first executable file named `name` on `PATH`.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_absolute_path_and_path_names() {
+        let bins = WorkspaceBins::default();
+        assert!(matches!(resolve("/bin/sh", &bins), Ok(ResolvedCommand::Path(_))));
+        assert!(matches!(resolve("sh", &bins), Ok(ResolvedCommand::OnPath(_))));
+        assert_eq!(
+            resolve("/no/such/binary", &bins),
+            Err(ResolveError::NoSuchPath("/no/such/binary".into()))
+        );
+        assert!(matches!(resolve("./tool", &bins), Err(ResolveError::Relative(_))));
+        assert!(matches!(resolve("no-such-tool-xyz", &bins), Err(ResolveError::Unknown(_))));
+    }
+
+    #[test]
+    fn discovers_this_workspace_bins() {
+        let root = WorkspaceBins::find_root(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let bins = WorkspaceBins::discover(&root);
+        assert!(bins.names.contains("escepine"), "{:?}", bins.names);
+        assert!(matches!(
+            resolve("escepine", &bins),
+            Ok(ResolvedCommand::WorkspaceBin(_))
+        ));
+    }
+}

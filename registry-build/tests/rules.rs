@@ -1,0 +1,117 @@
+//! One failing fixture per registration rule: each fixture is a valid record with exactly one
+//! violation, and checking it must report that rule — and only that rule — naming the file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use registry_build::endpoint::WorkspaceBins;
+use registry_build::record_check::Context;
+use registry_build::{check_records, Envelope, SourceFile};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn source(path: &Path) -> SourceFile {
+    SourceFile::new(path, fs::read_to_string(path).unwrap())
+}
+
+fn envelope() -> Envelope {
+    Envelope::load(&fixtures().join("context/envelope.json")).unwrap()
+}
+
+#[test]
+fn valid_records_pass_every_rule() {
+    let ctx_dir = fixtures().join("context");
+    let files: Vec<SourceFile> = ["valid_base.json", "valid_compensatable.json", "thing_delete.json"]
+        .iter()
+        .map(|f| source(&ctx_dir.join(f)))
+        .collect();
+    let env = envelope();
+    let bins = WorkspaceBins::default();
+    let (records, diags) = check_records(&files, &Context { envelope: Some(&env), bins: &bins });
+    assert!(diags.is_empty(), "{}", diags.render());
+    assert_eq!(records.len(), 3);
+    let ids: Vec<&str> = records.iter().map(|r| r.tool_id.as_str()).collect();
+    assert_eq!(ids, ["page_read", "thing_create", "thing_delete"]);
+}
+
+#[test]
+fn each_fixture_breaks_exactly_its_rule() {
+    let expected: BTreeMap<String, String> =
+        serde_json::from_str(&fs::read_to_string(fixtures().join("expected.json")).unwrap()).unwrap();
+    let inverse = source(&fixtures().join("context/thing_delete.json"));
+    let env = envelope();
+    let bins = WorkspaceBins::default();
+    let mut failures = Vec::new();
+    let mut covered = std::collections::BTreeSet::new();
+    for (name, rule) in &expected {
+        let path = fixtures().join("rules").join(format!("{name}.json"));
+        let files = vec![source(&path), inverse.clone()];
+        let (records, diags) = check_records(&files, &Context { envelope: Some(&env), bins: &bins });
+        let rules: Vec<&str> = diags.iter().map(|d| d.rule.id()).collect();
+        let names_file = diags.iter().all(|d| d.file == path);
+        let rendered = diags.render();
+        if rules.is_empty() || rules.iter().any(|r| r != rule) || !names_file {
+            failures.push(format!("{name}: expected only [{rule}], got {rules:?}\n{rendered}"));
+        }
+        if records.iter().any(|r| r.source == path) {
+            failures.push(format!("{name}: the invalid record was registered"));
+        }
+        if !rendered.contains(&format!("{name}.json")) || !rendered.contains(rule.as_str()) {
+            failures.push(format!("{name}: rendering does not name the file and rule:\n{rendered}"));
+        }
+        covered.insert(rule.clone());
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Every record rule has at least one fixture (Cedar rules have their own suite).
+    let untested: Vec<&str> = registry_build::Rule::ALL
+        .iter()
+        .map(|r| r.id())
+        .filter(|id| !id.starts_with("cedar/") && !["io/read", "input/missing", "envelope/shape"].contains(id))
+        .filter(|id| !covered.contains(*id))
+        .collect();
+    assert!(untested.is_empty(), "rules without a failing fixture: {untested:?}");
+}
+
+#[test]
+fn all_problems_of_all_files_in_one_run() {
+    let dir = fixtures().join("rules");
+    let files: Vec<SourceFile> = ["timeout_zero.json", "egress_url.json", "credential_password.json"]
+        .iter()
+        .map(|f| source(&dir.join(f)))
+        .collect();
+    let bins = WorkspaceBins::default();
+    let (_, diags) = check_records(&files, &Context { envelope: None, bins: &bins });
+    // The three fixtures share a tool id, so the later two are also duplicates; every file
+    // is reported.
+    let files_named: std::collections::BTreeSet<_> = diags.iter().map(|d| d.file.clone()).collect();
+    assert_eq!(files_named.len(), 3, "{}", diags.render());
+}
+
+#[test]
+fn diagnostics_point_at_line_and_pointer() {
+    let path = fixtures().join("rules/timeout_zero.json");
+    let bins = WorkspaceBins::default();
+    let (_, diags) = check_records(&[source(&path)], &Context { envelope: None, bins: &bins });
+    let d = diags.iter().next().unwrap();
+    assert_eq!(d.pointer.as_deref(), Some("/timeout_ms"));
+    let text = fs::read_to_string(&path).unwrap();
+    let line = text.lines().position(|l| l.contains("\"timeout_ms\"")).unwrap() + 1;
+    assert_eq!(d.line_col.map(|(l, _)| l), Some(line));
+    let rendered = d.render();
+    assert!(rendered.contains("timeout-ms/positive"), "{rendered}");
+    assert!(rendered.contains("\"timeout_ms\": 0"), "{rendered}");
+}
+
+#[test]
+fn duplicate_ids_are_rejected() {
+    let path = fixtures().join("context/valid_base.json");
+    let copy = SourceFile::new("copy_of_valid_base.json", fs::read_to_string(&path).unwrap());
+    let bins = WorkspaceBins::default();
+    let (records, diags) = check_records(&[source(&path), copy], &Context { envelope: None, bins: &bins });
+    assert!(diags.has(registry_build::Rule::ToolIdDuplicate), "{}", diags.render());
+    assert_eq!(diags.iter().next().unwrap().file, PathBuf::from("copy_of_valid_base.json"));
+    assert_eq!(records.len(), 1);
+}

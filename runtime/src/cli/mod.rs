@@ -1,0 +1,91 @@
+//! The `escepine` command line: argument parsing and one module per command.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+mod cedar_schema;
+mod check;
+
+/// Process exit statuses of the `escepine` commands.
+pub mod exit {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// The inputs are invalid (or a registration failed).
+    pub const INVALID: i32 = 1;
+    /// Bad usage.
+    pub const USAGE: i32 = 2;
+}
+
+/// The governed tool registry: check, bind and run registered tools.
+#[derive(Debug, Parser)]
+#[command(name = "escepine", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Apply every registration rule and Cedar strict validation; report all problems at once.
+    Check(check::Args),
+    /// Print the Cedar schema generated from the records, in Cedar syntax.
+    CedarSchema(cedar_schema::Args),
+}
+
+/// Where a command writes: standard output and standard error, or buffers in tests.
+pub struct Io<'a> {
+    /// Standard output.
+    pub out: &'a mut dyn Write,
+    /// Standard error.
+    pub err: &'a mut dyn Write,
+}
+
+/// Run the command line `args` (the first item is the program name); returns the exit status.
+pub fn run<I, T>(args: I, io: &mut Io<'_>) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = write!(if e.use_stderr() { &mut *io.err } else { &mut *io.out }, "{}", e.render());
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Check(a) => check::run(&a, io),
+        Command::CedarSchema(a) => cedar_schema::run(&a, io),
+    }
+}
+
+/// Registry inputs shared by the commands.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RegistryArgs {
+    /// Directory of tool records (`*.json`).
+    #[arg(long, value_name = "DIR")]
+    records: PathBuf,
+    /// Directory of Cedar policies (`*.cedar`, optional `*.cedarschema`).
+    #[arg(long, value_name = "DIR")]
+    policies: Option<PathBuf>,
+    /// Deployment envelope; without it the coverage rule is skipped.
+    #[arg(long, value_name = "FILE")]
+    envelope: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    pub(crate) fn sources(&self) -> registry_build::Sources {
+        let mut s = registry_build::Sources::new().records(&self.records);
+        if let Some(p) = &self.policies {
+            s = s.policies(p);
+        }
+        if let Some(e) = &self.envelope {
+            s = s.envelope(e);
+        }
+        s
+    }
+}
