@@ -1,0 +1,159 @@
+//! `escepine check` and `escepine cedar-schema` over the catalog and over broken copies of it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn escepine(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_escepine")).args(args).output().unwrap()
+}
+
+fn check(records: &Path, policies: &Path, envelope: &Path) -> Output {
+    escepine(&[
+        "check",
+        "--records",
+        records.to_str().unwrap(),
+        "--policies",
+        policies.to_str().unwrap(),
+        "--envelope",
+        envelope.to_str().unwrap(),
+    ])
+}
+
+/// A copy of the catalog in a temporary directory.
+struct Copy {
+    dir: tempfile::TempDir,
+}
+
+impl Copy {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["records", "policies"] {
+            fs::create_dir(dir.path().join(sub)).unwrap();
+            for e in fs::read_dir(workspace().join("tools").join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                fs::copy(&p, dir.path().join(sub).join(p.file_name().unwrap())).unwrap();
+            }
+        }
+        fs::copy(workspace().join("tools/envelope.json"), dir.path().join("envelope.json")).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn edit_record(&self, tool: &str, f: impl FnOnce(&mut Value)) -> PathBuf {
+        let p = self.path(&format!("records/{tool}.json"));
+        let mut v: Value = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+        f(&mut v);
+        fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        p
+    }
+
+    fn check(&self) -> Output {
+        check(&self.path("records"), &self.path("policies"), &self.path("envelope.json"))
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn the_catalog_is_accepted() {
+    let w = workspace();
+    let out = check(&w.join("tools/records"), &w.join("tools/policies"), &w.join("tools/envelope.json"));
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("firecrawl_scrape"));
+}
+
+#[test]
+fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
+    type Edit = fn(&mut Value);
+    let cases: &[(&str, &str, Edit)] = &[
+        ("firecrawl_scrape", "record/unknown-field", |v| { v["retries"] = 3.into(); }),
+        ("web_search", "timeout-ms/positive", |v| { v["timeout_ms"] = 0.into(); }),
+        ("tavily_search", "retry/budget", |v| { v["retry"]["max_attempts"] = 0.into(); }),
+        ("tavily_search", "sandbox/egress-entry", |v| { v["sandbox_profile"]["egress"] = serde_json::json!(["https://api.tavily.com/search"]); }),
+        ("tavily_search", "sandbox/within-envelope", |v| { v["sandbox_profile"]["egress"] = serde_json::json!(["evil.example:443"]); }),
+        ("web_fetch_exa", "input/credential-free", |v| { v["input_schema"]["properties"]["session_cookie"] = serde_json::json!({"type": "string"}); }),
+        ("firecrawl_scrape", "schema/closed", |v| { v["input_schema"].as_object_mut().unwrap().remove("additionalProperties"); }),
+        ("note_publish", "compensation/required", |v| { v.as_object_mut().unwrap().remove("compensation"); }),
+        ("note_publish", "compensation/inverse-registered", |v| { v["compensation"]["tool"] = "note_delete".into(); }),
+        ("deliverable_assemble", "accepts-credentials/false", |v| { v["accepts_credentials"] = true.into(); }),
+        ("web_search", "auth/names-only", |v| { v["auth"]["token"] = "abc".into(); }),
+        ("web_search", "endpoint/resolvable", |v| { v["endpoint"]["command"] = "no-such-binary-anywhere".into(); }),
+        ("web_search", "version/semver", |v| { v["version"] = "one".into(); }),
+    ];
+    for (tool, rule, edit) in cases {
+        let copy = Copy::new();
+        let file = copy.edit_record(tool, edit);
+        let out = copy.check();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{tool}/{rule}: {err}");
+        assert!(err.contains(file.to_str().unwrap()), "{rule}: file not named:\n{err}");
+        assert!(err.contains(rule), "{rule} not named:\n{err}");
+    }
+}
+
+#[test]
+fn a_bad_policy_is_rejected_naming_the_policy_file() {
+    let copy = Copy::new();
+    let bad = copy.path("policies/zz_bad.cedar");
+    fs::write(&bad, "permit(principal, action == Action::\"no_such_tool\", resource);\n").unwrap();
+    let out = copy.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("zz_bad.cedar"), "{err}");
+}
+
+#[test]
+fn every_problem_in_every_file_is_reported_at_once() {
+    let copy = Copy::new();
+    let a = copy.edit_record("web_search", |v| v["timeout_ms"] = 0.into());
+    let b = copy.edit_record("tavily_crawl", |v| v["retry"]["max_attempts"] = 0.into());
+    let out = copy.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains(a.to_str().unwrap()) && err.contains(b.to_str().unwrap()), "{err}");
+    assert!(err.contains("error: 2 problems in 2 files"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(escepine(&["check"]).status.code(), Some(2));
+    assert_eq!(escepine(&["check", "--records", "x", "--bogus"]).status.code(), Some(2));
+    assert_eq!(escepine(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn without_envelope_the_coverage_rule_is_skipped_and_said() {
+    let w = workspace();
+    let out = escepine(&[
+        "check",
+        "--records",
+        w.join("tools/records").to_str().unwrap(),
+        "--policies",
+        w.join("tools/policies").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("sandbox/within-envelope"));
+}
+
+#[test]
+fn cedar_schema_prints_the_generated_schema() {
+    let w = workspace();
+    let out = escepine(&["cedar-schema", "--records", w.join("tools/records").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let schema = text(&out.stdout);
+    for needle in ["entity Tool", "\"firecrawl_scrape\"", "\"page-read\"", "\"read-only\""] {
+        assert!(schema.contains(needle), "{needle} missing from:\n{schema}");
+    }
+}
