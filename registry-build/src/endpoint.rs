@@ -20,7 +20,11 @@ impl WorkspaceBins {
     /// The nearest ancestor of `start` whose `Cargo.toml` has a `[workspace]` table.
     pub fn find_root(start: &Path) -> Option<PathBuf> {
         let start = fs::canonicalize(start).ok()?;
-        let mut dir = if start.is_dir() { Some(start.as_path()) } else { start.parent() };
+        let mut dir = if start.is_dir() {
+            Some(start.as_path())
+        } else {
+            start.parent()
+        };
         while let Some(d) = dir {
             let manifest = d.join("Cargo.toml");
             if let Ok(text) = fs::read_to_string(&manifest) {
@@ -54,7 +58,10 @@ impl WorkspaceBins {
         for m in members.iter().filter_map(|m| m.as_str()) {
             if let Some(prefix) = m.strip_suffix("/*") {
                 if let Ok(rd) = fs::read_dir(root.join(prefix)) {
-                    dirs.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()));
+                    dirs.extend(
+                        rd.filter_map(|e| e.ok().map(|e| e.path()))
+                            .filter(|p| p.is_dir()),
+                    );
                 }
             } else {
                 dirs.push(root.join(m));
@@ -96,7 +103,10 @@ fn package_bins(dir: &Path, names: &mut BTreeSet<String>) {
     let Ok(manifest) = text.parse::<toml::Table>() else {
         return;
     };
-    let Some(package) = manifest.get("package").and_then(|p| p.get("name")).and_then(|n| n.as_str())
+    let Some(package) = manifest
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
     else {
         return;
     };
@@ -133,7 +143,9 @@ pub enum ResolveError {
     #[error("`{0}` does not exist or is not a file")]
     NoSuchPath(String),
     /// A relative path with a directory part: ambiguous, rejected.
-    #[error("`{0}` is a relative path; give an absolute path, a name on PATH, or a workspace binary")]
+    #[error(
+        "`{0}` is a relative path; give an absolute path, a name on PATH, or a workspace binary"
+    )]
     Relative(String),
     /// A bare name found neither on PATH nor among the workspace's binaries.
     #[error("`{0}` is neither on PATH nor a binary this workspace declares")]
@@ -189,14 +201,26 @@ mod tests {
     #[test]
     fn resolves_absolute_path_and_path_names() {
         let bins = WorkspaceBins::default();
-        assert!(matches!(resolve("/bin/sh", &bins), Ok(ResolvedCommand::Path(_))));
-        assert!(matches!(resolve("sh", &bins), Ok(ResolvedCommand::OnPath(_))));
+        assert!(matches!(
+            resolve("/bin/sh", &bins),
+            Ok(ResolvedCommand::Path(_))
+        ));
+        assert!(matches!(
+            resolve("sh", &bins),
+            Ok(ResolvedCommand::OnPath(_))
+        ));
         assert_eq!(
             resolve("/no/such/binary", &bins),
             Err(ResolveError::NoSuchPath("/no/such/binary".into()))
         );
-        assert!(matches!(resolve("./tool", &bins), Err(ResolveError::Relative(_))));
-        assert!(matches!(resolve("no-such-tool-xyz", &bins), Err(ResolveError::Unknown(_))));
+        assert!(matches!(
+            resolve("./tool", &bins),
+            Err(ResolveError::Relative(_))
+        ));
+        assert!(matches!(
+            resolve("no-such-tool-xyz", &bins),
+            Err(ResolveError::Unknown(_))
+        ));
     }
 
     #[test]

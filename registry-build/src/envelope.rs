@@ -28,7 +28,11 @@ impl Envelope {
         let text = match fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
-                diags.push(Diagnostic::file(Rule::Missing, path, format!("cannot read the envelope: {e}")));
+                diags.push(Diagnostic::file(
+                    Rule::Missing,
+                    path,
+                    format!("cannot read the envelope: {e}"),
+                ));
                 return Err(diags);
             }
         };
@@ -49,16 +53,31 @@ impl Envelope {
             Ok(v) => v,
             Err(e) => {
                 let offset = crate::record_check::offset_of(&src.text, e.line(), e.column());
-                diags.push(Diagnostic::at_span(Rule::JsonSyntax, src, Some((offset, 1)), format!("not valid JSON: {e}")));
+                diags.push(Diagnostic::at_span(
+                    Rule::JsonSyntax,
+                    src,
+                    Some((offset, 1)),
+                    format!("not valid JSON: {e}"),
+                ));
                 return Err(diags);
             }
         };
         let Some(obj) = value.as_object() else {
-            diags.push(Diagnostic::at(Rule::Envelope, src, "", "the envelope must be an object `{ \"egress\": [...] }`"));
+            diags.push(Diagnostic::at(
+                Rule::Envelope,
+                src,
+                "",
+                "the envelope must be an object `{ \"egress\": [...] }`",
+            ));
             return Err(diags);
         };
         for key in obj.keys().filter(|k| k.as_str() != "egress") {
-            diags.push(Diagnostic::at(Rule::Envelope, src, &format!("/{key}"), format!("unknown field `{key}`; the envelope has only `egress`")));
+            diags.push(Diagnostic::at(
+                Rule::Envelope,
+                src,
+                &format!("/{key}"),
+                format!("unknown field `{key}`; the envelope has only `egress`"),
+            ));
         }
         let mut egress = Vec::new();
         match obj.get("egress").map(|e| e.as_array()) {
@@ -67,16 +86,36 @@ impl Envelope {
                     let ptr = format!("/egress/{i}");
                     match item.as_str().map(str::parse::<EgressEntry>) {
                         Some(Ok(e)) => egress.push(e),
-                        Some(Err(e)) => diags.push(Diagnostic::at(Rule::EgressEntry, src, &ptr, e.to_string())),
-                        None => diags.push(Diagnostic::at(Rule::Envelope, src, &ptr, "an egress entry must be a string")),
+                        Some(Err(e)) => {
+                            diags.push(Diagnostic::at(Rule::EgressEntry, src, &ptr, e.to_string()))
+                        }
+                        None => diags.push(Diagnostic::at(
+                            Rule::Envelope,
+                            src,
+                            &ptr,
+                            "an egress entry must be a string",
+                        )),
                     }
                 }
             }
-            Some(None) => diags.push(Diagnostic::at(Rule::Envelope, src, "/egress", "`egress` must be an array of entries")),
-            None => diags.push(Diagnostic::at(Rule::Envelope, src, "", "missing field `egress`")),
+            Some(None) => diags.push(Diagnostic::at(
+                Rule::Envelope,
+                src,
+                "/egress",
+                "`egress` must be an array of entries",
+            )),
+            None => diags.push(Diagnostic::at(
+                Rule::Envelope,
+                src,
+                "",
+                "missing field `egress`",
+            )),
         }
         if diags.is_empty() {
-            Ok(Self { source: src.path.clone(), egress })
+            Ok(Self {
+                source: src.path.clone(),
+                egress,
+            })
         } else {
             Err(diags)
         }

@@ -28,9 +28,26 @@ pub struct Context<'a> {
 }
 
 const FIELDS: &[&str] = &[
-    "tool_id", "name", "version", "description", "input_schema", "payload_schema", "output_schema",
-    "cedar_action", "action_groups", "side_effect_class", "compensation", "accepts_credentials",
-    "timeout_ms", "retry", "on_failure", "endpoint", "auth", "sandbox_profile", "$schema", "$comment",
+    "tool_id",
+    "name",
+    "version",
+    "description",
+    "input_schema",
+    "payload_schema",
+    "output_schema",
+    "cedar_action",
+    "action_groups",
+    "side_effect_class",
+    "compensation",
+    "accepts_credentials",
+    "timeout_ms",
+    "retry",
+    "on_failure",
+    "endpoint",
+    "auth",
+    "sandbox_profile",
+    "$schema",
+    "$comment",
 ];
 const CLASS_GROUPS: [&str; 3] = ["read-only", "compensatable", "supersede"];
 const RESERVED_IDS: [&str; 3] = ["read_only", "compensatable", "supersede"];
@@ -56,15 +73,28 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
             Ok(v) => v,
             Err(e) => {
                 let offset = offset_of(&src.text, e.line(), e.column());
-                diags.push(Diagnostic::at_span(Rule::JsonSyntax, src, Some((offset, 1)), format!("not valid JSON: {e}")));
+                diags.push(Diagnostic::at_span(
+                    Rule::JsonSyntax,
+                    src,
+                    Some((offset, 1)),
+                    format!("not valid JSON: {e}"),
+                ));
                 continue;
             }
         };
         if let Some((ptr, id)) = id_of(&value) {
             if let Some((first, _)) = declared.get(&id) {
                 diags.push(
-                    Diagnostic::at(Rule::ToolIdDuplicate, src, &ptr, format!("the tool id `{id}` is already registered by {}", first.path.display()))
-                        .help("one version of a tool id per registry: remove or rename one of them"),
+                    Diagnostic::at(
+                        Rule::ToolIdDuplicate,
+                        src,
+                        &ptr,
+                        format!(
+                            "the tool id `{id}` is already registered by {}",
+                            first.path.display()
+                        ),
+                    )
+                    .help("one version of a tool id per registry: remove or rename one of them"),
                 );
                 duplicate.insert(id.clone());
                 continue;
@@ -75,7 +105,12 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
             checked.push(c);
         }
     }
-    checked.retain(|c| !duplicate.contains(&c.record.tool_id) || declared.get(&c.record.tool_id).is_some_and(|(s, _)| s.path == c.src.path));
+    checked.retain(|c| {
+        !duplicate.contains(&c.record.tool_id)
+            || declared
+                .get(&c.record.tool_id)
+                .is_some_and(|(s, _)| s.path == c.src.path)
+    });
     cross_record(&checked, &declared, &mut diags);
     let failed: BTreeSet<String> = diags.iter().map(|d| d.file.display().to_string()).collect();
     let mut records: Vec<ToolRecord> = checked
@@ -89,9 +124,11 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
 
 fn id_of(value: &Value) -> Option<(String, String)> {
     let obj = value.as_object()?;
-    ["tool_id", "name"]
-        .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_str).map(|id| (format!("/{k}"), id.to_string())))
+    ["tool_id", "name"].iter().find_map(|k| {
+        obj.get(*k)
+            .and_then(Value::as_str)
+            .map(|id| (format!("/{k}"), id.to_string()))
+    })
 }
 
 /// Byte offset of a 1-based line and column (serde_json error positions).
@@ -121,7 +158,12 @@ impl<'a> Obj<'a> {
     /// Report fields outside `known`, suggesting the closest known one.
     fn closed(&self, known: &[&str], what: &str, diags: &mut Diagnostics) {
         for key in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
-            let mut d = Diagnostic::at(Rule::UnknownField, self.src, &self.ptr(key), format!("unknown field `{key}` in {what}"));
+            let mut d = Diagnostic::at(
+                Rule::UnknownField,
+                self.src,
+                &self.ptr(key),
+                format!("unknown field `{key}` in {what}"),
+            );
             if let Some(best) = known
                 .iter()
                 .filter(|k| !k.starts_with('$'))
@@ -131,7 +173,15 @@ impl<'a> Obj<'a> {
             {
                 d = d.help(format!("did you mean `{}`?", best.1));
             } else {
-                d = d.help(format!("{what} is closed; its fields are: {}", known.iter().filter(|k| !k.starts_with('$')).cloned().collect::<Vec<_>>().join(", ")));
+                d = d.help(format!(
+                    "{what} is closed; its fields are: {}",
+                    known
+                        .iter()
+                        .filter(|k| !k.starts_with('$'))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
             diags.push(d);
         }
@@ -140,13 +190,23 @@ impl<'a> Obj<'a> {
     fn require(&self, key: &str, diags: &mut Diagnostics) -> Option<&'a Value> {
         let v = self.map.get(key);
         if v.is_none() {
-            diags.push(Diagnostic::at(Rule::MissingField, self.src, &self.at, format!("missing required field `{key}`")));
+            diags.push(Diagnostic::at(
+                Rule::MissingField,
+                self.src,
+                &self.at,
+                format!("missing required field `{key}`"),
+            ));
         }
         v
     }
 
     fn wrong(&self, key: &str, expected: &str, diags: &mut Diagnostics) {
-        diags.push(Diagnostic::at(Rule::FieldType, self.src, &self.ptr(key), format!("`{key}` must be {expected}")));
+        diags.push(Diagnostic::at(
+            Rule::FieldType,
+            self.src,
+            &self.ptr(key),
+            format!("`{key}` must be {expected}"),
+        ));
     }
 
     fn string(&self, key: &str, diags: &mut Diagnostics) -> Option<&'a str> {
@@ -165,7 +225,11 @@ impl<'a> Obj<'a> {
 
     fn as_obj(&self, key: &str, v: &'a Value, diags: &mut Diagnostics) -> Option<Obj<'a>> {
         match v.as_object() {
-            Some(map) => Some(Obj { src: self.src, at: self.ptr(key), map }),
+            Some(map) => Some(Obj {
+                src: self.src,
+                at: self.ptr(key),
+                map,
+            }),
             None => {
                 self.wrong(key, "an object", diags);
                 None
@@ -175,63 +239,124 @@ impl<'a> Obj<'a> {
 }
 
 /// The value and pointer of a field with two spellings.
-fn spelled<'a>(obj: &Obj<'a>, preferred: &str, alias: &str, diags: &mut Diagnostics) -> Option<(String, &'a Value)> {
+fn spelled<'a>(
+    obj: &Obj<'a>,
+    preferred: &str,
+    alias: &str,
+    diags: &mut Diagnostics,
+) -> Option<(String, &'a Value)> {
     match (obj.map.get(preferred), obj.map.get(alias)) {
         (Some(_), Some(_)) => {
             diags.push(
-                Diagnostic::at(Rule::DuplicateSpelling, obj.src, &obj.ptr(alias), format!("`{preferred}` and its alias `{alias}` are both given"))
-                    .help(format!("keep one of them (`{preferred}` is preferred)")),
+                Diagnostic::at(
+                    Rule::DuplicateSpelling,
+                    obj.src,
+                    &obj.ptr(alias),
+                    format!("`{preferred}` and its alias `{alias}` are both given"),
+                )
+                .help(format!("keep one of them (`{preferred}` is preferred)")),
             );
             None
         }
         (Some(v), None) => Some((obj.ptr(preferred), v)),
         (None, Some(v)) => Some((obj.ptr(alias), v)),
         (None, None) => {
-            diags.push(Diagnostic::at(Rule::MissingField, obj.src, &obj.at, format!("missing required field `{preferred}` (alias `{alias}`)")));
+            diags.push(Diagnostic::at(
+                Rule::MissingField,
+                obj.src,
+                &obj.at,
+                format!("missing required field `{preferred}` (alias `{alias}`)"),
+            ));
             None
         }
     }
 }
 
-fn check_one(src: &SourceFile, value: &Value, ctx: &Context<'_>, diags: &mut Diagnostics) -> Option<Checked> {
+fn check_one(
+    src: &SourceFile,
+    value: &Value,
+    ctx: &Context<'_>,
+    diags: &mut Diagnostics,
+) -> Option<Checked> {
     let before = diags.len();
     let Some(map) = value.as_object() else {
-        diags.push(Diagnostic::at(Rule::RecordShape, src, "", "a tool record must be a JSON object"));
+        diags.push(Diagnostic::at(
+            Rule::RecordShape,
+            src,
+            "",
+            "a tool record must be a JSON object",
+        ));
         return None;
     };
-    let rec = Obj { src, at: String::new(), map };
+    let rec = Obj {
+        src,
+        at: String::new(),
+        map,
+    };
     rec.closed(FIELDS, "a tool record", diags);
 
     // Identity.
     let tool_id = spelled(&rec, "tool_id", "name", diags).and_then(|(ptr, v)| match v.as_str() {
         Some(id) => {
             let valid = id.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
             if !valid {
-                diags.push(Diagnostic::at(Rule::ToolIdPattern, src, &ptr, format!("the tool id `{id}` does not match ^[a-z][a-z0-9_]*$")));
+                diags.push(Diagnostic::at(
+                    Rule::ToolIdPattern,
+                    src,
+                    &ptr,
+                    format!("the tool id `{id}` does not match ^[a-z][a-z0-9_]*$"),
+                ));
                 None
             } else if RESERVED_IDS.contains(&id) {
-                diags.push(Diagnostic::at(Rule::ToolIdReserved, src, &ptr, format!("`{id}` is reserved: it names a class action group")));
+                diags.push(Diagnostic::at(
+                    Rule::ToolIdReserved,
+                    src,
+                    &ptr,
+                    format!("`{id}` is reserved: it names a class action group"),
+                ));
                 None
             } else {
                 Some(id.to_string())
             }
         }
         None => {
-            diags.push(Diagnostic::at(Rule::FieldType, src, &ptr, "the tool id must be a string"));
+            diags.push(Diagnostic::at(
+                Rule::FieldType,
+                src,
+                &ptr,
+                "the tool id must be a string",
+            ));
             None
         }
     });
-    let version = rec.string("version", diags).and_then(|v| match semver::Version::parse(v) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            diags.push(Diagnostic::at(Rule::VersionSemver, src, &rec.ptr("version"), format!("`{v}` is not a semver version: {e}")).help("write MAJOR.MINOR.PATCH, e.g. \"1.2.0\""));
-            None
-        }
-    });
+    let version = rec
+        .string("version", diags)
+        .and_then(|v| match semver::Version::parse(v) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::at(
+                        Rule::VersionSemver,
+                        src,
+                        &rec.ptr("version"),
+                        format!("`{v}` is not a semver version: {e}"),
+                    )
+                    .help("write MAJOR.MINOR.PATCH, e.g. \"1.2.0\""),
+                );
+                None
+            }
+        });
     let description = rec.string("description", diags).and_then(|d| {
         if d.trim().is_empty() {
-            diags.push(Diagnostic::at(Rule::DescriptionEmpty, src, &rec.ptr("description"), "the description is empty; the planner reads it to choose tools"));
+            diags.push(Diagnostic::at(
+                Rule::DescriptionEmpty,
+                src,
+                &rec.ptr("description"),
+                "the description is empty; the planner reads it to choose tools",
+            ));
             None
         } else {
             Some(d.to_string())
@@ -239,9 +364,8 @@ fn check_one(src: &SourceFile, value: &Value, ctx: &Context<'_>, diags: &mut Dia
     });
 
     // Schemas.
-    let input_schema = spelled(&rec, "input_schema", "payload_schema", diags).and_then(|(ptr, s)| {
-        subset::check(src, &ptr, s, Which::Input, diags).then(|| s.clone())
-    });
+    let input_schema = spelled(&rec, "input_schema", "payload_schema", diags)
+        .and_then(|(ptr, s)| subset::check(src, &ptr, s, Which::Input, diags).then(|| s.clone()));
     let output_schema = rec.require("output_schema", diags).and_then(|s| {
         subset::check(src, "/output_schema", s, Which::Output, diags).then(|| s.clone())
     });
@@ -277,14 +401,23 @@ fn check_one(src: &SourceFile, value: &Value, ctx: &Context<'_>, diags: &mut Dia
             for (i, g) in items.iter().enumerate() {
                 let ptr = format!("/action_groups/{i}");
                 let Some(g) = g.as_str() else {
-                    diags.push(Diagnostic::at(Rule::ActionGroup, src, &ptr, "an action group name must be a string"));
+                    diags.push(Diagnostic::at(
+                        Rule::ActionGroup,
+                        src,
+                        &ptr,
+                        "an action group name must be a string",
+                    ));
                     ok = false;
                     continue;
                 };
                 let valid = g.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-                    && g.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+                    && g.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-'
+                    });
                 let problem = if !valid {
-                    Some(format!("the group name `{g}` does not match ^[a-z][a-z0-9_-]*$"))
+                    Some(format!(
+                        "the group name `{g}` does not match ^[a-z][a-z0-9_-]*$"
+                    ))
                 } else if CLASS_GROUPS.contains(&g) || RESERVED_IDS.contains(&g) {
                     Some(format!("`{g}` is a class group; the tool joins its class group through `side_effect_class`"))
                 } else if groups.iter().any(|x: &String| x == g) {
@@ -312,7 +445,14 @@ fn check_one(src: &SourceFile, value: &Value, ctx: &Context<'_>, diags: &mut Dia
     let class = rec.string("side_effect_class", diags).and_then(|c| {
         let parsed = SideEffectClass::parse(c);
         if parsed.is_none() {
-            diags.push(Diagnostic::at(Rule::SideEffectClass, src, "/side_effect_class", format!("`{c}` is not a side-effect class; use read-only, compensatable or supersede")));
+            diags.push(Diagnostic::at(
+                Rule::SideEffectClass,
+                src,
+                "/side_effect_class",
+                format!(
+                    "`{c}` is not a side-effect class; use read-only, compensatable or supersede"
+                ),
+            ));
         }
         parsed
     });
@@ -327,37 +467,71 @@ fn check_one(src: &SourceFile, value: &Value, ctx: &Context<'_>, diags: &mut Dia
         ),
         Some(_) => rec.wrong("accepts_credentials", "the boolean `false`", diags),
     }
-    let timeout_ms = rec.require("timeout_ms", diags).and_then(|v| match v.as_u64() {
-        Some(t) if t > 0 => Some(t),
-        _ => {
-            diags.push(Diagnostic::at(Rule::Timeout, src, "/timeout_ms", format!("`timeout_ms` is {v}; it must be an integer greater than 0")));
-            None
-        }
-    });
+    let timeout_ms = rec
+        .require("timeout_ms", diags)
+        .and_then(|v| match v.as_u64() {
+            Some(t) if t > 0 => Some(t),
+            _ => {
+                diags.push(Diagnostic::at(
+                    Rule::Timeout,
+                    src,
+                    "/timeout_ms",
+                    format!("`timeout_ms` is {v}; it must be an integer greater than 0"),
+                ));
+                None
+            }
+        });
     let retry = rec.object("retry", diags).and_then(|r| {
         r.closed(&["max_attempts", "backoff_ms"], "`retry`", diags);
-        let attempts = r.require("max_attempts", diags).and_then(|v| match v.as_u64() {
-            Some(n) if n >= 1 && n <= u64::from(u32::MAX) => Some(n as u32),
-            _ => {
-                diags.push(Diagnostic::at(Rule::Retry, src, "/retry/max_attempts", format!("`max_attempts` is {v}; it must be an integer >= 1 (1 means no retry)")));
-                None
-            }
-        });
-        let backoff = r.require("backoff_ms", diags).and_then(|v| match v.as_u64() {
-            Some(n) => Some(n),
-            None => {
-                diags.push(Diagnostic::at(Rule::Retry, src, "/retry/backoff_ms", format!("`backoff_ms` is {v}; it must be an integer >= 0")));
-                None
-            }
-        });
-        Some(RetryPolicy { max_attempts: attempts?, backoff_ms: backoff? })
+        let attempts = r
+            .require("max_attempts", diags)
+            .and_then(|v| match v.as_u64() {
+                Some(n) if n >= 1 && n <= u64::from(u32::MAX) => Some(n as u32),
+                _ => {
+                    diags.push(Diagnostic::at(
+                        Rule::Retry,
+                        src,
+                        "/retry/max_attempts",
+                        format!(
+                            "`max_attempts` is {v}; it must be an integer >= 1 (1 means no retry)"
+                        ),
+                    ));
+                    None
+                }
+            });
+        let backoff = r
+            .require("backoff_ms", diags)
+            .and_then(|v| match v.as_u64() {
+                Some(n) => Some(n),
+                None => {
+                    diags.push(Diagnostic::at(
+                        Rule::Retry,
+                        src,
+                        "/retry/backoff_ms",
+                        format!("`backoff_ms` is {v}; it must be an integer >= 0"),
+                    ));
+                    None
+                }
+            });
+        Some(RetryPolicy {
+            max_attempts: attempts?,
+            backoff_ms: backoff?,
+        })
     });
-    let on_failure = rec.require("on_failure", diags).and_then(|v| check_on_failure(src, v, diags));
+    let on_failure = rec
+        .require("on_failure", diags)
+        .and_then(|v| check_on_failure(src, v, diags));
 
     // Endpoint, auth, sandbox.
-    let endpoint = rec.object("endpoint", diags).and_then(|e| check_endpoint(&e, ctx, diags));
-    let secrets = rec.object("auth", diags).and_then(|a| check_auth(&a, diags));
-    let sandbox_profile = rec.object("sandbox_profile", diags).and_then(|p| check_profile(&p, ctx, diags));
+    let endpoint = rec
+        .object("endpoint", diags)
+        .and_then(|e| check_endpoint(&e, ctx, diags));
+    let secrets = rec
+        .object("auth", diags)
+        .and_then(|a| check_auth(&a, diags));
+    let sandbox_profile = rec
+        .object("sandbox_profile", diags)
+        .and_then(|p| check_profile(&p, ctx, diags));
 
     if diags.len() != before {
         return None;
@@ -386,7 +560,11 @@ fn check_one(src: &SourceFile, value: &Value, ctx: &Context<'_>, diags: &mut Dia
     })
 }
 
-fn check_compensation(rec: &Obj<'_>, class: Option<SideEffectClass>, diags: &mut Diagnostics) -> Option<CompensationSpec> {
+fn check_compensation(
+    rec: &Obj<'_>,
+    class: Option<SideEffectClass>,
+    diags: &mut Diagnostics,
+) -> Option<CompensationSpec> {
     let src = rec.src;
     let value = rec.map.get("compensation");
     match (class, value) {
@@ -398,7 +576,15 @@ fn check_compensation(rec: &Obj<'_>, class: Option<SideEffectClass>, diags: &mut
             None
         }
         (Some(c), Some(_)) if c != SideEffectClass::Compensatable => {
-            diags.push(Diagnostic::at(Rule::CompensationUnexpected, src, "/compensation", format!("only compensatable tools declare an inverse; this tool is {}", c.as_str())));
+            diags.push(Diagnostic::at(
+                Rule::CompensationUnexpected,
+                src,
+                "/compensation",
+                format!(
+                    "only compensatable tools declare an inverse; this tool is {}",
+                    c.as_str()
+                ),
+            ));
             None
         }
         (_, Some(v)) => {
@@ -411,25 +597,46 @@ fn check_compensation(rec: &Obj<'_>, class: Option<SideEffectClass>, diags: &mut
                     .filter_map(|(k, v)| match v.as_str() {
                         Some(p) => Some((k.clone(), p.to_string())),
                         None => {
-                            m.wrong(k, "a JSON pointer string into {\"input\": …, \"output\": …}", diags);
+                            m.wrong(
+                                k,
+                                "a JSON pointer string into {\"input\": …, \"output\": …}",
+                                diags,
+                            );
                             None
                         }
                     })
                     .collect::<Vec<_>>()
             });
-            Some(CompensationSpec { tool: tool?, map: map? })
+            Some(CompensationSpec {
+                tool: tool?,
+                map: map?,
+            })
         }
         _ => None,
     }
 }
 
-fn check_on_failure(src: &SourceFile, v: &Value, diags: &mut Diagnostics) -> Option<Vec<FailureOutcome>> {
+fn check_on_failure(
+    src: &SourceFile,
+    v: &Value,
+    diags: &mut Diagnostics,
+) -> Option<Vec<FailureOutcome>> {
     let Some(items) = v.as_array() else {
-        diags.push(Diagnostic::at(Rule::OnFailure, src, "/on_failure", "`on_failure` must be a list of outcomes: halt, halt_and_escalate, compensate"));
+        diags.push(Diagnostic::at(
+            Rule::OnFailure,
+            src,
+            "/on_failure",
+            "`on_failure` must be a list of outcomes: halt, halt_and_escalate, compensate",
+        ));
         return None;
     };
     if items.is_empty() {
-        diags.push(Diagnostic::at(Rule::OnFailure, src, "/on_failure", "`on_failure` is empty; list at least one of halt, halt_and_escalate, compensate"));
+        diags.push(Diagnostic::at(
+            Rule::OnFailure,
+            src,
+            "/on_failure",
+            "`on_failure` is empty; list at least one of halt, halt_and_escalate, compensate",
+        ));
         return None;
     }
     let mut out = Vec::new();
@@ -438,12 +645,22 @@ fn check_on_failure(src: &SourceFile, v: &Value, diags: &mut Diagnostics) -> Opt
         let ptr = format!("/on_failure/{i}");
         match item.as_str().and_then(FailureOutcome::parse) {
             Some(o) if out.contains(&o) => {
-                diags.push(Diagnostic::at(Rule::OnFailure, src, &ptr, format!("`{}` is listed twice", o.as_str())));
+                diags.push(Diagnostic::at(
+                    Rule::OnFailure,
+                    src,
+                    &ptr,
+                    format!("`{}` is listed twice", o.as_str()),
+                ));
                 ok = false;
             }
             Some(o) => out.push(o),
             None => {
-                diags.push(Diagnostic::at(Rule::OnFailure, src, &ptr, format!("{item} is not an outcome; use halt, halt_and_escalate or compensate")));
+                diags.push(Diagnostic::at(
+                    Rule::OnFailure,
+                    src,
+                    &ptr,
+                    format!("{item} is not an outcome; use halt, halt_and_escalate or compensate"),
+                ));
                 ok = false;
             }
         }
@@ -453,27 +670,46 @@ fn check_on_failure(src: &SourceFile, v: &Value, diags: &mut Diagnostics) -> Opt
 
 fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Option<EndpointSpec> {
     let src = e.src;
-    e.closed(&["transport", "command", "args", "sha256"], "`endpoint`", diags);
+    e.closed(
+        &["transport", "command", "args", "sha256"],
+        "`endpoint`",
+        diags,
+    );
     let transport = e.string("transport", diags).and_then(|t| {
         let parsed = Transport::parse(t);
         if parsed.is_none() {
-            diags.push(Diagnostic::at(Rule::EndpointTransport, src, "/endpoint/transport", format!("`{t}` is not a transport; use stdio-json or mcp-stdio")));
+            diags.push(Diagnostic::at(
+                Rule::EndpointTransport,
+                src,
+                "/endpoint/transport",
+                format!("`{t}` is not a transport; use stdio-json or mcp-stdio"),
+            ));
         }
         parsed
     });
     let command = e.string("command", diags).map(str::to_string);
-    let resolved = command.as_ref().and_then(|c| match endpoint::resolve(c, ctx.bins) {
-        Ok(r) => Some(r),
-        Err(err) => {
-            diags.push(Diagnostic::at(Rule::EndpointResolvable, src, "/endpoint/command", err.to_string()));
-            None
-        }
-    });
+    let resolved = command
+        .as_ref()
+        .and_then(|c| match endpoint::resolve(c, ctx.bins) {
+            Ok(r) => Some(r),
+            Err(err) => {
+                diags.push(Diagnostic::at(
+                    Rule::EndpointResolvable,
+                    src,
+                    "/endpoint/command",
+                    err.to_string(),
+                ));
+                None
+            }
+        });
     let args = match e.map.get("args") {
         None => Some(Vec::new()),
-        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
-            Some(a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        }
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => Some(
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        ),
         Some(_) => {
             e.wrong("args", "a list of strings", diags);
             None
@@ -481,13 +717,30 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
     };
     let sha256 = match e.map.get("sha256") {
         None => Some(None),
-        Some(Value::String(d)) if d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => Some(Some(d.clone())),
+        Some(Value::String(d))
+            if d.len() == 64
+                && d.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
+            Some(Some(d.clone()))
+        }
         Some(d) => {
-            diags.push(Diagnostic::at(Rule::EndpointDigest, src, "/endpoint/sha256", format!("{d} is not a SHA-256 digest (64 lower-case hex digits)")));
+            diags.push(Diagnostic::at(
+                Rule::EndpointDigest,
+                src,
+                "/endpoint/sha256",
+                format!("{d} is not a SHA-256 digest (64 lower-case hex digits)"),
+            ));
             None
         }
     };
-    Some(EndpointSpec { transport: transport?, command: command?, args: args?, sha256: sha256?, resolved: resolved? })
+    Some(EndpointSpec {
+        transport: transport?,
+        command: command?,
+        args: args?,
+        sha256: sha256?,
+        resolved: resolved?,
+    })
 }
 
 fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {
@@ -502,16 +755,28 @@ fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {
     }
     let secrets = a.require("secrets", diags)?;
     let Some(items) = secrets.as_array() else {
-        diags.push(Diagnostic::at(Rule::AuthNamesOnly, src, "/auth/secrets", "`auth.secrets` must be a list of secret names"));
+        diags.push(Diagnostic::at(
+            Rule::AuthNamesOnly,
+            src,
+            "/auth/secrets",
+            "`auth.secrets` must be a list of secret names",
+        ));
         return None;
     };
     let mut names: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let ptr = format!("/auth/secrets/{i}");
         match item.as_str() {
-            Some(n) if is_secret_name(n) && !names.iter().any(|x| x == n) => names.push(n.to_string()),
+            Some(n) if is_secret_name(n) && !names.iter().any(|x| x == n) => {
+                names.push(n.to_string())
+            }
             Some(n) if names.iter().any(|x| x == n) => {
-                diags.push(Diagnostic::at(Rule::AuthNamesOnly, src, &ptr, format!("`{n}` is listed twice")));
+                diags.push(Diagnostic::at(
+                    Rule::AuthNamesOnly,
+                    src,
+                    &ptr,
+                    format!("`{n}` is listed twice"),
+                ));
                 ok = false;
             }
             Some(_) => {
@@ -522,7 +787,12 @@ fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {
                 ok = false;
             }
             None => {
-                diags.push(Diagnostic::at(Rule::AuthNamesOnly, src, &ptr, "a secret name must be a string; inline values are rejected"));
+                diags.push(Diagnostic::at(
+                    Rule::AuthNamesOnly,
+                    src,
+                    &ptr,
+                    "a secret name must be a string; inline values are rejected",
+                ));
                 ok = false;
             }
         }
@@ -533,11 +803,16 @@ fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {
 fn is_secret_name(n: &str) -> bool {
     n.len() <= 128
         && n.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && n.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && n.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
         && !n.starts_with("ESCEPINE_")
 }
 
-fn check_profile(p: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Option<SandboxProfile> {
+fn check_profile(
+    p: &Obj<'_>,
+    ctx: &Context<'_>,
+    diags: &mut Diagnostics,
+) -> Option<SandboxProfile> {
     let src = p.src;
     p.closed(&["egress", "filesystem"], "`sandbox_profile`", diags);
     let egress = p.require("egress", diags).and_then(|v| {
@@ -582,11 +857,18 @@ fn check_profile(p: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Opt
             None
         }
     });
-    Some(SandboxProfile { egress: egress?, filesystem: filesystem? })
+    Some(SandboxProfile {
+        egress: egress?,
+        filesystem: filesystem?,
+    })
 }
 
 /// Rules across records: reserved names (action groups) and compensation inverses.
-fn cross_record(checked: &[Checked], declared: &BTreeMap<String, (SourceFile, String)>, diags: &mut Diagnostics) {
+fn cross_record(
+    checked: &[Checked],
+    declared: &BTreeMap<String, (SourceFile, String)>,
+    diags: &mut Diagnostics,
+) {
     // Action-group names normalise (`-` → `_`) to marker names: they must not clash with tools
     // or with each other.
     let mut groups: BTreeMap<String, (String, &Checked)> = BTreeMap::new();
@@ -604,16 +886,37 @@ fn cross_record(checked: &[Checked], declared: &BTreeMap<String, (SourceFile, St
     }
     for (norm, (g, c)) in &groups {
         if let Some((src, ptr)) = declared.get(norm) {
-            diags.push(Diagnostic::at(Rule::ToolIdReserved, src, ptr, format!("the tool id `{norm}` is reserved: it is the action group `{g}` of {}", c.src.path.display())));
+            diags.push(Diagnostic::at(
+                Rule::ToolIdReserved,
+                src,
+                ptr,
+                format!(
+                    "the tool id `{norm}` is reserved: it is the action group `{g}` of {}",
+                    c.src.path.display()
+                ),
+            ));
         }
     }
 
-    let by_id: BTreeMap<&str, &Checked> = checked.iter().map(|c| (c.record.tool_id.as_str(), c)).collect();
+    let by_id: BTreeMap<&str, &Checked> = checked
+        .iter()
+        .map(|c| (c.record.tool_id.as_str(), c))
+        .collect();
     for c in checked.iter().filter(|c| c.has_compensation) {
-        let Some(comp) = &c.record.compensation else { continue };
+        let Some(comp) = &c.record.compensation else {
+            continue;
+        };
         let Some(inverse) = by_id.get(comp.tool.as_str()) else {
             if !declared.contains_key(&comp.tool) {
-                diags.push(Diagnostic::at(Rule::CompensationInverse, &c.src, "/compensation/tool", format!("the inverse `{}` is not a registered tool", comp.tool)).help("register the inverse tool's record beside this one"));
+                diags.push(
+                    Diagnostic::at(
+                        Rule::CompensationInverse,
+                        &c.src,
+                        "/compensation/tool",
+                        format!("the inverse `{}` is not a registered tool", comp.tool),
+                    )
+                    .help("register the inverse tool's record beside this one"),
+                );
             }
             continue;
         };
@@ -628,11 +931,21 @@ fn check_compensation_map(c: &Checked, inverse: &ToolRecord, diags: &mut Diagnos
     for (field, pointer) in &comp.map {
         let at = format!("/compensation/map/{}", escape(field));
         let Some((_, target, _)) = inv_fields.iter().find(|(k, _, _)| k == field) else {
-            diags.push(Diagnostic::at(Rule::CompensationFields, &c.src, &at, format!("`{field}` is not a field of the inverse `{}`'s input", inverse.tool_id)));
+            diags.push(Diagnostic::at(
+                Rule::CompensationFields,
+                &c.src,
+                &at,
+                format!(
+                    "`{field}` is not a field of the inverse `{}`'s input",
+                    inverse.tool_id
+                ),
+            ));
             continue;
         };
         let resolved = pointer.strip_prefix('/').and_then(|p| {
-            let (head, rest) = p.split_once('/').map_or((p, String::new()), |(h, r)| (h, format!("/{r}")));
+            let (head, rest) = p
+                .split_once('/')
+                .map_or((p, String::new()), |(h, r)| (h, format!("/{r}")));
             let root = match head {
                 "input" => &c.record.input_schema,
                 "output" => &c.record.output_schema,
@@ -648,29 +961,58 @@ fn check_compensation_map(c: &Checked, inverse: &ToolRecord, diags: &mut Diagnos
             continue;
         };
         if let Some(problem) = incompatible(src_root, source, inv_root, target) {
-            diags.push(Diagnostic::at(Rule::CompensationType, &c.src, &at, format!("`{pointer}` gives {problem}, which the inverse's `{field}` does not accept")));
+            diags.push(Diagnostic::at(
+                Rule::CompensationType,
+                &c.src,
+                &at,
+                format!(
+                    "`{pointer}` gives {problem}, which the inverse's `{field}` does not accept"
+                ),
+            ));
         }
     }
     for (name, _, required) in &inv_fields {
         if *required && !comp.map.iter().any(|(f, _)| f == name) {
-            diags.push(Diagnostic::at(Rule::CompensationFields, &c.src, "/compensation/map", format!("the inverse `{}` requires `{name}`, which the map does not provide", inverse.tool_id)));
+            diags.push(Diagnostic::at(
+                Rule::CompensationFields,
+                &c.src,
+                "/compensation/map",
+                format!(
+                    "the inverse `{}` requires `{name}`, which the map does not provide",
+                    inverse.tool_id
+                ),
+            ));
         }
     }
 }
 
 /// Why values of `source` may not be accepted by `target`, if they may not.
-fn incompatible(src_root: &Value, source: &Value, dst_root: &Value, target: &Value) -> Option<String> {
-    let (Some(s), Some(t)) = (walk::resolve(src_root, source), walk::resolve(dst_root, target)) else {
+fn incompatible(
+    src_root: &Value,
+    source: &Value,
+    dst_root: &Value,
+    target: &Value,
+) -> Option<String> {
+    let (Some(s), Some(t)) = (
+        walk::resolve(src_root, source),
+        walk::resolve(dst_root, target),
+    ) else {
         return Some("an unresolvable schema".into());
     };
     let (Some(st), Some(tt)) = (walk::type_of(src_root, s), walk::type_of(dst_root, t)) else {
         return Some("an untyped value".into());
     };
     if !st.fits(tt) {
-        return Some(format!("a value of type `{}`, not `{}`", st.as_str(), tt.as_str()));
+        return Some(format!(
+            "a value of type `{}`, not `{}`",
+            st.as_str(),
+            tt.as_str()
+        ));
     }
     let allowed = |v: &Value| -> Option<Vec<Value>> {
-        v.get("const").map(|c| vec![c.clone()]).or_else(|| v.get("enum").and_then(Value::as_array).cloned())
+        v.get("const")
+            .map(|c| vec![c.clone()])
+            .or_else(|| v.get("enum").and_then(Value::as_array).cloned())
     };
     if let Some(target_values) = allowed(t) {
         match allowed(s) {
@@ -680,7 +1022,9 @@ fn incompatible(src_root: &Value, source: &Value, dst_root: &Value, target: &Val
     }
     match st {
         JsonType::Array => match (s.get("items"), t.get("items")) {
-            (Some(si), Some(ti)) => incompatible(src_root, si, dst_root, ti).map(|p| format!("list items that are {p}")),
+            (Some(si), Some(ti)) => {
+                incompatible(src_root, si, dst_root, ti).map(|p| format!("list items that are {p}"))
+            }
             _ => None,
         },
         JsonType::Object => {

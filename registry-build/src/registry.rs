@@ -131,17 +131,23 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     for path in &sources.records {
         match read_record_files(path) {
             Ok(f) => files.extend(f),
-            Err(d) => diags.push(d),
+            Err(d) => diags.push(*d),
         }
     }
     files.extend(sources.record_texts.iter().cloned());
 
-    let root = sources.workspace_root.clone().or_else(|| {
-        sources
-            .records
-            .first()
-            .and_then(|p| WorkspaceBins::find_root(p))
-    });
+    // The workspace whose binaries endpoints may name: given, or the one holding the records,
+    // or the one the command runs in.
+    let root = sources
+        .workspace_root
+        .clone()
+        .or_else(|| {
+            sources
+                .records
+                .first()
+                .and_then(|p| WorkspaceBins::find_root(p))
+        })
+        .or_else(|| std::env::current_dir().ok().and_then(|d| WorkspaceBins::find_root(&d)));
     let bins = root
         .as_deref()
         .map(WorkspaceBins::discover)
@@ -190,22 +196,22 @@ pub fn check_records(
     record_check::check_all(files, ctx)
 }
 
-fn read_record_files(path: &Path) -> Result<Vec<SourceFile>, Diagnostic> {
+fn read_record_files(path: &Path) -> Result<Vec<SourceFile>, Box<Diagnostic>> {
     let read = |p: &Path| {
         fs::read_to_string(p)
             .map(|t| SourceFile::new(p, t))
-            .map_err(|e| Diagnostic::file(Rule::Io, p, format!("cannot read: {e}")))
+            .map_err(|e| Box::new(Diagnostic::file(Rule::Io, p, format!("cannot read: {e}"))))
     };
     if path.is_dir() {
         list_files(path, &["json"]).iter().map(|p| read(p)).collect()
     } else if path.exists() {
         Ok(vec![read(path)?])
     } else {
-        Err(Diagnostic::file(
+        Err(Box::new(Diagnostic::file(
             Rule::Missing,
             path,
             "no such file or directory",
-        ))
+        )))
     }
 }
 

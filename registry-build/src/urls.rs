@@ -66,10 +66,8 @@ fn visit(
     };
     match walk::type_of(root, s) {
         Some(JsonType::String) if is_uri_string(root, s) => singles.push((pointer, always)),
-        Some(JsonType::Array) => {
-            if s.get("x-authorize-each") == Some(&Value::Bool(true)) {
-                each.push(pointer);
-            }
+        Some(JsonType::Array) if s.get("x-authorize-each") == Some(&Value::Bool(true)) => {
+            each.push(pointer);
         }
         Some(JsonType::Object) => {
             for (name, sub, req) in walk::properties(root, s) {

@@ -7,3 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod gate;
+pub mod overlay;
+pub mod scrub;
+pub mod secrets;

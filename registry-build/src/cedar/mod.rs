@@ -1,10 +1,46 @@
 //! The Cedar binding: the generated Cedar schema and strict validation of the policies.
-//! (Being written; see the module docs once complete.)
+//!
+//! The model (empty namespace):
+//! - principal `Agent` (generated as `entity Agent;` unless the user's `.cedarschema` declares
+//!   it, with attributes or parents); resource `Tool::"<tool_id>"` with `side_effect_class` and
+//!   `version`;
+//! - the class groups `Action::"read-only"`, `Action::"compensatable"`, `Action::"supersede"`,
+//!   every group a record names in `action_groups`, and one action per tool in its groups;
+//! - each tool action's context: `input` typed from the input schema ([`types`]), and `url`
+//!   (`{ raw, scheme, host, port, path }`) for tools with per-URL requests, optional where some
+//!   requests of the tool lack it — so one policy on a group covers a single-URL tool and a bulk
+//!   tool with `x-authorize-each`:
+//!
+//! ```cedar
+//! forbid(principal, action in Action::"page-read", resource)
+//! when { context has url && (context.url.host == "linkedin.com" || context.url.host like "*.linkedin.com") };
+//! ```
+//!
+//! [`bind`] reads the optional `*.cedarschema` and the `*.cedar` files of the policies
+//! directory, merges the schema and validates every policy in strict mode, reporting every
+//! problem of every file with its line and caret.
+
+mod policies;
+mod report;
+mod schema_gen;
+mod syntax;
+pub mod types;
+mod user_schema;
 
 use std::path::{Path, PathBuf};
 
-use crate::diagnostic::Diagnostics;
+use cedar_policy::Schema;
+
+pub use policies::PolicyOrigin;
+pub use schema_gen::{
+    actions, generated_schema_text, try_generated_schema_text, ActionInfo, PRINCIPAL_TYPE,
+    RESOURCE_TYPE,
+};
+
+use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::record::ToolRecord;
+use crate::registry::list_files;
+use crate::rule::Rule;
 
 /// The Cedar side of a registry: schema and validated policies with stable ids.
 #[derive(Debug, Clone)]
@@ -17,19 +53,126 @@ pub struct Binding {
     pub policies: cedar_policy::PolicySet,
     /// The policy files read.
     pub policy_files: Vec<PathBuf>,
+    /// The user's `.cedarschema` files read.
+    pub schema_files: Vec<PathBuf>,
+    /// Where each policy was written, in file then source order.
+    pub origins: Vec<PolicyOrigin>,
+    /// Strict-validation warnings (an impossible policy, say), `file:line:col: warning: …`.
+    pub warnings: Vec<String>,
 }
 
-/// The generated Cedar schema (without any user fragment), in Cedar syntax.
-pub fn generated_schema_text(records: &[ToolRecord]) -> String {
-    let _ = records;
-    String::new()
+impl Binding {
+    /// Every action of the merged schema (generated and user-declared): groups and tool
+    /// actions, sorted by id, each with every group it is in.
+    pub fn actions(&self) -> Vec<ActionInfo> {
+        schema_actions(&self.schema)
+    }
+
+    /// Where the policy `id` was written.
+    pub fn origin(&self, id: &str) -> Option<&PolicyOrigin> {
+        self.origins.iter().find(|o| o.id == id)
+    }
+}
+
+/// Every action of a schema, sorted by id, with the groups it is in (transitively).
+pub fn schema_actions(schema: &Schema) -> Vec<ActionInfo> {
+    let groups: Vec<String> = schema
+        .action_groups()
+        .map(|uid| uid.id().unescaped().to_string())
+        .collect();
+    let entities = schema.action_entities().ok();
+    let mut out: Vec<ActionInfo> = schema
+        .actions()
+        .map(|uid| {
+            let id = uid.id().unescaped().to_string();
+            let mut parents: Vec<String> = entities
+                .as_ref()
+                .and_then(|e| e.ancestors(uid))
+                .map(|a| a.map(|p| p.id().unescaped().to_string()).collect())
+                .unwrap_or_default();
+            parents.sort();
+            ActionInfo {
+                is_group: groups.contains(&id),
+                id,
+                groups: parents,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out.dedup_by(|a, b| a.id == b.id);
+    out
 }
 
 /// Build the schema and validate every `.cedar` file of `policies_dir` in strict mode.
 ///
+/// Without a directory the binding has the generated schema and no policies. With one, every
+/// `*.cedarschema` in it is parsed on its own (its errors point into it) and merged with the
+/// generated fragment, then every `*.cedar` file (sorted by name) is parsed, its policies named
+/// (`@id("…")`, else `<file name>:<n>`) and validated in strict mode.
+///
 /// # Errors
-/// Every problem of every file, as diagnostics.
+/// Every problem of every file, as diagnostics: [`Rule::CedarSchema`] (the user schema does not
+/// parse or merge, or an input schema has no Cedar type), [`Rule::PolicySyntax`],
+/// [`Rule::PolicyValidation`], [`Rule::PolicyId`], [`Rule::Io`] and [`Rule::Missing`].
 pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Binding, Diagnostics> {
-    let _ = (records, policies_dir);
-    Err(Diagnostics::new())
+    let mut diags = Diagnostics::new();
+
+    let (user, policy_files) = match policies_dir {
+        None => (user_schema::UserSchema::default(), Vec::new()),
+        Some(dir) if !dir.is_dir() => {
+            diags.push(Diagnostic::file(
+                Rule::Missing,
+                dir,
+                "the policies directory does not exist",
+            ));
+            return Err(diags);
+        }
+        Some(dir) => (
+            user_schema::read(dir, &mut diags),
+            list_files(dir, &["cedar"]),
+        ),
+    };
+
+    let (generated, typing) = schema_gen::generate(records, &user.declared);
+    let typing_failed = !typing.is_empty();
+    diags.extend(typing);
+    let generated = SourceFile::new(user_schema::GENERATED, generated);
+
+    // Policies are still parsed (and their syntax reported) when the schema failed.
+    let schema = if user.failed || typing_failed {
+        None
+    } else {
+        user_schema::merge(&generated, &user, records, &mut diags)
+    };
+    let loaded = policies::load(&policy_files, schema.as_ref(), &mut diags);
+
+    match schema {
+        Some(schema) if diags.is_empty() => Ok(Binding {
+            schema_text: full_schema_text(&generated, &user),
+            schema,
+            policies: loaded.set,
+            policy_files,
+            schema_files: user.files.iter().map(|(s, _)| s.path.clone()).collect(),
+            origins: loaded.origins,
+            warnings: loaded.warnings,
+        }),
+        _ => {
+            diags.sort();
+            Err(diags)
+        }
+    }
+}
+
+/// The generated text followed by each user file (fragments of the empty namespace
+/// concatenate into the merged schema).
+fn full_schema_text(generated: &SourceFile, user: &user_schema::UserSchema) -> String {
+    let mut text = generated.text.to_string();
+    for (src, _) in &user.files {
+        text.push_str(&format!("\n// From {}\n", src.path.display()));
+        text.push_str(&src.text);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text
 }

@@ -7,10 +7,35 @@
 
 /// Whole words that name credentials.
 const WORDS: &[&str] = &[
-    "password", "passwords", "passwd", "passphrase", "pwd", "secret", "secrets", "token", "apikey",
-    "apikeys", "cookie", "cookies", "session", "sessions", "sessionid", "authorization", "auth",
-    "bearer", "credential", "credentials", "username", "usernames", "privatekey", "clientsecret",
-    "accesskey", "secretkey", "login", "otp", "jwt",
+    "password",
+    "passwords",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "secrets",
+    "token",
+    "apikey",
+    "apikeys",
+    "cookie",
+    "cookies",
+    "session",
+    "sessions",
+    "sessionid",
+    "authorization",
+    "auth",
+    "bearer",
+    "credential",
+    "credentials",
+    "username",
+    "usernames",
+    "privatekey",
+    "clientsecret",
+    "accesskey",
+    "secretkey",
+    "login",
+    "otp",
+    "jwt",
 ];
 
 /// Word pairs that name credentials when adjacent.
@@ -27,7 +52,16 @@ const PAIRS: &[(&str, &str)] = &[
 ];
 
 /// Suffixes that make a single run-together word a credential (`accesstoken`, `mypassword`).
-const SUFFIXES: &[&str] = &["token", "password", "passwd", "secret", "apikey", "credential", "credentials", "cookie"];
+const SUFFIXES: &[&str] = &[
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "apikey",
+    "credential",
+    "credentials",
+    "cookie",
+];
 
 /// Split a property name into lower-case words.
 pub fn split_words(name: &str) -> Vec<String> {
@@ -46,7 +80,9 @@ pub fn split_words(name: &str) -> Vec<String> {
             let boundary = (prev.is_lowercase() && c.is_uppercase())
                 || (prev.is_alphabetic() && c.is_ascii_digit())
                 || (prev.is_ascii_digit() && c.is_alphabetic())
-                || (prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase));
+                || (prev.is_uppercase()
+                    && c.is_uppercase()
+                    && next.is_some_and(char::is_lowercase));
             if boundary {
                 words.push(std::mem::take(&mut cur));
             }
@@ -66,7 +102,10 @@ pub fn credential_word(name: &str) -> Option<String> {
         if WORDS.contains(&w.as_str()) {
             return Some(w.clone());
         }
-        if let Some(s) = SUFFIXES.iter().find(|s| w.len() > s.len() && w.ends_with(*s)) {
+        if let Some(s) = SUFFIXES
+            .iter()
+            .find(|s| w.len() > s.len() && w.ends_with(*s))
+        {
             return Some(format!("{w} (ends in `{s}`)"));
         }
     }
@@ -94,11 +133,36 @@ mod tests {
     #[test]
     fn credential_names_fail() {
         for n in [
-            "password", "Password", "user_password", "passwd", "secret", "clientSecret", "token",
-            "page_token", "pageToken", "apikey", "api_key", "apiKey", "API-KEY", "cookie",
-            "session", "sessionId", "session_id", "authorization", "auth", "bearer", "credential",
-            "credentials", "private_key", "privateKey", "client_secret", "username", "user_name",
-            "userName", "accesstoken", "x-api-key",
+            "password",
+            "Password",
+            "user_password",
+            "passwd",
+            "secret",
+            "clientSecret",
+            "token",
+            "page_token",
+            "pageToken",
+            "apikey",
+            "api_key",
+            "apiKey",
+            "API-KEY",
+            "cookie",
+            "session",
+            "sessionId",
+            "session_id",
+            "authorization",
+            "auth",
+            "bearer",
+            "credential",
+            "credentials",
+            "private_key",
+            "privateKey",
+            "client_secret",
+            "username",
+            "user_name",
+            "userName",
+            "accesstoken",
+            "x-api-key",
         ] {
             assert!(credential_word(n).is_some(), "{n} passed");
         }
@@ -107,9 +171,24 @@ mod tests {
     #[test]
     fn ordinary_names_pass() {
         for n in [
-            "max_tokens", "maxTokens", "cursor", "url", "urls", "query", "max_results", "author",
-            "authority", "tokens", "secretary", "possession", "format", "include_evidence_index",
-            "key", "user", "name", "keyword",
+            "max_tokens",
+            "maxTokens",
+            "cursor",
+            "url",
+            "urls",
+            "query",
+            "max_results",
+            "author",
+            "authority",
+            "tokens",
+            "secretary",
+            "possession",
+            "format",
+            "include_evidence_index",
+            "key",
+            "user",
+            "name",
+            "keyword",
         ] {
             assert_eq!(credential_word(n), None, "{n} failed");
         }

@@ -15,7 +15,14 @@ use crate::urls;
 pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 const ANNOTATIONS: &[&str] = &[
-    "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
 ];
 const STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
 const NUMBER_KEYWORDS: &[&str] = &["minimum", "maximum"];
@@ -35,30 +42,66 @@ pub enum Which {
 /// (`/input_schema`, `/payload_schema` or `/output_schema`).
 ///
 /// Returns whether the schema passed every rule.
-pub fn check(src: &SourceFile, base: &str, schema: &Value, which: Which, diags: &mut Diagnostics) -> bool {
+pub fn check(
+    src: &SourceFile,
+    base: &str,
+    schema: &Value,
+    which: Which,
+    diags: &mut Diagnostics,
+) -> bool {
     let before = diags.len();
     let Some(root) = schema.as_object() else {
-        diags.push(Diagnostic::at(Rule::SchemaRootObject, src, base, "a schema must be a JSON object with `\"type\": \"object\"`"));
+        diags.push(Diagnostic::at(
+            Rule::SchemaRootObject,
+            src,
+            base,
+            "a schema must be a JSON object with `\"type\": \"object\"`",
+        ));
         return false;
     };
     if let Some(s) = root.get("$schema") {
-        let ok = s.as_str().is_some_and(|s| s.trim_end_matches('#') == DRAFT_2020_12);
+        let ok = s
+            .as_str()
+            .is_some_and(|s| s.trim_end_matches('#') == DRAFT_2020_12);
         if !ok {
             diags.push(
-                Diagnostic::at(Rule::SchemaDraft, src, &format!("{base}/$schema"), format!("`$schema` is {s}; only JSON Schema 2020-12 is supported"))
-                    .help(format!("write \"$schema\": \"{DRAFT_2020_12}\" or leave it out")),
+                Diagnostic::at(
+                    Rule::SchemaDraft,
+                    src,
+                    &format!("{base}/$schema"),
+                    format!("`$schema` is {s}; only JSON Schema 2020-12 is supported"),
+                )
+                .help(format!(
+                    "write \"$schema\": \"{DRAFT_2020_12}\" or leave it out"
+                )),
             );
         }
     }
     if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
         let at = format!("{base}{}", e.instance_path().as_str());
-        diags.push(Diagnostic::at(Rule::SchemaWellFormed, src, &at, format!("not a well-formed 2020-12 schema: {e}")));
+        diags.push(Diagnostic::at(
+            Rule::SchemaWellFormed,
+            src,
+            &at,
+            format!("not a well-formed 2020-12 schema: {e}"),
+        ));
         return false;
     }
     if root.get("type").and_then(Value::as_str) != Some("object") {
-        diags.push(Diagnostic::at(Rule::SchemaRootObject, src, base, "the schema root must declare `\"type\": \"object\"`"));
+        diags.push(Diagnostic::at(
+            Rule::SchemaRootObject,
+            src,
+            base,
+            "the schema root must declare `\"type\": \"object\"`",
+        ));
     }
-    let mut walker = Walker { src, base, root: schema, which, diags };
+    let mut walker = Walker {
+        src,
+        base,
+        root: schema,
+        which,
+        diags,
+    };
     walker.node(schema, base, true, false);
     if let Some(defs) = root.get("$defs").and_then(Value::as_object) {
         for (name, def) in defs {
@@ -67,8 +110,16 @@ pub fn check(src: &SourceFile, base: &str, schema: &Value, which: Which, diags: 
     }
     walker.cycles();
     if diags.len() == before {
-        if let Err(e) = jsonschema::options().should_validate_formats(true).build(schema) {
-            diags.push(Diagnostic::at(Rule::SchemaWellFormed, src, base, format!("the schema does not compile: {e}")));
+        if let Err(e) = jsonschema::options()
+            .should_validate_formats(true)
+            .build(schema)
+        {
+            diags.push(Diagnostic::at(
+                Rule::SchemaWellFormed,
+                src,
+                base,
+                format!("the schema does not compile: {e}"),
+            ));
         }
     }
     diags.len() == before
@@ -91,7 +142,11 @@ impl Walker<'_, '_> {
         let obj = match node {
             Value::Object(o) => o,
             Value::Bool(b) => {
-                self.push(Rule::SchemaTyped, at, format!("the boolean schema `{b}` is outside the subset; write a typed schema"));
+                self.push(
+                    Rule::SchemaTyped,
+                    at,
+                    format!("the boolean schema `{b}` is outside the subset; write a typed schema"),
+                );
                 return;
             }
             _ => return,
@@ -168,15 +223,27 @@ impl Walker<'_, '_> {
         if let Some(t) = obj.get("type") {
             return match t {
                 Value::String(s) if s == "null" => {
-                    self.push(Rule::SchemaNullType, &format!("{at}/type"), "`null` types are outside the subset; make the property optional instead");
+                    self.push(
+                        Rule::SchemaNullType,
+                        &format!("{at}/type"),
+                        "`null` types are outside the subset; make the property optional instead",
+                    );
                     None
                 }
                 Value::String(s) => JsonType::parse(s),
                 Value::Array(ts) => {
                     if ts.iter().any(|t| t == "null") {
-                        self.push(Rule::SchemaNullType, &format!("{at}/type"), "`null` in a type list: make the property optional instead of nullable");
+                        self.push(
+                            Rule::SchemaNullType,
+                            &format!("{at}/type"),
+                            "`null` in a type list: make the property optional instead of nullable",
+                        );
                     } else {
-                        self.push(Rule::SchemaSubset, &format!("{at}/type"), "type unions are outside the subset; give one `type`");
+                        self.push(
+                            Rule::SchemaSubset,
+                            &format!("{at}/type"),
+                            "type unions are outside the subset; give one `type`",
+                        );
                     }
                     None
                 }
@@ -192,12 +259,20 @@ impl Walker<'_, '_> {
             }
         };
         if values.iter().any(|v| v.is_null()) {
-            self.push(Rule::SchemaNullType, at, "`null` among `enum`/`const` values is outside the subset");
+            self.push(
+                Rule::SchemaNullType,
+                at,
+                "`null` among `enum`/`const` values is outside the subset",
+            );
             return None;
         }
         let ty = walk::type_of(self.root, &Value::Object(obj.clone()));
         if ty.is_none() {
-            self.push(Rule::SchemaTyped, at, "the `enum`/`const` values mix types; give one `type`");
+            self.push(
+                Rule::SchemaTyped,
+                at,
+                "the `enum`/`const` values mix types; give one `type`",
+            );
         }
         ty
     }
@@ -212,15 +287,30 @@ impl Walker<'_, '_> {
         for (keys, types) in groups {
             for k in keys.iter().filter(|k| obj.contains_key(**k)) {
                 if !types.contains(&ty) {
-                    self.push(Rule::SchemaSubset, &format!("{at}/{k}"), format!("`{k}` does not apply to `{}`", ty.as_str()));
+                    self.push(
+                        Rule::SchemaSubset,
+                        &format!("{at}/{k}"),
+                        format!("`{k}` does not apply to `{}`", ty.as_str()),
+                    );
                 }
             }
         }
-        let mut values: Vec<&Value> = obj.get("enum").and_then(Value::as_array).map(|e| e.iter().collect()).unwrap_or_default();
+        let mut values: Vec<&Value> = obj
+            .get("enum")
+            .and_then(Value::as_array)
+            .map(|e| e.iter().collect())
+            .unwrap_or_default();
         values.extend(obj.get("const"));
         for v in values {
             if JsonType::of_value(v).is_some_and(|t| !t.fits(ty)) {
-                self.push(Rule::SchemaSubset, at, format!("the value {v} is not of the declared type `{}`", ty.as_str()));
+                self.push(
+                    Rule::SchemaSubset,
+                    at,
+                    format!(
+                        "the value {v} is not of the declared type `{}`",
+                        ty.as_str()
+                    ),
+                );
             }
         }
     }
@@ -240,7 +330,11 @@ impl Walker<'_, '_> {
             for (i, r) in required.iter().enumerate() {
                 if let Some(name) = r.as_str() {
                     if props.is_none_or(|p| !p.contains_key(name)) {
-                        self.push(Rule::SchemaRequired, &format!("{at}/required/{i}"), format!("`{name}` is required but not declared in `properties`"));
+                        self.push(
+                            Rule::SchemaRequired,
+                            &format!("{at}/required/{i}"),
+                            format!("`{name}` is required but not declared in `properties`"),
+                        );
                     }
                 }
             }
@@ -264,22 +358,44 @@ impl Walker<'_, '_> {
     fn array(&mut self, obj: &Map<String, Value>, at: &str, in_array: bool) {
         match obj.get("items") {
             Some(items @ Value::Object(_)) => self.node(items, &format!("{at}/items"), false, true),
-            Some(_) => self.push(Rule::SchemaSubset, &format!("{at}/items"), "tuple `items` are outside the subset"),
-            None => self.push(Rule::SchemaClosed, at, "this array has no `items`: its elements accept anything"),
+            Some(_) => self.push(
+                Rule::SchemaSubset,
+                &format!("{at}/items"),
+                "tuple `items` are outside the subset",
+            ),
+            None => self.push(
+                Rule::SchemaClosed,
+                at,
+                "this array has no `items`: its elements accept anything",
+            ),
         }
         if let Some(flag) = obj.get("x-authorize-each") {
             let here = format!("{at}/x-authorize-each");
             if self.which == Which::Output {
-                self.push(Rule::SchemaAuthorizeEach, &here, "`x-authorize-each` belongs in the input schema");
+                self.push(
+                    Rule::SchemaAuthorizeEach,
+                    &here,
+                    "`x-authorize-each` belongs in the input schema",
+                );
             } else if !flag.is_boolean() {
-                self.push(Rule::SchemaAuthorizeEach, &here, "`x-authorize-each` must be `true` or `false`");
+                self.push(
+                    Rule::SchemaAuthorizeEach,
+                    &here,
+                    "`x-authorize-each` must be `true` or `false`",
+                );
             } else if flag == &Value::Bool(true) {
-                let uri_items = obj.get("items").is_some_and(|i| urls::is_uri_string(self.root, i));
+                let uri_items = obj
+                    .get("items")
+                    .is_some_and(|i| urls::is_uri_string(self.root, i));
                 if !uri_items {
                     self.push(Rule::SchemaAuthorizeEach, &here, "`x-authorize-each` marks a list whose items are `{\"type\": \"string\", \"format\": \"uri\"}`");
                 }
                 if in_array {
-                    self.push(Rule::SchemaAuthorizeEach, &here, "a list marked `x-authorize-each` cannot sit inside another list");
+                    self.push(
+                        Rule::SchemaAuthorizeEach,
+                        &here,
+                        "a list marked `x-authorize-each` cannot sit inside another list",
+                    );
                 }
             }
         }
@@ -294,18 +410,36 @@ impl Walker<'_, '_> {
             let mut seen = BTreeSet::new();
             if reaches(self.root, &defs[name], name, &mut seen, 0) {
                 let at = format!("{}/$defs/{}", self.base, escape(name));
-                self.push(Rule::SchemaRef, &at, format!("`$defs/{name}` refers to itself; recursive schemas are outside the subset"));
+                self.push(
+                    Rule::SchemaRef,
+                    &at,
+                    format!(
+                        "`$defs/{name}` refers to itself; recursive schemas are outside the subset"
+                    ),
+                );
             }
         }
     }
 }
 
-fn reaches(root: &Value, node: &Value, target: &str, seen: &mut BTreeSet<String>, depth: usize) -> bool {
+fn reaches(
+    root: &Value,
+    node: &Value,
+    target: &str,
+    seen: &mut BTreeSet<String>,
+    depth: usize,
+) -> bool {
     if depth > 64 {
         return true;
     }
-    let Some(obj) = node.as_object() else { return false };
-    if let Some(name) = obj.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+    let Some(obj) = node.as_object() else {
+        return false;
+    };
+    if let Some(name) = obj
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
         if name == target {
             return true;
         }
@@ -316,7 +450,11 @@ fn reaches(root: &Value, node: &Value, target: &str, seen: &mut BTreeSet<String>
         }
         return false;
     }
-    let props = obj.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.values());
+    let props = obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|p| p.values());
     props
         .chain(obj.get("items"))
         .any(|sub| reaches(root, sub, target, seen, depth + 1))

@@ -1,0 +1,653 @@
+//! The Cedar binding end to end: the generated schema, strict validation of the catalog's
+//! policies and of one rejecting fixture per kind of mistake, and real authorization requests
+//! showing that one `forbid` on the `page-read` group covers the single-URL tool and the bulk
+//! tool alike.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use cedar_policy::{
+    Authorizer, Context, Decision, Entities, EntityUid, Request, Schema, SchemaFragment,
+};
+use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use registry_build::cedar::{self, ActionInfo, Binding};
+use registry_build::record::{EndpointSpec, ResolvedCommand, SandboxProfile};
+use registry_build::{Diagnostics, Rule, ToolRecord};
+use serde_json::{json, Value};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cedar")
+}
+
+fn catalog_policies() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/policies")
+}
+
+fn record(
+    id: &str,
+    class: SideEffectClass,
+    groups: &[&str],
+    properties: Value,
+    required: &[&str],
+) -> ToolRecord {
+    ToolRecord {
+        source: PathBuf::from(format!("tools/records/{id}.json")),
+        tool_id: id.to_string(),
+        version: semver::Version::new(1, 0, 0),
+        description: format!("The {id} tool."),
+        input_schema: json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": required,
+            "properties": properties,
+        }),
+        output_schema: json!({"type": "object", "additionalProperties": false}),
+        cedar_action: id.to_string(),
+        action_groups: groups.iter().map(ToString::to_string).collect(),
+        side_effect_class: class,
+        compensation: None,
+        timeout_ms: 10_000,
+        retry: RetryPolicy {
+            max_attempts: 2,
+            backoff_ms: 100,
+        },
+        on_failure: vec![FailureOutcome::Halt],
+        endpoint: EndpointSpec {
+            transport: Transport::StdioJson,
+            command: "/bin/true".to_string(),
+            args: Vec::new(),
+            sha256: None,
+            resolved: ResolvedCommand::Path(PathBuf::from("/bin/true")),
+        },
+        secrets: Vec::new(),
+        sandbox_profile: SandboxProfile {
+            egress: Vec::new(),
+            filesystem: Filesystem::Workspace,
+        },
+    }
+}
+
+/// The catalog's tools, as `tools/records` declares them (only what the Cedar binding reads).
+fn catalog() -> Vec<ToolRecord> {
+    use SideEffectClass::*;
+    let uri = json!({"type": "string", "format": "uri", "maxLength": 2048});
+    vec![
+        record(
+            "web_search",
+            ReadOnly,
+            &[],
+            json!({"query": {"type": "string"}, "max_results": {"type": "integer", "minimum": 1}}),
+            &["query"],
+        ),
+        record(
+            "tavily_search",
+            ReadOnly,
+            &[],
+            json!({"query": {"type": "string"}, "max_results": {"type": "integer"},
+                   "search_depth": {"type": "string", "enum": ["basic", "advanced"]}}),
+            &["query"],
+        ),
+        record(
+            "tavily_crawl",
+            ReadOnly,
+            &[],
+            json!({"query": {"type": "string"}, "max_results": {"type": "integer"},
+                   "max_depth": {"type": "integer"}}),
+            &["query"],
+        ),
+        record(
+            "firecrawl_scrape",
+            ReadOnly,
+            &["page-read"],
+            json!({"url": uri}),
+            &["url"],
+        ),
+        record(
+            "web_fetch_exa",
+            ReadOnly,
+            &["page-read"],
+            json!({"urls": {"type": "array", "minItems": 1, "maxItems": 20,
+                            "x-authorize-each": true, "items": uri}}),
+            &["urls"],
+        ),
+        record(
+            "deliverable_assemble",
+            Supersede,
+            &[],
+            json!({"title": {"type": "string"}, "format": {"enum": ["markdown", "html", "json"]},
+                   "score": {"type": "number"},
+                   "sources": {"type": "array", "items": {"$ref": "#/$defs/source"}}}),
+            &["title", "format", "sources"],
+        ),
+        record(
+            "note_publish",
+            Compensatable,
+            &[],
+            json!({"title": {"type": "string"}, "body": {"type": "string"}}),
+            &["title", "body"],
+        ),
+        record(
+            "note_retract",
+            Supersede,
+            &[],
+            json!({"note_id": {"type": "string"}}),
+            &["note_id"],
+        ),
+    ]
+    .into_iter()
+    .map(|mut r| {
+        if r.tool_id == "deliverable_assemble" {
+            r.input_schema["$defs"] = json!({"source": {
+                "type": "object", "additionalProperties": false, "required": ["url"],
+                "properties": {"url": uri, "ledger_entry": {"type": "string"}}}});
+        }
+        r
+    })
+    .collect()
+}
+
+fn bind_dir(dir: &Path) -> Result<Binding, Diagnostics> {
+    cedar::bind(&catalog(), Some(dir))
+}
+
+fn expect_err(dir: &Path) -> Diagnostics {
+    match bind_dir(dir) {
+        Ok(b) => panic!("{} should be rejected; ids {:?}", dir.display(), ids(&b)),
+        Err(d) => d,
+    }
+}
+
+fn ids(b: &Binding) -> BTreeSet<String> {
+    b.policies.policies().map(|p| p.id().to_string()).collect()
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generated schema
+
+#[test]
+fn generated_schema_parses_and_has_the_model() {
+    let text = cedar::generated_schema_text(&catalog());
+    let (_schema, _) = Schema::from_cedarschema_str(&text).unwrap_or_else(|e| {
+        panic!("generated schema does not parse: {e:?}\n{text}");
+    });
+    for line in [
+        "entity Agent;",
+        "entity Tool = {",
+        "action \"read-only\", \"compensatable\", \"supersede\";",
+        "action \"page-read\";",
+        "action \"firecrawl_scrape\" in [\"read-only\", \"page-read\"] appliesTo {",
+        "action \"note_publish\" in [\"compensatable\"] appliesTo {",
+        "      urls: Set<String>,",
+        "    url?: {",
+        "      score?: decimal,",
+        "      sources: Set<{",
+        "      search_depth?: String,",
+        "      max_results?: Long,",
+    ] {
+        assert!(text.contains(line), "missing `{line}` in\n{text}");
+    }
+    // The single-URL tool always carries `url`; the bulk tool only in per-element requests.
+    let scrape = &text[text.find("action \"firecrawl_scrape\"").expect("scrape")..];
+    let scrape = &scrape[..scrape.find("};").expect("end")];
+    assert!(scrape.contains("\n    url: {"), "{scrape}");
+    let web_search = &text[text.find("action \"web_search\"").expect("web_search")..];
+    let web_search = &web_search[..web_search.find("};").expect("end")];
+    assert!(!web_search.contains("url"), "{web_search}");
+    // Deterministic, whatever the order of the records.
+    let mut reversed = catalog();
+    reversed.reverse();
+    assert_eq!(cedar::generated_schema_text(&reversed), text);
+}
+
+#[test]
+fn actions_list_groups_then_tools() {
+    let actions = cedar::actions(&catalog());
+    let group = |id: &str| ActionInfo {
+        id: id.to_string(),
+        is_group: true,
+        groups: Vec::new(),
+    };
+    assert_eq!(
+        actions[..4],
+        [
+            group("read-only"),
+            group("compensatable"),
+            group("supersede"),
+            group("page-read")
+        ]
+    );
+    let tools: Vec<&str> = actions[4..].iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "deliverable_assemble",
+            "firecrawl_scrape",
+            "note_publish",
+            "note_retract",
+            "tavily_crawl",
+            "tavily_search",
+            "web_fetch_exa",
+            "web_search"
+        ]
+    );
+    let fetch = actions
+        .iter()
+        .find(|a| a.id == "web_fetch_exa")
+        .expect("web_fetch_exa");
+    assert!(!fetch.is_group);
+    assert_eq!(fetch.groups, ["read-only", "page-read"]);
+}
+
+#[test]
+fn recursive_input_schema_is_a_cedar_schema_error_naming_the_record() {
+    let mut r = record("tree_walk", SideEffectClass::ReadOnly, &[], json!({}), &[]);
+    r.input_schema = json!({"type": "object", "additionalProperties": false,
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {"Node": {"type": "object", "additionalProperties": false,
+            "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}});
+    let diags = cedar::try_generated_schema_text(std::slice::from_ref(&r))
+        .expect_err("a recursive schema has no Cedar type");
+    let d = diags.iter().next().expect("one diagnostic");
+    assert_eq!(d.rule, Rule::CedarSchema);
+    assert_eq!(d.file, PathBuf::from("tools/records/tree_walk.json"));
+    assert_eq!(
+        d.pointer.as_deref(),
+        Some("/input_schema/$defs/Node/properties/children/items")
+    );
+    let diags = cedar::bind(&[r], None).expect_err("bind refuses it too");
+    assert!(diags.has(Rule::CedarSchema));
+}
+
+#[test]
+fn without_policies_the_binding_is_the_generated_schema() {
+    let b = cedar::bind(&catalog(), None).expect("binds");
+    assert_eq!(b.policies.policies().count(), 0);
+    assert_eq!(b.schema_text, cedar::generated_schema_text(&catalog()));
+    let actions = b.actions();
+    assert!(actions.iter().any(|a| a.id == "page-read" && a.is_group));
+    assert!(actions.iter().any(|a| a.id == "firecrawl_scrape"
+        && !a.is_group
+        && a.groups == ["page-read", "read-only"]));
+}
+
+#[test]
+fn a_missing_policies_directory_is_reported() {
+    let d = expect_err(&fixtures().join("no-such-dir"));
+    assert!(d.has(Rule::Missing), "{d}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policies that pass
+
+#[test]
+fn the_catalog_policies_validate_strictly() {
+    let b = bind_dir(&catalog_policies()).unwrap_or_else(|d| panic!("{}", d.render()));
+    assert_eq!(
+        ids(&b),
+        [
+            "bulk-fetch-https-only",
+            "bulk-fetch-no-internal-hosts",
+            "page-read-no-linkedin",
+            "publishing-editors",
+            "read-only-tools"
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect()
+    );
+    assert!(b.schema_text.contains("entity Agent in [Team];"));
+    assert!(!b.schema_text.contains("entity Agent;"));
+    assert!(b.warnings.is_empty(), "{:?}", b.warnings);
+    let origin = b.origin("page-read-no-linkedin").expect("origin");
+    assert_eq!(file_name(&origin.file), "page_read.cedar");
+    assert_eq!(origin.index, 0);
+}
+
+#[test]
+fn the_design_forbid_and_unannotated_ids_are_accepted() {
+    let b = bind_dir(&fixtures().join("accept")).unwrap_or_else(|d| panic!("{}", d.render()));
+    let ids = ids(&b);
+    for id in [
+        "page-read-no-linkedin",
+        "page_read.cedar:1",
+        "page_read.cedar:2",
+        "page_read.cedar:3",
+    ] {
+        assert!(ids.contains(id), "{id} not in {ids:?}");
+    }
+    // The user's `Agent` (with an attribute) replaced the generated one.
+    assert!(b.schema_text.contains("\"display-name\"?: String"));
+}
+
+#[test]
+fn a_user_declared_tool_action_replaces_the_generated_one() {
+    let b = bind_dir(&fixtures().join("accept_user_action"))
+        .unwrap_or_else(|d| panic!("{}", d.render()));
+    assert!(b
+        .schema_text
+        .contains("its action is declared in the user's .cedarschema"));
+    let search = b
+        .actions()
+        .into_iter()
+        .find(|a| a.id == "web_search")
+        .expect("web_search");
+    assert_eq!(search.groups, ["read-only"]);
+}
+
+#[test]
+fn the_real_catalog_loads_with_its_policies() {
+    // End to end over `tools/records` (written beside this crate) and `tools/policies`.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sources = registry_build::Sources::new()
+        .records(root.join("tools/records"))
+        .policies(root.join("tools/policies"))
+        .workspace_root(&root);
+    let registry = registry_build::load(&sources).unwrap_or_else(|d| panic!("{}", d.render()));
+    assert!(registry.cedar.origin("page-read-no-linkedin").is_some());
+    assert!(
+        registry.cedar.warnings.is_empty(),
+        "{:?}",
+        registry.cedar.warnings
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policies that are rejected: the right rule, the file and the line
+
+fn assert_one(dir: &str, rule: Rule, file: &str, line: usize) {
+    let diags = expect_err(&fixtures().join("reject").join(dir));
+    let found = diags.iter().find(|d| d.rule == rule).unwrap_or_else(|| {
+        panic!("{dir}: no `{rule}` in\n{}", diags.render());
+    });
+    assert_eq!(file_name(&found.file), file, "{dir}: {found}");
+    assert_eq!(found.line_col.map(|(l, _)| l), Some(line), "{dir}: {found}");
+    let rendered = found.render();
+    assert!(rendered.contains(file), "{rendered}");
+    assert!(rendered.contains(rule.id()), "{rendered}");
+}
+
+#[test]
+fn like_on_a_set_is_rejected() {
+    assert_one("like_on_set", Rule::PolicyValidation, "bulk.cedar", 3);
+    let d = expect_err(&fixtures().join("reject/like_on_set"));
+    let msg = &d.iter().next().expect("one").message;
+    assert!(
+        msg.contains("Set<String>") && msg.contains("bulk-like-on-set"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn an_unknown_action_is_rejected() {
+    assert_one("unknown_action", Rule::PolicyValidation, "actions.cedar", 3);
+}
+
+#[test]
+fn an_unknown_attribute_is_rejected() {
+    assert_one(
+        "unknown_attribute",
+        Rule::PolicyValidation,
+        "attrs.cedar",
+        3,
+    );
+}
+
+#[test]
+fn a_type_mismatch_is_rejected() {
+    assert_one("type_mismatch", Rule::PolicyValidation, "types.cedar", 3);
+}
+
+#[test]
+fn a_syntax_error_is_rejected() {
+    assert_one("syntax_error", Rule::PolicySyntax, "syntax.cedar", 3);
+}
+
+#[test]
+fn a_duplicate_id_is_rejected() {
+    assert_one("duplicate_id", Rule::PolicyId, "b.cedar", 2);
+    let d = expect_err(&fixtures().join("reject/duplicate_id"));
+    let msg = &d.iter().next().expect("one").message;
+    assert!(msg.contains("a.cedar:1"), "{msg}");
+}
+
+#[test]
+fn an_empty_id_is_rejected() {
+    assert_one("empty_id", Rule::PolicyId, "empty.cedar", 2);
+}
+
+#[test]
+fn a_user_schema_syntax_error_points_into_it() {
+    assert_one("schema_syntax", Rule::CedarSchema, "schema.cedarschema", 4);
+}
+
+#[test]
+fn a_user_schema_that_does_not_merge_points_into_it() {
+    assert_one("schema_merge", Rule::CedarSchema, "schema.cedarschema", 3);
+}
+
+#[test]
+fn a_user_declared_tool_action_must_join_its_groups() {
+    assert_one(
+        "user_action_groups",
+        Rule::CedarSchema,
+        "schema.cedarschema",
+        3,
+    );
+    let d = expect_err(&fixtures().join("reject/user_action_groups"));
+    let msg = &d.iter().next().expect("one").message;
+    assert!(msg.contains("read-only"), "{msg}");
+}
+
+#[test]
+fn every_problem_of_every_file_is_reported_in_one_run() {
+    let diags = expect_err(&fixtures().join("reject/many_files"));
+    let got: Vec<(Rule, String, usize)> = diags
+        .iter()
+        .map(|d| (d.rule, file_name(&d.file), d.line_col.map_or(0, |(l, _)| l)))
+        .collect();
+    assert!(
+        got.contains(&(Rule::PolicyValidation, "one.cedar".into(), 3)),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(Rule::PolicyValidation, "one.cedar".into(), 5)),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|(r, f, _)| *r == Rule::PolicySyntax && f == "two.cedar"),
+        "{got:?}"
+    );
+    assert!(
+        diags.summary().contains("in 2 files"),
+        "{}",
+        diags.summary()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real authorization: one forbid on the group covers both tools
+
+struct Authz {
+    binding: Binding,
+    entities: Entities,
+}
+
+impl Authz {
+    fn catalog() -> Self {
+        let binding = bind_dir(&catalog_policies()).unwrap_or_else(|d| panic!("{}", d.render()));
+        let schema = &binding.schema;
+        let actions = schema.action_entities().expect("action entities");
+        let mut entities = Entities::from_json_value(
+            json!([
+                {"uid": {"type": "Team", "id": "editors"}, "attrs": {}, "parents": []},
+                {"uid": {"type": "Agent", "id": "editor"}, "attrs": {},
+                 "parents": [{"type": "Team", "id": "editors"}]},
+                {"uid": {"type": "Agent", "id": "reader"}, "attrs": {}, "parents": []},
+            ]),
+            Some(schema),
+        )
+        .expect("entities");
+        let tools: Vec<Value> = catalog()
+            .iter()
+            .map(|r| {
+                json!({"uid": {"type": "Tool", "id": r.tool_id},
+                       "attrs": {"side_effect_class": r.side_effect_class.as_str(),
+                                 "version": r.version.to_string()},
+                       "parents": []})
+            })
+            .collect();
+        entities = entities
+            .add_entities_from_json_value(Value::Array(tools), Some(schema))
+            .expect("tools");
+        entities = entities
+            .add_entities(actions.iter().cloned(), Some(schema))
+            .expect("actions");
+        Self { binding, entities }
+    }
+
+    fn decide(&self, principal: &str, tool: &str, context: Value) -> (Decision, Vec<String>) {
+        let schema = &self.binding.schema;
+        let action = EntityUid::from_str(&format!("Action::\"{tool}\"")).expect("action");
+        let principal = EntityUid::from_str(&format!("Agent::\"{principal}\"")).expect("agent");
+        let resource = EntityUid::from_str(&format!("Tool::\"{tool}\"")).expect("tool");
+        let context = Context::from_json_value(context, Some((schema, &action)))
+            .unwrap_or_else(|e| panic!("context: {e}"));
+        let request = Request::new(principal, action, resource, context, Some(schema))
+            .unwrap_or_else(|e| panic!("request: {e}"));
+        let response =
+            Authorizer::new().is_authorized(&request, &self.binding.policies, &self.entities);
+        assert_eq!(
+            response.diagnostics().errors().count(),
+            0,
+            "evaluation errors"
+        );
+        let mut reasons: Vec<String> = response
+            .diagnostics()
+            .reason()
+            .map(ToString::to_string)
+            .collect();
+        reasons.sort();
+        (response.decision(), reasons)
+    }
+}
+
+fn url_facts(raw: &str) -> Value {
+    let u = url::Url::parse(raw).expect("url");
+    json!({
+        "raw": raw,
+        "scheme": u.scheme(),
+        "host": u.host_str().unwrap_or_default(),
+        "port": u.port_or_known_default().unwrap_or(0),
+        "path": u.path(),
+    })
+}
+
+#[test]
+fn the_group_forbid_denies_linkedin_on_the_single_url_tool() {
+    let a = Authz::catalog();
+    for (raw, expected) in [
+        ("https://www.linkedin.com/in/x", Decision::Deny),
+        ("https://linkedin.com/feed", Decision::Deny),
+        ("https://example.com", Decision::Allow),
+        ("https://notlinkedin.com/", Decision::Allow),
+    ] {
+        let ctx = json!({"input": {"url": raw}, "url": url_facts(raw)});
+        let (decision, reasons) = a.decide("reader", "firecrawl_scrape", ctx);
+        assert_eq!(decision, expected, "{raw}: {reasons:?}");
+        if expected == Decision::Deny {
+            assert_eq!(reasons, ["page-read-no-linkedin"]);
+        } else {
+            assert_eq!(reasons, ["read-only-tools"]);
+        }
+    }
+}
+
+#[test]
+fn the_group_forbid_denies_linkedin_on_each_element_of_the_bulk_tool() {
+    let a = Authz::catalog();
+    let urls = ["https://example.com/a", "https://www.linkedin.com/in/x"];
+    // The call as a whole: no `url` in the context.
+    let (whole, _) = a.decide("reader", "web_fetch_exa", json!({"input": {"urls": urls}}));
+    assert_eq!(whole, Decision::Allow);
+    // One request per element: the LinkedIn one is denied, so the call is.
+    let per_element: Vec<Decision> = urls
+        .iter()
+        .map(|raw| {
+            let ctx = json!({"input": {"urls": urls}, "url": url_facts(raw)});
+            a.decide("reader", "web_fetch_exa", ctx).0
+        })
+        .collect();
+    assert_eq!(per_element, [Decision::Allow, Decision::Deny]);
+}
+
+#[test]
+fn the_bulk_fetch_bounds_hold() {
+    let a = Authz::catalog();
+    for (raw, expected, policy) in [
+        (
+            "http://example.com/",
+            Decision::Deny,
+            "bulk-fetch-https-only",
+        ),
+        (
+            "https://localhost/x",
+            Decision::Deny,
+            "bulk-fetch-no-internal-hosts",
+        ),
+        (
+            "https://db.internal/x",
+            Decision::Deny,
+            "bulk-fetch-no-internal-hosts",
+        ),
+        ("https://example.org/x", Decision::Allow, "read-only-tools"),
+    ] {
+        let ctx = json!({"input": {"urls": [raw]}, "url": url_facts(raw)});
+        let (decision, reasons) = a.decide("reader", "web_fetch_exa", ctx);
+        assert_eq!(decision, expected, "{raw}: {reasons:?}");
+        assert_eq!(reasons, [policy], "{raw}");
+    }
+    // The single-URL tool is not bound by them.
+    let raw = "http://example.com/";
+    let (decision, _) = a.decide(
+        "reader",
+        "firecrawl_scrape",
+        json!({"input": {"url": raw}, "url": url_facts(raw)}),
+    );
+    assert_eq!(decision, Decision::Allow);
+}
+
+#[test]
+fn the_writing_tools_are_for_editors_only() {
+    let a = Authz::catalog();
+    let note = json!({"input": {"title": "t", "body": "b"}});
+    assert_eq!(
+        a.decide("editor", "note_publish", note.clone()).0,
+        Decision::Allow
+    );
+    assert_eq!(a.decide("reader", "note_publish", note).0, Decision::Deny);
+    let retract = json!({"input": {"note_id": "n1"}});
+    assert_eq!(
+        a.decide("editor", "note_retract", retract).0,
+        Decision::Allow
+    );
+    let web = json!({"input": {"query": "rust"}});
+    assert_eq!(a.decide("editor", "web_search", web).0, Decision::Allow);
+}
+
+#[test]
+fn the_generated_fragment_merges_with_a_user_fragment_declaring_agent() {
+    // What `bind` does, by hand: the user's `Agent` replaces the generated one.
+    let b = bind_dir(&catalog_policies()).unwrap_or_else(|d| panic!("{}", d.render()));
+    let (frag, _) =
+        SchemaFragment::from_cedarschema_str(&b.schema_text).expect("whole text parses");
+    let schema = Schema::from_schema_fragments([frag]).expect("one schema");
+    assert!(schema.principals().any(|p| p.to_string() == "Agent"));
+}
