@@ -1,13 +1,27 @@
 //! The runtime of Escepine: the governed call path and the `escepine` command-line tool.
 //!
-//! So far this crate holds the command-line front end over the registry rules
-//! (`escepine check`, `escepine cedar-schema`); the call path, sandbox, ledger and SOP engine
-//! build on the same loaded [`registry_build::Registry`].
+//! A [`Runtime`] is built once from a loaded [`registry_build::Registry`] and then executes only
+//! those tools, every call on one path (composed in `Runtime::governed`, stages in [`stages`]):
+//! resolve, input gate, Cedar authorization, intent recorded in the [`ledger`], execution with
+//! timeout and retry through an [`executor::Executor`], output gate, outcome recorded — before
+//! control returns to the caller.
 
 #![deny(missing_docs)]
 
+pub mod authorize;
 pub mod cli;
+mod error;
+pub mod executor;
+pub mod export;
 pub mod gate;
+pub mod ledger;
 pub mod overlay;
+pub mod retry;
+mod runtime;
 pub mod scrub;
 pub mod secrets;
+pub mod stages;
+
+pub use error::CallError;
+pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+pub use stages::{CallOptions, CallReport};

@@ -6,8 +6,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod call;
 mod cedar_schema;
 mod check;
+mod export;
+mod ledger;
 
 /// Process exit statuses of the `escepine` commands.
 pub mod exit {
@@ -33,6 +36,13 @@ enum Command {
     Check(check::Args),
     /// Print the Cedar schema generated from the records, in Cedar syntax.
     CedarSchema(cedar_schema::Args),
+    /// Make one governed call: gates, Cedar, evidence, execution. Prints the output JSON.
+    Call(call::Args),
+    /// Print the tools as definitions for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini).
+    Export(export::Args),
+    /// Verify or show an evidence ledger.
+    #[command(subcommand_required = true)]
+    Ledger(ledger::Args),
 }
 
 /// Where a command writes: standard output and standard error, or buffers in tests.
@@ -60,6 +70,9 @@ where
     match cli.command {
         Command::Check(a) => check::run(&a, io),
         Command::CedarSchema(a) => cedar_schema::run(&a, io),
+        Command::Call(a) => call::run(&a, io),
+        Command::Export(a) => export::run(&a, io),
+        Command::Ledger(a) => ledger::run(&a, io),
     }
 }
 

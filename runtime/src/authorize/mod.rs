@@ -1,0 +1,475 @@
+//! Cedar authorization of a call (stage 3 of the governed path).
+//!
+//! [`Authorizer`] is built once at start-up from the registry's Cedar [`Binding`] and records,
+//! and then answers [`Authorizer::authorize`] for a principal, a tool and a payload that
+//! passed the input gate:
+//!
+//! - **Entities** (built once): the user's entities (principals and their groups) validated
+//!   against the schema, one `Tool::"<id>"` per tool with `side_effect_class` and `version`,
+//!   and the schema's action entities, so group scopes work in `forbid` as in `permit`.
+//! - **Context** (per call): `context.input` built straight from the payload and the tool's
+//!   Cedar input type ([`registry_build::cedar::types`]); a value Cedar cannot hold exactly (a
+//!   number with more than four fraction digits, say) denies the call and is never rounded.
+//! - **URL facts**: a request that authorizes one URL carries `context.url`
+//!   ([`UrlFacts`]: the real host, lower-case, IDNA A-labels, no trailing dot; the scheme's
+//!   default port). A URL without facts (no host) denies.
+//! - **Per-URL requests** ([`registry_build::urls::per_url`]): a single-URL tool's request
+//!   carries its URL; a bulk call (a list marked `x-authorize-each`) is authorized once as a
+//!   whole, without `url`, and once per element with that element's URL. One deny denies the
+//!   call; the reasons name the element and its URL.
+//! - **Errors deny**: any evaluation error denies, whatever Cedar decided.
+//! - **Slicing**: each tool's action gets, once, only the policies whose action scope can
+//!   match it ([`slice`]); `tests/authorize_slicing.rs` proves sliced and unsliced decide
+//!   alike.
+//!
+//! Requests are made without schema validation: the context is built from the generated type
+//! itself, and the principal's type is checked against the action's declared principals.
+
+mod context;
+mod entities;
+pub mod slice;
+mod url_facts;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use cedar_policy::{
+    AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+    RestrictedExpression,
+};
+use escepine_contract::Principal;
+use registry_build::cedar::types::{input_type, CedarType, TypingError};
+use registry_build::cedar::{Binding, RESOURCE_TYPE};
+use registry_build::urls::{per_url, PerUrl};
+use registry_build::ToolRecord;
+use serde_json::Value;
+
+pub use context::Unrepresentable;
+pub use url_facts::{UrlError, UrlFacts};
+
+/// Why an [`Authorizer`] cannot be built (a start-up error, never a per-call one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorizeError {
+    /// The entities do not parse or do not conform to the schema.
+    #[error("the entities do not conform to the Cedar schema: {0}")]
+    Entities(String),
+    /// A tool's action is not an action of the schema.
+    #[error(
+        "tool `{tool}`: its action `Action::\"{action}\"` is not declared in the Cedar schema"
+    )]
+    UnknownAction {
+        /// The tool id.
+        tool: String,
+        /// The action id.
+        action: String,
+    },
+    /// A tool's input schema has no Cedar type.
+    #[error("tool `{tool}`: {source}")]
+    InputType {
+        /// The tool id.
+        tool: String,
+        /// Why.
+        #[source]
+        source: TypingError,
+    },
+    /// A name that is not a valid Cedar entity type or uid.
+    #[error("`{name}` is not a valid Cedar name: {message}")]
+    Name {
+        /// The name.
+        name: String,
+        /// What Cedar said.
+        message: String,
+    },
+    /// A policy could not join a tool's slice.
+    #[error("tool `{tool}`: slicing the policy set failed: {message}")]
+    Slice {
+        /// The tool id.
+        tool: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// The outcome of authorizing one call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Decision {
+    /// Whether the call may proceed: every request was allowed, without evaluation errors.
+    pub allowed: bool,
+    /// The determining policies, sorted and deduplicated across the call's requests: the
+    /// permits that allowed, on allow; on deny, the forbids that were satisfied and the
+    /// policies whose evaluation failed (empty for a default deny: nothing permitted).
+    pub policy_ids: Vec<String>,
+    /// Why the call was denied: the denied request (the call, or the element and its URL),
+    /// evaluation errors, URLs without facts, values Cedar cannot hold. Empty on allow.
+    pub reasons: Vec<String>,
+    /// How many Cedar requests were evaluated.
+    pub requests: usize,
+}
+
+impl Decision {
+    fn denied(reason: String) -> Self {
+        Self {
+            allowed: false,
+            policy_ids: Vec::new(),
+            reasons: vec![reason],
+            requests: 0,
+        }
+    }
+}
+
+/// What a tool's calls need, computed once.
+#[derive(Debug)]
+struct ToolAuth {
+    action: EntityUid,
+    resource: EntityUid,
+    /// The entity types the schema allows as principals of the action.
+    principal_types: Vec<(String, EntityTypeName)>,
+    input: CedarType,
+    per_url: PerUrl,
+    policies: Arc<PolicySet>,
+}
+
+/// Authorizes calls with Cedar: built once at start-up, then shared (it is `Send + Sync`).
+#[derive(Debug)]
+pub struct Authorizer {
+    tools: HashMap<String, ToolAuth>,
+    entities: Entities,
+    cedar: cedar_policy::Authorizer,
+}
+
+impl Authorizer {
+    /// Build the authorizer: entities, per-tool action and resource uids, input types, URL
+    /// shapes, and the policy set sliced per action.
+    ///
+    /// `entities` is Cedar's entities JSON for the principals (an `Agent` with `Team`
+    /// parents, say); it is validated against the schema.
+    ///
+    /// # Errors
+    /// [`AuthorizeError`] when the entities do not conform, a tool's action is not in the
+    /// schema, an input schema has no Cedar type, or a policy cannot be sliced.
+    pub fn new(
+        binding: &Binding,
+        records: &[ToolRecord],
+        entities: Option<&Value>,
+    ) -> Result<Self, AuthorizeError> {
+        Self::build(binding, records, entities, true)
+    }
+
+    /// The same authorizer without slicing: every request is evaluated against the whole
+    /// policy set. The reference the sliced authorizer is proven against (tests, benchmarks).
+    ///
+    /// # Errors
+    /// As [`Authorizer::new`].
+    pub fn unsliced(
+        binding: &Binding,
+        records: &[ToolRecord],
+        entities: Option<&Value>,
+    ) -> Result<Self, AuthorizeError> {
+        Self::build(binding, records, entities, false)
+    }
+
+    fn build(
+        binding: &Binding,
+        records: &[ToolRecord],
+        entities: Option<&Value>,
+        sliced: bool,
+    ) -> Result<Self, AuthorizeError> {
+        let action_type = type_name("Action")?;
+        let resource_type = type_name(RESOURCE_TYPE)?;
+        let schema = &binding.schema;
+        let action_entities = schema
+            .action_entities()
+            .map_err(|e| AuthorizeError::Entities(e.to_string()))?;
+        let declared: HashSet<EntityUid> = schema.actions().cloned().collect();
+        let whole = Arc::new(binding.policies.clone());
+
+        let mut uids = Vec::with_capacity(records.len());
+        let mut tools = HashMap::with_capacity(records.len());
+        for record in records {
+            let action = EntityUid::from_type_name_and_id(
+                action_type.clone(),
+                EntityId::new(&record.cedar_action),
+            );
+            if !declared.contains(&action) {
+                return Err(AuthorizeError::UnknownAction {
+                    tool: record.tool_id.clone(),
+                    action: record.cedar_action.clone(),
+                });
+            }
+            let resource = EntityUid::from_type_name_and_id(
+                resource_type.clone(),
+                EntityId::new(&record.tool_id),
+            );
+            let principal_types = schema
+                .principals_for_action(&action)
+                .map(|it| it.map(|t| (t.to_string(), t.clone())).collect())
+                .unwrap_or_default();
+            let input =
+                input_type(&record.input_schema).map_err(|source| AuthorizeError::InputType {
+                    tool: record.tool_id.clone(),
+                    source,
+                })?;
+            let policies = if sliced {
+                let mut matching: HashSet<EntityUid> = action_entities
+                    .ancestors(&action)
+                    .map(|a| a.cloned().collect())
+                    .unwrap_or_default();
+                matching.insert(action.clone());
+                Arc::new(slice::slice(&binding.policies, &action, &matching).map_err(
+                    |message| AuthorizeError::Slice {
+                        tool: record.tool_id.clone(),
+                        message,
+                    },
+                )?)
+            } else {
+                Arc::clone(&whole)
+            };
+            uids.push((record, resource.clone()));
+            tools.insert(
+                record.tool_id.clone(),
+                ToolAuth {
+                    action,
+                    resource,
+                    principal_types,
+                    input,
+                    per_url: per_url(&record.input_schema),
+                    policies,
+                },
+            );
+        }
+        let entities = entities::build(schema, &uids, entities)?;
+        Ok(Self {
+            tools,
+            entities,
+            cedar: cedar_policy::Authorizer::new(),
+        })
+    }
+
+    /// How many policies a tool's requests are evaluated against (`None` for an unknown
+    /// tool).
+    pub fn policy_count(&self, tool_id: &str) -> Option<usize> {
+        self.tools
+            .get(tool_id)
+            .map(|t| t.policies.policies().count())
+    }
+
+    /// The entity store requests are evaluated against.
+    pub fn entities(&self) -> &Entities {
+        &self.entities
+    }
+
+    /// Authorize one call of `tool_id` by `principal` with `payload` (a payload that passed
+    /// the input gate). Never panics; anything unexpected is a deny with its reason.
+    pub fn authorize(&self, principal: &Principal, tool_id: &str, payload: &Value) -> Decision {
+        let Some(tool) = self.tools.get(tool_id) else {
+            return Decision::denied(format!("unknown tool `{tool_id}`"));
+        };
+        let Some((_, principal_type)) = tool
+            .principal_types
+            .iter()
+            .find(|(name, _)| *name == principal.entity_type)
+        else {
+            return Decision::denied(format!(
+                "`{}` is not a principal type of `Action::\"{}\"`",
+                principal.entity_type,
+                tool.action.id().unescaped()
+            ));
+        };
+        let principal =
+            EntityUid::from_type_name_and_id(principal_type.clone(), EntityId::new(&principal.id));
+        let input = match context::to_expression(payload, &tool.input) {
+            Ok(e) => e,
+            Err(e) => return Decision::denied(e.to_string()),
+        };
+
+        let mut tally = Tally::default();
+        let whole_url = match &tool.per_url.single {
+            None => None,
+            Some((pointer, always)) => match payload.pointer(pointer) {
+                Some(Value::String(raw)) => match UrlFacts::parse(raw) {
+                    Ok(f) => Some(f),
+                    Err(e) => return Decision::denied(format!("the URL at `{pointer}`: {e}")),
+                },
+                None | Some(Value::Null) if !always => None,
+                _ => {
+                    return Decision::denied(format!(
+                        "the payload has no URL string at `{pointer}`"
+                    ))
+                }
+            },
+        };
+        self.evaluate(
+            tool,
+            &principal,
+            &input,
+            whole_url.as_ref(),
+            Label::Call,
+            &mut tally,
+        );
+
+        for pointer in &tool.per_url.each {
+            let items = match payload.pointer(pointer) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Array(items)) => items,
+                Some(_) => {
+                    tally.deny(format!("the payload has no list at `{pointer}`"));
+                    continue;
+                }
+            };
+            for (i, item) in items.iter().enumerate() {
+                let Value::String(raw) = item else {
+                    tally.deny(format!("element {i} of `{pointer}` is not a URL string"));
+                    continue;
+                };
+                let label = Label::Element(pointer, i);
+                match UrlFacts::parse(raw) {
+                    Ok(facts) => {
+                        self.evaluate(tool, &principal, &input, Some(&facts), label, &mut tally);
+                    }
+                    Err(e) => tally.deny(format!("{}: {e}", label.render(raw))),
+                }
+            }
+        }
+        tally.finish()
+    }
+
+    /// Evaluate one request and add its outcome to `tally`.
+    fn evaluate(
+        &self,
+        tool: &ToolAuth,
+        principal: &EntityUid,
+        input: &RestrictedExpression,
+        url: Option<&UrlFacts>,
+        label: Label<'_>,
+        tally: &mut Tally,
+    ) {
+        // Rendered only when there is something to report.
+        let label = || label.render(url.map_or("", |f| f.raw.as_str()));
+        let mut pairs = Vec::with_capacity(2);
+        pairs.push(("input".to_string(), input.clone()));
+        if let Some(f) = url {
+            pairs.push(("url".to_string(), f.to_expression()));
+        }
+        let context = match Context::from_pairs(pairs) {
+            Ok(c) => c,
+            Err(e) => return tally.deny(format!("{}: the context cannot be built: {e}", label())),
+        };
+        let request = match Request::new(
+            principal.clone(),
+            tool.action.clone(),
+            tool.resource.clone(),
+            context,
+            None,
+        ) {
+            Ok(r) => r,
+            Err(e) => return tally.deny(format!("{}: the request cannot be built: {e}", label())),
+        };
+        tally.requests += 1;
+        let response = self
+            .cedar
+            .is_authorized(&request, &tool.policies, &self.entities);
+        let diagnostics = response.diagnostics();
+        let mut errored = false;
+        for error in diagnostics.errors() {
+            errored = true;
+            let AuthorizationError::PolicyEvaluationError(e) = error;
+            tally.deny_ids.insert(e.policy_id().to_string());
+            tally.reasons.push(format!("{}: {error}", label()));
+        }
+        match response.decision() {
+            cedar_policy::Decision::Allow if !errored => {
+                tally
+                    .allow_ids
+                    .extend(diagnostics.reason().map(ToString::to_string));
+            }
+            cedar_policy::Decision::Allow => {
+                tally.denied = true;
+                tally.reasons.push(format!(
+                    "{}: denied because a policy could not be evaluated",
+                    label()
+                ));
+            }
+            cedar_policy::Decision::Deny => {
+                tally.denied = true;
+                let forbids: BTreeSet<String> =
+                    diagnostics.reason().map(ToString::to_string).collect();
+                let mut reason = format!("{}: ", label());
+                if forbids.is_empty() {
+                    reason.push_str("no policy permits it");
+                } else {
+                    reason.push_str("forbidden by ");
+                    for (n, id) in forbids.iter().enumerate() {
+                        let _ = write!(reason, "{}`{id}`", if n > 0 { ", " } else { "" });
+                    }
+                }
+                tally.reasons.push(reason);
+                tally.deny_ids.extend(forbids);
+            }
+        }
+    }
+}
+
+/// Which request of a call, for reasons.
+#[derive(Clone, Copy)]
+enum Label<'a> {
+    /// The request for the call as a whole.
+    Call,
+    /// The request for element `i` of the list at the pointer.
+    Element(&'a str, usize),
+}
+
+impl Label<'_> {
+    /// `the call` or `element i of `/ptr``, with the request's URL (`raw`) when it has one.
+    fn render(self, raw: &str) -> String {
+        let mut out = match self {
+            Label::Call => "the call".to_string(),
+            Label::Element(pointer, i) => format!("element {i} of `{pointer}`"),
+        };
+        if !raw.is_empty() {
+            let _ = write!(out, " (`{raw}`)");
+        }
+        out
+    }
+}
+
+/// The outcomes of a call's requests so far.
+#[derive(Default)]
+struct Tally {
+    denied: bool,
+    requests: usize,
+    allow_ids: BTreeSet<String>,
+    deny_ids: BTreeSet<String>,
+    reasons: Vec<String>,
+}
+
+impl Tally {
+    fn deny(&mut self, reason: String) {
+        self.denied = true;
+        self.reasons.push(reason);
+    }
+
+    fn finish(self) -> Decision {
+        let allowed = !self.denied && self.requests > 0;
+        Decision {
+            allowed,
+            policy_ids: if allowed {
+                self.allow_ids
+            } else {
+                self.deny_ids
+            }
+            .into_iter()
+            .collect(),
+            reasons: if allowed { Vec::new() } else { self.reasons },
+            requests: self.requests,
+        }
+    }
+}
+
+fn type_name(name: &str) -> Result<EntityTypeName, AuthorizeError> {
+    EntityTypeName::from_str(name).map_err(|e| AuthorizeError::Name {
+        name: name.to_string(),
+        message: e.to_string(),
+    })
+}

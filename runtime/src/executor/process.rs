@@ -1,0 +1,434 @@
+//! The process executor: one process per attempt, speaking design.md's `stdio-json` protocol.
+//!
+//! Each attempt resolves the tool's binary (refusing it if the record's `sha256` differs), starts
+//! it in a new process group with a cleared environment, writes the payload JSON on its stdin and
+//! closes it, and reads its stdout and stderr, both bounded. Exit 0 with exactly one JSON value on
+//! stdout is success; exit 75 (`EX_TEMPFAIL`) is a transient failure; any other status or a signal
+//! is a permanent one. On timeout, and when the attempt is dropped, the whole process group is
+//! killed with `SIGKILL`; when the tool exits, whatever it left running in its group is killed too,
+//! so nothing outlives the attempt that started it.
+//!
+//! This executor isolates nothing beyond the environment: no file-system, network or resource
+//! limits (the sandbox executor wraps it for those), and it reports no egress refusals.
+
+mod resolve;
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};
+use registry_build::ToolRecord;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+use tokio::time::Instant;
+
+use self::resolve::{DigestCache, SearchDirs};
+use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
+
+/// The only `PATH` a tool process sees.
+pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// The `LANG` a tool process sees.
+pub const TOOL_LANG: &str = "C.UTF-8";
+/// Default bound of a tool's stdout; beyond it the attempt is a protocol violation.
+pub const DEFAULT_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
+/// Default bound of the stderr kept per attempt; the rest is counted and noted as truncated.
+pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
+
+/// How long to wait for a killed tool process to be reaped before leaving it to tokio's reaper.
+const REAP_GRACE: Duration = Duration::from_secs(5);
+
+/// Runs each attempt as one fresh process speaking `stdio-json`.
+///
+/// The environment of the process holds only `PATH` ([`SAFE_PATH`]), `LANG` ([`TOOL_LANG`]),
+/// `ESCEPINE_CALL_ID`, `ESCEPINE_IDEMPOTENCY_KEY` and the secrets the tool declares (taken from
+/// [`Invocation::secrets`]); secrets never appear in argv. The working directory is inherited.
+#[derive(Debug, Clone)]
+pub struct ProcessExecutor {
+    dirs: SearchDirs,
+    stdout_limit: usize,
+    stderr_limit: usize,
+    digests: Arc<DigestCache>,
+}
+
+impl Default for ProcessExecutor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProcessExecutor {
+    /// An executor with the default bounds, finding workspace binaries in the default places.
+    pub fn new() -> Self {
+        Self {
+            dirs: SearchDirs::default(),
+            stdout_limit: DEFAULT_STDOUT_LIMIT,
+            stderr_limit: DEFAULT_STDERR_LIMIT,
+            digests: Arc::default(),
+        }
+    }
+
+    /// Look for workspace binaries (`ResolvedCommand::WorkspaceBin`) in `dir` first. May be
+    /// called several times; the directories are searched in the order given, before the
+    /// directory of the current executable, its parent and the workspace's `target/`.
+    pub fn with_bin_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dirs.bin_dirs.push(dir.into());
+        self
+    }
+
+    /// The workspace whose `target/{release,debug}/` holds built workspace binaries (by default
+    /// the workspace above the record's file, else above the working directory).
+    pub fn with_workspace_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.dirs.workspace_root = Some(root.into());
+        self
+    }
+
+    /// Bound the tool's stdout to `bytes` (default [`DEFAULT_STDOUT_LIMIT`]); more is a
+    /// [`ExecError::Protocol`] violation and the process group is killed.
+    pub fn with_stdout_limit(mut self, bytes: usize) -> Self {
+        self.stdout_limit = bytes;
+        self
+    }
+
+    /// Keep at most `bytes` of the tool's stderr (default [`DEFAULT_STDERR_LIMIT`]); the rest is
+    /// read, counted and noted as truncated.
+    pub fn with_stderr_limit(mut self, bytes: usize) -> Self {
+        self.stderr_limit = bytes;
+        self
+    }
+
+    /// The binary to run for `tool`, its digest checked against the record's `sha256` if given.
+    ///
+    /// Fails with [`ExecError::Spawn`] for an `mcp-stdio` endpoint (not available in this
+    /// executor yet), a binary that cannot be found, or a digest that differs (naming the
+    /// expected and the actual digest).
+    pub async fn program(&self, tool: &ToolRecord) -> Result<PathBuf, ExecError> {
+        match tool.endpoint.transport {
+            Transport::StdioJson => {}
+            Transport::McpStdio => {
+                return Err(ExecError::Spawn(format!(
+                    "mcp-stdio transport not available in the process executor yet (tool `{}`)",
+                    tool.tool_id
+                )))
+            }
+        }
+        let path = resolve::locate(tool, &self.dirs)?;
+        if let Some(expected) = &tool.endpoint.sha256 {
+            // Hashing reads the whole binary: keep it off the async workers.
+            let (digests, tool_id, path, expected) = (
+                Arc::clone(&self.digests),
+                tool.tool_id.clone(),
+                path.clone(),
+                expected.clone(),
+            );
+            tokio::task::spawn_blocking(move || {
+                resolve::verify_digest(&digests, &tool_id, &path, &expected)
+            })
+            .await
+            .map_err(|e| ExecError::Spawn(format!("the digest check failed: {e}")))??;
+        }
+        Ok(path)
+    }
+
+    /// The command for one attempt: `program` with the endpoint's `args` and the tool's
+    /// environment (see [`ProcessExecutor`]). [`ProcessExecutor::run`] adds the pipes and the
+    /// process group; a wrapping executor may add its own isolation in between.
+    ///
+    /// Only the secrets the record declares are passed, each if [`Invocation::secrets`] has
+    /// it. Fails with [`ExecError::Spawn`] if a declared secret's name is reserved (`PATH`,
+    /// `LANG`, the two `ESCEPINE_` variables) or not a valid variable name.
+    pub fn command(&self, program: &Path, inv: &Invocation<'_>) -> Result<Command, ExecError> {
+        let mut cmd = Command::new(program);
+        cmd.args(&inv.tool.endpoint.args)
+            .env_clear()
+            .env("PATH", SAFE_PATH)
+            .env("LANG", TOOL_LANG)
+            .env(ENV_CALL_ID, inv.call_id)
+            .env(ENV_IDEMPOTENCY_KEY, inv.idempotency_key);
+        for name in &inv.tool.secrets {
+            if ["PATH", "LANG", ENV_CALL_ID, ENV_IDEMPOTENCY_KEY].contains(&name.as_str())
+                || name.is_empty()
+                || name.contains(['=', '\0'])
+            {
+                return Err(ExecError::Spawn(format!(
+                    "`{}` declares a secret named `{name}`, which cannot be passed in the \
+                     environment",
+                    inv.tool.tool_id
+                )));
+            }
+            // A declared secret the secret source does not have is left unset: the tool
+            // reports its own failure. Provided values the tool does not declare are not passed.
+            if let Some(value) = inv.secrets.get(name) {
+                cmd.env(name, value);
+            }
+        }
+        Ok(cmd)
+    }
+
+    /// Run one attempt of `command` (as built by [`ProcessExecutor::command`]) until `deadline`:
+    /// stdin gets the payload and EOF, stdout and stderr are read bounded, the exit status is
+    /// classified. The process starts in a new process group, which is killed with `SIGKILL` on
+    /// timeout, when the tool has exited (whatever it left running), and when this future is
+    /// dropped.
+    pub async fn run(
+        &self,
+        mut command: Command,
+        inv: &Invocation<'_>,
+        deadline: Instant,
+    ) -> Result<Execution, ExecError> {
+        let tool = inv.tool.tool_id.as_str();
+        let payload = serde_json::to_vec(inv.payload)
+            .map_err(|e| ExecError::Spawn(format!("cannot encode the payload of `{tool}`: {e}")))?;
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|e| {
+            ExecError::Spawn(format!(
+                "cannot start {} for `{tool}`: {e}",
+                command.as_std().get_program().to_string_lossy()
+            ))
+        })?;
+        // Declared after `child`, so dropped before it: the group dies before tokio's
+        // kill-on-drop of the leader, while the leader cannot have been reaped.
+        let group = ProcessGroup::new(child.id());
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(ExecError::Spawn(format!(
+                "the pipes of `{tool}` were not set up"
+            )));
+        };
+
+        let attempt = async {
+            let feed = async {
+                // A tool may exit without reading its input: its exit status tells.
+                let _ = stdin.write_all(&payload).await;
+                let _ = stdin.shutdown().await;
+                drop(stdin);
+            };
+            let out = async {
+                let read = read_bounded(stdout, self.stdout_limit, false).await;
+                if !matches!(read, Ok(Bounded { dropped: 0, .. })) {
+                    // Too much output, or unreadable: stop the tool now.
+                    group.kill();
+                }
+                read
+            };
+            let err = read_bounded(stderr, self.stderr_limit, true);
+            let status = async {
+                let status = child.wait().await;
+                // The leader is gone: kill what it left in its group, which also closes the
+                // pipes those leftovers hold, so the reads above reach EOF.
+                group.kill();
+                status
+            };
+            tokio::join!(feed, out, err, status)
+        };
+
+        match tokio::time::timeout_at(deadline, attempt).await {
+            Ok(((), out, err, status)) => {
+                group.disarm();
+                let stderr = match err {
+                    Ok(b) => b.into_text(),
+                    Err(e) => format!("[stderr unreadable: {e}]"),
+                };
+                let status = status.map_err(|e| {
+                    ExecError::Spawn(format!("cannot wait for `{tool}` to finish: {e}"))
+                })?;
+                let stdout = out.map_err(|e| {
+                    ExecError::Protocol(format!("cannot read the stdout of `{tool}`: {e}"))
+                })?;
+                classify(tool, status, stdout, stderr, self.stdout_limit)
+            }
+            Err(_) => {
+                group.kill();
+                // SIGKILL cannot be caught; the reap is bounded only in case the process is
+                // stuck in the kernel (tokio's reaper then collects it later).
+                let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+                group.disarm();
+                Err(ExecError::TimedOut(inv.timeout))
+            }
+        }
+    }
+
+    async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
+        let deadline = Instant::now() + inv.timeout;
+        let program = tokio::time::timeout_at(deadline, self.program(inv.tool))
+            .await
+            .map_err(|_| ExecError::TimedOut(inv.timeout))??;
+        let command = self.command(&program, &inv)?;
+        self.run(command, &inv, deadline).await
+    }
+}
+
+impl Executor for ProcessExecutor {
+    fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
+        Box::pin(self.attempt(inv))
+    }
+}
+
+/// The outcome of an attempt whose process has finished.
+fn classify(
+    tool: &str,
+    status: ExitStatus,
+    stdout: Bounded,
+    stderr: String,
+    stdout_limit: usize,
+) -> Result<Execution, ExecError> {
+    if stdout.dropped > 0 {
+        return Err(ExecError::Protocol(format!(
+            "`{tool}` wrote more than {stdout_limit} bytes on stdout"
+        )));
+    }
+    match (status.code(), status.signal()) {
+        (Some(0), _) => {
+            if stdout.kept.iter().all(u8::is_ascii_whitespace) {
+                return Err(ExecError::Protocol(format!(
+                    "`{tool}` exited 0 but wrote no output on stdout"
+                )));
+            }
+            // One JSON value, surrounding whitespace allowed; anything after it is an error.
+            let output = serde_json::from_slice(&stdout.kept).map_err(|e| {
+                ExecError::Protocol(format!(
+                    "the stdout of `{tool}` is not exactly one JSON value: {e}"
+                ))
+            })?;
+            Ok(Execution {
+                output,
+                stderr,
+                egress_refusals: Vec::new(),
+            })
+        }
+        (Some(EXIT_TRANSIENT), _) => Err(ExecError::Transient {
+            message: format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+            stderr,
+        }),
+        (Some(code), _) => Err(ExecError::Permanent {
+            message: format!("`{tool}` exited with status {code}"),
+            stderr,
+        }),
+        (None, Some(sig)) => Err(ExecError::Permanent {
+            message: format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+            stderr,
+        }),
+        (None, None) => Err(ExecError::Permanent {
+            message: format!("`{tool}` ended with {status}"),
+            stderr,
+        }),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT)",
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS)",
+        8 => " (SIGFPE)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        13 => " (SIGPIPE)",
+        15 => " (SIGTERM)",
+        24 => " (SIGXCPU)",
+        25 => " (SIGXFSZ)",
+        31 => " (SIGSYS)",
+        _ => "",
+    }
+}
+
+/// A stream read to its end, of which at most a bound was kept.
+#[derive(Debug, Default)]
+struct Bounded {
+    kept: Vec<u8>,
+    /// Bytes read beyond the bound and thrown away.
+    dropped: u64,
+}
+
+impl Bounded {
+    /// The kept bytes as text (invalid UTF-8 replaced), with a note if some were dropped.
+    fn into_text(self) -> String {
+        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!(
+                "\n[stderr truncated: {} more bytes not kept]",
+                self.dropped
+            ));
+        }
+        text
+    }
+}
+
+/// Reads `r` to its end, keeping at most `limit` bytes. With `drain` the rest is read and
+/// counted (stderr: the tool never blocks on it); without, reading stops at the first byte
+/// beyond the bound (stdout: the attempt has failed anyway).
+async fn read_bounded<R: AsyncRead + Unpin>(
+    mut r: R,
+    limit: usize,
+    drain: bool,
+) -> io::Result<Bounded> {
+    let mut out = Bounded::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = r.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let room = limit.saturating_sub(out.kept.len());
+        let keep = n.min(room);
+        out.kept.extend_from_slice(&buf[..keep]);
+        out.dropped += (n - keep) as u64;
+        if out.dropped > 0 && !drain {
+            return Ok(out);
+        }
+    }
+}
+
+/// The process group of one attempt; killed with `SIGKILL` on [`ProcessGroup::kill`] and on
+/// drop unless disarmed (when the attempt finished and its group was already killed).
+#[derive(Debug)]
+struct ProcessGroup {
+    pgid: Option<rustix::process::Pid>,
+    armed: AtomicBool,
+}
+
+impl ProcessGroup {
+    fn new(leader: Option<u32>) -> Self {
+        // `process_group(0)` makes the leader's pid the group id. Never signal group 0 (ours)
+        // or 1 (`kill(-1)` means every process).
+        let pgid = leader
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|&p| p > 1)
+            .and_then(rustix::process::Pid::from_raw);
+        Self {
+            pgid,
+            armed: AtomicBool::new(true),
+        }
+    }
+
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (nothing left in the group) is the normal case after a clean exit.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+
+    fn disarm(&self) {
+        self.armed.store(false, Ordering::Relaxed);
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if self.armed.load(Ordering::Relaxed) {
+            self.kill();
+        }
+    }
+}

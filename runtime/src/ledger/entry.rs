@@ -1,0 +1,257 @@
+//! Ledger entries: the chain link around a [`Record`], its canonical encoding and its hash.
+//!
+//! An entry's hash is SHA-256 over the canonical JSON of the object
+//! `{"at_ms": …, "prev": …, "record": …, "seq": …}`, where `record` is the canonical JSON of the
+//! record (its *body*, stored verbatim) and `prev` the previous entry's hash ([`GENESIS_PREV`]
+//! for the first). `runtime/LEDGER.md` documents the format for other stores.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{Committed, LedgerError, Record};
+
+/// The `prev` of the first entry: 64 zeros.
+pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One link of the chain: a record with its position, time, predecessor and hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Position in the chain, from 1, without gaps.
+    pub seq: u64,
+    /// The previous entry's hash (hex); [`GENESIS_PREV`] for the first entry.
+    pub prev: String,
+    /// When the entry was committed, Unix milliseconds.
+    pub at_ms: u64,
+    /// What is recorded.
+    pub record: Record,
+    /// SHA-256 (lower-case hex) of [`hash_input`] over this entry.
+    pub hash: String,
+}
+
+impl Entry {
+    /// Seal `record` as entry `seq` after `prev`, at `at_ms`: computes its hash.
+    pub fn seal(seq: u64, prev: String, at_ms: u64, record: Record) -> Result<Self, LedgerError> {
+        let body = record_body(&record)?;
+        let hash = entry_hash(seq, &prev, at_ms, &body);
+        Ok(Self { seq, prev, at_ms, record, hash })
+    }
+
+    /// The body: the canonical JSON of the record, as stored and hashed.
+    pub fn body(&self) -> Result<String, LedgerError> {
+        record_body(&self.record)
+    }
+
+    /// The hash recomputed from the entry's fields (equal to `hash` unless the entry was altered).
+    pub fn computed_hash(&self) -> Result<String, LedgerError> {
+        Ok(entry_hash(self.seq, &self.prev, self.at_ms, &self.body()?))
+    }
+
+    /// Its position and hash.
+    pub fn committed(&self) -> Committed {
+        Committed { seq: self.seq, hash: self.hash.clone() }
+    }
+}
+
+/// The body of a record: its canonical JSON (see [`canonical_json`]).
+pub fn record_body(record: &Record) -> Result<String, LedgerError> {
+    let value = serde_json::to_value(record)
+        .map_err(|e| LedgerError::Unavailable(format!("cannot encode the record: {e}")))?;
+    Ok(canonical_json(&value))
+}
+
+/// The canonical JSON text of `value`.
+///
+/// Object keys are sorted by Unicode code point (byte order of their UTF-8), recursively; no
+/// whitespace anywhere; numbers as `serde_json` writes them (integers in decimal, floats in their
+/// shortest round-trip form); strings as `serde_json` writes them: `"` and `\` escaped with a
+/// backslash, U+0008, U+0009, U+000A, U+000C, U+000D as `\b \t \n \f \r`, every other control
+/// character below U+0020 as `\u00xx` (lower-case hex), everything else (non-ASCII included)
+/// as its UTF-8 bytes. The workspace enables `serde_json`'s `preserve_order`, so the sorting is
+/// done here explicitly rather than relying on the map type.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::with_capacity(256);
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (k, v)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// A JSON string literal exactly as `serde_json` writes it.
+fn write_string(s: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            0x08 => Some("\\b"),
+            0x09 => Some("\\t"),
+            0x0a => Some("\\n"),
+            0x0c => Some("\\f"),
+            0x0d => Some("\\r"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match escape {
+            Some(e) => out.push_str(e),
+            None => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0x0f)]));
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// SHA-256 of `bytes`, lower-case hex.
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex::encode(Sha256::digest(bytes.as_ref()))
+}
+
+/// The text an entry's hash is computed over: the canonical JSON of
+/// `{"at_ms":…,"prev":…,"record":…,"seq":…}` with `body` (already canonical) inserted verbatim.
+pub fn hash_input(seq: u64, prev: &str, at_ms: u64, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + prev.len() + 64);
+    out.push_str("{\"at_ms\":");
+    out.push_str(&at_ms.to_string());
+    out.push_str(",\"prev\":");
+    write_string(prev, &mut out);
+    out.push_str(",\"record\":");
+    out.push_str(body);
+    out.push_str(",\"seq\":");
+    out.push_str(&seq.to_string());
+    out.push('}');
+    out
+}
+
+/// The hash of the entry `seq` after `prev`, committed at `at_ms`, whose body is `body`.
+pub fn entry_hash(seq: u64, prev: &str, at_ms: u64, body: &str) -> String {
+    sha256_hex(hash_input(seq, prev, at_ms, body))
+}
+
+/// Now, in Unix milliseconds (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The entries of run `run_id`, in chain order: its transitions, the intents of its steps, and
+/// the outcomes of those calls (an outcome names only its call id).
+pub fn select_run(entries: &[Entry], run_id: &str) -> Vec<Entry> {
+    let calls: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::Intent(i) if i.run_id.as_deref() == Some(run_id) => Some(i.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    entries
+        .iter()
+        .filter(|e| match &e.record {
+            Record::Outcome(o) => calls.contains(o.call_id.as_str()),
+            r => r.run_id() == Some(run_id),
+        })
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::{Transition, GENESIS_PREV as G};
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_sorted_recursively_and_whitespace_dropped() {
+        let v: Value = serde_json::from_str(r#"{ "b": 1, "a": {"z": [3, {"y": 1, "x": 2}], "é": null, "Z": true} }"#).unwrap();
+        assert_eq!(canonical_json(&v), r#"{"a":{"Z":true,"z":[3,{"x":2,"y":1}],"é":null},"b":1}"#);
+    }
+
+    #[test]
+    fn strings_and_numbers_match_serde_json() {
+        for s in ["plain", "quote\" back\\slash", "\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f} \u{7f}", "ünï\u{2028}😀", ""] {
+            let mut out = String::new();
+            write_string(s, &mut out);
+            assert_eq!(out, serde_json::to_string(s).unwrap());
+        }
+        for n in [json!(0), json!(-1), json!(u64::MAX), json!(i64::MIN), json!(1.0), json!(0.1), json!(1e21), json!(-2.5e-7)] {
+            assert_eq!(canonical_json(&n), serde_json::to_string(&n).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_hash_input_is_the_canonical_json_of_the_envelope() {
+        let record = Record::Transition(Transition {
+            run_id: "r\"1".into(),
+            event: "run_started".into(),
+            state: Some("read".into()),
+            data: json!({"b": [1, 2.5], "a": "x"}),
+        });
+        let body = record_body(&record).unwrap();
+        let envelope = json!({"seq": 7, "record": serde_json::from_str::<Value>(&body).unwrap(), "prev": G, "at_ms": 1234});
+        assert_eq!(hash_input(7, G, 1234, &body), canonical_json(&envelope));
+        let e = Entry::seal(7, G.into(), 1234, record).unwrap();
+        assert_eq!(e.hash, sha256_hex(canonical_json(&envelope)));
+        assert_eq!(e.computed_hash().unwrap(), e.hash);
+    }
+
+    #[test]
+    fn the_worked_example_of_ledger_md() {
+        let record = Record::Transition(Transition {
+            run_id: "run-1".into(),
+            event: "run_started".into(),
+            state: Some("read".into()),
+            data: Value::Null,
+        });
+        let e = Entry::seal(1, G.into(), 1_700_000_000_000, record).unwrap();
+        assert_eq!(e.body().unwrap(), r#"{"event":"run_started","kind":"transition","run_id":"run-1","state":"read"}"#);
+        assert_eq!(e.hash, "d1f6cbc2284065c32e279c0d3d3c9b24b561f90f3ba8c337ff40a136c42bbad6");
+    }
+
+    #[test]
+    fn sha256_of_abc() {
+        assert_eq!(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+}

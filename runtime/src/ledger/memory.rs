@@ -1,0 +1,68 @@
+//! An in-memory ledger, chained exactly like the durable one: for tests and benchmarks.
+
+use std::sync::{Mutex, MutexGuard};
+
+use super::entry::{entry_hash, now_ms, record_body, select_run, GENESIS_PREV};
+use super::{BoxFuture, Committed, Entry, Ledger, LedgerError, Record};
+
+/// A ledger held in a `Mutex<Vec<Entry>>`; nothing survives the process.
+#[derive(Debug, Default)]
+pub struct MemoryLedger {
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl MemoryLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.lock().map(|e| e.len()).unwrap_or(0)
+    }
+
+    /// Whether it holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Vec<Entry>>, LedgerError> {
+        self.entries
+            .lock()
+            .map_err(|_| LedgerError::Unavailable("the in-memory ledger is poisoned".into()))
+    }
+
+    fn append_now(&self, record: Record) -> Result<Committed, LedgerError> {
+        // Encode outside the lock; only the chaining is serialised.
+        let body = record_body(&record)?;
+        let mut entries = self.lock()?;
+        let (seq, prev) = match entries.last() {
+            Some(last) => (last.seq + 1, last.hash.clone()),
+            None => (1, GENESIS_PREV.to_string()),
+        };
+        let at_ms = now_ms();
+        let hash = entry_hash(seq, &prev, at_ms, &body);
+        entries.push(Entry { seq, prev, at_ms, record, hash: hash.clone() });
+        Ok(Committed { seq, hash })
+    }
+}
+
+impl Ledger for MemoryLedger {
+    fn append(&self, record: Record) -> BoxFuture<'_, Result<Committed, LedgerError>> {
+        let result = self.append_now(record);
+        Box::pin(std::future::ready(result))
+    }
+
+    fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
+        Ok(self.lock()?.clone())
+    }
+
+    fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
+        Ok(select_run(&self.lock()?, run_id))
+    }
+
+    fn head(&self) -> Result<Option<Committed>, LedgerError> {
+        Ok(self.lock()?.last().map(Entry::committed))
+    }
+}

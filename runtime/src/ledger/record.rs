@@ -1,0 +1,166 @@
+//! What the ledger records: intents before execution, outcomes after it, SOP transitions.
+//!
+//! These are the bodies of ledger entries; [`super::entry::Entry`] chains them. The format is
+//! documented in `runtime/LEDGER.md` so another store can hold the same chain.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One ledger record (the body of an entry), tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Record {
+    /// Written after authorization and before any execution.
+    Intent(Intent),
+    /// Written after the call ended, before control returns to the caller.
+    Outcome(Outcome),
+    /// An SOP run's state-machine event (start, transition, end, superseded, …).
+    Transition(Transition),
+}
+
+/// The intent of one call: who asked for what, and what Cedar decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intent {
+    /// Unique id of this call.
+    pub call_id: String,
+    /// The same across the call's attempts (and across a resume of the same SOP step).
+    pub idempotency_key: String,
+    /// The SOP run, if the call is a step of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The SOP state, if the call is a step of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The call this one compensates, if it is a saga compensation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compensates: Option<String>,
+    /// The tool id.
+    pub tool_id: String,
+    /// The tool version.
+    pub tool_version: String,
+    /// The side-effect class (`read-only`, `compensatable`, `supersede`).
+    pub class: String,
+    /// The principal (`Agent::"id"`).
+    pub principal: String,
+    /// The canonical payload, secrets scrubbed.
+    pub payload: Value,
+    /// SHA-256 (hex) of the canonical payload.
+    pub payload_hash: String,
+    /// `allow` or `deny`.
+    pub decision: String,
+    /// Ids of the determining policies.
+    pub policy_ids: Vec<String>,
+    /// Why a DENY was reached without a determining policy (an evaluation error, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Runtime overlay entries in force for this tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlay: Vec<String>,
+}
+
+/// One attempt of a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attempt {
+    /// Start, Unix milliseconds.
+    pub start_ms: u64,
+    /// Duration in microseconds.
+    pub duration_us: u64,
+    /// `None` on success; else `transient`, `permanent`, `timeout`, `spawn`, `protocol`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<String>,
+    /// The error message, scrubbed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The tool's stderr, bounded and scrubbed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// Egress refusals of the sandbox's proxy during this attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_refusals: Vec<String>,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallResult {
+    /// The output passed the output gate and was returned.
+    Ok,
+    /// Cedar denied the call; nothing ran.
+    Denied,
+    /// Every attempt failed (or a permanent failure stopped the retries).
+    Failed,
+    /// The last attempt ran out of time.
+    TimedOut,
+    /// The output violated the output schema; nothing was returned.
+    OutputRejected,
+}
+
+/// The outcome of one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outcome {
+    /// The call id of the matching intent.
+    pub call_id: String,
+    /// How it ended.
+    pub result: CallResult,
+    /// Each attempt.
+    pub attempts: Vec<Attempt>,
+    /// SHA-256 (hex) of the canonical output, when one was produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_hash: Option<String>,
+    /// The canonical output, scrubbed (present when `result` is `ok`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The final error, scrubbed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An SOP run event (issue: SOP engine). Kept open-ended: `event` names it, `data` holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transition {
+    /// The run.
+    pub run_id: String,
+    /// `run_started`, `step_started`, `transition`, `compensated`, `superseded`, `run_ended`, …
+    pub event: String,
+    /// The state concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Event data.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub data: Value,
+}
+
+impl Record {
+    /// The call this record belongs to (intents and outcomes), if any.
+    pub fn call_id(&self) -> Option<&str> {
+        match self {
+            Record::Intent(i) => Some(&i.call_id),
+            Record::Outcome(o) => Some(&o.call_id),
+            Record::Transition(_) => None,
+        }
+    }
+
+    /// The SOP run this record names directly (intents of run steps and transitions), if any.
+    ///
+    /// An outcome names only its call; [`super::Ledger::entries_for_run`] joins it to its intent.
+    pub fn run_id(&self) -> Option<&str> {
+        match self {
+            Record::Intent(i) => i.run_id.as_deref(),
+            Record::Outcome(_) => None,
+            Record::Transition(t) => Some(&t.run_id),
+        }
+    }
+
+    /// The record's `kind` tag: `intent`, `outcome` or `transition`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::Intent(_) => "intent",
+            Record::Outcome(_) => "outcome",
+            Record::Transition(_) => "transition",
+        }
+    }
+}

@@ -1,0 +1,405 @@
+//! The durable ledger: SQLite in WAL mode, written by one thread with group commit.
+//!
+//! [`SqliteLedger::append`] hands the record (already encoded by the caller's task) to a
+//! dedicated writer thread that owns the read-write connection. The writer takes everything
+//! queued, opens one `BEGIN IMMEDIATE` transaction, reads the head *inside* it, assigns
+//! `seq`/`prev`/`hash` in order, inserts the batch, commits, and only then answers every caller.
+//! So an append resolves after its entry is committed per the [`Durability`] mode, and many
+//! concurrent callers share one `fsync`. A failed batch is rolled back and every caller in it gets
+//! [`LedgerError::Unavailable`]; nothing is dropped silently, and because the head is re-read in
+//! each transaction, the chain stays gap-free after a failure (and even if another process
+//! appends to the same file).
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use super::entry::{entry_hash, now_ms, record_body, select_run, GENESIS_PREV};
+use super::{BoxFuture, Committed, Durability, Entry, Ledger, LedgerError, Record};
+
+/// The table every store of the chain holds (see `runtime/LEDGER.md`).
+pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS entries (
+    seq   INTEGER PRIMARY KEY,
+    prev  TEXT    NOT NULL,
+    hash  TEXT    NOT NULL,
+    at_ms INTEGER NOT NULL,
+    body  TEXT    NOT NULL
+)";
+
+const INSERT: &str = "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (?1, ?2, ?3, ?4, ?5)";
+const HEAD: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
+const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER BY seq";
+
+/// How a [`SqliteLedger`] is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// `synchronous=FULL` or `NORMAL` (WAL mode either way).
+    pub durability: Durability,
+    /// How long a write waits for another connection's lock before the batch fails.
+    pub busy_timeout: Duration,
+    /// The largest number of records committed in one transaction.
+    pub max_batch: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self { durability: Durability::Full, busy_timeout: Duration::from_secs(5), max_batch: 1024 }
+    }
+}
+
+impl SqliteOptions {
+    /// The defaults with this durability mode.
+    pub fn durability(durability: Durability) -> Self {
+        Self { durability, ..Self::default() }
+    }
+}
+
+/// A record on its way to the writer: its canonical body and who waits for the commit.
+struct Job {
+    body: String,
+    reply: oneshot::Sender<Result<Committed, LedgerError>>,
+}
+
+/// The durable, hash-chained ledger in one SQLite file.
+pub struct SqliteLedger {
+    path: PathBuf,
+    options: SqliteOptions,
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    reader: Mutex<Option<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteLedger").field("path", &self.path).field("options", &self.options).finish()
+    }
+}
+
+fn unavailable(path: &Path, what: &str, e: impl std::fmt::Display) -> LedgerError {
+    LedgerError::Unavailable(format!("{}: {what}: {e}", path.display()))
+}
+
+impl SqliteLedger {
+    /// Open (or create) the ledger at `path` with the given durability and default options.
+    ///
+    /// Fails with [`LedgerError::Unavailable`] when the file cannot be opened for writing, is not
+    /// a SQLite database, cannot use WAL mode, or holds an `entries` table of another shape.
+    /// An existing chain is continued from its last entry.
+    pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self, LedgerError> {
+        Self::open_with(path, SqliteOptions::durability(durability))
+    }
+
+    /// Open (or create) the ledger at `path` with explicit options.
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, LedgerError> {
+        let path = path.as_ref().to_path_buf();
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| unavailable(&path, "cannot open", e))?;
+        conn.busy_timeout(options.busy_timeout).map_err(|e| unavailable(&path, "busy_timeout", e))?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(|e| unavailable(&path, "cannot enable WAL mode", e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(unavailable(&path, "cannot enable WAL mode", format!("journal_mode is {mode}")));
+        }
+        let sync = match options.durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", sync).map_err(|e| unavailable(&path, "synchronous", e))?;
+        if conn.is_readonly(rusqlite::MAIN_DB).map_err(|e| unavailable(&path, "cannot open", e))? {
+            return Err(unavailable(&path, "cannot write", "the database is read-only"));
+        }
+        conn.execute_batch(SCHEMA).map_err(|e| unavailable(&path, "cannot create the entries table", e))?;
+        // The shape of an existing table, and the ability to take the write lock, are checked now
+        // rather than at the first append.
+        conn.prepare(INSERT).map_err(|e| unavailable(&path, "the entries table has another shape", e))?;
+        conn.execute_batch("BEGIN IMMEDIATE; COMMIT;").map_err(|e| unavailable(&path, "cannot write", e))?;
+
+        let reader = open_read_only(&path)?;
+        reader.busy_timeout(options.busy_timeout).map_err(|e| unavailable(&path, "busy_timeout", e))?;
+
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let max_batch = options.max_batch.max(1);
+        let writer = std::thread::Builder::new()
+            .name("escepine-ledger".into())
+            .spawn(move || writer_loop(conn, queue, max_batch))
+            .map_err(|e| unavailable(&path, "cannot start the writer thread", e))?;
+        Ok(Self { path, options, jobs: Some(jobs), writer: Some(writer), reader: Mutex::new(Some(reader)) })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> SqliteOptions {
+        self.options
+    }
+
+    /// Run `f` on the read-only connection.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, LedgerError>) -> Result<T, LedgerError> {
+        let guard = self.reader.lock().map_err(|_| LedgerError::Unavailable("the ledger reader is poisoned".into()))?;
+        let conn = guard.as_ref().ok_or_else(|| LedgerError::Unavailable("the ledger is closed".into()))?;
+        f(conn)
+    }
+}
+
+impl Drop for SqliteLedger {
+    /// Closes the queue and waits for the writer to commit what was queued and close the file.
+    ///
+    /// The reader closes first, so the writer's connection is the last one: closing it
+    /// checkpoints the WAL into the database file and removes the `-wal` file.
+    fn drop(&mut self) {
+        if let Ok(mut reader) = self.reader.lock() {
+            drop(reader.take());
+        }
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl Ledger for SqliteLedger {
+    fn append(&self, record: Record) -> BoxFuture<'_, Result<Committed, LedgerError>> {
+        // Encoding happens on the caller's task, so the writer only chains, hashes and writes.
+        let queued = record_body(&record).and_then(|body| {
+            let (reply, answer) = oneshot::channel();
+            let jobs = self.jobs.as_ref().ok_or_else(writer_gone)?;
+            jobs.send(Job { body, reply }).map_err(|_| writer_gone())?;
+            Ok(answer)
+        });
+        Box::pin(async move {
+            let answer = queued?;
+            answer.await.map_err(|_| writer_gone())?
+        })
+    }
+
+    fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
+        self.read(read_entries_from)
+    }
+
+    fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
+        Ok(select_run(&self.entries()?, run_id))
+    }
+
+    fn head(&self) -> Result<Option<Committed>, LedgerError> {
+        let head = self.read(|conn| read_head(conn).map_err(|e| LedgerError::Unavailable(e.to_string())))?;
+        Ok(head.map(|(seq, hash)| Committed { seq, hash }))
+    }
+}
+
+fn writer_gone() -> LedgerError {
+    LedgerError::Unavailable("the ledger writer has stopped".into())
+}
+
+/// Why a batch failed (the message every caller of the batch receives).
+#[derive(Debug, thiserror::Error)]
+enum BatchError {
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+fn writer_loop(mut conn: Connection, queue: mpsc::Receiver<Job>, max_batch: usize) {
+    let mut batch: Vec<Job> = Vec::with_capacity(max_batch.min(4096));
+    while let Ok(first) = queue.recv() {
+        batch.push(first);
+        while batch.len() < max_batch {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        match commit_batch(&mut conn, &batch) {
+            Ok(committed) => {
+                for (job, c) in batch.drain(..).zip(committed) {
+                    let _ = job.reply.send(Ok(c));
+                }
+            }
+            Err(e) => {
+                let why = format!("the batch was not committed: {e}");
+                for job in batch.drain(..) {
+                    let _ = job.reply.send(Err(LedgerError::Unavailable(why.clone())));
+                }
+            }
+        }
+    }
+}
+
+fn commit_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Committed>, BatchError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let (mut seq, mut prev) = match read_head(&tx)? {
+        Some(head) => head,
+        None => (0, GENESIS_PREV.to_string()),
+    };
+    let at_ms = now_ms();
+    let at = i64::try_from(at_ms).map_err(|_| BatchError::Corrupt("the clock is out of range".into()))?;
+    let mut committed = Vec::with_capacity(batch.len());
+    {
+        let mut insert = tx.prepare_cached(INSERT)?;
+        for job in batch {
+            seq += 1;
+            let s = i64::try_from(seq).map_err(|_| BatchError::Corrupt("seq overflow".into()))?;
+            let hash = entry_hash(seq, &prev, at_ms, &job.body);
+            insert.execute(params![s, prev, hash, at, job.body])?;
+            prev = hash;
+            committed.push(Committed { seq, hash: prev.clone() });
+        }
+    }
+    tx.commit()?;
+    Ok(committed)
+}
+
+/// The last entry's seq and hash, checked for shape (the chain itself is [`super::verify`]'s job).
+fn read_head(conn: &Connection) -> Result<Option<(u64, String)>, BatchError> {
+    let row = conn
+        .query_row(HEAD, [], |r| Ok((r.get::<_, i64>(0)?, r.get_ref(1)?.as_str().map(str::to_owned).ok())))
+        .optional()?;
+    match row {
+        None => Ok(None),
+        Some((seq, hash)) => {
+            let seq = u64::try_from(seq)
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| BatchError::Corrupt(format!("the last entry has seq {seq}")))?;
+            let hash = hash
+                .filter(|h| is_hash(h))
+                .ok_or_else(|| BatchError::Corrupt(format!("entry {seq} has no well-formed hash")))?;
+            Ok(Some((seq, hash)))
+        }
+    }
+}
+
+/// Whether `s` has the shape of an entry hash: 64 lower-case hex digits.
+pub(crate) fn is_hash(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Open the ledger at `path` read-only (it must exist).
+pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerError> {
+    if !path.is_file() {
+        return Err(unavailable(path, "cannot open", "no such file"));
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| unavailable(path, "cannot open", e))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+        .map_err(|e| unavailable(path, "cannot read", e))?;
+    Ok(conn)
+}
+
+/// One row as stored, before any check: a column of the wrong type reads as `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRow {
+    /// `seq` (the table's integer primary key).
+    pub seq: i64,
+    /// `prev`, if it is text.
+    pub prev: Option<String>,
+    /// `hash`, if it is text.
+    pub hash: Option<String>,
+    /// `at_ms`, if it is an integer.
+    pub at_ms: Option<i64>,
+    /// `body`, if it is text.
+    pub body: Option<String>,
+}
+
+impl StoredRow {
+    /// Decode into an [`Entry`]; a malformed column or body is [`LedgerError::Corrupt`].
+    pub fn to_entry(&self) -> Result<Entry, LedgerError> {
+        let seq = u64::try_from(self.seq).map_err(|_| LedgerError::Corrupt {
+            seq: 0,
+            why: format!("seq {} is negative", self.seq),
+        })?;
+        let corrupt = |why: &str| LedgerError::Corrupt { seq, why: why.to_string() };
+        let prev = self.prev.clone().ok_or_else(|| corrupt("prev is not text"))?;
+        let hash = self.hash.clone().ok_or_else(|| corrupt("hash is not text"))?;
+        let at_ms = self
+            .at_ms
+            .and_then(|t| u64::try_from(t).ok())
+            .ok_or_else(|| corrupt("at_ms is not a non-negative integer"))?;
+        let body = self.body.as_deref().ok_or_else(|| corrupt("body is not text"))?;
+        let record: Record = serde_json::from_str(body)
+            .map_err(|e| LedgerError::Corrupt { seq, why: format!("body is not a record: {e}") })?;
+        Ok(Entry { seq, prev, at_ms, record, hash })
+    }
+}
+
+fn text(v: ValueRef<'_>) -> Option<String> {
+    match v {
+        ValueRef::Text(t) => std::str::from_utf8(t).ok().map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// Call `each` with every row in `seq` order until it returns `false`.
+pub(crate) fn for_each_row(
+    conn: &Connection,
+    mut each: impl FnMut(StoredRow) -> bool,
+) -> Result<(), LedgerError> {
+    let read = |e: rusqlite::Error| LedgerError::Unavailable(format!("cannot read the entries: {e}"));
+    let mut stmt = conn.prepare(SELECT_ALL).map_err(read)?;
+    let mut rows = stmt.query([]).map_err(read)?;
+    while let Some(r) = rows.next().map_err(read)? {
+        let at_ms = match r.get_ref(3).map_err(read)? {
+            ValueRef::Integer(i) => Some(i),
+            _ => None,
+        };
+        let row = StoredRow {
+            seq: r.get(0).map_err(read)?,
+            prev: text(r.get_ref(1).map_err(read)?),
+            hash: text(r.get_ref(2).map_err(read)?),
+            at_ms,
+            body: text(r.get_ref(4).map_err(read)?),
+        };
+        if !each(row) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn read_entries_from(conn: &Connection) -> Result<Vec<Entry>, LedgerError> {
+    let mut entries = Vec::new();
+    let mut failure = None;
+    for_each_row(conn, |row| match row.to_entry() {
+        Ok(e) => {
+            entries.push(e);
+            true
+        }
+        Err(e) => {
+            failure = Some(e);
+            false
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(entries),
+    }
+}
+
+/// Every entry of the ledger file at `path`, read through a read-only connection.
+pub fn read_entries(path: &Path) -> Result<Vec<Entry>, LedgerError> {
+    read_entries_from(&open_read_only(path)?)
+}
+
+/// Every stored row of the ledger file at `path`, unchecked, in `seq` order.
+pub fn read_rows(path: &Path) -> Result<Vec<StoredRow>, LedgerError> {
+    let conn = open_read_only(path)?;
+    let mut rows = Vec::new();
+    for_each_row(&conn, |r| {
+        rows.push(r);
+        true
+    })?;
+    Ok(rows)
+}

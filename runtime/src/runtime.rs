@@ -1,0 +1,285 @@
+//! [`Runtime`]: the registry frozen at start-up and the one governed call path.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use escepine_contract::{Invoke, Principal, Tool};
+use registry_build::Registry;
+use serde_json::Value;
+
+use crate::authorize::Authorizer;
+use crate::error::CallError;
+use crate::executor::Executor;
+use crate::gate::SchemaGate;
+use crate::ledger::Ledger;
+use crate::overlay::{Overlay, OverlayError};
+use crate::scrub::Scrubber;
+use crate::secrets::{self, EnvSecrets, SecretSource};
+use crate::stages::{self, CallIds, CallOptions, CallReport, LoadedTool};
+
+/// Why a runtime could not be built from a registry.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The Cedar authorizer could not be built (bad entities, say).
+    #[error("authorization: {0}")]
+    Authorize(String),
+    /// A schema did not compile (unreachable for checked records).
+    #[error("tool `{tool}`: {why}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// The compiler's message.
+        why: String,
+    },
+    /// The overlay was refused.
+    #[error(transparent)]
+    Overlay(#[from] OverlayError),
+    /// No ledger or executor was configured.
+    #[error("missing {0}: every runtime needs a ledger and an executor")]
+    Missing(&'static str),
+}
+
+/// Builds a [`Runtime`] from a loaded [`Registry`].
+pub struct RuntimeBuilder {
+    registry: Registry,
+    ledger: Option<Arc<dyn Ledger>>,
+    executor: Option<Arc<dyn Executor>>,
+    secrets: Arc<dyn SecretSource>,
+    entities: Option<Value>,
+    overlay: Overlay,
+}
+
+impl RuntimeBuilder {
+    /// Where evidence is written (required).
+    pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// What runs each attempt (required): the sandbox, or the process executor.
+    pub fn executor(mut self, executor: Arc<dyn Executor>) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
+    /// Where secret values come from (the environment by default).
+    pub fn secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// Cedar entities (principals with attributes and parents), as Cedar's entities JSON.
+    pub fn entities(mut self, entities: Value) -> Self {
+        self.entities = Some(entities);
+        self
+    }
+
+    /// Extra egress entries for named tools (checked against the envelope, recorded).
+    pub fn overlay(mut self, overlay: Overlay) -> Self {
+        self.overlay = overlay;
+        self
+    }
+
+    /// Compile the gates, slice the policies, freeze the registry.
+    ///
+    /// # Errors
+    /// See [`BuildError`].
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let reg = self.registry;
+        self.overlay.check(reg.envelope.as_ref())?;
+        if let Some(unknown) = self.overlay.tools.keys().find(|t| reg.get(t).is_none()) {
+            return Err(OverlayError::UnknownTool(unknown.clone()).into());
+        }
+        let authorizer = Authorizer::new(&reg.cedar, &reg.records, self.entities.as_ref())
+            .map_err(|e| BuildError::Authorize(e.to_string()))?;
+        let mut tools = HashMap::new();
+        for record in &reg.records {
+            let schema_err = |why| BuildError::Schema { tool: record.tool_id.clone(), why };
+            let input_gate = SchemaGate::new(&record.input_schema).map_err(schema_err)?;
+            let output_gate = SchemaGate::new(&record.output_schema).map_err(schema_err)?;
+            let extra = self.overlay.tools.get(&record.tool_id).cloned().unwrap_or_default();
+            let mut egress = record.sandbox_profile.egress.clone();
+            egress.extend(extra.iter().cloned());
+            tools.insert(
+                record.tool_id.clone(),
+                LoadedTool {
+                    record: record.clone(),
+                    input_gate,
+                    output_gate,
+                    egress,
+                    overlay: extra.iter().map(ToString::to_string).collect(),
+                },
+            );
+        }
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                tools,
+                authorizer,
+                ledger: self.ledger.ok_or(BuildError::Missing("ledger"))?,
+                executor: self.executor.ok_or(BuildError::Missing("executor"))?,
+                secrets: self.secrets,
+                registry: reg,
+            }),
+        })
+    }
+}
+
+struct Inner {
+    tools: HashMap<String, LoadedTool>,
+    authorizer: Authorizer,
+    ledger: Arc<dyn Ledger>,
+    executor: Arc<dyn Executor>,
+    secrets: Arc<dyn SecretSource>,
+    registry: Registry,
+}
+
+/// The governed runtime: executes only the tools registered at start-up, each call on the one
+/// path — resolve, input gate, authorize, record intent, execute, output gate, record outcome.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl Runtime {
+    /// Start building a runtime over a loaded registry.
+    pub fn builder(registry: Registry) -> RuntimeBuilder {
+        RuntimeBuilder {
+            registry,
+            ledger: None,
+            executor: None,
+            secrets: Arc::new(EnvSecrets),
+            entities: None,
+            overlay: Overlay::default(),
+        }
+    }
+
+    /// The frozen registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The ledger evidence is written to.
+    pub fn ledger(&self) -> &Arc<dyn Ledger> {
+        &self.inner.ledger
+    }
+
+    /// The JSON entry for proposals made by a planner or an LLM: returns the gated output.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn dispatch(&self, principal: &Principal, tool: &str, payload: Value) -> Result<Value, CallError> {
+        self.call(principal, tool, payload, CallOptions::default()).await.map(|r| r.output)
+    }
+
+    /// One governed call, with options (SOP run and step, idempotency key, dialect).
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn call(
+        &self,
+        principal: &Principal,
+        tool: &str,
+        payload: Value,
+        opts: CallOptions,
+    ) -> Result<CallReport, CallError> {
+        let ids = CallIds::new(opts.idempotency_key.clone());
+        let span = stages::span(tool, &ids.call_id);
+        let result = stages::in_span(span.clone(), self.governed(principal, tool, payload, &opts, ids)).await;
+        let _entered = span.enter();
+        match &result {
+            Ok(r) => tracing::info!(attempts = r.attempts, "tool call completed"),
+            Err(e) => {
+                span.record("error.type", error_type(e));
+                tracing::warn!(error.r#type = error_type(e), "tool call ended: {e}");
+            }
+        }
+        drop(_entered);
+        result
+    }
+
+    /// The governed path, in the design's order and no other.
+    async fn governed(
+        &self,
+        principal: &Principal,
+        name: &str,
+        payload: Value,
+        opts: &CallOptions,
+        ids: CallIds,
+    ) -> Result<CallReport, CallError> {
+        let inner = &*self.inner;
+        let tool = stages::resolve(&inner.tools, name)?; // 1. resolve
+        let payload = stages::input_gate(tool, payload, opts)?; // 2. input gate
+        let decision = stages::authorize(&inner.authorizer, principal, tool, &payload); // 3. authorize
+        let span = tracing::Span::current();
+        span.record("escepine.decision", if decision.allowed { "allow" } else { "deny" });
+        span.record("escepine.policy_ids", decision.policy_ids.join(",").as_str());
+        let secrets = secrets::resolve(&*inner.secrets, &tool.record.secrets);
+        let scrubber = Scrubber::new(secrets.values().map(String::as_str));
+        let ledger = &*inner.ledger;
+        let intent =
+            stages::record_intent(ledger, &ids, principal, tool, &payload, &decision, opts, &scrubber).await?; // 4. intent
+        if !decision.allowed {
+            stages::record_denied(ledger, &ids).await?;
+            return Err(CallError::Denied {
+                call_id: ids.call_id,
+                policy_ids: decision.policy_ids,
+                reasons: decision.reasons.iter().map(|r| scrubber.text(r)).collect(),
+            });
+        }
+        let executed = stages::execute(&*inner.executor, tool, &payload, &ids, &secrets, &scrubber).await; // 5. execute
+        let (outcome, result, attempts) = stages::record_outcome(ledger, &ids, tool, executed, &scrubber).await?; // 6. output gate, 7. outcome
+        result.map(|output| CallReport {
+            call_id: ids.call_id,
+            idempotency_key: ids.idempotency_key,
+            output,
+            intent,
+            outcome,
+            attempts,
+        })
+    }
+}
+
+fn error_type(e: &CallError) -> &'static str {
+    match e {
+        CallError::UnknownTool(_) => "unknown_tool",
+        CallError::InputRejected(_) => "input_rejected",
+        CallError::Denied { .. } => "denied",
+        CallError::TimedOut { .. } => "timeout",
+        CallError::Failed { .. } => "failed",
+        CallError::OutputRejected { .. } => "output_rejected",
+        CallError::LedgerUnavailable(_) => "ledger_unavailable",
+        CallError::Serde(_) => "serde",
+    }
+}
+
+/// The generated typed client calls through here: the typed payload is serialised once and
+/// takes exactly the JSON entry's path (the gates still validate bounds the types lost).
+impl Invoke for Runtime {
+    type Error = CallError;
+
+    fn invoke<T: Tool>(
+        &self,
+        principal: &Principal,
+        input: T::Input,
+    ) -> impl std::future::Future<Output = Result<T::Output, Self::Error>> + Send {
+        let principal = principal.clone();
+        async move {
+            let registered = self.inner.registry.get(T::CONTRACT.id);
+            match registered {
+                Some(r) if r.version.to_string() == T::CONTRACT.version => {}
+                Some(r) => {
+                    return Err(CallError::Serde(format!(
+                        "the client was compiled against {}@{} but the registry holds {}",
+                        T::CONTRACT.id,
+                        T::CONTRACT.version,
+                        r.version
+                    )))
+                }
+                None => return Err(CallError::UnknownTool(T::CONTRACT.id.to_string())),
+            }
+            let payload = serde_json::to_value(&input).map_err(|e| CallError::Serde(e.to_string()))?;
+            let output = self.dispatch(&principal, T::CONTRACT.id, payload).await?;
+            serde_json::from_value(output).map_err(|e| CallError::Serde(e.to_string()))
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The governed call path end to end: real processes (the testkit's `escepine-testtool`), a
+//! real SQLite ledger, the real Cedar policies of `tests/fixtures/path`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use escepine_contract::Principal;
+use escepine_runtime::executor::process::ProcessExecutor;
+use escepine_runtime::ledger::sqlite::SqliteLedger;
+use escepine_runtime::ledger::{
+    BoxFuture, CallResult, Committed, Durability, Entry, Ledger, LedgerError, Record,
+};
+use escepine_runtime::secrets::MapSecrets;
+use escepine_runtime::{CallError, CallOptions, Runtime};
+use serde_json::{json, Value};
+
+const SECRET: &str = "sup3r-s3cret-V4LUE";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/path")
+}
+
+fn registry() -> registry_build::Registry {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    registry_build::load(
+        &registry_build::Sources::new()
+            .records(fixtures().join("records"))
+            .policies(fixtures().join("policies"))
+            .workspace_root(ws),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()))
+}
+
+fn executor() -> ProcessExecutor {
+    let tool = common::testtool();
+    ProcessExecutor::new().with_bin_dir(tool.parent().unwrap())
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    runtime: Runtime,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self::with_ledger(|dir| Arc::new(SqliteLedger::open(dir.join("ledger.db"), Durability::Full).unwrap()))
+    }
+
+    fn with_ledger(make: impl FnOnce(&Path) -> Arc<dyn Ledger>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = make(dir.path());
+        let secrets = MapSecrets(BTreeMap::from([("T_SECRET".to_string(), SECRET.to_string())]));
+        let runtime = Runtime::builder(registry())
+            .ledger(ledger)
+            .executor(Arc::new(executor()))
+            .secrets(Arc::new(secrets))
+            .build()
+            .unwrap();
+        Self { dir, runtime }
+    }
+
+    fn counter(&self) -> String {
+        self.dir.path().join("counter").to_str().unwrap().to_string()
+    }
+
+    fn runs(&self) -> Vec<String> {
+        fs::read_to_string(self.counter())
+            .map(|t| t.lines().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    fn entries(&self) -> Vec<Entry> {
+        self.runtime.ledger().entries().unwrap()
+    }
+
+    async fn call(&self, who: &str, tool: &str, payload: Value) -> Result<Value, CallError> {
+        self.runtime.dispatch(&Principal::agent(who), tool, payload).await
+    }
+}
+
+fn outcome_of(entries: &[Entry], call_id: &str) -> escepine_runtime::ledger::Outcome {
+    entries
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Outcome(o) if o.call_id == call_id => Some(o.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no outcome for {call_id}"))
+}
+
+#[tokio::test]
+async fn an_allowed_call_runs_once_with_intent_before_outcome() {
+    let f = Fixture::new();
+    let report = f
+        .runtime
+        .call(&Principal::agent("alice"), "t_count", json!({"counter": f.counter()}), CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(report.output, json!({"count": 1}));
+    assert_eq!(f.runs(), [format!("{} {}", report.call_id, report.idempotency_key)]);
+    let entries = f.entries();
+    assert_eq!(entries.len(), 2);
+    match (&entries[0].record, &entries[1].record) {
+        (Record::Intent(i), Record::Outcome(o)) => {
+            assert_eq!((i.call_id.as_str(), i.decision.as_str()), (report.call_id.as_str(), "allow"));
+            assert_eq!(i.policy_ids, ["permit-alice"]);
+            assert_eq!(o.result, CallResult::Ok);
+            assert_eq!(o.attempts.len(), 1);
+            assert!(o.output_hash.is_some());
+        }
+        other => panic!("unexpected entries {other:?}"),
+    }
+    assert!(report.intent.seq < report.outcome.seq);
+}
+
+#[tokio::test]
+async fn a_denied_call_runs_zero_times_and_is_not_retried() {
+    let f = Fixture::new();
+    let err = f.call("mallory", "t_count", json!({"counter": f.counter()})).await.unwrap_err();
+    assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids.is_empty()), "{err}");
+    assert_eq!(err.exit_code(), 3);
+    assert!(f.runs().is_empty());
+    let entries = f.entries();
+    assert_eq!(entries.len(), 2, "an intent with the deny, an outcome `denied`");
+    let call_id = match &entries[0].record {
+        Record::Intent(i) => {
+            assert_eq!(i.decision, "deny");
+            i.call_id.clone()
+        }
+        r => panic!("{r:?}"),
+    };
+    let o = outcome_of(&entries, &call_id);
+    assert_eq!(o.result, CallResult::Denied);
+    assert!(o.attempts.is_empty());
+}
+
+#[tokio::test]
+async fn a_forbid_on_a_class_group_denies_with_its_policy_id() {
+    let f = Fixture::new();
+    let err = f.call("alice", "t_write", json!({"counter": f.counter()})).await.unwrap_err();
+    match err {
+        CallError::Denied { policy_ids, .. } => assert_eq!(policy_ids, ["forbid-supersede-class"]),
+        e => panic!("{e}"),
+    }
+    assert!(f.runs().is_empty());
+}
+
+#[tokio::test]
+async fn a_policy_on_the_payload_denies() {
+    let f = Fixture::new();
+    let err = f
+        .call("alice", "t_count", json!({"counter": f.counter(), "note": "forbidden"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["bound-note-length"]), "{err}");
+    assert!(f.runs().is_empty());
+}
+
+#[tokio::test]
+async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff() {
+    let f = Fixture::new();
+    // Fails more often than the budget allows: exactly 3 attempts, then the error.
+    let err = f
+        .call("alice", "t_flaky", json!({"counter": f.counter(), "fail_times": 10}))
+        .await
+        .unwrap_err();
+    match &err {
+        CallError::Failed { attempts, .. } => assert_eq!(*attempts, 3),
+        e => panic!("{e}"),
+    }
+    let runs = f.runs();
+    assert_eq!(runs.len(), 3);
+    let keys: std::collections::BTreeSet<&str> = runs.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert_eq!(keys.len(), 1, "one idempotency key across attempts: {runs:?}");
+    let call_id = runs[0].split(' ').next().unwrap();
+    let o = outcome_of(&f.entries(), call_id);
+    assert_eq!(o.result, CallResult::Failed);
+    assert_eq!(o.attempts.len(), 3);
+    assert!(o.attempts.iter().all(|a| a.error_class.as_deref() == Some("transient")));
+    // Backoff 50 ms, then 100 ms (jitter only lengthens).
+    let gap1 = o.attempts[1].start_ms - o.attempts[0].start_ms;
+    let gap2 = o.attempts[2].start_ms - o.attempts[1].start_ms;
+    assert!(gap1 >= 50 && gap2 >= 100, "gaps {gap1} ms, {gap2} ms");
+}
+
+#[tokio::test]
+async fn a_transient_failure_then_success_returns_the_output() {
+    let f = Fixture::new();
+    let out = f.call("alice", "t_flaky", json!({"counter": f.counter(), "fail_times": 2})).await.unwrap();
+    assert_eq!(out, json!({"count": 3}));
+    assert_eq!(f.runs().len(), 3);
+}
+
+#[tokio::test]
+async fn a_permanent_failure_is_not_retried() {
+    let f = Fixture::new();
+    let err = f.call("alice", "t_fail", json!({"counter": f.counter()})).await.unwrap_err();
+    match &err {
+        CallError::Failed { attempts, call_id, .. } => {
+            assert_eq!(*attempts, 1);
+            let o = outcome_of(&f.entries(), call_id);
+            assert_eq!(o.attempts[0].error_class.as_deref(), Some("permanent"));
+        }
+        e => panic!("{e}"),
+    }
+    assert_eq!(err.exit_code(), 5);
+}
+
+#[tokio::test]
+async fn proposals_that_deviate_from_the_schema_never_run() {
+    let f = Fixture::new();
+    let c = f.counter();
+    let cases = [
+        ("t_count", json!({"counter": c, "extra": 1}), "", "additionalProperties"),
+        ("t_count", json!({"counter": 5}), "/counter", "type"),
+        ("t_count", json!({}), "", "required"),
+        ("t_page", json!({"counter": c, "url": "not a url"}), "/url", "format"),
+        ("t_count", json!({"counter": c, "note": "this note is far too long for it"}), "/note", "maxLength"),
+    ];
+    for (tool, payload, pointer, keyword) in cases {
+        match f.call("alice", tool, payload.clone()).await {
+            Err(CallError::InputRejected(v)) => {
+                assert!(v.iter().any(|v| v.pointer == pointer && v.keyword == keyword), "{payload}: {v:?}")
+            }
+            other => panic!("{payload}: {other:?}"),
+        }
+    }
+    assert!(matches!(f.call("alice", "t_nope", json!({})).await, Err(CallError::UnknownTool(n)) if n == "t_nope"));
+    assert!(f.runs().is_empty());
+    assert!(f.entries().is_empty(), "a rejected proposal makes no call and no evidence");
+}
+
+#[tokio::test]
+async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked() {
+    let f = Fixture::new();
+    let payload = json!({"counter": f.counter(), "note": null});
+    assert!(matches!(f.call("alice", "t_count", payload.clone()).await, Err(CallError::InputRejected(_))));
+    let opts = CallOptions { openai_strict_nulls: true, ..CallOptions::default() };
+    let r = f.runtime.call(&Principal::agent("alice"), "t_count", payload, opts).await.unwrap();
+    assert_eq!(r.output, json!({"count": 1}));
+    let bad = json!({"counter": null});
+    let opts = CallOptions { openai_strict_nulls: true, ..CallOptions::default() };
+    assert!(matches!(
+        f.runtime.call(&Principal::agent("alice"), "t_count", bad, opts).await,
+        Err(CallError::InputRejected(_))
+    ));
+}
+
+#[tokio::test]
+async fn an_output_violation_is_recorded_and_never_returned_nor_retried() {
+    let f = Fixture::new();
+    let err = f.call("alice", "t_bad_output", json!({"counter": f.counter()})).await.unwrap_err();
+    let call_id = match &err {
+        CallError::OutputRejected { call_id, violations } => {
+            assert!(violations.iter().any(|v| v.keyword == "additionalProperties" || v.keyword == "required"));
+            call_id.clone()
+        }
+        e => panic!("{e}"),
+    };
+    assert_eq!(err.exit_code(), 6);
+    let o = outcome_of(&f.entries(), &call_id);
+    assert_eq!(o.result, CallResult::OutputRejected);
+    assert_eq!(o.attempts.len(), 1);
+    assert!(o.output.is_none() && o.output_hash.is_some());
+}
+
+#[tokio::test]
+async fn url_rules_cannot_be_fooled_and_one_bad_element_denies_the_bulk_call() {
+    let f = Fixture::new();
+    let c = f.counter();
+    for url in ["https://www.linkedin.com/in/x", "https://LinkedIn.COM./", "https://user@linkedin.com/"] {
+        let err = f.call("alice", "t_page", json!({"url": url, "counter": c})).await.unwrap_err();
+        assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]), "{url}: {err}");
+    }
+    for url in ["https://evil.com/?linkedin.com", "https://linkedin.com.evil.com/"] {
+        f.call("alice", "t_page", json!({"url": url, "counter": c})).await.unwrap();
+    }
+    let bulk = json!({"counter": c, "urls": ["https://example.com/a", "https://www.linkedin.com/b", "https://example.org/"]});
+    let err = f.call("alice", "t_bulk", bulk).await.unwrap_err();
+    assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]), "{err}");
+    f.call("alice", "t_bulk", json!({"counter": c, "urls": ["https://example.com/a", "https://example.org/"]}))
+        .await
+        .unwrap();
+    assert_eq!(f.runs().len(), 3, "only the allowed calls ran");
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_tree_and_is_retried_within_budget() {
+    let f = Fixture::new();
+    let pidfile = f.dir.path().join("pid");
+    let err = f
+        .call("alice", "t_sleep", json!({"ms": 10_000, "pidfile": pidfile.to_str().unwrap()}))
+        .await
+        .unwrap_err();
+    match &err {
+        CallError::TimedOut { attempts, .. } => assert_eq!(*attempts, 2),
+        e => panic!("{e}"),
+    }
+    let pid = fs::read_to_string(&pidfile).unwrap();
+    assert!(!alive(pid.trim()), "grandchild {pid} outlived the timeout");
+}
+
+/// Whether a process exists and is not a zombie (a killed orphan stays a zombie until init
+/// reaps it).
+fn alive(pid: &str) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// A tracing writer that keeps everything logged, to search it for secrets.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_secret_never_reaches_the_ledger_the_logs_or_the_caller() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let f = Fixture::new();
+    // In the output (and on stderr): scrubbed before the output gate.
+    let out = f.call("alice", "t_secret", json!({"name": "T_SECRET"})).await.unwrap();
+    assert_eq!(out, json!({"leak": "[REDACTED]"}));
+    // In the error message and stderr of a failure.
+    let err = f.call("alice", "t_secret", json!({"name": "T_SECRET", "fail": true})).await.unwrap_err();
+    assert!(!err.to_string().contains(SECRET), "{err}");
+    // A payload naming the secret's value is recorded scrubbed too.
+    let _ = f.call("alice", "t_secret", json!({"name": SECRET})).await;
+    drop(f.runtime.clone());
+    for e in f.entries() {
+        assert!(!serde_json::to_string(&e.record).unwrap().contains(SECRET));
+    }
+    for entry in fs::read_dir(f.dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        let bytes = fs::read(&p).unwrap();
+        assert!(!bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "{} holds the secret", p.display());
+    }
+    let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(logged.contains("execute_tool"), "spans are logged: {logged}");
+    assert!(!logged.contains(SECRET), "the logs hold the secret");
+}
+
+/// A ledger that cannot be written: the call must stop before execution.
+struct BrokenLedger;
+
+impl Ledger for BrokenLedger {
+    fn append(&self, _record: Record) -> BoxFuture<'_, Result<Committed, LedgerError>> {
+        Box::pin(async { Err(LedgerError::Unavailable("disk full".into())) })
+    }
+    fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test]
+async fn a_ledger_that_cannot_be_written_stops_the_call_before_execution() {
+    let f = Fixture::with_ledger(|_| Arc::new(BrokenLedger));
+    let err = f.call("alice", "t_count", json!({"counter": f.counter()})).await.unwrap_err();
+    assert!(matches!(err, CallError::LedgerUnavailable(_)), "{err}");
+    assert!(f.runs().is_empty(), "nothing ran without its intent on record");
+}

@@ -1,0 +1,211 @@
+//! `escepine-testtool`: a `stdio-json` tool for the tests of Escepine's executors and sandbox.
+//!
+//! It reads one JSON payload from stdin and behaves as its FIRST ARGUMENT (the record's
+//! `endpoint.args`) says:
+//!
+//! | mode | behaviour |
+//! |---|---|
+//! | `echo` | outputs `{"echo": <payload>}` |
+//! | `count` | appends one line (`<call id> <idempotency key>`) to the file named by the payload's `counter` (an absolute path), outputs `{"count": <lines in the file>}` |
+//! | `flaky` | appends to `counter` like `count`; the first `fail_times` invocations (those that find fewer than `fail_times` lines in the file before appending) exit 75, later ones output `{"count": …}` |
+//! | `fail` | exits 1 with a message on stderr |
+//! | `sleep` | spawns a grandchild `sleep` (its pid written to the payload's `pidfile`, when given), sleeps `ms` milliseconds, outputs `{"slept": ms}` |
+//! | `secret` | reads the environment variable named by `name`; prints it on stderr; exits 1 with it in the message if `fail` is true, else outputs `{"leak": <value>}` |
+//! | `bad_output` | outputs `{"unexpected": true}` |
+//! | `garbage` | prints text that is not JSON, exits 0 |
+//! | `env` | outputs `{"env": {<every environment variable>}}` |
+//! | `noisy` | writes `stderr_bytes` bytes on stderr, then outputs `{"noisy": stderr_bytes}` |
+//! | `big` | outputs `{"data": "<bytes × 'x'>"}` |
+//! | `abort` | dies of `SIGABRT` |
+//!
+//! A payload that is not JSON, a missing field or an unknown mode exits 2.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use escepine_contract::{ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};
+use serde_json::{json, Map, Value};
+
+/// What a successful mode writes on stdout.
+enum Output {
+    /// One JSON value (the protocol's output).
+    Json(Value),
+    /// Raw text, to break the protocol.
+    Raw(String),
+}
+
+impl From<Value> for Output {
+    fn from(v: Value) -> Self {
+        Self::Json(v)
+    }
+}
+
+/// How a mode ends when it does not write an output.
+struct Exit {
+    code: u8,
+    message: String,
+}
+
+fn exit(code: i32, message: impl Into<String>) -> Exit {
+    Exit {
+        code: u8::try_from(code).unwrap_or(1),
+        message: message.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    match run(&mode) {
+        Ok(output) => {
+            let mut out = io::stdout().lock();
+            let written = match output {
+                Output::Json(v) => writeln!(out, "{v}"),
+                Output::Raw(t) => write!(out, "{t}"),
+            };
+            match written.and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("escepine-testtool: cannot write the output: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(Exit { code, message }) => {
+            eprintln!("escepine-testtool {mode}: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run(mode: &str) -> Result<Output, Exit> {
+    let mut text = String::new();
+    io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| exit(2, format!("cannot read stdin: {e}")))?;
+    let payload: Value =
+        serde_json::from_str(&text).map_err(|e| exit(2, format!("payload is not JSON: {e}")))?;
+    if mode == "garbage" {
+        return Ok(Output::Raw("this is not JSON {".into()));
+    }
+    respond(mode, &payload).map(Output::from)
+}
+
+fn respond(mode: &str, payload: &Value) -> Result<Value, Exit> {
+    match mode {
+        "echo" => Ok(json!({ "echo": payload.clone() })),
+        "count" => {
+            let lines = append_line(payload)?;
+            Ok(json!({ "count": lines }))
+        }
+        "flaky" => {
+            let fail_times = payload
+                .get("fail_times")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| exit(2, "payload field `fail_times` (integer) is missing"))?;
+            let before = count_lines(Path::new(str_field(payload, "counter")?));
+            let lines = append_line(payload)?;
+            if (before as u64) < fail_times {
+                Err(exit(
+                    EXIT_TRANSIENT,
+                    format!("transient failure {} of {fail_times}", before + 1),
+                ))
+            } else {
+                Ok(json!({ "count": lines }))
+            }
+        }
+        "fail" => Err(exit(1, "deliberate permanent failure")),
+        "sleep" => {
+            let ms = payload.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            let grandchild = Command::new("sleep")
+                .arg((ms / 1000 + 60).to_string())
+                .stdin(Stdio::null())
+                .spawn()
+                .map_err(|e| exit(1, format!("cannot spawn the grandchild `sleep`: {e}")))?;
+            if let Some(pidfile) = payload.get("pidfile").and_then(Value::as_str) {
+                fs::write(pidfile, grandchild.id().to_string())
+                    .map_err(|e| exit(1, format!("cannot write {pidfile}: {e}")))?;
+            }
+            std::thread::sleep(Duration::from_millis(ms));
+            Ok(json!({ "slept": ms }))
+        }
+        "secret" => {
+            let name = str_field(payload, "name")?;
+            let value = std::env::var(name).unwrap_or_default();
+            eprintln!("escepine-testtool secret: the value of {name} is {value}");
+            if payload.get("fail").and_then(Value::as_bool) == Some(true) {
+                Err(exit(1, format!("failing on purpose, secret {value}")))
+            } else {
+                Ok(json!({ "leak": value }))
+            }
+        }
+        "bad_output" => Ok(json!({ "unexpected": true })),
+        "env" => {
+            let env: Map<String, Value> = std::env::vars_os()
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        Value::from(v.to_string_lossy().into_owned()),
+                    )
+                })
+                .collect();
+            Ok(json!({ "env": env }))
+        }
+        "noisy" => {
+            let n = payload
+                .get("stderr_bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let chunk = [b'x'; 8192];
+            let mut err = io::stderr().lock();
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len() as u64) as usize;
+                err.write_all(&chunk[..k])
+                    .map_err(|e| exit(1, format!("cannot write stderr: {e}")))?;
+                left -= k as u64;
+            }
+            Ok(json!({ "noisy": n }))
+        }
+        "big" => {
+            let n = payload.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+            Ok(json!({ "data": "x".repeat(usize::try_from(n).unwrap_or(0)) }))
+        }
+        "abort" => std::process::abort(),
+        other => Err(exit(2, format!("unknown mode `{other}`"))),
+    }
+}
+
+fn str_field<'a>(payload: &'a Value, name: &str) -> Result<&'a str, Exit> {
+    payload
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| exit(2, format!("payload field `{name}` (string) is missing")))
+}
+
+fn count_lines(path: &Path) -> usize {
+    fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// Appends `<call id> <idempotency key>` to the payload's `counter` file; the new line count.
+fn append_line(payload: &Value) -> Result<usize, Exit> {
+    let path = Path::new(str_field(payload, "counter")?);
+    if !path.is_absolute() {
+        return Err(exit(2, "payload field `counter` must be an absolute path"));
+    }
+    let call_id = std::env::var(ENV_CALL_ID).unwrap_or_default();
+    let key = std::env::var(ENV_IDEMPOTENCY_KEY).unwrap_or_default();
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| exit(1, format!("cannot open {}: {e}", path.display())))?;
+    writeln!(file, "{call_id} {key}")
+        .map_err(|e| exit(1, format!("cannot append to {}: {e}", path.display())))?;
+    drop(file);
+    Ok(count_lines(path))
+}
