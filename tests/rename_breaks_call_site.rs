@@ -110,7 +110,10 @@ fn shared_tables(manifest: &str, base: &Path) -> String {
 fn copy_example(dir: &Path) -> PathBuf {
     let root = main_root();
     let example = dir.join("examples/catalog-client");
-    copy_tree(&root.join("examples/catalog-client/src"), &example.join("src"));
+    copy_tree(
+        &root.join("examples/catalog-client/src"),
+        &example.join("src"),
+    );
     fs::copy(
         root.join("examples/catalog-client/build.rs"),
         example.join("build.rs"),
@@ -125,8 +128,11 @@ fn copy_example(dir: &Path) -> PathBuf {
     );
     copy_files(&root.join("tools/records"), &dir.join("tools/records"));
     copy_files(&root.join("tools/policies"), &dir.join("tools/policies"));
-    fs::copy(root.join("tools/envelope.json"), dir.join("tools/envelope.json"))
-        .expect("copy envelope");
+    fs::copy(
+        root.join("tools/envelope.json"),
+        dir.join("tools/envelope.json"),
+    )
+    .expect("copy envelope");
 
     // Endpoints naming a workspace binary resolve against the copy's workspace: declare each
     // such binary in a stub member (never built here).
@@ -136,7 +142,10 @@ fn copy_example(dir: &Path) -> PathBuf {
         "[package]\nname = \"endpoint-stubs\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n",
     );
     write(&stubs.join("src/lib.rs"), "");
-    for entry in fs::read_dir(dir.join("tools/records")).expect("records").flatten() {
+    for entry in fs::read_dir(dir.join("tools/records"))
+        .expect("records")
+        .flatten()
+    {
         let record: Value = serde_json::from_str(&read(&entry.path())).expect("record JSON");
         if let Some(cmd) = record.pointer("/endpoint/command").and_then(Value::as_str) {
             if !cmd.contains('/') {
@@ -208,6 +217,13 @@ fn renamed_record_field_fails_the_build_at_the_call_site() {
     let example = copy_example(&dir);
 
     let pristine = cargo_build(&example);
+    // What the copy had to compile (run with --nocapture): only the example, its build script
+    // and crates whose features differ from this workspace's build.
+    for line in String::from_utf8_lossy(&pristine.stderr).lines() {
+        if line.trim_start().starts_with("Compiling") {
+            eprintln!("copy: {}", line.trim());
+        }
+    }
     assert!(
         pristine.status.success(),
         "the unmodified copy must build:\n{}",
@@ -221,7 +237,10 @@ fn renamed_record_field_fails_the_build_at_the_call_site() {
     );
     let renamed = cargo_build(&example);
     let stderr = String::from_utf8_lossy(&renamed.stderr);
-    assert!(!renamed.status.success(), "the renamed copy must not build:\n{stderr}");
+    assert!(
+        !renamed.status.success(),
+        "the renamed copy must not build:\n{stderr}"
+    );
     assert!(
         !stderr.contains("failed to run custom build command"),
         "the record is still valid: build.rs must pass and rustc must fail:\n{stderr}"

@@ -130,7 +130,7 @@ fn record(i: usize, n: usize) -> Value {
         "auth": {"secrets": ["EXAMPLE_API_KEY"]},
         "sandbox_profile": {"egress": ["api.example.com:443"], "filesystem": "workspace"}
     });
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         r["action_groups"] = json!(["page-read"]);
     }
     if class == "compensatable" {

@@ -48,7 +48,12 @@ impl FromStr for EgressEntry {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let raw = s.to_string();
-        if s.contains("://") || s.contains('/') || s.contains('?') || s.contains('#') || s.contains('@') {
+        if s.contains("://")
+            || s.contains('/')
+            || s.contains('?')
+            || s.contains('#')
+            || s.contains('@')
+        {
             return Err(EgressError::Url(raw));
         }
         if s.is_empty() {
@@ -63,12 +68,21 @@ impl FromStr for EgressEntry {
                 .map_err(|_| EgressError::Host(raw.clone(), "not an IPv6 address"))?;
             let port = match after {
                 "" => None,
-                p => Some(parse_port(p.strip_prefix(':').ok_or(EgressError::Port(raw.clone()))?, &raw)?),
+                p => Some(parse_port(
+                    p.strip_prefix(':').ok_or(EgressError::Port(raw.clone()))?,
+                    &raw,
+                )?),
             };
-            return Ok(Self { host: EgressHost::V6(ip), port });
+            return Ok(Self {
+                host: EgressHost::V6(ip),
+                port,
+            });
         }
         if s.matches(':').count() > 1 {
-            return Err(EgressError::Host(raw, "an IPv6 address is written in brackets: `[::1]:8080`"));
+            return Err(EgressError::Host(
+                raw,
+                "an IPv6 address is written in brackets: `[::1]:8080`",
+            ));
         }
         let (host, port) = match s.split_once(':') {
             Some((h, p)) => (h, Some(parse_port(p, &raw)?)),
@@ -79,19 +93,31 @@ impl FromStr for EgressEntry {
                 return Err(EgressError::Wildcard(raw));
             }
             check_name(suffix, &raw)?;
-            return Ok(Self { host: EgressHost::Wildcard(suffix.to_string()), port: None });
+            return Ok(Self {
+                host: EgressHost::Wildcard(suffix.to_string()),
+                port: None,
+            });
         }
         if host.contains('*') {
             return Err(EgressError::Wildcard(raw));
         }
         if let Ok(ip) = Ipv4Addr::from_str(host) {
-            return Ok(Self { host: EgressHost::V4(ip), port });
+            return Ok(Self {
+                host: EgressHost::V4(ip),
+                port,
+            });
         }
-        if host.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit())) {
+        if host
+            .split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        {
             return Err(EgressError::Host(raw, "not a valid IPv4 address"));
         }
         check_name(host, &raw)?;
-        Ok(Self { host: EgressHost::Name(host.to_string()), port })
+        Ok(Self {
+            host: EgressHost::Name(host.to_string()),
+            port,
+        })
     }
 }
 
@@ -120,7 +146,10 @@ fn check_name(host: &str, raw: &str) -> Result<(), EgressError> {
         if label.starts_with('-') || label.ends_with('-') {
             return err("a label starts or ends with `-`");
         }
-        if !label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
             return err("only letters, digits, `-` and `.` may appear");
         }
     }
@@ -158,7 +187,9 @@ impl EgressEntry {
         }
         match (&self.host, &other.host) {
             (EgressHost::Wildcard(s), EgressHost::Name(h)) => is_strict_subdomain(h, s),
-            (EgressHost::Wildcard(s), EgressHost::Wildcard(o)) => o == s || is_strict_subdomain(o, s),
+            (EgressHost::Wildcard(s), EgressHost::Wildcard(o)) => {
+                o == s || is_strict_subdomain(o, s)
+            }
             (a, b) => a == b,
         }
     }
@@ -172,8 +203,10 @@ impl EgressEntry {
             EgressHost::Name(h) => h == host,
             EgressHost::Wildcard(s) => is_strict_subdomain(host, s),
             EgressHost::V4(ip) => Ipv4Addr::from_str(host).is_ok_and(|h| h == *ip),
-            EgressHost::V6(ip) => Ipv6Addr::from_str(host.trim_start_matches('[').trim_end_matches(']'))
-                .is_ok_and(|h| h == *ip),
+            EgressHost::V6(ip) => {
+                Ipv6Addr::from_str(host.trim_start_matches('[').trim_end_matches(']'))
+                    .is_ok_and(|h| h == *ip)
+            }
         }
     }
 }
@@ -198,7 +231,10 @@ mod tests {
         assert_eq!(e("example.com:443").port, Some(443));
         assert_eq!(e("[::1]:8080").host, EgressHost::V6(Ipv6Addr::LOCALHOST));
         assert_eq!(e("127.0.0.1:80").host, EgressHost::V4(Ipv4Addr::LOCALHOST));
-        assert_eq!(e("*.example.com").host, EgressHost::Wildcard("example.com".into()));
+        assert_eq!(
+            e("*.example.com").host,
+            EgressHost::Wildcard("example.com".into())
+        );
         assert_eq!(e("[::1]:8080").to_string(), "[::1]:8080");
     }
 
@@ -223,7 +259,10 @@ mod tests {
         ] {
             assert!(bad.parse::<EgressEntry>().is_err(), "{bad} was accepted");
         }
-        assert!(matches!("https://x.com".parse::<EgressEntry>(), Err(EgressError::Url(_))));
+        assert!(matches!(
+            "https://x.com".parse::<EgressEntry>(),
+            Err(EgressError::Url(_))
+        ));
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub mod schema;
 pub mod urls;
 
 #[cfg(feature = "codegen")]
-pub use codegen::Builder;
+pub use codegen::{BuildError, Builder};
 pub use diagnostic::{Diagnostic, Diagnostics, SourceFile};
 pub use egress::{EgressEntry, EgressHost};
 pub use envelope::Envelope;

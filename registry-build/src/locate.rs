@@ -25,7 +25,8 @@ pub fn span_of(text: &str, pointer: &str) -> Option<(usize, usize)> {
                 Some((key_start, value_start)) => {
                     pos = value_start;
                     // A member's span is key and value, so the caret underlines both.
-                    best = value_span(bytes, value_start).map(|(s, l)| (key_start, s + l - key_start));
+                    best =
+                        value_span(bytes, value_start).map(|(s, l)| (key_start, s + l - key_start));
                 }
                 None => return best,
             },
@@ -96,7 +97,8 @@ fn value_end(b: &[u8], i: usize) -> Option<usize> {
         }
         _ => {
             let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+            {
                 j += 1;
             }
             (j > i).then_some(j)
@@ -191,7 +193,10 @@ mod tests {
 
     #[test]
     fn missing_member_points_at_closest_ancestor() {
-        assert_eq!(text_at("/a/zzz"), r#""a": { "b/c": [1, {"d": "x\"y"}], "e": true }"#);
+        assert_eq!(
+            text_at("/a/zzz"),
+            r#""a": { "b/c": [1, {"d": "x\"y"}], "e": true }"#
+        );
         assert!(text_at("").starts_with('{'));
     }
 

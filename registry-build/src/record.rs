@@ -102,7 +102,10 @@ impl ToolRecord {
             Value::from(format!("Action::\"{}\"", self.cedar_action)),
         );
         if !self.action_groups.is_empty() {
-            m.insert("action_groups".into(), Value::from(self.action_groups.clone()));
+            m.insert(
+                "action_groups".into(),
+                Value::from(self.action_groups.clone()),
+            );
         }
         m.insert(
             "side_effect_class".into(),
@@ -135,7 +138,10 @@ impl ToolRecord {
             ),
         );
         let mut ep = serde_json::Map::new();
-        ep.insert("transport".into(), Value::from(self.endpoint.transport.as_str()));
+        ep.insert(
+            "transport".into(),
+            Value::from(self.endpoint.transport.as_str()),
+        );
         ep.insert("command".into(), Value::from(self.endpoint.command.clone()));
         if !self.endpoint.args.is_empty() {
             ep.insert("args".into(), Value::from(self.endpoint.args.clone()));
@@ -144,7 +150,10 @@ impl ToolRecord {
             ep.insert("sha256".into(), Value::from(d.clone()));
         }
         m.insert("endpoint".into(), Value::Object(ep));
-        m.insert("auth".into(), serde_json::json!({ "secrets": self.secrets }));
+        m.insert(
+            "auth".into(),
+            serde_json::json!({ "secrets": self.secrets }),
+        );
         m.insert(
             "sandbox_profile".into(),
             serde_json::json!({

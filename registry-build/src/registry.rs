@@ -147,7 +147,11 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
                 .first()
                 .and_then(|p| WorkspaceBins::find_root(p))
         })
-        .or_else(|| std::env::current_dir().ok().and_then(|d| WorkspaceBins::find_root(&d)));
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|d| WorkspaceBins::find_root(&d))
+        });
     let bins = root
         .as_deref()
         .map(WorkspaceBins::discover)
@@ -203,7 +207,10 @@ fn read_record_files(path: &Path) -> Result<Vec<SourceFile>, Box<Diagnostic>> {
             .map_err(|e| Box::new(Diagnostic::file(Rule::Io, p, format!("cannot read: {e}"))))
     };
     if path.is_dir() {
-        list_files(path, &["json"]).iter().map(|p| read(p)).collect()
+        list_files(path, &["json"])
+            .iter()
+            .map(|p| read(p))
+            .collect()
     } else if path.exists() {
         Ok(vec![read(path)?])
     } else {
@@ -232,4 +239,3 @@ pub(crate) fn list_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
     v.sort();
     v
 }
-

@@ -34,9 +34,21 @@ impl PerUrl {
 pub fn per_url(input_schema: &Value) -> PerUrl {
     let mut singles = Vec::new();
     let mut each = Vec::new();
-    visit(input_schema, input_schema, String::new(), true, &mut singles, &mut each, 0);
+    visit(
+        input_schema,
+        input_schema,
+        String::new(),
+        true,
+        &mut singles,
+        &mut each,
+        0,
+    );
     PerUrl {
-        single: if singles.len() == 1 { singles.pop() } else { None },
+        single: if singles.len() == 1 {
+            singles.pop()
+        } else {
+            None
+        },
         each,
     }
 }

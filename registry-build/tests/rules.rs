@@ -92,9 +92,14 @@ fn each_fixture_breaks_exactly_its_rule() {
         .map(|r| r.id())
         .filter(|id| {
             !id.starts_with("cedar/")
-                && !["io/read", "input/missing", "envelope/shape",
+                && ![
+                    "io/read",
+                    "input/missing",
+                    "envelope/shape",
                     // covered by `duplicate_ids_are_rejected` (it needs two files)
-                    "tool-id/unique"].contains(id)
+                    "tool-id/unique",
+                ]
+                .contains(id)
         })
         .filter(|id| !covered.contains(*id))
         .collect();

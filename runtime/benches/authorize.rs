@@ -38,7 +38,7 @@ fn record(i: usize) -> Value {
                 "render": {"type": "boolean"}}},
         "output_schema": {"type": "object", "additionalProperties": false,
             "properties": {"markdown": {"type": "string"}}},
-        "action_groups": if i % 2 == 0 { json!(["page-read"]) } else { json!(["page-read", "crawl"]) },
+        "action_groups": if i < TOOLS / 2 { json!(["page-read"]) } else { json!(["page-read", "crawl"]) },
         "side_effect_class": "read-only",
         "accepts_credentials": false,
         "timeout_ms": 1000,
@@ -138,6 +138,7 @@ fn bench(c: &mut Criterion) {
         // Both allow the call, and agree on a denied one.
         assert!(naive.authorize(&principal, tool, &payload));
         assert!(ours.authorize(&principal, tool, &payload).allowed);
+        assert_eq!(ours.validates_requests(tool), Some(false));
         let linkedin = json!({"url": "https://www.LinkedIn.com./in/x"});
         assert!(!naive.authorize(&principal, tool, &linkedin));
         assert!(!ours.authorize(&principal, tool, &linkedin).allowed);

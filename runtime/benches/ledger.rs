@@ -15,7 +15,13 @@ use tokio::runtime::Runtime;
 mod ledger_support;
 
 /// Time `total` appends made by `concurrency` tasks, each alternating intent and outcome.
-fn appends(rt: &Runtime, ledger: &Arc<dyn Ledger>, concurrency: u64, total: u64, records: &Arc<[Record; 2]>) -> Duration {
+fn appends(
+    rt: &Runtime,
+    ledger: &Arc<dyn Ledger>,
+    concurrency: u64,
+    total: u64,
+    records: &Arc<[Record; 2]>,
+) -> Duration {
     rt.block_on(async {
         let started = Instant::now();
         let tasks: Vec<_> = (0..concurrency)
@@ -25,7 +31,10 @@ fn appends(rt: &Runtime, ledger: &Arc<dyn Ledger>, concurrency: u64, total: u64,
                 let share = total / concurrency + u64::from(t < total % concurrency);
                 tokio::spawn(async move {
                     for i in 0..share {
-                        ledger.append(records[(i % 2) as usize].clone()).await.expect("append");
+                        ledger
+                            .append(records[(i % 2) as usize].clone())
+                            .await
+                            .expect("append");
                     }
                 })
             })
@@ -38,9 +47,14 @@ fn appends(rt: &Runtime, ledger: &Arc<dyn Ledger>, concurrency: u64, total: u64,
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let records: Arc<[Record; 2]> =
-        Arc::new([ledger_support::intent(1, Some("run-1")), ledger_support::outcome(1)]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let records: Arc<[Record; 2]> = Arc::new([
+        ledger_support::intent(1, Some("run-1")),
+        ledger_support::outcome(1),
+    ]);
     let dir = tempfile::tempdir().expect("tempdir");
 
     let mut group = c.benchmark_group("ledger_append");
@@ -53,18 +67,26 @@ fn bench(c: &mut Criterion) {
         ("memory", Arc::new(MemoryLedger::new())),
         (
             "sqlite_full",
-            Arc::new(SqliteLedger::open(dir.path().join("full.db"), Durability::Full).expect("open")),
+            Arc::new(
+                SqliteLedger::open(dir.path().join("full.db"), Durability::Full).expect("open"),
+            ),
         ),
         (
             "sqlite_normal",
-            Arc::new(SqliteLedger::open(dir.path().join("normal.db"), Durability::Normal).expect("open")),
+            Arc::new(
+                SqliteLedger::open(dir.path().join("normal.db"), Durability::Normal).expect("open"),
+            ),
         ),
     ];
     for (name, ledger) in &stores {
         for concurrency in [1u64, 64] {
-            group.bench_with_input(BenchmarkId::new(*name, concurrency), &concurrency, |b, &concurrency| {
-                b.iter_custom(|iters| appends(&rt, ledger, concurrency, iters, &records))
-            });
+            group.bench_with_input(
+                BenchmarkId::new(*name, concurrency),
+                &concurrency,
+                |b, &concurrency| {
+                    b.iter_custom(|iters| appends(&rt, ledger, concurrency, iters, &records))
+                },
+            );
         }
     }
     group.finish();

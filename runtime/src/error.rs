@@ -71,7 +71,10 @@ impl CallError {
 }
 
 fn list(v: &[Violation]) -> String {
-    v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn reasons_suffix(r: &[String]) -> String {

@@ -70,7 +70,9 @@ impl Overlay {
         let text = std::fs::read_to_string(path)
             .map_err(|e| OverlayError::Malformed(format!("{}: {e}", path.display())))?;
         Self::parse(&text).map_err(|e| match e {
-            OverlayError::Malformed(m) => OverlayError::Malformed(format!("{}: {m}", path.display())),
+            OverlayError::Malformed(m) => {
+                OverlayError::Malformed(format!("{}: {m}", path.display()))
+            }
             other => other,
         })
     }
@@ -90,7 +92,10 @@ impl Overlay {
         for (tool, entries) in &self.tools {
             for e in entries {
                 if !env.covers(e) {
-                    return Err(OverlayError::OutsideEnvelope { tool: tool.clone(), entry: e.to_string() });
+                    return Err(OverlayError::OutsideEnvelope {
+                        tool: tool.clone(),
+                        entry: e.to_string(),
+                    });
                 }
             }
         }

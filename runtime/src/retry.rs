@@ -32,18 +32,27 @@ mod tests {
     use super::*;
 
     fn transient() -> ExecError {
-        ExecError::Transient { message: "503".into(), stderr: String::new() }
+        ExecError::Transient {
+            message: "503".into(),
+            stderr: String::new(),
+        }
     }
 
     #[test]
     fn retries_only_transient_errors_within_budget() {
-        let p = RetryPolicy { max_attempts: 3, backoff_ms: 100 };
+        let p = RetryPolicy {
+            max_attempts: 3,
+            backoff_ms: 100,
+        };
         let d1 = next_delay(&p, 1, &transient()).unwrap();
         assert!(d1 >= Duration::from_millis(100) && d1 < Duration::from_millis(150));
         let d2 = next_delay(&p, 2, &transient()).unwrap();
         assert!(d2 >= Duration::from_millis(200) && d2 < Duration::from_millis(300));
         assert_eq!(next_delay(&p, 3, &transient()), None);
-        let permanent = ExecError::Permanent { message: "400".into(), stderr: String::new() };
+        let permanent = ExecError::Permanent {
+            message: "400".into(),
+            stderr: String::new(),
+        };
         assert_eq!(next_delay(&p, 1, &permanent), None);
     }
 }

@@ -94,10 +94,18 @@ impl RuntimeBuilder {
             .map_err(|e| BuildError::Authorize(e.to_string()))?;
         let mut tools = HashMap::new();
         for record in &reg.records {
-            let schema_err = |why| BuildError::Schema { tool: record.tool_id.clone(), why };
+            let schema_err = |why| BuildError::Schema {
+                tool: record.tool_id.clone(),
+                why,
+            };
             let input_gate = SchemaGate::new(&record.input_schema).map_err(schema_err)?;
             let output_gate = SchemaGate::new(&record.output_schema).map_err(schema_err)?;
-            let extra = self.overlay.tools.get(&record.tool_id).cloned().unwrap_or_default();
+            let extra = self
+                .overlay
+                .tools
+                .get(&record.tool_id)
+                .cloned()
+                .unwrap_or_default();
             let mut egress = record.sandbox_profile.egress.clone();
             egress.extend(extra.iter().cloned());
             tools.insert(
@@ -167,8 +175,15 @@ impl Runtime {
     ///
     /// # Errors
     /// See [`CallError`].
-    pub async fn dispatch(&self, principal: &Principal, tool: &str, payload: Value) -> Result<Value, CallError> {
-        self.call(principal, tool, payload, CallOptions::default()).await.map(|r| r.output)
+    pub async fn dispatch(
+        &self,
+        principal: &Principal,
+        tool: &str,
+        payload: Value,
+    ) -> Result<Value, CallError> {
+        self.call(principal, tool, payload, CallOptions::default())
+            .await
+            .map(|r| r.output)
     }
 
     /// One governed call, with options (SOP run and step, idempotency key, dialect).
@@ -184,7 +199,11 @@ impl Runtime {
     ) -> Result<CallReport, CallError> {
         let ids = CallIds::new(opts.idempotency_key.clone());
         let span = stages::span(tool, &ids.call_id);
-        let result = stages::in_span(span.clone(), self.governed(principal, tool, payload, &opts, ids)).await;
+        let result = stages::in_span(
+            span.clone(),
+            self.governed(principal, tool, payload, &opts, ids),
+        )
+        .await;
         let _entered = span.enter();
         match &result {
             Ok(r) => tracing::info!(attempts = r.attempts, "tool call completed"),
@@ -211,13 +230,21 @@ impl Runtime {
         let payload = stages::input_gate(tool, payload, opts)?; // 2. input gate
         let decision = stages::authorize(&inner.authorizer, principal, tool, &payload); // 3. authorize
         let span = tracing::Span::current();
-        span.record("escepine.decision", if decision.allowed { "allow" } else { "deny" });
-        span.record("escepine.policy_ids", decision.policy_ids.join(",").as_str());
+        span.record(
+            "escepine.decision",
+            if decision.allowed { "allow" } else { "deny" },
+        );
+        span.record(
+            "escepine.policy_ids",
+            decision.policy_ids.join(",").as_str(),
+        );
         let secrets = secrets::resolve(&*inner.secrets, &tool.record.secrets);
         let scrubber = Scrubber::new(secrets.values().map(String::as_str));
         let ledger = &*inner.ledger;
-        let intent =
-            stages::record_intent(ledger, &ids, principal, tool, &payload, &decision, opts, &scrubber).await?; // 4. intent
+        let intent = stages::record_intent(
+            ledger, &ids, principal, tool, &payload, &decision, opts, &scrubber,
+        )
+        .await?; // 4. intent
         if !decision.allowed {
             stages::record_denied(ledger, &ids).await?;
             return Err(CallError::Denied {
@@ -226,8 +253,10 @@ impl Runtime {
                 reasons: decision.reasons.iter().map(|r| scrubber.text(r)).collect(),
             });
         }
-        let executed = stages::execute(&*inner.executor, tool, &payload, &ids, &secrets, &scrubber).await; // 5. execute
-        let (outcome, result, attempts) = stages::record_outcome(ledger, &ids, tool, executed, &scrubber).await?; // 6. output gate, 7. outcome
+        let executed =
+            stages::execute(&*inner.executor, tool, &payload, &ids, &secrets, &scrubber).await; // 5. execute
+        let (outcome, result, attempts) =
+            stages::record_outcome(ledger, &ids, tool, executed, &scrubber).await?; // 6. output gate, 7. outcome
         result.map(|output| CallReport {
             call_id: ids.call_id,
             idempotency_key: ids.idempotency_key,
@@ -277,7 +306,8 @@ impl Invoke for Runtime {
                 }
                 None => return Err(CallError::UnknownTool(T::CONTRACT.id.to_string())),
             }
-            let payload = serde_json::to_value(&input).map_err(|e| CallError::Serde(e.to_string()))?;
+            let payload =
+                serde_json::to_value(&input).map_err(|e| CallError::Serde(e.to_string()))?;
             let output = self.dispatch(&principal, T::CONTRACT.id, payload).await?;
             serde_json::from_value(output).map_err(|e| CallError::Serde(e.to_string()))
         }

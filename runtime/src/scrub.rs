@@ -57,10 +57,8 @@ impl Scrubber {
             return;
         }
         match v {
-            Value::String(s) => {
-                if self.needles.iter().any(|n| s.contains(n.as_str())) {
-                    *s = self.text(s);
-                }
+            Value::String(s) if self.needles.iter().any(|n| s.contains(n.as_str())) => {
+                *s = self.text(s);
             }
             Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
             Value::Object(map) => {

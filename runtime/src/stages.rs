@@ -66,22 +66,38 @@ pub struct CallReport {
 }
 
 /// Stage 1: resolve the tool; an unknown name halts with no call.
-pub fn resolve<'a>(tools: &'a HashMap<String, LoadedTool>, name: &str) -> Result<&'a LoadedTool, CallError> {
-    tools.get(name).ok_or_else(|| CallError::UnknownTool(name.to_string()))
+pub fn resolve<'a>(
+    tools: &'a HashMap<String, LoadedTool>,
+    name: &str,
+) -> Result<&'a LoadedTool, CallError> {
+    tools
+        .get(name)
+        .ok_or_else(|| CallError::UnknownTool(name.to_string()))
 }
 
 /// Stage 2: the input gate. The returned value is the one payload authorization and
 /// execution both see.
-pub fn input_gate(tool: &LoadedTool, mut payload: Value, opts: &CallOptions) -> Result<Value, CallError> {
+pub fn input_gate(
+    tool: &LoadedTool,
+    mut payload: Value,
+    opts: &CallOptions,
+) -> Result<Value, CallError> {
     if opts.openai_strict_nulls {
         gate::drop_null_optionals(&tool.record.input_schema, &mut payload);
     }
-    tool.input_gate.check(&payload).map_err(CallError::InputRejected)?;
+    tool.input_gate
+        .check(&payload)
+        .map_err(CallError::InputRejected)?;
     Ok(payload)
 }
 
 /// Stage 3: Cedar authorization (any evaluation error is a DENY).
-pub fn authorize(authorizer: &Authorizer, principal: &Principal, tool: &LoadedTool, payload: &Value) -> Decision {
+pub fn authorize(
+    authorizer: &Authorizer,
+    principal: &Principal,
+    tool: &LoadedTool,
+    payload: &Value,
+) -> Decision {
     authorizer.authorize(principal, &tool.record.tool_id, payload)
 }
 
@@ -99,7 +115,10 @@ impl CallIds {
     pub fn new(idempotency_key: Option<String>) -> Self {
         let call_id = random_id();
         let idempotency_key = idempotency_key.unwrap_or_else(random_id);
-        Self { call_id, idempotency_key }
+        Self {
+            call_id,
+            idempotency_key,
+        }
     }
 }
 
@@ -180,10 +199,13 @@ pub async fn execute(
         };
         // The executor bounds the attempt itself (it knows how to kill what it started); this
         // outer bound is a backstop a few hundred milliseconds later.
-        let result = match tokio::time::timeout(timeout + Duration::from_millis(500), executor.execute(inv)).await {
-            Ok(r) => r,
-            Err(_) => Err(ExecError::TimedOut(timeout)),
-        };
+        let result =
+            match tokio::time::timeout(timeout + Duration::from_millis(500), executor.execute(inv))
+                .await
+            {
+                Ok(r) => r,
+                Err(_) => Err(ExecError::TimedOut(timeout)),
+            };
         let duration_us = started.elapsed().as_micros() as u64;
         let (stderr, refusals) = match &result {
             Ok(e) => (e.stderr.clone(), e.egress_refusals.clone()),
@@ -198,21 +220,35 @@ pub async fn execute(
             egress_refusals: refusals,
         });
         match result {
-            Ok(e) => return Executed { attempts, result: Ok(e.output) },
+            Ok(e) => {
+                return Executed {
+                    attempts,
+                    result: Ok(e.output),
+                }
+            }
             Err(err) => match retry::next_delay(&record.retry, attempt, &err) {
                 Some(delay) => {
                     tracing::debug!(attempt, ?delay, error = %scrubber.text(&err.to_string()), "retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
-                None => return Executed { attempts, result: Err(err) },
+                None => {
+                    return Executed {
+                        attempts,
+                        result: Err(err),
+                    }
+                }
             },
         }
     }
 }
 
 /// Stage 6: scrub the output, then the output gate — before anything is committed or returned.
-pub fn output_gate(tool: &LoadedTool, executed: Result<Value, ExecError>, scrubber: &Scrubber) -> Gated {
+pub fn output_gate(
+    tool: &LoadedTool,
+    executed: Result<Value, ExecError>,
+    scrubber: &Scrubber,
+) -> Gated {
     match executed {
         Ok(mut output) => {
             scrubber.value(&mut output);
@@ -253,13 +289,20 @@ pub async fn record_outcome(
         }
         Gated::Rejected(v, violations) => {
             let hash = sha256_hex(canonical_json(&v).as_bytes());
-            let msg = violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+            let msg = violations
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
             (
                 CallResult::OutputRejected,
                 Some(hash),
                 None,
                 Some(format!("output rejected: {msg}")),
-                Err(CallError::OutputRejected { call_id: ids.call_id.clone(), violations }),
+                Err(CallError::OutputRejected {
+                    call_id: ids.call_id.clone(),
+                    violations,
+                }),
             )
         }
         Gated::Failed(e) => {
@@ -267,17 +310,32 @@ pub async fn record_outcome(
             let (res, err) = match e {
                 ExecError::TimedOut(_) => (
                     CallResult::TimedOut,
-                    CallError::TimedOut { call_id: ids.call_id.clone(), attempts: n, timeout_ms: tool.record.timeout_ms },
+                    CallError::TimedOut {
+                        call_id: ids.call_id.clone(),
+                        attempts: n,
+                        timeout_ms: tool.record.timeout_ms,
+                    },
                 ),
                 _ => (
                     CallResult::Failed,
-                    CallError::Failed { call_id: ids.call_id.clone(), attempts: n, last_error: msg.clone() },
+                    CallError::Failed {
+                        call_id: ids.call_id.clone(),
+                        attempts: n,
+                        last_error: msg.clone(),
+                    },
                 ),
             };
             (res, None, None, Some(msg), Err(err))
         }
     };
-    let outcome = Outcome { call_id: ids.call_id.clone(), result, attempts, output_hash, output, error };
+    let outcome = Outcome {
+        call_id: ids.call_id.clone(),
+        result,
+        attempts,
+        output_hash,
+        output,
+        error,
+    };
     let committed = ledger.append(Record::Outcome(outcome)).await?;
     Ok((committed, ret, n))
 }
@@ -297,7 +355,9 @@ pub async fn record_denied(ledger: &dyn Ledger, ids: &CallIds) -> Result<Committ
 
 /// Current time in Unix milliseconds.
 pub fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The tracing span of one call, per the OpenTelemetry GenAI conventions.
@@ -315,6 +375,9 @@ pub fn span(tool_id: &str, call_id: &str) -> tracing::Span {
 }
 
 /// Run a future inside a span.
-pub fn in_span<F: std::future::Future>(span: tracing::Span, f: F) -> tracing::instrument::Instrumented<F> {
+pub fn in_span<F: std::future::Future>(
+    span: tracing::Span,
+    f: F,
+) -> tracing::instrument::Instrumented<F> {
     f.instrument(span)
 }

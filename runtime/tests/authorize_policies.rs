@@ -275,3 +275,53 @@ fn entities_are_validated_against_the_schema() {
     assert!(Authorizer::new(&registry.cedar, &registry.records, Some(&unknown)).is_err());
     assert!(Authorizer::new(&registry.cedar, &registry.records, None).is_ok());
 }
+
+#[test]
+fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
+    let searcher = json!({"type": "object", "additionalProperties": false, "required": ["query"],
+        "properties": {"query": {"type": "string"}, "max_results": {"type": "integer"}}});
+    let cat = TempCatalog::with_schema(
+        &[
+            record("searcher", "read-only", &[], searcher.clone()),
+            record("plain", "read-only", &[], searcher),
+        ],
+        "@id(\"reads\") permit (principal, action in Action::\"read-only\", resource);\n",
+        "action \"searcher\" in [\"read-only\"] appliesTo {\n  principal: [Agent],\n  resource: [Tool],\n  \
+         context: { input: { query: String } },\n};\n",
+    );
+    let registry = cat.load();
+    let a = Authorizer::new(
+        &registry.cedar,
+        &registry.records,
+        Some(&catalog_entities()),
+    )
+    .expect("authorizer builds");
+    assert_eq!(a.validates_requests("plain"), Some(false));
+    assert_eq!(a.validates_requests("searcher"), Some(true));
+    let d = a.authorize(&alice(), "searcher", &json!({"query": "q"}));
+    assert!(d.allowed, "{d:?}");
+    assert_eq!(d.policy_ids, ["reads"]);
+    // The user's declaration has no `max_results`: the request does not conform, so it denies.
+    let d = a.authorize(
+        &alice(),
+        "searcher",
+        &json!({"query": "q", "max_results": 3}),
+    );
+    assert!(!d.allowed, "{d:?}");
+    assert!(d.reasons[0].contains("request cannot be built"), "{d:?}");
+    assert!(
+        a.authorize(&alice(), "plain", &json!({"query": "q", "max_results": 3}))
+            .allowed
+    );
+    // The real catalog declares no tool action itself: every request takes the fast path.
+    let catalog = authorize_common::catalog();
+    let a = authorizer(&catalog);
+    for r in &catalog.records {
+        assert_eq!(
+            a.validates_requests(&r.tool_id),
+            Some(false),
+            "{}",
+            r.tool_id
+        );
+    }
+}

@@ -7,11 +7,17 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn escepine(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_escepine")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn check(records: &Path, policies: &Path, envelope: &Path) -> Output {
@@ -41,7 +47,11 @@ impl Copy {
                 fs::copy(&p, dir.path().join(sub).join(p.file_name().unwrap())).unwrap();
             }
         }
-        fs::copy(workspace().join("tools/envelope.json"), dir.path().join("envelope.json")).unwrap();
+        fs::copy(
+            workspace().join("tools/envelope.json"),
+            dir.path().join("envelope.json"),
+        )
+        .unwrap();
         Self { dir }
     }
 
@@ -58,7 +68,11 @@ impl Copy {
     }
 
     fn check(&self) -> Output {
-        check(&self.path("records"), &self.path("policies"), &self.path("envelope.json"))
+        check(
+            &self.path("records"),
+            &self.path("policies"),
+            &self.path("envelope.json"),
+        )
     }
 }
 
@@ -69,8 +83,18 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn the_catalog_is_accepted() {
     let w = workspace();
-    let out = check(&w.join("tools/records"), &w.join("tools/policies"), &w.join("tools/envelope.json"));
-    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let out = check(
+        &w.join("tools/records"),
+        &w.join("tools/policies"),
+        &w.join("tools/envelope.json"),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     assert!(text(&out.stdout).contains("firecrawl_scrape"));
 }
 
@@ -78,19 +102,49 @@ fn the_catalog_is_accepted() {
 fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
     type Edit = fn(&mut Value);
     let cases: &[(&str, &str, Edit)] = &[
-        ("firecrawl_scrape", "record/unknown-field", |v| { v["retries"] = 3.into(); }),
-        ("web_search", "timeout-ms/positive", |v| { v["timeout_ms"] = 0.into(); }),
-        ("tavily_search", "retry/budget", |v| { v["retry"]["max_attempts"] = 0.into(); }),
-        ("tavily_search", "sandbox/egress-entry", |v| { v["sandbox_profile"]["egress"] = serde_json::json!(["https://api.tavily.com/search"]); }),
-        ("tavily_search", "sandbox/within-envelope", |v| { v["sandbox_profile"]["egress"] = serde_json::json!(["evil.example:443"]); }),
-        ("web_fetch_exa", "input/credential-free", |v| { v["input_schema"]["properties"]["session_cookie"] = serde_json::json!({"type": "string"}); }),
-        ("firecrawl_scrape", "schema/closed", |v| { v["input_schema"].as_object_mut().unwrap().remove("additionalProperties"); }),
-        ("note_publish", "compensation/required", |v| { v.as_object_mut().unwrap().remove("compensation"); }),
-        ("note_publish", "compensation/inverse-registered", |v| { v["compensation"]["tool"] = "note_delete".into(); }),
-        ("deliverable_assemble", "accepts-credentials/false", |v| { v["accepts_credentials"] = true.into(); }),
-        ("web_search", "auth/names-only", |v| { v["auth"]["token"] = "abc".into(); }),
-        ("web_search", "endpoint/resolvable", |v| { v["endpoint"]["command"] = "no-such-binary-anywhere".into(); }),
-        ("web_search", "version/semver", |v| { v["version"] = "one".into(); }),
+        ("firecrawl_scrape", "record/unknown-field", |v| {
+            v["retries"] = 3.into();
+        }),
+        ("web_search", "timeout-ms/positive", |v| {
+            v["timeout_ms"] = 0.into();
+        }),
+        ("tavily_search", "retry/budget", |v| {
+            v["retry"]["max_attempts"] = 0.into();
+        }),
+        ("tavily_search", "sandbox/egress-entry", |v| {
+            v["sandbox_profile"]["egress"] = serde_json::json!(["https://api.tavily.com/search"]);
+        }),
+        ("tavily_search", "sandbox/within-envelope", |v| {
+            v["sandbox_profile"]["egress"] = serde_json::json!(["evil.example:443"]);
+        }),
+        ("web_fetch_exa", "input/credential-free", |v| {
+            v["input_schema"]["properties"]["session_cookie"] =
+                serde_json::json!({"type": "string"});
+        }),
+        ("firecrawl_scrape", "schema/closed", |v| {
+            v["input_schema"]
+                .as_object_mut()
+                .unwrap()
+                .remove("additionalProperties");
+        }),
+        ("note_publish", "compensation/required", |v| {
+            v.as_object_mut().unwrap().remove("compensation");
+        }),
+        ("note_publish", "compensation/inverse-registered", |v| {
+            v["compensation"]["tool"] = "note_delete".into();
+        }),
+        ("deliverable_assemble", "accepts-credentials/false", |v| {
+            v["accepts_credentials"] = true.into();
+        }),
+        ("web_search", "auth/names-only", |v| {
+            v["auth"]["token"] = "abc".into();
+        }),
+        ("web_search", "endpoint/resolvable", |v| {
+            v["endpoint"]["command"] = "no-such-binary-anywhere".into();
+        }),
+        ("web_search", "version/semver", |v| {
+            v["version"] = "one".into();
+        }),
     ];
     for (tool, rule, edit) in cases {
         let copy = Copy::new();
@@ -98,7 +152,10 @@ fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
         let out = copy.check();
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{tool}/{rule}: {err}");
-        assert!(err.contains(file.to_str().unwrap()), "{rule}: file not named:\n{err}");
+        assert!(
+            err.contains(file.to_str().unwrap()),
+            "{rule}: file not named:\n{err}"
+        );
         assert!(err.contains(rule), "{rule} not named:\n{err}");
     }
 }
@@ -107,7 +164,11 @@ fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
 fn a_bad_policy_is_rejected_naming_the_policy_file() {
     let copy = Copy::new();
     let bad = copy.path("policies/zz_bad.cedar");
-    fs::write(&bad, "permit(principal, action == Action::\"no_such_tool\", resource);\n").unwrap();
+    fs::write(
+        &bad,
+        "permit(principal, action == Action::\"no_such_tool\", resource);\n",
+    )
+    .unwrap();
     let out = copy.check();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -122,14 +183,22 @@ fn every_problem_in_every_file_is_reported_at_once() {
     let out = copy.check();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert!(err.contains(a.to_str().unwrap()) && err.contains(b.to_str().unwrap()), "{err}");
+    assert!(
+        err.contains(a.to_str().unwrap()) && err.contains(b.to_str().unwrap()),
+        "{err}"
+    );
     assert!(err.contains("error: 2 problems in 2 files"), "{err}");
 }
 
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(escepine(&["check"]).status.code(), Some(2));
-    assert_eq!(escepine(&["check", "--records", "x", "--bogus"]).status.code(), Some(2));
+    assert_eq!(
+        escepine(&["check", "--records", "x", "--bogus"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(escepine(&["frobnicate"]).status.code(), Some(2));
 }
 
@@ -150,10 +219,19 @@ fn without_envelope_the_coverage_rule_is_skipped_and_said() {
 #[test]
 fn cedar_schema_prints_the_generated_schema() {
     let w = workspace();
-    let out = escepine(&["cedar-schema", "--records", w.join("tools/records").to_str().unwrap()]);
+    let out = escepine(&[
+        "cedar-schema",
+        "--records",
+        w.join("tools/records").to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let schema = text(&out.stdout);
-    for needle in ["entity Tool", "\"firecrawl_scrape\"", "\"page-read\"", "\"read-only\""] {
+    for needle in [
+        "entity Tool",
+        "\"firecrawl_scrape\"",
+        "\"page-read\"",
+        "\"read-only\"",
+    ] {
         assert!(schema.contains(needle), "{needle} missing from:\n{schema}");
     }
 }

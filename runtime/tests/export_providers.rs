@@ -462,3 +462,67 @@ fn the_checkers_are_not_vacuous() {
     wrong["annotations"]["destructiveHint"] = json!(false);
     assert_eq!(rules::mcp_matches(&wrong, order).len(), 1);
 }
+
+#[test]
+fn random_records_of_the_subset_export_within_every_providers_rules() {
+    let mut schemas = rules::SchemaGen::new(2024);
+    let mut exported = 0;
+    for i in 0..120 {
+        let schema = schemas.schema();
+        let record =
+            match rules::try_load_text(&rules::record_json(&format!("x_rand_{i}"), schema.clone()))
+            {
+                Ok(r) => r,
+                Err(d) => {
+                    panic!("the generator made a schema registration rejects:\n{schema:#}\n{d}")
+                }
+            };
+        let mut payloads = rules::Gen::new(i);
+        let samples: Vec<Value> = (0..16)
+            .map(|_| payloads.instance(&record.input_schema))
+            .collect();
+        for format in Format::ALL {
+            let tools = export::export(std::slice::from_ref(&record), format)
+                .unwrap_or_else(|e| panic!("{format} refuses a valid record: {e}\n{schema:#}"));
+            let tool = &tools[0];
+            let v = checker(format)(tool);
+            assert!(
+                v.is_empty(),
+                "{format}:\n{}\n{schema:#}\n{tool:#}",
+                v.join("\n")
+            );
+            let (exported_schema, formats) = match format {
+                Format::OpenAi => (tool["parameters"].clone(), true),
+                Format::Anthropic => (tool["input_schema"].clone(), true),
+                Format::Mcp => (tool["inputSchema"].clone(), true),
+                Format::Gemini => {
+                    match (tool.get("parameters"), tool.get("parametersJsonSchema")) {
+                        (Some(p), _) => (p.clone(), false),
+                        (None, Some(j)) => (j.clone(), true),
+                        (None, None) => (json!({"type": "object", "maxProperties": 0}), false),
+                    }
+                }
+            };
+            let validator = rules::validator(&exported_schema, formats);
+            for payload in &samples {
+                let sent = if format == Format::OpenAi {
+                    rules::to_strict(&record.input_schema, payload)
+                } else {
+                    payload.clone()
+                };
+                assert!(
+                    validator.is_valid(&sent),
+                    "{format} rejects a valid payload {sent}:\n{}\n{schema:#}\n{tool:#}",
+                    rules::errors(&validator, &sent)
+                );
+                if format == Format::OpenAi {
+                    let mut back = sent.clone();
+                    drop_null_optionals(&record.input_schema, &mut back);
+                    assert_eq!(&back, payload);
+                }
+            }
+            exported += 1;
+        }
+    }
+    assert_eq!(exported, 480);
+}

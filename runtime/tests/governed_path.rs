@@ -47,13 +47,18 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        Self::with_ledger(|dir| Arc::new(SqliteLedger::open(dir.join("ledger.db"), Durability::Full).unwrap()))
+        Self::with_ledger(|dir| {
+            Arc::new(SqliteLedger::open(dir.join("ledger.db"), Durability::Full).unwrap())
+        })
     }
 
     fn with_ledger(make: impl FnOnce(&Path) -> Arc<dyn Ledger>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ledger = make(dir.path());
-        let secrets = MapSecrets(BTreeMap::from([("T_SECRET".to_string(), SECRET.to_string())]));
+        let secrets = MapSecrets(BTreeMap::from([(
+            "T_SECRET".to_string(),
+            SECRET.to_string(),
+        )]));
         let runtime = Runtime::builder(registry())
             .ledger(ledger)
             .executor(Arc::new(executor()))
@@ -64,7 +69,12 @@ impl Fixture {
     }
 
     fn counter(&self) -> String {
-        self.dir.path().join("counter").to_str().unwrap().to_string()
+        self.dir
+            .path()
+            .join("counter")
+            .to_str()
+            .unwrap()
+            .to_string()
     }
 
     fn runs(&self) -> Vec<String> {
@@ -78,7 +88,9 @@ impl Fixture {
     }
 
     async fn call(&self, who: &str, tool: &str, payload: Value) -> Result<Value, CallError> {
-        self.runtime.dispatch(&Principal::agent(who), tool, payload).await
+        self.runtime
+            .dispatch(&Principal::agent(who), tool, payload)
+            .await
     }
 }
 
@@ -97,16 +109,27 @@ async fn an_allowed_call_runs_once_with_intent_before_outcome() {
     let f = Fixture::new();
     let report = f
         .runtime
-        .call(&Principal::agent("alice"), "t_count", json!({"counter": f.counter()}), CallOptions::default())
+        .call(
+            &Principal::agent("alice"),
+            "t_count",
+            json!({"counter": f.counter()}),
+            CallOptions::default(),
+        )
         .await
         .unwrap();
     assert_eq!(report.output, json!({"count": 1}));
-    assert_eq!(f.runs(), [format!("{} {}", report.call_id, report.idempotency_key)]);
+    assert_eq!(
+        f.runs(),
+        [format!("{} {}", report.call_id, report.idempotency_key)]
+    );
     let entries = f.entries();
     assert_eq!(entries.len(), 2);
     match (&entries[0].record, &entries[1].record) {
         (Record::Intent(i), Record::Outcome(o)) => {
-            assert_eq!((i.call_id.as_str(), i.decision.as_str()), (report.call_id.as_str(), "allow"));
+            assert_eq!(
+                (i.call_id.as_str(), i.decision.as_str()),
+                (report.call_id.as_str(), "allow")
+            );
             assert_eq!(i.policy_ids, ["permit-alice"]);
             assert_eq!(o.result, CallResult::Ok);
             assert_eq!(o.attempts.len(), 1);
@@ -120,12 +143,22 @@ async fn an_allowed_call_runs_once_with_intent_before_outcome() {
 #[tokio::test]
 async fn a_denied_call_runs_zero_times_and_is_not_retried() {
     let f = Fixture::new();
-    let err = f.call("mallory", "t_count", json!({"counter": f.counter()})).await.unwrap_err();
-    assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids.is_empty()), "{err}");
+    let err = f
+        .call("mallory", "t_count", json!({"counter": f.counter()}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids.is_empty()),
+        "{err}"
+    );
     assert_eq!(err.exit_code(), 3);
     assert!(f.runs().is_empty());
     let entries = f.entries();
-    assert_eq!(entries.len(), 2, "an intent with the deny, an outcome `denied`");
+    assert_eq!(
+        entries.len(),
+        2,
+        "an intent with the deny, an outcome `denied`"
+    );
     let call_id = match &entries[0].record {
         Record::Intent(i) => {
             assert_eq!(i.decision, "deny");
@@ -141,7 +174,10 @@ async fn a_denied_call_runs_zero_times_and_is_not_retried() {
 #[tokio::test]
 async fn a_forbid_on_a_class_group_denies_with_its_policy_id() {
     let f = Fixture::new();
-    let err = f.call("alice", "t_write", json!({"counter": f.counter()})).await.unwrap_err();
+    let err = f
+        .call("alice", "t_write", json!({"counter": f.counter()}))
+        .await
+        .unwrap_err();
     match err {
         CallError::Denied { policy_ids, .. } => assert_eq!(policy_ids, ["forbid-supersede-class"]),
         e => panic!("{e}"),
@@ -153,10 +189,17 @@ async fn a_forbid_on_a_class_group_denies_with_its_policy_id() {
 async fn a_policy_on_the_payload_denies() {
     let f = Fixture::new();
     let err = f
-        .call("alice", "t_count", json!({"counter": f.counter(), "note": "forbidden"}))
+        .call(
+            "alice",
+            "t_count",
+            json!({"counter": f.counter(), "note": "forbidden"}),
+        )
         .await
         .unwrap_err();
-    assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["bound-note-length"]), "{err}");
+    assert!(
+        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["bound-note-length"]),
+        "{err}"
+    );
     assert!(f.runs().is_empty());
 }
 
@@ -165,7 +208,11 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
     let f = Fixture::new();
     // Fails more often than the budget allows: exactly 3 attempts, then the error.
     let err = f
-        .call("alice", "t_flaky", json!({"counter": f.counter(), "fail_times": 10}))
+        .call(
+            "alice",
+            "t_flaky",
+            json!({"counter": f.counter(), "fail_times": 10}),
+        )
         .await
         .unwrap_err();
     match &err {
@@ -174,13 +221,21 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
     }
     let runs = f.runs();
     assert_eq!(runs.len(), 3);
-    let keys: std::collections::BTreeSet<&str> = runs.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
-    assert_eq!(keys.len(), 1, "one idempotency key across attempts: {runs:?}");
+    let keys: std::collections::BTreeSet<&str> =
+        runs.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert_eq!(
+        keys.len(),
+        1,
+        "one idempotency key across attempts: {runs:?}"
+    );
     let call_id = runs[0].split(' ').next().unwrap();
     let o = outcome_of(&f.entries(), call_id);
     assert_eq!(o.result, CallResult::Failed);
     assert_eq!(o.attempts.len(), 3);
-    assert!(o.attempts.iter().all(|a| a.error_class.as_deref() == Some("transient")));
+    assert!(o
+        .attempts
+        .iter()
+        .all(|a| a.error_class.as_deref() == Some("transient")));
     // Backoff 50 ms, then 100 ms (jitter only lengthens).
     let gap1 = o.attempts[1].start_ms - o.attempts[0].start_ms;
     let gap2 = o.attempts[2].start_ms - o.attempts[1].start_ms;
@@ -190,7 +245,14 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
 #[tokio::test]
 async fn a_transient_failure_then_success_returns_the_output() {
     let f = Fixture::new();
-    let out = f.call("alice", "t_flaky", json!({"counter": f.counter(), "fail_times": 2})).await.unwrap();
+    let out = f
+        .call(
+            "alice",
+            "t_flaky",
+            json!({"counter": f.counter(), "fail_times": 2}),
+        )
+        .await
+        .unwrap();
     assert_eq!(out, json!({"count": 3}));
     assert_eq!(f.runs().len(), 3);
 }
@@ -198,9 +260,14 @@ async fn a_transient_failure_then_success_returns_the_output() {
 #[tokio::test]
 async fn a_permanent_failure_is_not_retried() {
     let f = Fixture::new();
-    let err = f.call("alice", "t_fail", json!({"counter": f.counter()})).await.unwrap_err();
+    let err = f
+        .call("alice", "t_fail", json!({"counter": f.counter()}))
+        .await
+        .unwrap_err();
     match &err {
-        CallError::Failed { attempts, call_id, .. } => {
+        CallError::Failed {
+            attempts, call_id, ..
+        } => {
             assert_eq!(*attempts, 1);
             let o = outcome_of(&f.entries(), call_id);
             assert_eq!(o.attempts[0].error_class.as_deref(), Some("permanent"));
@@ -215,37 +282,76 @@ async fn proposals_that_deviate_from_the_schema_never_run() {
     let f = Fixture::new();
     let c = f.counter();
     let cases = [
-        ("t_count", json!({"counter": c, "extra": 1}), "", "additionalProperties"),
+        (
+            "t_count",
+            json!({"counter": c, "extra": 1}),
+            "",
+            "additionalProperties",
+        ),
         ("t_count", json!({"counter": 5}), "/counter", "type"),
         ("t_count", json!({}), "", "required"),
-        ("t_page", json!({"counter": c, "url": "not a url"}), "/url", "format"),
-        ("t_count", json!({"counter": c, "note": "this note is far too long for it"}), "/note", "maxLength"),
+        (
+            "t_page",
+            json!({"counter": c, "url": "not a url"}),
+            "/url",
+            "format",
+        ),
+        (
+            "t_count",
+            json!({"counter": c, "note": "this note is far too long for it"}),
+            "/note",
+            "maxLength",
+        ),
     ];
     for (tool, payload, pointer, keyword) in cases {
         match f.call("alice", tool, payload.clone()).await {
             Err(CallError::InputRejected(v)) => {
-                assert!(v.iter().any(|v| v.pointer == pointer && v.keyword == keyword), "{payload}: {v:?}")
+                assert!(
+                    v.iter()
+                        .any(|v| v.pointer == pointer && v.keyword == keyword),
+                    "{payload}: {v:?}"
+                )
             }
             other => panic!("{payload}: {other:?}"),
         }
     }
-    assert!(matches!(f.call("alice", "t_nope", json!({})).await, Err(CallError::UnknownTool(n)) if n == "t_nope"));
+    assert!(
+        matches!(f.call("alice", "t_nope", json!({})).await, Err(CallError::UnknownTool(n)) if n == "t_nope")
+    );
     assert!(f.runs().is_empty());
-    assert!(f.entries().is_empty(), "a rejected proposal makes no call and no evidence");
+    assert!(
+        f.entries().is_empty(),
+        "a rejected proposal makes no call and no evidence"
+    );
 }
 
 #[tokio::test]
 async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked() {
     let f = Fixture::new();
     let payload = json!({"counter": f.counter(), "note": null});
-    assert!(matches!(f.call("alice", "t_count", payload.clone()).await, Err(CallError::InputRejected(_))));
-    let opts = CallOptions { openai_strict_nulls: true, ..CallOptions::default() };
-    let r = f.runtime.call(&Principal::agent("alice"), "t_count", payload, opts).await.unwrap();
+    assert!(matches!(
+        f.call("alice", "t_count", payload.clone()).await,
+        Err(CallError::InputRejected(_))
+    ));
+    let opts = CallOptions {
+        openai_strict_nulls: true,
+        ..CallOptions::default()
+    };
+    let r = f
+        .runtime
+        .call(&Principal::agent("alice"), "t_count", payload, opts)
+        .await
+        .unwrap();
     assert_eq!(r.output, json!({"count": 1}));
     let bad = json!({"counter": null});
-    let opts = CallOptions { openai_strict_nulls: true, ..CallOptions::default() };
+    let opts = CallOptions {
+        openai_strict_nulls: true,
+        ..CallOptions::default()
+    };
     assert!(matches!(
-        f.runtime.call(&Principal::agent("alice"), "t_count", bad, opts).await,
+        f.runtime
+            .call(&Principal::agent("alice"), "t_count", bad, opts)
+            .await,
         Err(CallError::InputRejected(_))
     ));
 }
@@ -253,10 +359,18 @@ async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked
 #[tokio::test]
 async fn an_output_violation_is_recorded_and_never_returned_nor_retried() {
     let f = Fixture::new();
-    let err = f.call("alice", "t_bad_output", json!({"counter": f.counter()})).await.unwrap_err();
+    let err = f
+        .call("alice", "t_bad_output", json!({"counter": f.counter()}))
+        .await
+        .unwrap_err();
     let call_id = match &err {
-        CallError::OutputRejected { call_id, violations } => {
-            assert!(violations.iter().any(|v| v.keyword == "additionalProperties" || v.keyword == "required"));
+        CallError::OutputRejected {
+            call_id,
+            violations,
+        } => {
+            assert!(violations
+                .iter()
+                .any(|v| v.keyword == "additionalProperties" || v.keyword == "required"));
             call_id.clone()
         }
         e => panic!("{e}"),
@@ -272,19 +386,41 @@ async fn an_output_violation_is_recorded_and_never_returned_nor_retried() {
 async fn url_rules_cannot_be_fooled_and_one_bad_element_denies_the_bulk_call() {
     let f = Fixture::new();
     let c = f.counter();
-    for url in ["https://www.linkedin.com/in/x", "https://LinkedIn.COM./", "https://user@linkedin.com/"] {
-        let err = f.call("alice", "t_page", json!({"url": url, "counter": c})).await.unwrap_err();
-        assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]), "{url}: {err}");
+    for url in [
+        "https://www.linkedin.com/in/x",
+        "https://LinkedIn.COM./",
+        "https://user@linkedin.com/",
+    ] {
+        let err = f
+            .call("alice", "t_page", json!({"url": url, "counter": c}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]),
+            "{url}: {err}"
+        );
     }
-    for url in ["https://evil.com/?linkedin.com", "https://linkedin.com.evil.com/"] {
-        f.call("alice", "t_page", json!({"url": url, "counter": c})).await.unwrap();
+    for url in [
+        "https://evil.com/?linkedin.com",
+        "https://linkedin.com.evil.com/",
+    ] {
+        f.call("alice", "t_page", json!({"url": url, "counter": c}))
+            .await
+            .unwrap();
     }
     let bulk = json!({"counter": c, "urls": ["https://example.com/a", "https://www.linkedin.com/b", "https://example.org/"]});
     let err = f.call("alice", "t_bulk", bulk).await.unwrap_err();
-    assert!(matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]), "{err}");
-    f.call("alice", "t_bulk", json!({"counter": c, "urls": ["https://example.com/a", "https://example.org/"]}))
-        .await
-        .unwrap();
+    assert!(
+        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]),
+        "{err}"
+    );
+    f.call(
+        "alice",
+        "t_bulk",
+        json!({"counter": c, "urls": ["https://example.com/a", "https://example.org/"]}),
+    )
+    .await
+    .unwrap();
     assert_eq!(f.runs().len(), 3, "only the allowed calls ran");
 }
 
@@ -293,7 +429,11 @@ async fn a_timeout_kills_the_tree_and_is_retried_within_budget() {
     let f = Fixture::new();
     let pidfile = f.dir.path().join("pid");
     let err = f
-        .call("alice", "t_sleep", json!({"ms": 10_000, "pidfile": pidfile.to_str().unwrap()}))
+        .call(
+            "alice",
+            "t_sleep",
+            json!({"ms": 10_000, "pidfile": pidfile.to_str().unwrap()}),
+        )
         .await
         .unwrap_err();
     match &err {
@@ -301,7 +441,12 @@ async fn a_timeout_kills_the_tree_and_is_retried_within_budget() {
         e => panic!("{e}"),
     }
     let pid = fs::read_to_string(&pidfile).unwrap();
-    assert!(!alive(pid.trim()), "grandchild {pid} outlived the timeout");
+    // SIGKILL is delivered asynchronously: allow the kernel a moment to finish the process.
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        !alive(pid.trim())
+    });
+    assert!(gone, "grandchild {pid} outlived the timeout");
 }
 
 /// Whether a process exists and is not a zombie (a killed orphan stays a zombie until init
@@ -309,7 +454,10 @@ async fn a_timeout_kills_the_tree_and_is_retried_within_budget() {
 fn alive(pid: &str) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
         .is_some_and(|zombie| !zombie)
 }
 
@@ -335,13 +483,25 @@ async fn a_secret_never_reaches_the_ledger_the_logs_or_the_caller() {
         .with_max_level(tracing::Level::TRACE)
         .with_writer(move || writer.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // Global, so every test of this binary logs into it (and is searched for the secret too);
+    // a thread-local default can miss callsites another test thread registered first.
+    tracing::subscriber::set_global_default(subscriber).unwrap();
     let f = Fixture::new();
     // In the output (and on stderr): scrubbed before the output gate.
-    let out = f.call("alice", "t_secret", json!({"name": "T_SECRET"})).await.unwrap();
+    let out = f
+        .call("alice", "t_secret", json!({"name": "T_SECRET"}))
+        .await
+        .unwrap();
     assert_eq!(out, json!({"leak": "[REDACTED]"}));
     // In the error message and stderr of a failure.
-    let err = f.call("alice", "t_secret", json!({"name": "T_SECRET", "fail": true})).await.unwrap_err();
+    let err = f
+        .call(
+            "alice",
+            "t_secret",
+            json!({"name": "T_SECRET", "fail": true}),
+        )
+        .await
+        .unwrap_err();
     assert!(!err.to_string().contains(SECRET), "{err}");
     // A payload naming the secret's value is recorded scrubbed too.
     let _ = f.call("alice", "t_secret", json!({"name": SECRET})).await;
@@ -352,10 +512,17 @@ async fn a_secret_never_reaches_the_ledger_the_logs_or_the_caller() {
     for entry in fs::read_dir(f.dir.path()).unwrap() {
         let p = entry.unwrap().path();
         let bytes = fs::read(&p).unwrap();
-        assert!(!bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "{} holds the secret", p.display());
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "{} holds the secret",
+            p.display()
+        );
     }
     let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
-    assert!(logged.contains("execute_tool"), "spans are logged: {logged}");
+    assert!(
+        logged.contains("execute_tool"),
+        "spans are logged: {logged}"
+    );
     assert!(!logged.contains(SECRET), "the logs hold the secret");
 }
 
@@ -374,7 +541,13 @@ impl Ledger for BrokenLedger {
 #[tokio::test]
 async fn a_ledger_that_cannot_be_written_stops_the_call_before_execution() {
     let f = Fixture::with_ledger(|_| Arc::new(BrokenLedger));
-    let err = f.call("alice", "t_count", json!({"counter": f.counter()})).await.unwrap_err();
+    let err = f
+        .call("alice", "t_count", json!({"counter": f.counter()}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, CallError::LedgerUnavailable(_)), "{err}");
-    assert!(f.runs().is_empty(), "nothing ran without its intent on record");
+    assert!(
+        f.runs().is_empty(),
+        "nothing ran without its intent on record"
+    );
 }

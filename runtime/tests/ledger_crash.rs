@@ -26,8 +26,14 @@ const CHILD_LIMIT: Duration = Duration::from_secs(120);
 #[test]
 #[ignore = "the child process of sigkill_while_64_appenders_are_in_flight"]
 fn crash_child() {
-    let Ok(path) = std::env::var(CHILD_ENV) else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         let ledger = Arc::new(SqliteLedger::open(&path, Durability::Full).unwrap());
         let started = Instant::now();
@@ -59,7 +65,13 @@ fn sigkill_while_64_appenders_are_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "crash_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -72,7 +84,9 @@ fn sigkill_while_64_appenders_are_in_flight() {
     for line in BufReader::new(stdout).lines() {
         let Ok(line) = line else { break };
         let mut parts = line.split(' ');
-        if let (Some("ack"), Some(seq), Some(hash), None) = (parts.next(), parts.next(), parts.next(), parts.next()) {
+        if let (Some("ack"), Some(seq), Some(hash), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        {
             if let (Ok(seq), 64) = (seq.parse::<u64>(), hash.len()) {
                 acks.push((seq, hash.to_string()));
             }
@@ -86,24 +100,44 @@ fn sigkill_while_64_appenders_are_in_flight() {
     }
     let status = child.wait().unwrap();
     assert!(killed, "the child ended before it was killed: {status:?}");
-    assert_eq!(status.signal(), Some(9), "the child was killed by SIGKILL: {status:?}");
-    assert!(acks.len() >= 3_000, "only {} appends were acknowledged", acks.len());
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the child was killed by SIGKILL: {status:?}"
+    );
+    assert!(
+        acks.len() >= 3_000,
+        "only {} appends were acknowledged",
+        acks.len()
+    );
 
     let report = verify_path(&path, None).expect("the ledger verifies after SIGKILL");
     let entries = read_entries(&path).unwrap();
     assert_eq!(report.entries, entries.len() as u64);
     for (seq, hash) in &acks {
-        let e = entries.get((*seq - 1) as usize).unwrap_or_else(|| panic!("acknowledged entry {seq} is missing"));
+        let e = entries
+            .get((*seq - 1) as usize)
+            .unwrap_or_else(|| panic!("acknowledged entry {seq} is missing"));
         assert_eq!(&e.hash, hash, "acknowledged entry {seq} has another hash");
     }
-    eprintln!("{} entries after SIGKILL, {} acknowledged", entries.len(), acks.len());
+    eprintln!(
+        "{} entries after SIGKILL, {} acknowledged",
+        entries.len(),
+        acks.len()
+    );
 
     // And the ledger opens again and continues its chain.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let ledger = SqliteLedger::open(&path, Durability::Full).unwrap();
         let c = ledger.append(intent(0, None)).await.unwrap();
         assert_eq!(c.seq, report.entries + 1);
     });
-    assert_eq!(verify_path(&path, None).unwrap().entries, report.entries + 1);
+    assert_eq!(
+        verify_path(&path, None).unwrap().entries,
+        report.entries + 1
+    );
 }

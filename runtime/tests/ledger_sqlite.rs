@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::{verify_entries, verify_path};
 use escepine_runtime::ledger::{
-    Durability, Ledger, LedgerError, MemoryLedger, Record, SqliteLedger, SqliteOptions, GENESIS_PREV,
+    Durability, Ledger, LedgerError, MemoryLedger, Record, SqliteLedger, SqliteOptions,
+    GENESIS_PREV,
 };
 use ledger_support::{denied_intent, denied_outcome, intent, outcome, transition};
 
@@ -41,7 +42,11 @@ async fn a_chain_round_trips_through_sqlite() {
         assert_eq!(e.seq, i as u64 + 1);
         assert_eq!(e.record, records()[i]);
         assert_eq!(e.committed(), committed[i]);
-        assert_eq!(e.computed_hash().unwrap(), e.hash, "the body re-encodes to the stored canonical text");
+        assert_eq!(
+            e.computed_hash().unwrap(),
+            e.hash,
+            "the body re-encodes to the stored canonical text"
+        );
         if i > 0 {
             assert_eq!(e.prev, entries[i - 1].hash);
         }
@@ -49,11 +54,19 @@ async fn a_chain_round_trips_through_sqlite() {
     assert_eq!(ledger.head().unwrap(), Some(committed[5].clone()));
 
     // The run's entries: its transitions, its call's intent and outcome; not the other call.
-    let run: Vec<u64> = ledger.entries_for_run("run-1").unwrap().iter().map(|e| e.seq).collect();
+    let run: Vec<u64> = ledger
+        .entries_for_run("run-1")
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
     assert_eq!(run, vec![1, 2, 3, 6]);
 
     let report = verify_path(&path, None).unwrap();
-    assert_eq!((report.entries, report.head.as_str()), (6, committed[5].hash.as_str()));
+    assert_eq!(
+        (report.entries, report.head.as_str()),
+        (6, committed[5].hash.as_str())
+    );
     assert_eq!(verify_entries(&entries, None).unwrap(), report);
     drop(ledger);
     assert_eq!(read_entries(&path).unwrap(), entries);
@@ -67,8 +80,16 @@ async fn the_memory_ledger_chains_the_same_way() {
     }
     let entries = ledger.entries().unwrap();
     assert_eq!(ledger.len(), 6);
-    assert_eq!(verify_entries(&entries, None).unwrap().head, entries[5].hash);
-    let run: Vec<u64> = ledger.entries_for_run("run-1").unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(
+        verify_entries(&entries, None).unwrap().head,
+        entries[5].hash
+    );
+    let run: Vec<u64> = ledger
+        .entries_for_run("run-1")
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
     assert_eq!(run, vec![1, 2, 3, 6]);
     assert_eq!(ledger.head().unwrap().map(|c| c.seq), Some(6));
 
@@ -82,14 +103,22 @@ async fn the_memory_ledger_chains_the_same_way() {
 async fn reopening_continues_the_chain() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
-    for (round, durability) in [Durability::Full, Durability::Normal, Durability::Full].into_iter().enumerate() {
+    for (round, durability) in [Durability::Full, Durability::Normal, Durability::Full]
+        .into_iter()
+        .enumerate()
+    {
         let ledger = SqliteLedger::open(&path, durability).unwrap();
         let before = ledger.head().unwrap();
         let c = ledger.append(intent(round, None)).await.unwrap();
         assert_eq!(c.seq, round as u64 + 1);
         let entries = ledger.entries().unwrap();
         let last = entries.last().unwrap();
-        assert_eq!(last.prev, before.map(|b| b.hash).unwrap_or_else(|| GENESIS_PREV.to_string()));
+        assert_eq!(
+            last.prev,
+            before
+                .map(|b| b.hash)
+                .unwrap_or_else(|| GENESIS_PREV.to_string())
+        );
     }
     let report = verify_path(&path, None).unwrap();
     assert_eq!(report.entries, 3);
@@ -109,7 +138,12 @@ async fn sixty_four_concurrent_appenders_make_one_gap_free_chain() {
             let mut got = Vec::new();
             for c in 0..CALLS {
                 let n = t * 1000 + c;
-                got.push(ledger.append(intent(n, Some(&format!("run-{t}")))).await.unwrap());
+                got.push(
+                    ledger
+                        .append(intent(n, Some(&format!("run-{t}"))))
+                        .await
+                        .unwrap(),
+                );
                 got.push(ledger.append(outcome(n)).await.unwrap());
             }
             got
@@ -124,7 +158,11 @@ async fn sixty_four_concurrent_appenders_make_one_gap_free_chain() {
     }
     let total = (TASKS * CALLS * 2) as u64;
     let seqs: HashSet<u64> = all.iter().map(|c| c.seq).collect();
-    assert_eq!(seqs, (1..=total).collect::<HashSet<_>>(), "every append has its own seq, without gaps");
+    assert_eq!(
+        seqs,
+        (1..=total).collect::<HashSet<_>>(),
+        "every append has its own seq, without gaps"
+    );
     let entries = ledger.entries().unwrap();
     for c in &all {
         assert_eq!(entries[(c.seq - 1) as usize].hash, c.hash);
@@ -138,19 +176,30 @@ fn a_ledger_that_cannot_be_opened_for_writing_is_unavailable() {
     let dir = tempfile::tempdir().unwrap();
 
     let not_a_db = dir.path().join("notes.txt");
-    std::fs::write(&not_a_db, "these are not the pages of a SQLite database\n".repeat(100)).unwrap();
+    std::fs::write(
+        &not_a_db,
+        "these are not the pages of a SQLite database\n".repeat(100),
+    )
+    .unwrap();
     let err = SqliteLedger::open(&not_a_db, Durability::Full).unwrap_err();
     assert!(matches!(err, LedgerError::Unavailable(_)), "{err}");
 
     let missing_dir = dir.path().join("no/such/dir/ledger.db");
-    assert!(matches!(SqliteLedger::open(&missing_dir, Durability::Full), Err(LedgerError::Unavailable(_))));
+    assert!(matches!(
+        SqliteLedger::open(&missing_dir, Durability::Full),
+        Err(LedgerError::Unavailable(_))
+    ));
 
-    assert!(matches!(SqliteLedger::open(dir.path(), Durability::Full), Err(LedgerError::Unavailable(_))));
+    assert!(matches!(
+        SqliteLedger::open(dir.path(), Durability::Full),
+        Err(LedgerError::Unavailable(_))
+    ));
 
     // A database whose `entries` table has another shape.
     let other = dir.path().join("other.db");
     let conn = rusqlite::Connection::open(&other).unwrap();
-    conn.execute_batch("CREATE TABLE entries (id INTEGER PRIMARY KEY, note TEXT)").unwrap();
+    conn.execute_batch("CREATE TABLE entries (id INTEGER PRIMARY KEY, note TEXT)")
+        .unwrap();
     drop(conn);
     let err = SqliteLedger::open(&other, Durability::Full).unwrap_err();
     assert!(err.to_string().contains("another shape"), "{err}");
@@ -160,7 +209,10 @@ fn a_ledger_that_cannot_be_opened_for_writing_is_unavailable() {
 async fn append_fails_while_the_ledger_cannot_be_written_and_the_chain_survives() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
-    let options = SqliteOptions { busy_timeout: Duration::from_millis(100), ..SqliteOptions::default() };
+    let options = SqliteOptions {
+        busy_timeout: Duration::from_millis(100),
+        ..SqliteOptions::default()
+    };
     let ledger = SqliteLedger::open_with(&path, options).unwrap();
     ledger.append(intent(1, None)).await.unwrap();
 

@@ -12,7 +12,10 @@ use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
 use ledger_support::{denied_intent, denied_outcome, intent, outcome, transition};
 
 fn escepine(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_escepine")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn text(b: &[u8]) -> String {
@@ -25,13 +28,20 @@ fn sqlite3(db: &Path, sql: &str) {
         .arg(sql)
         .output()
         .expect("the sqlite3 command-line tool is needed (apt-get install sqlite3)");
-    assert!(out.status.success(), "sqlite3 failed on {sql}: {}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "sqlite3 failed on {sql}: {}",
+        text(&out.stderr)
+    );
 }
 
 /// A closed ledger of 10 entries: odd seqs are intents (allowed), even seqs their outcomes.
 fn ledger(dir: &Path) -> (PathBuf, String) {
     let path = dir.join("ledger.db");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let head = rt.block_on(async {
         let ledger = SqliteLedger::open(&path, Durability::Full).unwrap();
         let mut head = None;
@@ -41,7 +51,10 @@ fn ledger(dir: &Path) -> (PathBuf, String) {
         }
         head.unwrap().hash
     });
-    assert!(!dir.join("ledger.db-wal").exists(), "closing the ledger checkpoints its WAL");
+    assert!(
+        !dir.join("ledger.db-wal").exists(),
+        "closing the ledger checkpoints its WAL"
+    );
     (path, head)
 }
 
@@ -54,8 +67,17 @@ fn an_untouched_ledger_verifies() {
     let dir = tempfile::tempdir().unwrap();
     let (path, head) = ledger(dir.path());
     let out = verify(&path);
-    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
-    assert_eq!(text(&out.stdout).trim(), format!("intact: 10 entries, head {head}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("intact: 10 entries, head {head}")
+    );
 }
 
 #[test]
@@ -117,8 +139,16 @@ fn each_tampering_with_sqlite3_is_named() {
         let out = verify(&copy);
         let stdout = text(&out.stdout);
         println!("{what}: {}", stdout.trim_end());
-        assert_eq!(out.status.code(), Some(1), "{what}: {stdout}{}", text(&out.stderr));
-        assert!(stdout.starts_with(&format!("tampered: {expect}")), "{what}: expected `{expect}`, got {stdout}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{what}: {stdout}{}",
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.starts_with(&format!("tampered: {expect}")),
+            "{what}: expected `{expect}`, got {stdout}"
+        );
     }
 }
 
@@ -128,24 +158,44 @@ fn a_cut_off_end_shows_only_against_a_known_head() {
     let (path, head) = ledger(dir.path());
     let out = escepine(&["ledger", "verify", path.to_str().unwrap(), "--head", &head]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("is entry 10"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("is entry 10"),
+        "{}",
+        text(&out.stdout)
+    );
 
     sqlite3(&path, "DELETE FROM entries WHERE seq >= 9;");
-    assert_eq!(verify(&path).status.code(), Some(0), "a shorter chain is still a chain");
+    assert_eq!(
+        verify(&path).status.code(),
+        Some(0),
+        "a shorter chain is still a chain"
+    );
     let out = escepine(&["ledger", "verify", path.to_str().unwrap(), "--head", &head]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stdout).starts_with("tampered: entry 9 removed"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("tampered: entry 9 removed"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
 fn a_file_that_is_not_a_ledger_is_unreadable() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.db");
-    std::fs::write(&junk, "not a database at all, just some text that is long enough\n".repeat(200)).unwrap();
+    std::fs::write(
+        &junk,
+        "not a database at all, just some text that is long enough\n".repeat(200),
+    )
+    .unwrap();
     for p in [junk, dir.path().join("missing.db")] {
         let out = verify(&p);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
-        assert!(text(&out.stderr).contains("ledger unavailable"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("ledger unavailable"),
+            "{}",
+            text(&out.stderr)
+        );
     }
 }
 
@@ -153,7 +203,10 @@ fn a_file_that_is_not_a_ledger_is_unreadable() {
 fn show_prints_runs_and_calls_readably() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let ledger = SqliteLedger::open(&path, Durability::Full).unwrap();
         for r in [
@@ -196,15 +249,25 @@ fn show_prints_runs_and_calls_readably() {
 
     let out = escepine(&["ledger", "show", p, "--run", "run-2"]);
     let one = text(&out.stdout);
-    assert!(one.contains("call call-3") && !one.contains("call-1") && !one.contains("run-1"), "{one}");
+    assert!(
+        one.contains("call call-3") && !one.contains("call-1") && !one.contains("run-1"),
+        "{one}"
+    );
 
     let out = escepine(&["ledger", "show", p, "--run", "no-such-run"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no entries for run no-such-run"));
 
     // A body that no longer decodes is named, not unwrapped.
-    sqlite3(&path, "UPDATE entries SET body = '{\"kind\":\"bogus\"}' WHERE seq = 4;");
+    sqlite3(
+        &path,
+        "UPDATE entries SET body = '{\"kind\":\"bogus\"}' WHERE seq = 4;",
+    );
     let out = escepine(&["ledger", "show", p]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("ledger entry 4 is corrupt"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ledger entry 4 is corrupt"),
+        "{}",
+        text(&out.stderr)
+    );
 }

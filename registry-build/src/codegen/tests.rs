@@ -252,8 +252,11 @@ fn builder_writes_once_and_reports_rejected_records() {
     let records = tmp.path().join("records");
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&records).expect("mkdir");
-    std::fs::write(records.join("page_read.json"), record_file("page_read", json!({})))
-        .expect("write");
+    std::fs::write(
+        records.join("page_read.json"),
+        record_file("page_read", json!({})),
+    )
+    .expect("write");
 
     let builder = Builder::new()
         .records(&records)
@@ -266,10 +269,14 @@ fn builder_writes_once_and_reports_rejected_records() {
     assert!(code.contains("pub mod page_read {"), "{code}");
 
     // An unchanged registry leaves the file (and its mtime) alone.
-    let before = std::fs::metadata(&file).and_then(|m| m.modified()).expect("mtime");
+    let before = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("mtime");
     std::thread::sleep(std::time::Duration::from_millis(20));
     builder.compile().unwrap_or_else(|e| panic!("{e}"));
-    let after = std::fs::metadata(&file).and_then(|m| m.modified()).expect("mtime");
+    let after = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("mtime");
     assert_eq!(before, after);
 
     // A typo is a build failure whose text is the rendered diagnostics: file, rule, pointer.
@@ -278,11 +285,22 @@ fn builder_writes_once_and_reports_rejected_records() {
         record_file("page_read", json!({"retries": 3})),
     )
     .expect("write");
-    let err = builder.compile().expect_err("`retries` is not a record field");
+    let err = builder
+        .compile()
+        .expect_err("`retries` is not a record field");
     assert!(matches!(err, BuildError::Registry(_)));
     let shown = format!("{err:?}");
-    assert_eq!(shown, err.to_string(), "Debug shows the rendered diagnostics");
-    for needle in ["page_read.json", "record/unknown-field", "retries", "problem"] {
+    assert_eq!(
+        shown,
+        err.to_string(),
+        "Debug shows the rendered diagnostics"
+    );
+    for needle in [
+        "page_read.json",
+        "record/unknown-field",
+        "retries",
+        "problem",
+    ] {
         assert!(shown.contains(needle), "missing {needle:?} in\n{shown}");
     }
 }

@@ -143,17 +143,26 @@ pub struct PointerTarget<'a> {
 
 /// Resolve a JSON pointer into instances of `schema` (rooted at `root`) to the sub-schema its
 /// value conforms to.
-pub fn pointer_schema<'a>(root: &'a Value, schema: &'a Value, pointer: &str) -> Option<PointerTarget<'a>> {
+pub fn pointer_schema<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    pointer: &str,
+) -> Option<PointerTarget<'a>> {
     let mut cur = resolve(root, schema)?;
     let mut always = true;
     if pointer.is_empty() {
-        return Some(PointerTarget { schema: cur, always_present: true });
+        return Some(PointerTarget {
+            schema: cur,
+            always_present: true,
+        });
     }
     for raw in pointer.strip_prefix('/')?.split('/') {
         let token = raw.replace("~1", "/").replace("~0", "~");
         match type_of(root, cur)? {
             JsonType::Object => {
-                let (_, sub, req) = properties(root, cur).into_iter().find(|(k, _, _)| *k == token)?;
+                let (_, sub, req) = properties(root, cur)
+                    .into_iter()
+                    .find(|(k, _, _)| *k == token)?;
                 always &= req;
                 cur = resolve(root, sub)?;
             }
@@ -165,5 +174,8 @@ pub fn pointer_schema<'a>(root: &'a Value, schema: &'a Value, pointer: &str) -> 
             _ => return None,
         }
     }
-    Some(PointerTarget { schema: cur, always_present: always })
+    Some(PointerTarget {
+        schema: cur,
+        always_present: always,
+    })
 }

@@ -84,7 +84,13 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        for bad in ["Agent", "Agent::researcher", "::\"x\"", "1A::\"x\"", "Agent::\"x"] {
+        for bad in [
+            "Agent",
+            "Agent::researcher",
+            "::\"x\"",
+            "1A::\"x\"",
+            "Agent::\"x",
+        ] {
             assert!(bad.parse::<Principal>().is_err(), "{bad}");
         }
     }

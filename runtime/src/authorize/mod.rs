@@ -19,11 +19,13 @@
 //!   call; the reasons name the element and its URL.
 //! - **Errors deny**: any evaluation error denies, whatever Cedar decided.
 //! - **Slicing**: each tool's action gets, once, only the policies whose action scope can
-//!   match it ([`slice`]); `tests/authorize_slicing.rs` proves sliced and unsliced decide
+//!   match it ([`mod@slice`]); `tests/authorize_slicing.rs` proves sliced and unsliced decide
 //!   alike.
 //!
 //! Requests are made without schema validation: the context is built from the generated type
-//! itself, and the principal's type is checked against the action's declared principals.
+//! itself, and the principal's type is checked against the action's declared principals. Only
+//! an action whose context type in the schema differs from the generated one (an action the
+//! user's `.cedarschema` declares differently) has its requests validated against the schema.
 
 mod context;
 mod entities;
@@ -37,11 +39,11 @@ use std::sync::Arc;
 
 use cedar_policy::{
     AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
-    RestrictedExpression,
+    RestrictedExpression, Schema, SchemaFragment,
 };
 use escepine_contract::Principal;
 use registry_build::cedar::types::{input_type, CedarType, TypingError};
-use registry_build::cedar::{Binding, RESOURCE_TYPE};
+use registry_build::cedar::{generated_schema_text, Binding, RESOURCE_TYPE};
 use registry_build::urls::{per_url, PerUrl};
 use registry_build::ToolRecord;
 use serde_json::Value;
@@ -129,6 +131,10 @@ struct ToolAuth {
     input: CedarType,
     per_url: PerUrl,
     policies: Arc<PolicySet>,
+    /// Whether requests are validated against the schema: only when the action's declared
+    /// context is not the generated one (a user-declared action), so the construction alone
+    /// does not guarantee conformance.
+    validate: bool,
 }
 
 /// Authorizes calls with Cedar: built once at start-up, then shared (it is `Send + Sync`).
@@ -137,6 +143,8 @@ pub struct Authorizer {
     tools: HashMap<String, ToolAuth>,
     entities: Entities,
     cedar: cedar_policy::Authorizer,
+    /// The schema, for tools whose requests are validated.
+    schema: Schema,
 }
 
 impl Authorizer {
@@ -184,6 +192,7 @@ impl Authorizer {
             .map_err(|e| AuthorizeError::Entities(e.to_string()))?;
         let declared: HashSet<EntityUid> = schema.actions().cloned().collect();
         let whole = Arc::new(binding.policies.clone());
+        let conforming = generated_contexts(records, &binding.schema_text);
 
         let mut uids = Vec::with_capacity(records.len());
         let mut tools = HashMap::with_capacity(records.len());
@@ -226,6 +235,7 @@ impl Authorizer {
             } else {
                 Arc::clone(&whole)
             };
+            let validate = !conforming.contains(&record.cedar_action);
             uids.push((record, resource.clone()));
             tools.insert(
                 record.tool_id.clone(),
@@ -236,6 +246,7 @@ impl Authorizer {
                     input,
                     per_url: per_url(&record.input_schema),
                     policies,
+                    validate,
                 },
             );
         }
@@ -244,6 +255,7 @@ impl Authorizer {
             tools,
             entities,
             cedar: cedar_policy::Authorizer::new(),
+            schema: schema.clone(),
         })
     }
 
@@ -253,6 +265,12 @@ impl Authorizer {
         self.tools
             .get(tool_id)
             .map(|t| t.policies.policies().count())
+    }
+
+    /// Whether a tool's requests are validated against the schema (`None` for an unknown
+    /// tool): only for an action whose declared context is not the generated one.
+    pub fn validates_requests(&self, tool_id: &str) -> Option<bool> {
+        self.tools.get(tool_id).map(|t| t.validate)
     }
 
     /// The entity store requests are evaluated against.
@@ -361,7 +379,7 @@ impl Authorizer {
             tool.action.clone(),
             tool.resource.clone(),
             context,
-            None,
+            tool.validate.then_some(&self.schema),
         ) {
             Ok(r) => r,
             Err(e) => return tally.deny(format!("{}: the request cannot be built: {e}", label())),
@@ -467,9 +485,49 @@ impl Tally {
     }
 }
 
+/// The actions whose context type in the merged schema (`schema_text`) is exactly the one
+/// generated from their records: their requests conform by construction. Empty when either
+/// schema cannot be read as a fragment (every request is then validated).
+fn generated_contexts(records: &[ToolRecord], schema_text: &str) -> HashSet<String> {
+    let contexts = |text: &str| -> Option<HashMap<String, Value>> {
+        let (fragment, _) = SchemaFragment::from_cedarschema_str(text).ok()?;
+        let json = fragment.to_json_value().ok()?;
+        let actions = json.get("")?.get("actions")?.as_object()?;
+        Some(
+            actions
+                .iter()
+                .filter_map(|(id, a)| {
+                    Some((id.clone(), a.get("appliesTo")?.get("context")?.clone()))
+                })
+                .collect(),
+        )
+    };
+    let (Some(generated), Some(merged)) = (
+        contexts(&generated_schema_text(records)),
+        contexts(schema_text),
+    ) else {
+        return HashSet::new();
+    };
+    generated
+        .into_iter()
+        .filter(|(id, ctx)| merged.get(id) == Some(ctx))
+        .map(|(id, _)| id)
+        .collect()
+}
+
 fn type_name(name: &str) -> Result<EntityTypeName, AuthorizeError> {
     EntityTypeName::from_str(name).map_err(|e| AuthorizeError::Name {
         name: name.to_string(),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_authorizer_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::Authorizer>();
+        shared::<super::Decision>();
+    }
 }

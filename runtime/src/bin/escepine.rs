@@ -5,6 +5,12 @@ fn main() {
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
     let mut err = stderr.lock();
-    let code = escepine_runtime::cli::run(std::env::args_os(), &mut escepine_runtime::cli::Io { out: &mut out, err: &mut err });
+    let code = escepine_runtime::cli::run(
+        std::env::args_os(),
+        &mut escepine_runtime::cli::Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
     std::process::exit(code);
 }

@@ -63,7 +63,10 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
             return exit::INVALID;
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
@@ -71,20 +74,29 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
         }
     };
     let result = rt.block_on(async {
-        let ledger = SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| (5, e.to_string()))?;
+        let ledger =
+            SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| (5, e.to_string()))?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))
             .executor(Arc::new(ProcessExecutor::new()));
         if let Some(path) = &args.entities {
-            let text = std::fs::read_to_string(path).map_err(|e| (exit::INVALID, format!("{}: {e}", path.display())))?;
-            let v = serde_json::from_str(&text).map_err(|e| (exit::INVALID, format!("{}: {e}", path.display())))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| (exit::INVALID, format!("{}: {e}", path.display())))?;
+            let v = serde_json::from_str(&text)
+                .map_err(|e| (exit::INVALID, format!("{}: {e}", path.display())))?;
             builder = builder.entities(v);
         }
         if let Some(path) = &args.overlay {
-            builder = builder.overlay(Overlay::load(path).map_err(|e| (exit::INVALID, e.to_string()))?);
+            builder =
+                builder.overlay(Overlay::load(path).map_err(|e| (exit::INVALID, e.to_string()))?);
         }
-        let runtime = builder.build().map_err(|e| (exit::INVALID, e.to_string()))?;
-        let opts = CallOptions { openai_strict_nulls: args.openai_strict, ..CallOptions::default() };
+        let runtime = builder
+            .build()
+            .map_err(|e| (exit::INVALID, e.to_string()))?;
+        let opts = CallOptions {
+            openai_strict_nulls: args.openai_strict,
+            ..CallOptions::default()
+        };
         runtime
             .call(&principal, &args.tool, payload, opts)
             .await

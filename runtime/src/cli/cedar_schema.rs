@@ -1,6 +1,5 @@
 //! `escepine cedar-schema`: the Cedar schema generated from the records, in Cedar syntax.
 
-
 use super::{exit, Io, RegistryArgs};
 
 /// Arguments of `escepine cedar-schema`.

@@ -1,6 +1,5 @@
 //! `escepine check`: every registration rule and Cedar strict validation, all problems at once.
 
-
 use super::{exit, Io, RegistryArgs};
 
 /// Arguments of `escepine check`.
@@ -12,7 +11,10 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     if args.registry.policies.is_none() {
-        let _ = writeln!(io.err, "error: `escepine check` needs --policies DIR (the Cedar policies to validate)");
+        let _ = writeln!(
+            io.err,
+            "error: `escepine check` needs --policies DIR (the Cedar policies to validate)"
+        );
         return exit::USAGE;
     }
     match registry_build::load(&args.registry.sources()) {
@@ -25,7 +27,11 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                 "ok: {} tools, {} policies valid in strict mode ({})",
                 reg.records.len(),
                 reg.cedar.policies.policies().count(),
-                reg.records.iter().map(|r| r.tool_id.as_str()).collect::<Vec<_>>().join(", ")
+                reg.records
+                    .iter()
+                    .map(|r| r.tool_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             exit::OK
         }

@@ -49,7 +49,11 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
 fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> i32 {
     match verify_path(path, head) {
         Ok(report) => {
-            let _ = write!(io.out, "intact: {} entries, head {}", report.entries, report.head);
+            let _ = write!(
+                io.out,
+                "intact: {} entries, head {}",
+                report.entries, report.head
+            );
             if let (Some(anchor), Some(seq)) = (head, report.anchor_seq) {
                 let _ = write!(io.out, " (expected head {anchor} is entry {seq})");
             }
@@ -129,11 +133,18 @@ fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
     Grouped { calls, groups }
 }
 
-fn call_slot<'a>(calls: &mut Vec<Call<'a>>, index: &mut HashMap<&'a str, usize>, id: &'a str) -> (usize, bool) {
+fn call_slot<'a>(
+    calls: &mut Vec<Call<'a>>,
+    index: &mut HashMap<&'a str, usize>,
+    id: &'a str,
+) -> (usize, bool) {
     if let Some(&c) = index.get(id) {
         return (c, false);
     }
-    calls.push(Call { call_id: id, ..Call::default() });
+    calls.push(Call {
+        call_id: id,
+        ..Call::default()
+    });
     index.insert(id, calls.len() - 1);
     (calls.len() - 1, true)
 }
@@ -158,7 +169,11 @@ fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> i32 {
         .filter(|(r, _)| run.is_none() || *r == run)
         .collect();
     if let (Some(id), true) = (run, selected.is_empty()) {
-        let _ = writeln!(io.err, "error: no entries for run {id} in {}", path.display());
+        let _ = writeln!(
+            io.err,
+            "error: no entries for run {id} in {}",
+            path.display()
+        );
         return exit::INVALID;
     }
     let mut out = String::new();
@@ -190,7 +205,12 @@ fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> i32 {
 
 fn render_transition(e: &Entry, out: &mut String) {
     if let Record::Transition(t) = &e.record {
-        out.push_str(&format!("  #{:<5} {}  {}", e.seq, iso8601(e.at_ms), t.event));
+        out.push_str(&format!(
+            "  #{:<5} {}  {}",
+            e.seq,
+            iso8601(e.at_ms),
+            t.event
+        ));
         if let Some(s) = &t.state {
             out.push_str(&format!("  state {s}"));
         }
@@ -205,14 +225,24 @@ fn render_call(call: &Call<'_>, out: &mut String) {
     const PAD: &str = "      ";
     match call.intent {
         Some((seq, i)) => {
-            out.push_str(&format!("  #{seq:<5} call {}  {}@{}  {}", call.call_id, i.tool_id, i.tool_version, i.class));
+            out.push_str(&format!(
+                "  #{seq:<5} call {}  {}@{}  {}",
+                call.call_id, i.tool_id, i.tool_version, i.class
+            ));
             if let Some(step) = &i.step {
                 out.push_str(&format!("  step {step}"));
             }
             out.push('\n');
             out.push_str(&format!("{PAD}principal  {}\n", i.principal));
-            let policies = if i.policy_ids.is_empty() { "(none)".to_string() } else { i.policy_ids.join(", ") };
-            out.push_str(&format!("{PAD}decision   {}  policies {policies}\n", i.decision));
+            let policies = if i.policy_ids.is_empty() {
+                "(none)".to_string()
+            } else {
+                i.policy_ids.join(", ")
+            };
+            out.push_str(&format!(
+                "{PAD}decision   {}  policies {policies}\n",
+                i.decision
+            ));
             for reason in &i.reasons {
                 out.push_str(&format!("{PAD}reason     {reason}\n"));
             }
@@ -247,7 +277,10 @@ fn render_call(call: &Call<'_>, out: &mut String) {
 
 fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
     let ms = a.duration_us as f64 / 1000.0;
-    out.push_str(&format!("      attempt {n}  {}  {ms:>10.3} ms  ", iso8601(a.start_ms)));
+    out.push_str(&format!(
+        "      attempt {n}  {}  {ms:>10.3} ms  ",
+        iso8601(a.start_ms)
+    ));
     match (&a.error_class, &a.error) {
         (None, _) => out.push_str("ok"),
         (Some(class), Some(msg)) => out.push_str(&format!("{class}: {}", one_line(msg))),
@@ -267,7 +300,10 @@ fn result_word(o: &Outcome) -> String {
 }
 
 fn one_line(s: &str) -> String {
-    let line: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let line: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if line.chars().count() > 160 {
         format!("{}…", line.chars().take(160).collect::<String>())
     } else {

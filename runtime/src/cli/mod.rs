@@ -62,8 +62,20 @@ where
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
-            let _ = write!(if e.use_stderr() { &mut *io.err } else { &mut *io.out }, "{}", e.render());
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = write!(
+                if e.use_stderr() {
+                    &mut *io.err
+                } else {
+                    &mut *io.out
+                },
+                "{}",
+                e.render()
+            );
             return code;
         }
     };

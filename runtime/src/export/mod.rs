@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | [`Format::OpenAi`] | Responses API function tool `{"type":"function","name","description","parameters","strict":true}` ([`openai::to_chat_completions`] wraps it for Chat Completions) | strict mode: closed objects, every property required, optional ones nullable, only the keywords and formats OpenAI lists |
 //! | [`Format::Anthropic`] | Messages API tool `{"name","description","input_schema"}` | the registered JSON Schema, minus our `x-` extensions |
-//! | [`Format::Gemini`] | function declaration `{"name","description","parameters"}` | Gemini's OpenAPI 3.0 subset: `$ref` inlined, no `additionalProperties`/`const`/`$defs`, string enums only |
+//! | [`Format::Gemini`] | function declaration `{"name","description","parameters"}` | Gemini's OpenAPI 3.0 subset: `$ref` inlined, no `additionalProperties`/`const`/`$defs`, string enums only (`parametersJsonSchema` instead where the subset cannot say it: an empty nested object) |
 //! | [`Format::Mcp`] | `tools/list` entry `{"name","description","inputSchema","outputSchema","annotations"}` | both schemas exactly as registered |
 //!
 //! What a provider cannot express (a dropped `format`, a length bound, an integer enum, a

@@ -17,7 +17,11 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{at}: {} ({})", self.message, self.keyword)
     }
 }
@@ -85,12 +89,22 @@ mod tests {
     fn reports_pointer_and_keyword() {
         let g = gate();
         assert!(g.check(&json!({"url": "https://example.com"})).is_ok());
-        let v = g.check(&json!({"url": "https://example.com", "extra": 1})).unwrap_err();
+        let v = g
+            .check(&json!({"url": "https://example.com", "extra": 1}))
+            .unwrap_err();
         assert_eq!(v[0].keyword, "additionalProperties");
         let v = g.check(&json!({"url": "not a uri"})).unwrap_err();
-        assert_eq!((v[0].pointer.as_str(), v[0].keyword.as_str()), ("/url", "format"));
-        let v = g.check(&json!({"url": "https://x.y", "n": "5"})).unwrap_err();
-        assert_eq!((v[0].pointer.as_str(), v[0].keyword.as_str()), ("/n", "type"));
+        assert_eq!(
+            (v[0].pointer.as_str(), v[0].keyword.as_str()),
+            ("/url", "format")
+        );
+        let v = g
+            .check(&json!({"url": "https://x.y", "n": "5"}))
+            .unwrap_err();
+        assert_eq!(
+            (v[0].pointer.as_str(), v[0].keyword.as_str()),
+            ("/n", "type")
+        );
         let v = g.check(&json!({})).unwrap_err();
         assert_eq!(v[0].keyword, "required");
         let v = g.check(&json!({"url": "https://x.y", "n": 6})).unwrap_err();

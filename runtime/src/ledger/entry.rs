@@ -36,7 +36,13 @@ impl Entry {
     pub fn seal(seq: u64, prev: String, at_ms: u64, record: Record) -> Result<Self, LedgerError> {
         let body = record_body(&record)?;
         let hash = entry_hash(seq, &prev, at_ms, &body);
-        Ok(Self { seq, prev, at_ms, record, hash })
+        Ok(Self {
+            seq,
+            prev,
+            at_ms,
+            record,
+            hash,
+        })
     }
 
     /// The body: the canonical JSON of the record, as stored and hashed.
@@ -51,7 +57,10 @@ impl Entry {
 
     /// Its position and hash.
     pub fn committed(&self) -> Committed {
-        Committed { seq: self.seq, hash: self.hash.clone() }
+        Committed {
+            seq: self.seq,
+            hash: self.hash.clone(),
+        }
     }
 }
 
@@ -205,18 +214,39 @@ mod tests {
 
     #[test]
     fn keys_are_sorted_recursively_and_whitespace_dropped() {
-        let v: Value = serde_json::from_str(r#"{ "b": 1, "a": {"z": [3, {"y": 1, "x": 2}], "é": null, "Z": true} }"#).unwrap();
-        assert_eq!(canonical_json(&v), r#"{"a":{"Z":true,"z":[3,{"x":2,"y":1}],"é":null},"b":1}"#);
+        let v: Value = serde_json::from_str(
+            r#"{ "b": 1, "a": {"z": [3, {"y": 1, "x": 2}], "é": null, "Z": true} }"#,
+        )
+        .unwrap();
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":{"Z":true,"z":[3,{"x":2,"y":1}],"é":null},"b":1}"#
+        );
     }
 
     #[test]
     fn strings_and_numbers_match_serde_json() {
-        for s in ["plain", "quote\" back\\slash", "\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f} \u{7f}", "ünï\u{2028}😀", ""] {
+        for s in [
+            "plain",
+            "quote\" back\\slash",
+            "\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f} \u{7f}",
+            "ünï\u{2028}😀",
+            "",
+        ] {
             let mut out = String::new();
             write_string(s, &mut out);
             assert_eq!(out, serde_json::to_string(s).unwrap());
         }
-        for n in [json!(0), json!(-1), json!(u64::MAX), json!(i64::MIN), json!(1.0), json!(0.1), json!(1e21), json!(-2.5e-7)] {
+        for n in [
+            json!(0),
+            json!(-1),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(1.0),
+            json!(0.1),
+            json!(1e21),
+            json!(-2.5e-7),
+        ] {
             assert_eq!(canonical_json(&n), serde_json::to_string(&n).unwrap());
         }
     }
@@ -246,12 +276,21 @@ mod tests {
             data: Value::Null,
         });
         let e = Entry::seal(1, G.into(), 1_700_000_000_000, record).unwrap();
-        assert_eq!(e.body().unwrap(), r#"{"event":"run_started","kind":"transition","run_id":"run-1","state":"read"}"#);
-        assert_eq!(e.hash, "d1f6cbc2284065c32e279c0d3d3c9b24b561f90f3ba8c337ff40a136c42bbad6");
+        assert_eq!(
+            e.body().unwrap(),
+            r#"{"event":"run_started","kind":"transition","run_id":"run-1","state":"read"}"#
+        );
+        assert_eq!(
+            e.hash,
+            "d1f6cbc2284065c32e279c0d3d3c9b24b561f90f3ba8c337ff40a136c42bbad6"
+        );
     }
 
     #[test]
     fn sha256_of_abc() {
-        assert_eq!(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

@@ -43,7 +43,13 @@ impl MemoryLedger {
         };
         let at_ms = now_ms();
         let hash = entry_hash(seq, &prev, at_ms, &body);
-        entries.push(Entry { seq, prev, at_ms, record, hash: hash.clone() });
+        entries.push(Entry {
+            seq,
+            prev,
+            at_ms,
+            record,
+            hash: hash.clone(),
+        });
         Ok(Committed { seq, hash })
     }
 }

@@ -9,7 +9,9 @@ pub mod verify;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use entry::{canonical_json, entry_hash, hash_input, record_body, sha256_hex, Entry, GENESIS_PREV};
+pub use entry::{
+    canonical_json, entry_hash, hash_input, record_body, sha256_hex, Entry, GENESIS_PREV,
+};
 pub use memory::MemoryLedger;
 pub use record::{Attempt, CallResult, Intent, Outcome, Record, Transition};
 pub use sqlite::{SqliteLedger, SqliteOptions};

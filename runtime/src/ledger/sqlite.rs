@@ -32,7 +32,8 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS entries (
     body  TEXT    NOT NULL
 )";
 
-const INSERT: &str = "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (?1, ?2, ?3, ?4, ?5)";
+const INSERT: &str =
+    "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (?1, ?2, ?3, ?4, ?5)";
 const HEAD: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER BY seq";
 
@@ -49,14 +50,21 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        Self { durability: Durability::Full, busy_timeout: Duration::from_secs(5), max_batch: 1024 }
+        Self {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(5),
+            max_batch: 1024,
+        }
     }
 }
 
 impl SqliteOptions {
     /// The defaults with this durability mode.
     pub fn durability(durability: Durability) -> Self {
-        Self { durability, ..Self::default() }
+        Self {
+            durability,
+            ..Self::default()
+        }
     }
 }
 
@@ -77,7 +85,10 @@ pub struct SqliteLedger {
 
 impl std::fmt::Debug for SqliteLedger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteLedger").field("path", &self.path).field("options", &self.options).finish()
+        f.debug_struct("SqliteLedger")
+            .field("path", &self.path)
+            .field("options", &self.options)
+            .finish()
     }
 }
 
@@ -100,32 +111,52 @@ impl SqliteLedger {
         let path = path.as_ref().to_path_buf();
         let conn = Connection::open_with_flags(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| unavailable(&path, "cannot open", e))?;
-        conn.busy_timeout(options.busy_timeout).map_err(|e| unavailable(&path, "busy_timeout", e))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(|e| unavailable(&path, "busy_timeout", e))?;
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
             .map_err(|e| unavailable(&path, "cannot enable WAL mode", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(unavailable(&path, "cannot enable WAL mode", format!("journal_mode is {mode}")));
+            return Err(unavailable(
+                &path,
+                "cannot enable WAL mode",
+                format!("journal_mode is {mode}"),
+            ));
         }
         let sync = match options.durability {
             Durability::Full => "FULL",
             Durability::Normal => "NORMAL",
         };
-        conn.pragma_update(None, "synchronous", sync).map_err(|e| unavailable(&path, "synchronous", e))?;
-        if conn.is_readonly(rusqlite::MAIN_DB).map_err(|e| unavailable(&path, "cannot open", e))? {
-            return Err(unavailable(&path, "cannot write", "the database is read-only"));
+        conn.pragma_update(None, "synchronous", sync)
+            .map_err(|e| unavailable(&path, "synchronous", e))?;
+        if conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(|e| unavailable(&path, "cannot open", e))?
+        {
+            return Err(unavailable(
+                &path,
+                "cannot write",
+                "the database is read-only",
+            ));
         }
-        conn.execute_batch(SCHEMA).map_err(|e| unavailable(&path, "cannot create the entries table", e))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| unavailable(&path, "cannot create the entries table", e))?;
         // The shape of an existing table, and the ability to take the write lock, are checked now
         // rather than at the first append.
-        conn.prepare(INSERT).map_err(|e| unavailable(&path, "the entries table has another shape", e))?;
-        conn.execute_batch("BEGIN IMMEDIATE; COMMIT;").map_err(|e| unavailable(&path, "cannot write", e))?;
+        conn.prepare(INSERT)
+            .map_err(|e| unavailable(&path, "the entries table has another shape", e))?;
+        conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")
+            .map_err(|e| unavailable(&path, "cannot write", e))?;
 
         let reader = open_read_only(&path)?;
-        reader.busy_timeout(options.busy_timeout).map_err(|e| unavailable(&path, "busy_timeout", e))?;
+        reader
+            .busy_timeout(options.busy_timeout)
+            .map_err(|e| unavailable(&path, "busy_timeout", e))?;
 
         let (jobs, queue) = mpsc::channel::<Job>();
         let max_batch = options.max_batch.max(1);
@@ -133,7 +164,13 @@ impl SqliteLedger {
             .name("escepine-ledger".into())
             .spawn(move || writer_loop(conn, queue, max_batch))
             .map_err(|e| unavailable(&path, "cannot start the writer thread", e))?;
-        Ok(Self { path, options, jobs: Some(jobs), writer: Some(writer), reader: Mutex::new(Some(reader)) })
+        Ok(Self {
+            path,
+            options,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            reader: Mutex::new(Some(reader)),
+        })
     }
 
     /// The database file.
@@ -147,9 +184,17 @@ impl SqliteLedger {
     }
 
     /// Run `f` on the read-only connection.
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, LedgerError>) -> Result<T, LedgerError> {
-        let guard = self.reader.lock().map_err(|_| LedgerError::Unavailable("the ledger reader is poisoned".into()))?;
-        let conn = guard.as_ref().ok_or_else(|| LedgerError::Unavailable("the ledger is closed".into()))?;
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, LedgerError>,
+    ) -> Result<T, LedgerError> {
+        let guard = self
+            .reader
+            .lock()
+            .map_err(|_| LedgerError::Unavailable("the ledger reader is poisoned".into()))?;
+        let conn = guard
+            .as_ref()
+            .ok_or_else(|| LedgerError::Unavailable("the ledger is closed".into()))?;
         f(conn)
     }
 }
@@ -194,7 +239,8 @@ impl Ledger for SqliteLedger {
     }
 
     fn head(&self) -> Result<Option<Committed>, LedgerError> {
-        let head = self.read(|conn| read_head(conn).map_err(|e| LedgerError::Unavailable(e.to_string())))?;
+        let head =
+            self.read(|conn| read_head(conn).map_err(|e| LedgerError::Unavailable(e.to_string())))?;
         Ok(head.map(|(seq, hash)| Committed { seq, hash }))
     }
 }
@@ -245,7 +291,8 @@ fn commit_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Committed>, 
         None => (0, GENESIS_PREV.to_string()),
     };
     let at_ms = now_ms();
-    let at = i64::try_from(at_ms).map_err(|_| BatchError::Corrupt("the clock is out of range".into()))?;
+    let at = i64::try_from(at_ms)
+        .map_err(|_| BatchError::Corrupt("the clock is out of range".into()))?;
     let mut committed = Vec::with_capacity(batch.len());
     {
         let mut insert = tx.prepare_cached(INSERT)?;
@@ -255,7 +302,10 @@ fn commit_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Committed>, 
             let hash = entry_hash(seq, &prev, at_ms, &job.body);
             insert.execute(params![s, prev, hash, at, job.body])?;
             prev = hash;
-            committed.push(Committed { seq, hash: prev.clone() });
+            committed.push(Committed {
+                seq,
+                hash: prev.clone(),
+            });
         }
     }
     tx.commit()?;
@@ -265,7 +315,12 @@ fn commit_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Committed>, 
 /// The last entry's seq and hash, checked for shape (the chain itself is [`super::verify`]'s job).
 fn read_head(conn: &Connection) -> Result<Option<(u64, String)>, BatchError> {
     let row = conn
-        .query_row(HEAD, [], |r| Ok((r.get::<_, i64>(0)?, r.get_ref(1)?.as_str().map(str::to_owned).ok())))
+        .query_row(HEAD, [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get_ref(1)?.as_str().map(str::to_owned).ok(),
+            ))
+        })
         .optional()?;
     match row {
         None => Ok(None),
@@ -274,9 +329,9 @@ fn read_head(conn: &Connection) -> Result<Option<(u64, String)>, BatchError> {
                 .ok()
                 .filter(|s| *s > 0)
                 .ok_or_else(|| BatchError::Corrupt(format!("the last entry has seq {seq}")))?;
-            let hash = hash
-                .filter(|h| is_hash(h))
-                .ok_or_else(|| BatchError::Corrupt(format!("entry {seq} has no well-formed hash")))?;
+            let hash = hash.filter(|h| is_hash(h)).ok_or_else(|| {
+                BatchError::Corrupt(format!("entry {seq} has no well-formed hash"))
+            })?;
             Ok(Some((seq, hash)))
         }
     }
@@ -284,7 +339,9 @@ fn read_head(conn: &Connection) -> Result<Option<(u64, String)>, BatchError> {
 
 /// Whether `s` has the shape of an entry hash: 64 lower-case hex digits.
 pub(crate) fn is_hash(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Open the ledger at `path` read-only (it must exist).
@@ -292,8 +349,11 @@ pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerError> {
     if !path.is_file() {
         return Err(unavailable(path, "cannot open", "no such file"));
     }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(|e| unavailable(path, "cannot open", e))?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| unavailable(path, "cannot open", e))?;
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
         .map_err(|e| unavailable(path, "cannot read", e))?;
     Ok(conn)
@@ -321,17 +381,37 @@ impl StoredRow {
             seq: 0,
             why: format!("seq {} is negative", self.seq),
         })?;
-        let corrupt = |why: &str| LedgerError::Corrupt { seq, why: why.to_string() };
-        let prev = self.prev.clone().ok_or_else(|| corrupt("prev is not text"))?;
-        let hash = self.hash.clone().ok_or_else(|| corrupt("hash is not text"))?;
+        let corrupt = |why: &str| LedgerError::Corrupt {
+            seq,
+            why: why.to_string(),
+        };
+        let prev = self
+            .prev
+            .clone()
+            .ok_or_else(|| corrupt("prev is not text"))?;
+        let hash = self
+            .hash
+            .clone()
+            .ok_or_else(|| corrupt("hash is not text"))?;
         let at_ms = self
             .at_ms
             .and_then(|t| u64::try_from(t).ok())
             .ok_or_else(|| corrupt("at_ms is not a non-negative integer"))?;
-        let body = self.body.as_deref().ok_or_else(|| corrupt("body is not text"))?;
-        let record: Record = serde_json::from_str(body)
-            .map_err(|e| LedgerError::Corrupt { seq, why: format!("body is not a record: {e}") })?;
-        Ok(Entry { seq, prev, at_ms, record, hash })
+        let body = self
+            .body
+            .as_deref()
+            .ok_or_else(|| corrupt("body is not text"))?;
+        let record: Record = serde_json::from_str(body).map_err(|e| LedgerError::Corrupt {
+            seq,
+            why: format!("body is not a record: {e}"),
+        })?;
+        Ok(Entry {
+            seq,
+            prev,
+            at_ms,
+            record,
+            hash,
+        })
     }
 }
 
@@ -347,7 +427,8 @@ pub(crate) fn for_each_row(
     conn: &Connection,
     mut each: impl FnMut(StoredRow) -> bool,
 ) -> Result<(), LedgerError> {
-    let read = |e: rusqlite::Error| LedgerError::Unavailable(format!("cannot read the entries: {e}"));
+    let read =
+        |e: rusqlite::Error| LedgerError::Unavailable(format!("cannot read the entries: {e}"));
     let mut stmt = conn.prepare(SELECT_ALL).map_err(read)?;
     let mut rows = stmt.query([]).map_err(read)?;
     while let Some(r) = rows.next().map_err(read)? {

@@ -104,7 +104,10 @@ pub fn verify_path(path: &Path, anchor: Option<&str>) -> Result<VerifyReport, Ve
 }
 
 /// Verify entries held in memory (their bodies are re-encoded canonically).
-pub fn verify_entries(entries: &[Entry], anchor: Option<&str>) -> Result<VerifyReport, VerifyError> {
+pub fn verify_entries(
+    entries: &[Entry],
+    anchor: Option<&str>,
+) -> Result<VerifyReport, VerifyError> {
     let rows = entries
         .iter()
         .map(|e| {
@@ -141,7 +144,12 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn new(anchor: Option<&'a str>) -> Self {
-        Self { next_seq: 1, prev: GENESIS_PREV.to_string(), anchor, anchor_seq: None }
+        Self {
+            next_seq: 1,
+            prev: GENESIS_PREV.to_string(),
+            anchor,
+            anchor_seq: None,
+        }
     }
 
     /// Accept `row` as the next entry, if it is.
@@ -173,7 +181,11 @@ impl<'a> Walk<'a> {
                 });
             }
         }
-        Ok(VerifyReport { entries, head: self.prev, anchor_seq: self.anchor_seq })
+        Ok(VerifyReport {
+            entries,
+            head: self.prev,
+            anchor_seq: self.anchor_seq,
+        })
     }
 }
 
@@ -189,12 +201,24 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn of(row: &'a StoredRow) -> Result<Self, String> {
-        let seq = u64::try_from(row.seq).ok().filter(|s| *s > 0).ok_or_else(|| format!("seq {} is not positive", row.seq))?;
+        let seq = u64::try_from(row.seq)
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| format!("seq {} is not positive", row.seq))?;
         let prev = row.prev.as_deref().ok_or("its prev is not text")?;
         let hash = row.hash.as_deref().ok_or("its hash is not text")?;
-        let at_ms = row.at_ms.and_then(|t| u64::try_from(t).ok()).ok_or("its at_ms is not a non-negative integer")?;
+        let at_ms = row
+            .at_ms
+            .and_then(|t| u64::try_from(t).ok())
+            .ok_or("its at_ms is not a non-negative integer")?;
         let body = row.body.as_deref().ok_or("its body is not text")?;
-        Ok(Self { seq, prev, hash, at_ms, body })
+        Ok(Self {
+            seq,
+            prev,
+            hash,
+            at_ms,
+            body,
+        })
     }
 
     /// Whether this content, sealed as entry `seq`, has this row's hash.
@@ -217,24 +241,46 @@ fn diagnose(rows: &[StoredRow], i: usize, expected: u64, expected_prev: &str) ->
         return tamper(
             expected,
             TamperKind::Inserted,
-            format!("a row with seq {} stands where entry {expected} belongs", row.seq),
+            format!(
+                "a row with seq {} stands where entry {expected} belongs",
+                row.seq
+            ),
         );
     }
     let seq = row.seq.unsigned_abs();
     if seq < expected {
         return if seq + 1 == expected {
-            tamper(seq, TamperKind::Inserted, format!("a second row with seq {seq} follows entry {seq}"))
+            tamper(
+                seq,
+                TamperKind::Inserted,
+                format!("a second row with seq {seq} follows entry {seq}"),
+            )
         } else {
-            tamper(seq, TamperKind::Reordered, format!("entry {seq} comes after entry {}", expected - 1))
+            tamper(
+                seq,
+                TamperKind::Reordered,
+                format!("entry {seq} comes after entry {}", expected - 1),
+            )
         };
     }
     if seq > expected {
-        if rows[i + 1..].iter().any(|r| r.seq.unsigned_abs() == expected && r.seq > 0) {
-            return tamper(expected, TamperKind::Reordered, format!("entry {expected} comes after entry {seq}"));
+        if rows[i + 1..]
+            .iter()
+            .any(|r| r.seq.unsigned_abs() == expected && r.seq > 0)
+        {
+            return tamper(
+                expected,
+                TamperKind::Reordered,
+                format!("entry {expected} comes after entry {seq}"),
+            );
         }
         if let Ok(f) = Fields::of(row) {
             if f.prev == expected_prev && f.hashes_at(expected) {
-                return tamper(expected, TamperKind::Changed, format!("entry {expected} was renumbered {seq}"));
+                return tamper(
+                    expected,
+                    TamperKind::Changed,
+                    format!("entry {expected} was renumbered {seq}"),
+                );
             }
         }
         let missing = if seq == expected + 1 {
@@ -245,7 +291,10 @@ fn diagnose(rows: &[StoredRow], i: usize, expected: u64, expected_prev: &str) ->
         let detail = if expected == 1 {
             format!("{missing}: the chain starts at entry {seq}")
         } else {
-            format!("{missing}: the chain goes from entry {} to entry {seq}", expected - 1)
+            format!(
+                "{missing}: the chain goes from entry {} to entry {seq}",
+                expected - 1
+            )
         };
         return tamper(expected, TamperKind::Removed, detail);
     }
@@ -255,11 +304,17 @@ fn diagnose(rows: &[StoredRow], i: usize, expected: u64, expected_prev: &str) ->
         Ok(f) => f,
         Err(why) => return tamper(expected, TamperKind::Changed, why),
     };
-    let positions: Vec<u64> = rows.iter().filter_map(|r| u64::try_from(r.seq).ok()).collect();
+    let positions: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| u64::try_from(r.seq).ok())
+        .collect();
     let home = if f.self_consistent() {
         Some(f.seq)
     } else {
-        positions.iter().copied().find(|k| *k != f.seq && f.hashes_at(*k))
+        positions
+            .iter()
+            .copied()
+            .find(|k| *k != f.seq && f.hashes_at(*k))
     };
     // Where the original entry of this position went, if it is still stored.
     let original = rows[i + 1..].iter().find_map(|r| {
@@ -310,7 +365,9 @@ fn diagnose(rows: &[StoredRow], i: usize, expected: u64, expected_prev: &str) ->
         }
         Some(k) => {
             // Content sealed as an earlier entry k, which the chain already accepted at seq k.
-            let accepted = rows[..i].iter().find_map(|r| Fields::of(r).ok().filter(|g| g.seq == k));
+            let accepted = rows[..i]
+                .iter()
+                .find_map(|r| Fields::of(r).ok().filter(|g| g.seq == k));
             return match accepted {
                 Some(g) if g.hash == f.hash => {
                     tamper(expected, TamperKind::Inserted, format!("it is a copy of entry {k}"))
@@ -340,12 +397,19 @@ fn diagnose(rows: &[StoredRow], i: usize, expected: u64, expected_prev: &str) ->
     });
     if let Some(g) = owner {
         return if g.self_consistent() {
-            tamper(expected, TamperKind::Changed, format!("its body was replaced by a copy of entry {}'s body", g.seq))
+            tamper(
+                expected,
+                TamperKind::Changed,
+                format!("its body was replaced by a copy of entry {}'s body", g.seq),
+            )
         } else {
             tamper(
                 expected,
                 TamperKind::Reordered,
-                format!("it holds the body of entry {}: the bodies were swapped", g.seq),
+                format!(
+                    "it holds the body of entry {}: the bodies were swapped",
+                    g.seq
+                ),
             )
         };
     }
@@ -409,9 +473,17 @@ mod tests {
     fn intact_and_empty_chains_verify() {
         let rows = chain(5);
         let r = verify_rows(&rows, None).unwrap();
-        assert_eq!((r.entries, r.head.as_str()), (5, rows[4].hash.as_deref().unwrap()));
+        assert_eq!(
+            (r.entries, r.head.as_str()),
+            (5, rows[4].hash.as_deref().unwrap())
+        );
         assert_eq!(verify_rows(&[], None).unwrap().head, GENESIS_PREV);
-        assert_eq!(verify_rows(&rows, rows[2].hash.as_deref()).unwrap().anchor_seq, Some(3));
+        assert_eq!(
+            verify_rows(&rows, rows[2].hash.as_deref())
+                .unwrap()
+                .anchor_seq,
+            Some(3)
+        );
     }
 
     #[test]
@@ -448,7 +520,8 @@ mod tests {
             row.seq += 1;
         }
         let mut forged = base[3].clone();
-        forged.body = Some("{\"kind\":\"transition\",\"run_id\":\"r\",\"event\":\"forged\"}".into());
+        forged.body =
+            Some("{\"kind\":\"transition\",\"run_id\":\"r\",\"event\":\"forged\"}".into());
         r.insert(3, forged);
         assert_eq!(kind(&r), (4, TamperKind::Inserted));
 

@@ -86,6 +86,11 @@ pub struct TempCatalog {
 impl TempCatalog {
     /// Write the records and one policy file.
     pub fn new(records: &[Value], policies: &str) -> Self {
+        Self::with_schema(records, policies, "")
+    }
+
+    /// Write the records, one policy file, and `extra` after the catalog's `.cedarschema`.
+    pub fn with_schema(records: &[Value], policies: &str, extra: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let r = dir.path().join("records");
         let p = dir.path().join("policies");
@@ -102,7 +107,7 @@ impl TempCatalog {
         fs::write(p.join("policies.cedar"), policies).expect("write policies");
         fs::write(
             p.join("schema.cedarschema"),
-            "entity Team;\nentity Agent in [Team];\n",
+            format!("entity Team;\nentity Agent in [Team];\n{extra}"),
         )
         .expect("write schema");
         Self { dir }

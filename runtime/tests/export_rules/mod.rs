@@ -51,6 +51,17 @@ pub fn load_text(record: &Value) -> ToolRecord {
     }
 }
 
+/// Load one record given as JSON text, or the rendered diagnostics.
+pub fn try_load_text(record: &Value) -> Result<ToolRecord, String> {
+    let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
+    let sources = Sources::new()
+        .record_text("mem/record.json", text)
+        .workspace_root(workspace());
+    registry_build::load(&sources)
+        .map(|mut reg| reg.records.remove(0))
+        .map_err(|d| d.render())
+}
+
 /// The catalog's records and the synthetic ones.
 pub fn all_records() -> Vec<ToolRecord> {
     let mut all = load_dir(&workspace().join("tools/records"));
@@ -967,4 +978,187 @@ pub fn without_prose(schema: &Value) -> Value {
         out.insert(k.clone(), v);
     }
     Value::Object(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random schemas within design.md's subset (records that are not in the repository)
+
+const NAMES: [&str; 12] = [
+    "alpha",
+    "beta_count",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta_list",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda_x",
+    "mu",
+];
+const FORMATS: [&str; 9] = [
+    "uri",
+    "email",
+    "date-time",
+    "date",
+    "uuid",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "color",
+];
+const PATTERNS: [&str; 3] = ["^[a-z]{2,8}$", "^[A-Z]{3}-[0-9]{2}$", "^[0-9a-f]{8}$"];
+
+/// Random closed input schemas of the subset: nested objects, arrays of objects, `$defs` and
+/// `$ref` (bare and with siblings), enums of every scalar type, `const`, formats, bounds,
+/// patterns, annotations, `x-authorize-each`, optional fields at every depth.
+pub struct SchemaGen {
+    rng: StdRng,
+    defs: Map<String, Value>,
+}
+
+impl SchemaGen {
+    /// A generator with a fixed seed.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            rng: StdRng::seed_from_u64(seed),
+            defs: Map::new(),
+        }
+    }
+
+    /// One root input schema.
+    pub fn schema(&mut self) -> Value {
+        self.defs = Map::new();
+        for i in 0..self.rng.random_range(0..3) {
+            let def = self.node(2, false);
+            self.defs.insert(format!("def_{i}"), def);
+        }
+        let mut root = self.object(0, false);
+        if self.rng.random_bool(0.3) {
+            let urls = json!({"type": "array", "x-authorize-each": true, "maxItems": 5,
+                              "items": {"type": "string", "format": "uri", "maxLength": 2048}});
+            root["properties"]["links"] = urls;
+        }
+        if !self.defs.is_empty() {
+            root["$defs"] = Value::Object(self.defs.clone());
+        }
+        if self.rng.random_bool(0.5) {
+            root["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+        }
+        root
+    }
+
+    fn node(&mut self, depth: usize, in_array: bool) -> Value {
+        let choice = self.rng.random_range(0..if depth >= 3 { 7 } else { 10 });
+        let mut s = match choice {
+            0 => self.string(),
+            1 => {
+                let mut s = json!({"type": "integer"});
+                if self.rng.random_bool(0.5) {
+                    s["minimum"] = json!(self.rng.random_range(-5..5));
+                }
+                if self.rng.random_bool(0.5) {
+                    s["maximum"] = json!(self.rng.random_range(5..500));
+                }
+                s
+            }
+            2 => json!({"type": "number", "minimum": 0, "maximum": 1.5}),
+            3 => json!({"type": "boolean"}),
+            4 => match self.rng.random_range(0..4) {
+                0 => json!({"type": "string", "enum": ["red", "green", "blue"]}),
+                1 => json!({"enum": [1, 2, 3]}),
+                2 => json!({"enum": [0.5, 1, 2.5]}),
+                _ => json!({"type": "boolean", "enum": [true]}),
+            },
+            5 => match self.rng.random_range(0..3) {
+                0 => json!({"const": "fixed"}),
+                1 => json!({"type": "integer", "const": 7}),
+                _ => json!({"const": false}),
+            },
+            6 if !self.defs.is_empty() => {
+                let names: Vec<String> = self.defs.keys().cloned().collect();
+                let name = &names[self.rng.random_range(0..names.len())];
+                let mut r = json!({"$ref": format!("#/$defs/{name}")});
+                if self.rng.random_bool(0.4) {
+                    r["description"] = json!("A referenced part.");
+                }
+                r
+            }
+            6 => self.string(),
+            7 | 8 => self.object(depth + 1, in_array),
+            _ => {
+                let mut a = json!({"type": "array", "items": self.node(depth + 1, true)});
+                if self.rng.random_bool(0.5) {
+                    a["minItems"] = json!(self.rng.random_range(0..2));
+                }
+                if self.rng.random_bool(0.5) {
+                    a["maxItems"] = json!(self.rng.random_range(2..6));
+                }
+                a
+            }
+        };
+        if self.rng.random_bool(0.3) && s.get("$ref").is_none() {
+            s["description"] = json!("Some words for the model.");
+        }
+        if self.rng.random_bool(0.1) && s.get("$ref").is_none() {
+            s["title"] = json!("A title");
+        }
+        if self.rng.random_bool(0.1) && s.get("$ref").is_none() {
+            s["x-internal"] = json!({"note": 1});
+        }
+        if self.rng.random_bool(0.05) && s.get("$ref").is_none() {
+            s["deprecated"] = json!(true);
+        }
+        s
+    }
+
+    fn string(&mut self) -> Value {
+        let mut s = json!({"type": "string"});
+        match self.rng.random_range(0..4) {
+            0 => {
+                s["format"] = json!(FORMATS[self.rng.random_range(0..FORMATS.len())]);
+                if self.rng.random_bool(0.5) {
+                    s["maxLength"] = json!(2048);
+                }
+                if s["format"] == json!("color") {
+                    s["minLength"] = json!(0);
+                }
+            }
+            1 => s["pattern"] = json!(PATTERNS[self.rng.random_range(0..PATTERNS.len())]),
+            2 => {
+                s["minLength"] = json!(self.rng.random_range(0..3));
+                s["maxLength"] = json!(self.rng.random_range(3..40));
+                if self.rng.random_bool(0.3) {
+                    s["default"] = json!("abc");
+                }
+                if self.rng.random_bool(0.3) {
+                    s["examples"] = json!(["abcd", "xyz"]);
+                }
+            }
+            _ => {}
+        }
+        s
+    }
+
+    fn object(&mut self, depth: usize, in_array: bool) -> Value {
+        let n = self.rng.random_range(if depth == 0 { 1 } else { 0 }..5);
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for _ in 0..n {
+            let name = NAMES[self.rng.random_range(0..NAMES.len())];
+            if props.contains_key(name) {
+                continue;
+            }
+            props.insert(name.to_string(), self.node(depth, in_array));
+            if self.rng.random_bool(0.5) {
+                required.push(json!(name));
+            }
+        }
+        let mut o = json!({"type": "object", "additionalProperties": false, "properties": props});
+        if !required.is_empty() {
+            o["required"] = Value::Array(required);
+        }
+        o
+    }
 }

@@ -2,7 +2,9 @@
 
 #![allow(dead_code)]
 
-use escepine_runtime::ledger::{sha256_hex, Attempt, CallResult, Intent, Outcome, Record, Transition};
+use escepine_runtime::ledger::{
+    sha256_hex, Attempt, CallResult, Intent, Outcome, Record, Transition,
+};
 use serde_json::json;
 
 /// The intent of call `n`, allowed, in `run` (if any).
@@ -63,7 +65,9 @@ pub fn outcome(n: usize) -> Record {
                 egress_refusals: vec![],
             },
         ],
-        output_hash: Some(sha256_hex(escepine_runtime::ledger::canonical_json(&output))),
+        output_hash: Some(sha256_hex(escepine_runtime::ledger::canonical_json(
+            &output,
+        ))),
         output: Some(output),
         error: None,
     })

@@ -204,7 +204,8 @@ fn append_line(payload: &Value) -> Result<usize, Exit> {
         .append(true)
         .open(path)
         .map_err(|e| exit(1, format!("cannot open {}: {e}", path.display())))?;
-    writeln!(file, "{call_id} {key}")
+    // One write(2) per line, so concurrent invocations never interleave within a line.
+    file.write_all(format!("{call_id} {key}\n").as_bytes())
         .map_err(|e| exit(1, format!("cannot append to {}: {e}", path.display())))?;
     drop(file);
     Ok(count_lines(path))
