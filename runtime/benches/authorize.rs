@@ -126,7 +126,7 @@ fn bench(c: &mut Criterion) {
     let principal = Principal::agent("alice");
     let payload = json!({"url": "https://docs.example.org/guide/intro?lang=en", "max_depth": 2, "render": true});
     let tool = "tool_042";
-    let bulk = json!({"url": "https://docs.example.org/", "max_depth": 1});
+    let minimal = json!({"url": "https://docs.example.org/", "max_depth": 1});
     for count in [10usize, 1000] {
         let (_dir, registry) = catalog(count);
         let ours = Authorizer::new(&registry.cedar, &registry.records, None).expect("authorizer");
@@ -157,7 +157,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(ours.authorize(&principal, tool, black_box(&payload))))
         });
         group.bench_function("Authorizer::authorize (minimal payload)", |b| {
-            b.iter(|| black_box(ours.authorize(&principal, tool, black_box(&bulk))))
+            b.iter(|| black_box(ours.authorize(&principal, tool, black_box(&minimal))))
         });
         group.finish();
     }
