@@ -1,0 +1,154 @@
+//! `escepine call`: one governed call from the command line, with design.md's exit codes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/path")
+}
+
+fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str]) -> Output {
+    let f = fixtures();
+    let _ = common::testtool();
+    Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["call", "--records"])
+        .arg(f.join("records"))
+        .arg("--policies")
+        .arg(f.join("policies"))
+        .arg("--envelope")
+        .arg(f.join("envelope.json"))
+        .args([
+            "--principal",
+            principal,
+            "--tool",
+            tool,
+            "--input",
+            input,
+            "--ledger",
+        ])
+        .arg(ledger)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn exit_codes_follow_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let counter = dir.path().join("counter");
+    let c = counter.to_str().unwrap();
+    let alice = r#"Agent::"alice""#;
+
+    let ok = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}"}}"#),
+        &[],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(out, serde_json::json!({"count": 1}));
+
+    let cases: &[(&str, &str, String, i32)] = &[
+        (
+            r#"Agent::"mallory""#,
+            "t_count",
+            format!(r#"{{"counter":"{c}"}}"#),
+            3,
+        ),
+        (alice, "t_write", format!(r#"{{"counter":"{c}"}}"#), 3),
+        (
+            alice,
+            "t_count",
+            format!(r#"{{"counter":"{c}","extra":1}}"#),
+            4,
+        ),
+        (alice, "t_nope", "{}".into(), 4),
+        (alice, "t_fail", format!(r#"{{"counter":"{c}"}}"#), 5),
+        (alice, "t_bad_output", format!(r#"{{"counter":"{c}"}}"#), 6),
+    ];
+    for (principal, tool, input, code) in cases {
+        let o = call(&ledger, principal, tool, input, &[]);
+        assert_eq!(
+            o.status.code(),
+            Some(*code),
+            "{tool} {input}: {}",
+            text(&o.stderr)
+        );
+        assert!(
+            o.stdout.is_empty(),
+            "nothing is printed on stdout for a failed call"
+        );
+    }
+    let with_nulls = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}","note":null}}"#),
+        &["--openai-strict"],
+    );
+    assert_eq!(
+        with_nulls.status.code(),
+        Some(0),
+        "{}",
+        text(&with_nulls.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        2,
+        "only the allowed calls ran"
+    );
+
+    let verify = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "verify"])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
+}
+
+#[test]
+fn a_registration_failure_or_a_refused_overlay_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let bad = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["call", "--records", "/no/such/dir", "--policies"])
+        .arg(fixtures().join("policies"))
+        .args([
+            "--principal",
+            r#"Agent::"alice""#,
+            "--tool",
+            "t_count",
+            "--input",
+            "{}",
+            "--ledger",
+        ])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+
+    let overlay = dir.path().join("overlay.json");
+    std::fs::write(&overlay, r#"{"tools": {"t_count": ["127.0.0.1:9"]}}"#).unwrap();
+    let refused = call(
+        &ledger,
+        r#"Agent::"alice""#,
+        "t_count",
+        "{}",
+        &["--overlay", overlay.to_str().unwrap()],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("outside the deployment envelope"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
