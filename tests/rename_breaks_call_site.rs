@@ -105,7 +105,7 @@ fn shared_tables(manifest: &str, base: &Path) -> String {
     absolutize_paths(&out, base)
 }
 
-/// Lay out `<dir>/examples/catalog-client` and `<dir>/tools/{records,policies,envelope.json}`
+/// Lay out `<dir>/examples/catalog-client` and `<dir>/tools/{records,policies,sops,envelope.json}`
 /// as a workspace of their own; returns the example's directory.
 fn copy_example(dir: &Path) -> PathBuf {
     let root = main_root();
@@ -128,6 +128,7 @@ fn copy_example(dir: &Path) -> PathBuf {
     );
     copy_files(&root.join("tools/records"), &dir.join("tools/records"));
     copy_files(&root.join("tools/policies"), &dir.join("tools/policies"));
+    copy_files(&root.join("tools/sops"), &dir.join("tools/sops"));
     fs::copy(
         root.join("tools/envelope.json"),
         dir.join("tools/envelope.json"),

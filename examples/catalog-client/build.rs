@@ -1,10 +1,11 @@
-//! Compiles the catalog's tool records into typed Rust (see `src/main.rs`).
+//! Compiles the catalog's tool records and SOPs into typed Rust (see `src/main.rs`).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry_build::Builder::new()
         .records("../../tools/records")
         .policies("../../tools/policies")
         .envelope("../../tools/envelope.json")
+        .sops("../../tools/sops")
         .workspace_root("../..")
         .compile()?;
     Ok(())

@@ -19,6 +19,9 @@
 //!
 //! Without `codegen`, the crate gives the runtime and the macros the same rules through
 //! [`load`] and [`check_records`].
+//!
+//! SOP files ([`sop`]) are checked against the records by [`Sources::sops`] (and
+//! `Builder::sops`), and compiled into typed state machines by the `Builder`.
 
 #![deny(missing_docs)]
 
@@ -35,6 +38,7 @@ pub mod record_check;
 pub mod registry;
 pub mod rule;
 pub mod schema;
+pub mod sop;
 pub mod urls;
 
 #[cfg(feature = "codegen")]

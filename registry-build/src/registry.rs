@@ -1,5 +1,5 @@
-//! Loading a registry: every record file, the envelope and the policies, every rule applied,
-//! every problem of every file reported in one run.
+//! Loading a registry: every record file, the envelope, the policies and the SOPs, every rule
+//! applied, every problem of every file reported in one run.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ use crate::envelope::Envelope;
 use crate::record::ToolRecord;
 use crate::record_check;
 use crate::rule::Rule;
+use crate::sop::{self, Sop};
 
 /// What to load. Built with [`Sources::new`] and the chained setters.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +27,9 @@ pub struct Sources {
     /// The workspace whose `[[bin]]`s endpoints may name; discovered from the records'
     /// directory when not set.
     pub workspace_root: Option<PathBuf>,
+    /// Directories (every `*.json` in them) or single files of SOPs, checked against the
+    /// records.
+    pub sops: Vec<PathBuf>,
 }
 
 impl Sources {
@@ -64,6 +68,13 @@ impl Sources {
         self
     }
 
+    /// Add an SOP directory (every `*.json` in it) or a single SOP file; every SOP rule is
+    /// applied against the loaded records.
+    pub fn sops(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sops.push(path.into());
+        self
+    }
+
     /// Every file this load reads (for `cargo:rerun-if-changed`).
     pub fn input_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
@@ -76,6 +87,10 @@ impl Sources {
             out.extend(list_files(p, &["cedar", "cedarschema"]));
         }
         out.extend(self.envelope.iter().cloned());
+        for s in &self.sops {
+            out.push(s.clone());
+            out.extend(list_files(s, &["json"]));
+        }
         out
     }
 }
@@ -89,6 +104,9 @@ pub struct Registry {
     pub envelope: Option<Envelope>,
     /// The Cedar schema and the validated policies.
     pub cedar: Binding,
+    /// The SOPs that passed every SOP rule, sorted by id (empty unless [`Sources::sops`] was
+    /// given).
+    pub sops: Vec<Sop>,
     /// Remarks that are not errors (a skipped rule, say).
     pub notes: Vec<String>,
 }
@@ -100,6 +118,11 @@ impl Registry {
             .binary_search_by(|r| r.tool_id.as_str().cmp(tool_id))
             .ok()
             .map(|i| &self.records[i])
+    }
+
+    /// The SOP `sop_id`.
+    pub fn sop(&self, sop_id: &str) -> Option<&Sop> {
+        self.sops.iter().find(|s| s.sop_id == sop_id)
     }
 }
 
@@ -164,6 +187,34 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     let (records, record_diags) = check_records(&files, &ctx);
     diags.extend(record_diags);
 
+    let mut sops = Vec::new();
+    if !sources.sops.is_empty() {
+        // Ids of record files that failed their own rules: an SOP naming one is not reported
+        // as naming an unknown tool (the record's problems are reported).
+        let failed: std::collections::BTreeSet<String> = files
+            .iter()
+            .filter_map(|f| serde_json::from_str::<serde_json::Value>(&f.text).ok())
+            .filter_map(|v| {
+                ["tool_id", "name"].iter().find_map(|k| {
+                    v.get(*k)
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_string)
+                })
+            })
+            .filter(|id| !records.iter().any(|r| &r.tool_id == id))
+            .collect();
+        let mut sop_files = Vec::new();
+        for path in &sources.sops {
+            match sop::read_files(path) {
+                Ok(f) => sop_files.extend(f),
+                Err(d) => diags.extend(d),
+            }
+        }
+        let (checked, sop_diags) = sop::check_with_records(&sop_files, &records, failed);
+        diags.extend(sop_diags);
+        sops = checked;
+    }
+
     let cedar = if diags.is_empty() {
         match cedar::bind(&records, sources.policies.as_deref()) {
             Ok(b) => Some(b),
@@ -181,6 +232,7 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
             records,
             envelope,
             cedar,
+            sops,
             notes,
         }),
         _ => {

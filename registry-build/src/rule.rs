@@ -121,6 +121,45 @@ rules! {
     PolicyId = "cedar/policy-id",
     /// A file or directory is missing.
     Missing = "input/missing",
+    /// An SOP file is not shaped as the format requires (not an object, a missing field, a
+    /// field of the wrong JSON type, an unknown state `kind`, an empty list).
+    SopShape = "sop/shape",
+    /// A field the SOP format does not know (closed format).
+    SopUnknownField = "sop/unknown-field",
+    /// `sop_id` does not match `^[a-z][a-z0-9_]*$` or cannot be a Rust module name.
+    SopId = "sop/id",
+    /// Two SOP files share a `sop_id`.
+    SopIdUnique = "sop/id-unique",
+    /// An SOP's `version` is not semver.
+    SopVersion = "sop/version",
+    /// A state name does not match `^[a-z][a-z0-9_]*$`, or two names (or a name and a generated
+    /// item) map to the same Rust type name.
+    SopStateName = "sop/state-name",
+    /// An execution step names a tool the registry does not hold.
+    SopUnknownTool = "sop/unknown-tool",
+    /// A step's `on_failure` is not one of the outcomes its tool allows.
+    SopOutcome = "sop/outcome-not-allowed",
+    /// A constraint (or a branch schema) names a field the payload does not have.
+    SopConstraintField = "sop/constraint-field",
+    /// A constraint (or a branch schema) contradicts the field's type or allowed values.
+    SopConstraintType = "sop/constraint-type",
+    /// A constraint (or a branch schema) is not a well-formed, self-contained JSON Schema.
+    SopConstraintSchema = "sop/constraint-schema",
+    /// `start`, a `next`, an `otherwise` or a branch `next` names an undefined state.
+    SopUndefinedState = "sop/undefined-state",
+    /// A state no path from `start` reaches.
+    SopUnreachableState = "sop/unreachable-state",
+    /// A state from which no path leads to a terminal state (or no terminal state at all).
+    SopNoTerminalPath = "sop/no-terminal-path",
+    /// `require_per_url_authorization` on a step whose tool's URLs are not each authorized: no
+    /// single URL field, or a URL list not marked `x-authorize-each`.
+    SopPerUrl = "sop/per-url-list-unmarked",
+    /// A decision branch pointer that is not `/<state>/input/…` or `/<state>/output/…` of an
+    /// execution state run before the decision on every path, or does not resolve in its schema.
+    SopBranchPointer = "sop/branch-pointer",
+    /// Decisions that lead to each other without an execution step between: the run would loop
+    /// forever on unchanged data.
+    SopDecisionCycle = "sop/decision-cycle",
 }
 
 impl fmt::Display for Rule {

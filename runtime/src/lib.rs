@@ -15,11 +15,14 @@ pub mod executor;
 pub mod export;
 pub mod gate;
 pub mod ledger;
+pub mod mcp;
 pub mod overlay;
 pub mod retry;
 mod runtime;
+pub mod sandbox;
 pub mod scrub;
 pub mod secrets;
+pub mod sop;
 pub mod stages;
 
 pub use error::CallError;

@@ -217,7 +217,7 @@ pub async fn execute(
             error_class: result.as_ref().err().map(|e| e.class().to_string()),
             error: result.as_ref().err().map(|e| scrubber.text(&e.to_string())),
             stderr: (!stderr.is_empty()).then(|| scrubber.text(&stderr)),
-            egress_refusals: refusals,
+            egress_refusals: refusals.iter().map(|r| scrubber.text(r)).collect(),
         });
         match result {
             Ok(e) => {

@@ -426,17 +426,18 @@ async fn a_missing_binary_is_a_spawn_error() {
 }
 
 #[tokio::test]
-async fn mcp_stdio_is_refused_clearly() {
+async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
     tool();
+    // The testtool's `echo` mode answers the MCP handshake with a non-MCP JSON line and exits:
+    // the transport must report a failure, never an output.
     let mut record = testtool_record("mcp_tool", "echo");
     record.endpoint.transport = Transport::McpStdio;
-    let err = run(&record, json!({})).await.expect_err("not yet");
-    let ExecError::Spawn(message) = &err else {
-        panic!("not a spawn error: {err:?}")
-    };
+    let err = run(&record, json!({}))
+        .await
+        .expect_err("echo is not an MCP server");
     assert!(
-        message.contains("mcp-stdio transport not available in the process executor yet"),
-        "{message}"
+        !err.is_transient() || matches!(err, ExecError::TimedOut(_)),
+        "{err:?}"
     );
 }
 

@@ -224,6 +224,7 @@ fn show_prints_runs_and_calls_readably() {
     let p = path.to_str().unwrap();
     let out = escepine(&["ledger", "show", p]);
     let all = text(&out.stdout);
+    println!("{all}");
     assert_eq!(out.status.code(), Some(0), "{all}{}", text(&out.stderr));
     for needle in [
         "7 entries, 2 runs, 3 calls",

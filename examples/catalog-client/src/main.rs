@@ -9,6 +9,11 @@
 //!
 //! The calls below go through [`DryRun`], an [`Invoke`] that prints what would be called and
 //! executes nothing: the governed runtime (Cedar, sandbox, ledger) plugs in at the same seam.
+//!
+//! The catalog's SOPs (`tools/sops`) are compiled too: `sops::research` has a `State` enum with
+//! the declared transitions and one step type per execution state, whose payload is its tool's
+//! `Input`. [`propose`] is generic over the step, so handing the step `research::Read` a
+//! `web_search::Input` instead of a `firecrawl_scrape::Input` does not compile.
 
 #![deny(warnings, missing_docs)]
 
@@ -18,13 +23,14 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use escepine_contract::{CedarAction, Invoke, Principal, Tool};
+use escepine_contract::{CedarAction, Invoke, Principal, SopDefinition, SopStep, Tool};
 
 /// The code `registry-build` generated from `tools/records`.
 mod catalog {
     include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"));
 }
 
+use catalog::sops::research;
 use catalog::{firecrawl_scrape, web_search, Client, ToolId};
 
 /// An [`Invoke`] that prints the call it would make — tool, version, Cedar action, principal,
@@ -95,6 +101,21 @@ fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
+/// Propose the payload of one SOP step: typed by the step, so only its tool's `Input` fits.
+/// Prints the proposal (a dry run: nothing is executed).
+fn propose<S: SopStep>(_step: S, input: <S::Tool as Tool>::Input) -> Result<(), Box<dyn Error>> {
+    let payload = serde_json::to_string(&input)?;
+    println!(
+        "[dry run] SOP {} step `{}` would propose to {} {payload} (on failure: {}, then `{}`)",
+        S::SOP_ID,
+        S::STATE,
+        <S::Tool as Tool>::CONTRACT.id,
+        S::ON_FAILURE.as_str(),
+        S::NEXT,
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     println!("{} tools compiled from tools/records:", ToolId::ALL.len());
     for id in ToolId::ALL {
@@ -133,5 +154,30 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         Err(e) => println!("{e}"),
     }
+
+    println!(
+        "SOP {} {} starts at `{}`:",
+        research::Sop::ID,
+        research::Sop::VERSION,
+        research::State::START
+    );
+    for state in research::State::ALL {
+        let next: Vec<&str> = state.successors().iter().map(|s| s.name()).collect();
+        println!("  {state:<12} -> {}", next.join(", "));
+    }
+    // Each step takes exactly its tool's payload type.
+    propose(
+        research::Search,
+        web_search::Input {
+            query: "rust sandboxing".parse()?,
+            max_results: std::num::NonZeroU64::new(5),
+        },
+    )?;
+    propose(
+        research::Read,
+        firecrawl_scrape::Input {
+            url: "https://example.com".parse()?,
+        },
+    )?;
     Ok(())
 }

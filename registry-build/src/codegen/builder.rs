@@ -83,6 +83,14 @@ impl Builder {
         self
     }
 
+    /// Add an SOP directory (every `*.json` in it) or a single SOP file: every SOP rule is
+    /// applied against the records (a rejected SOP fails the build with its diagnostics), and
+    /// the generated file gains `pub mod sops` with a typed state machine per SOP.
+    pub fn sops(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sources = self.sources.sops(path);
+        self
+    }
+
     /// Write into `dir` instead of `OUT_DIR`.
     pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.out_dir = Some(dir.into());

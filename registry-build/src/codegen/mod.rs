@@ -18,7 +18,11 @@
 //! - `pub enum ToolId`: every tool id, with `as_str`, `ALL`, `contract` and `FromStr`;
 //! - `pub trait Client`: one typed method per tool, implemented for every
 //!   [`escepine_contract::Invoke`] type, so a renamed or retyped field is a compile error at the
-//!   call site.
+//!   call site;
+//! - with SOPs ([`Builder::sops`]), `pub mod sops`: per SOP a module with a `Sop` marker
+//!   ([`escepine_contract::SopDefinition`]), a `State` enum with the declared transitions, and one
+//!   step type per execution state ([`escepine_contract::SopStep`]) whose `Tool` is the bound
+//!   tool, so a step cannot be handed another tool's payload.
 //!
 //! The generated code needs only `serde`, `serde_json` and `escepine-contract` in the user's crate.
 
@@ -29,6 +33,7 @@ mod contract;
 mod docs;
 mod error;
 mod idents;
+mod sop;
 mod types;
 
 use std::collections::BTreeMap;
@@ -53,11 +58,17 @@ pub const DEFAULT_FILE_NAME: &str = "escepine_tools.rs";
 /// [`BuildError::Types`] when typify cannot express a schema, [`BuildError::Name`] when a tool id
 /// or an action id cannot be a Rust name (or two map to the same one).
 pub fn generate(registry: &Registry) -> Result<String, BuildError> {
-    generate_records(&registry.records)
+    generate_all(&registry.records, &registry.sops)
 }
 
 /// Generate from records that passed every registration rule (sorted or not).
+#[cfg(test)]
 pub(crate) fn generate_records(records: &[ToolRecord]) -> Result<String, BuildError> {
+    generate_all(records, &[])
+}
+
+/// Generate from records and the SOPs checked against them.
+fn generate_all(records: &[ToolRecord], sops: &[crate::sop::Sop]) -> Result<String, BuildError> {
     let mut sorted: Vec<&ToolRecord> = records.iter().collect();
     sorted.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
 
@@ -69,6 +80,9 @@ pub(crate) fn generate_records(records: &[ToolRecord]) -> Result<String, BuildEr
     items.extend(actions::actions_module(&sorted)?);
     items.extend(client::tool_id_enum(&sorted, &names));
     items.extend(client::client_trait(&sorted, &names));
+    if !sops.is_empty() {
+        items.extend(sop::sops_module(sops, &sorted, &names)?);
+    }
     render(items, sorted.len())
 }
 

@@ -19,13 +19,19 @@ pub use serde_json;
 pub use url;
 
 mod contract;
+mod host;
+pub mod payload;
 mod principal;
+mod sop;
 
 pub use contract::{
     Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryPolicy, SideEffectClass,
     Transport,
 };
+pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
+pub use payload::Payload;
 pub use principal::{Principal, PrincipalParseError};
+pub use sop::{SopDefinition, SopStep};
 
 /// A registered tool known at compile time.
 ///
@@ -39,7 +45,18 @@ pub trait Tool: Send + Sync + 'static {
     /// The Cedar action marker this tool is bound to at compile time.
     type Action: CedarAction;
     /// The registered contract: id, version, class, limits, profile, schemas.
+    ///
+    /// A Rust-first tool (`#[tool(id = …)]`) derives its schemas from its payload types when
+    /// the program runs, so its `CONTRACT` leaves `input_schema` and `output_schema` empty;
+    /// [`Tool::contract`] has them.
     const CONTRACT: Contract;
+
+    /// The contract with its schema texts: [`Tool::CONTRACT`] for a tool generated from a
+    /// record; for a Rust-first tool, `CONTRACT` with the normalised schemas of its payload
+    /// types (computed once per process).
+    fn contract() -> Contract {
+        Self::CONTRACT
+    }
 }
 
 /// A Cedar action of the generated schema, as a type (`actions::firecrawl_scrape`).

@@ -1,4 +1,7 @@
-//! `escepine check`: every registration rule and Cedar strict validation, all problems at once.
+//! `escepine check`: every registration rule, Cedar strict validation and (with `--sops`) every
+//! SOP rule, all problems at once.
+
+use std::path::PathBuf;
 
 use super::{exit, Io, RegistryArgs};
 
@@ -7,6 +10,9 @@ use super::{exit, Io, RegistryArgs};
 pub(crate) struct Args {
     #[command(flatten)]
     registry: RegistryArgs,
+    /// Directory of SOP files (`*.json`), or one SOP file, checked against the records.
+    #[arg(long, value_name = "DIR")]
+    sops: Vec<PathBuf>,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -17,7 +23,11 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
         );
         return exit::USAGE;
     }
-    match registry_build::load(&args.registry.sources()) {
+    let mut sources = args.registry.sources();
+    for s in &args.sops {
+        sources = sources.sops(s);
+    }
+    match registry_build::load(&sources) {
         Ok(reg) => {
             for note in &reg.notes {
                 let _ = writeln!(io.err, "note: {note}");
@@ -33,6 +43,19 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            if !args.sops.is_empty() {
+                let _ = writeln!(
+                    io.out,
+                    "ok: {} SOP{} valid ({})",
+                    reg.sops.len(),
+                    if reg.sops.len() == 1 { "" } else { "s" },
+                    reg.sops
+                        .iter()
+                        .map(|s| format!("{} {}", s.sop_id, s.version))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             exit::OK
         }
         Err(diags) => {

@@ -75,7 +75,7 @@ fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> i32 {
 #[derive(Default)]
 struct Call<'a> {
     call_id: &'a str,
-    intent: Option<(u64, &'a Intent)>,
+    intent: Option<(&'a Entry, &'a Intent)>,
     outcome: Option<(u64, &'a Outcome)>,
 }
 
@@ -112,7 +112,7 @@ fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
             }
             Record::Intent(i) => {
                 let (c, new) = call_slot(&mut calls, &mut call_index, &i.call_id);
-                calls[c].intent.get_or_insert((e.seq, i));
+                calls[c].intent.get_or_insert((e, i));
                 if new {
                     let g = place(&mut groups, i.run_id.as_deref());
                     groups[g].1.push(Item::Call(c));
@@ -224,10 +224,15 @@ fn render_transition(e: &Entry, out: &mut String) {
 fn render_call(call: &Call<'_>, out: &mut String) {
     const PAD: &str = "      ";
     match call.intent {
-        Some((seq, i)) => {
+        Some((e, i)) => {
             out.push_str(&format!(
-                "  #{seq:<5} call {}  {}@{}  {}",
-                call.call_id, i.tool_id, i.tool_version, i.class
+                "  #{:<5} {}  call {}  {}@{}  {}",
+                e.seq,
+                iso8601(e.at_ms),
+                call.call_id,
+                i.tool_id,
+                i.tool_version,
+                i.class
             ));
             if let Some(step) = &i.step {
                 out.push_str(&format!("  step {step}"));
@@ -250,7 +255,7 @@ fn render_call(call: &Call<'_>, out: &mut String) {
                 out.push_str(&format!("{PAD}compensates {c}\n"));
             }
             out.push_str(&format!("{PAD}payload    sha256 {}\n", i.payload_hash));
-            out.push_str(&format!("{PAD}idempotency key {}\n", i.idempotency_key));
+            out.push_str(&format!("{PAD}idempotency {}\n", i.idempotency_key));
             for o in &i.overlay {
                 out.push_str(&format!("{PAD}overlay    {o}\n"));
             }

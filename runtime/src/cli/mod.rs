@@ -10,7 +10,11 @@ mod call;
 mod cedar_schema;
 mod check;
 mod export;
+mod import;
 mod ledger;
+mod run;
+mod serve;
+mod sop;
 
 /// Process exit statuses of the `escepine` commands.
 pub mod exit {
@@ -43,6 +47,18 @@ enum Command {
     /// Verify or show an evidence ledger.
     #[command(subcommand_required = true)]
     Ledger(ledger::Args),
+    /// Run an SOP through the governed path, printing each recorded event; exit 0 completed,
+    /// 10 halted, 11 escalated, 12 compensated, 13 cancelled, 14 not driven.
+    Run(run::RunArgs),
+    /// Resume an interrupted SOP run from the ledger (same registry flags as `run`).
+    Resume(run::ResumeArgs),
+    /// Serve the governed tools over MCP (stdio, or streamable HTTP with bearer tokens).
+    Serve(serve::Args),
+    /// Import tools as draft records: `import mcp --out DIR -- <command …>`.
+    #[command(subcommand_required = true)]
+    Import(import::Args),
+    /// Work with SOP files: `sop graph` draws one as Mermaid or DOT.
+    Sop(sop::Args),
 }
 
 /// Where a command writes: standard output and standard error, or buffers in tests.
@@ -85,6 +101,11 @@ where
         Command::Call(a) => call::run(&a, io),
         Command::Export(a) => export::run(&a, io),
         Command::Ledger(a) => ledger::run(&a, io),
+        Command::Run(a) => run::run(&a, io),
+        Command::Resume(a) => run::resume(&a, io),
+        Command::Sop(a) => sop::run(&a, io),
+        Command::Serve(a) => serve::run(&a, io),
+        Command::Import(a) => import::run(&a, io),
     }
 }
 

@@ -103,19 +103,23 @@ impl ProcessExecutor {
 
     /// The binary to run for `tool`, its digest checked against the record's `sha256` if given.
     ///
-    /// Fails with [`ExecError::Spawn`] for an `mcp-stdio` endpoint (not available in this
-    /// executor yet), a binary that cannot be found, or a digest that differs (naming the
-    /// expected and the actual digest).
+    /// Fails with [`ExecError::Spawn`] for an `mcp-stdio` endpoint (an executor that runs the
+    /// binary as a `stdio-json` job cannot speak MCP; this executor's own attempts run it through
+    /// [`crate::mcp::transport`]), a binary that cannot be found, or a digest that differs
+    /// (naming the expected and the actual digest).
     pub async fn program(&self, tool: &ToolRecord) -> Result<PathBuf, ExecError> {
         match tool.endpoint.transport {
-            Transport::StdioJson => {}
-            Transport::McpStdio => {
-                return Err(ExecError::Spawn(format!(
-                    "mcp-stdio transport not available in the process executor yet (tool `{}`)",
-                    tool.tool_id
-                )))
-            }
+            Transport::StdioJson => self.binary(tool).await,
+            Transport::McpStdio => Err(ExecError::Spawn(format!(
+                "`{}` speaks mcp-stdio, which this executor cannot run as a stdio-json job \
+                 (the process executor runs it through `escepine_runtime::mcp::transport`)",
+                tool.tool_id
+            ))),
         }
+    }
+
+    /// The binary of `tool`'s endpoint, whatever its transport (see [`ProcessExecutor::program`]).
+    async fn binary(&self, tool: &ToolRecord) -> Result<PathBuf, ExecError> {
         let path = resolve::locate(tool, &self.dirs)?;
         if let Some(expected) = &tool.endpoint.sha256 {
             // Hashing reads the whole binary: keep it off the async workers.
@@ -260,11 +264,15 @@ impl ProcessExecutor {
 
     async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
         let deadline = Instant::now() + inv.timeout;
-        let program = tokio::time::timeout_at(deadline, self.program(inv.tool))
+        let program = tokio::time::timeout_at(deadline, self.binary(inv.tool))
             .await
             .map_err(|_| ExecError::TimedOut(inv.timeout))??;
         let command = self.command(&program, &inv)?;
-        self.run(command, &inv, deadline).await
+        match inv.tool.endpoint.transport {
+            Transport::StdioJson => self.run(command, &inv, deadline).await,
+            // One MCP session per attempt: see `crate::mcp::transport`.
+            Transport::McpStdio => crate::mcp::transport::run(command, &inv, deadline).await,
+        }
     }
 }
 

@@ -17,11 +17,22 @@
 //! | `noisy` | writes `stderr_bytes` bytes on stderr, then outputs `{"noisy": stderr_bytes}` |
 //! | `big` | outputs `{"data": "<bytes × 'x'>"}` |
 //! | `abort` | dies of `SIGABRT` |
+//! | `http_put` | `PUT <store>/items/<key>` with body `{"value": value}` |
+//! | `http_delete` | `DELETE <store>/items/<key>` |
+//! | `http_version` | `POST <store>/items/<key>/versions` with body `{"value": value}` |
+//! | `http_get` | `GET <store>/items/<key>` |
+//!
+//! The `http_*` modes make one plain HTTP/1.1 request (`Connection: close`) to the payload's
+//! `store`, which must be `http://127.0.0.1:<port>` (loopback only), with the header
+//! `Idempotency-Key: $ESCEPINE_IDEMPOTENCY_KEY`; `key` is `[A-Za-z0-9_-]+`. A 2xx response's JSON
+//! body is the output; a 5xx response or a connection failure exits 75 (transient); any other
+//! status exits 1.
 //!
 //! A payload that is not JSON, a missing field or an unknown mode exits 2.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -174,6 +185,10 @@ fn respond(mode: &str, payload: &Value) -> Result<Value, Exit> {
             Ok(json!({ "data": "x".repeat(usize::try_from(n).unwrap_or(0)) }))
         }
         "abort" => std::process::abort(),
+        "http_put" => http(payload, "PUT", "", true),
+        "http_delete" => http(payload, "DELETE", "", false),
+        "http_version" => http(payload, "POST", "/versions", true),
+        "http_get" => http(payload, "GET", "", false),
         other => Err(exit(2, format!("unknown mode `{other}`"))),
     }
 }
@@ -209,4 +224,74 @@ fn append_line(payload: &Value) -> Result<usize, Exit> {
         .map_err(|e| exit(1, format!("cannot append to {}: {e}", path.display())))?;
     drop(file);
     Ok(count_lines(path))
+}
+
+/// One HTTP/1.1 request to the payload's loopback `store` (see the module documentation).
+fn http(payload: &Value, method: &str, suffix: &str, with_value: bool) -> Result<Value, Exit> {
+    let store = str_field(payload, "store")?;
+    let port: u16 = store
+        .strip_prefix("http://127.0.0.1:")
+        .map(|p| p.trim_end_matches('/'))
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| {
+            exit(
+                2,
+                format!("`store` must be http://127.0.0.1:<port>, not {store}"),
+            )
+        })?;
+    let key = str_field(payload, "key")?;
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(exit(
+            2,
+            format!("`key` must be [A-Za-z0-9_-]+, not {key:?}"),
+        ));
+    }
+    let body = if with_value {
+        json!({ "value": str_field(payload, "value")? }).to_string()
+    } else {
+        String::new()
+    };
+    let idempotency = std::env::var(ENV_IDEMPOTENCY_KEY).unwrap_or_default();
+    let mut request = format!(
+        "{method} /items/{key}{suffix} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !idempotency.is_empty() {
+        request.push_str(&format!("Idempotency-Key: {idempotency}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let transient = |e: io::Error| exit(EXIT_TRANSIENT, format!("{method} {store}: {e}"));
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(transient)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(transient)?;
+    stream.write_all(request.as_bytes()).map_err(transient)?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).map_err(transient)?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| {
+        exit(
+            EXIT_TRANSIENT,
+            format!("{method} {store}: truncated response"),
+        )
+    })?;
+    let status: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| exit(1, format!("{method} {store}: no status line in {head:?}")))?;
+    match status {
+        200..=299 => serde_json::from_str(body)
+            .map_err(|e| exit(1, format!("{method} {store}: the body is not JSON: {e}"))),
+        500..=599 => Err(exit(
+            EXIT_TRANSIENT,
+            format!("{method} {store}: {status} {body}"),
+        )),
+        _ => Err(exit(1, format!("{method} {store}: {status} {body}"))),
+    }
 }

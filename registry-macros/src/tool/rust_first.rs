@@ -1,0 +1,164 @@
+//! Rust-first: `#[tool(id = "…", …)]` declares the whole contract in Rust.
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::ItemFn;
+
+use super::args::RustFirst;
+use super::{call_body, from_child_module, tool_ident, types_path, Signature};
+
+pub(crate) fn expand(
+    func: &ItemFn,
+    sig: &Signature,
+    args: &RustFirst,
+    description: &str,
+) -> TokenStream {
+    let id_ident = match tool_ident(&args.id) {
+        Ok(i) => i,
+        Err(e) => {
+            let e = e.into_compile_error();
+            return quote! { #func #e };
+        }
+    };
+    let name = &func.sig.ident;
+    let vis = &func.vis;
+    let id = &args.id;
+    let types = types_path(args.types.as_ref(), id.span());
+    // Named once, at the user's `id = "…"`: an action the crate's `.cedarschema` does not
+    // declare has no generated marker, and this path fails to resolve.
+    let action = quote_spanned!(id.span()=> #types::actions::#id_ident);
+
+    let input_ty = &sig.input;
+    let output_ty = &sig.output;
+    let version = &args.version;
+    let class = format_ident!("{}", args.class.variant);
+    let action_groups = &args.action_groups;
+    let compensation = match &args.compensation {
+        Some(c) => {
+            let tool = &c.tool;
+            let fields = c.map.iter().map(|(k, _)| k);
+            let pointers = c.map.iter().map(|(_, p)| p);
+            quote! {
+                ::core::option::Option::Some(::escepine_contract::Compensation {
+                    tool: #tool,
+                    map: &[#((#fields, #pointers)),*],
+                })
+            }
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let timeout_ms = Literal::u64_unsuffixed(args.timeout_ms);
+    let max_attempts = Literal::u32_unsuffixed(args.max_attempts);
+    let backoff_ms = Literal::u64_unsuffixed(args.backoff_ms);
+    let on_failure = args.on_failure.iter().map(|o| format_ident!("{o}"));
+    let command = match &args.command {
+        Some(c) => quote!(#c),
+        None => quote! {
+            match ::core::option_env!("CARGO_BIN_NAME") {
+                ::core::option::Option::Some(bin) => bin,
+                ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
+            }
+        },
+    };
+    let secrets = &args.secrets;
+    let egress = &args.egress;
+
+    // The payload types must be payloads; the bound is checked at the user's types.
+    let input_bound = quote_spanned!(input_ty.span()=> #input_ty);
+    let output_bound = quote_spanned!(output_ty.span()=> #output_ty);
+    let body = call_body(func, sig, quote!(input));
+
+    let group_message = format!(
+        "the Cedar action `{}` is an action group, not a tool's action",
+        id.value()
+    );
+    let doc = format!(
+        " The tool `{}` (Rust-first, `#[tool]`): its contract, its Cedar action and [`{name}`] \
+         as its implementation.",
+        id.value()
+    );
+    let test_mod = format_ident!("escepine_tool_{}", name.unraw());
+    let sources = from_child_module(&types);
+
+    quote! {
+        #func
+
+        #[doc = #doc]
+        #[allow(non_camel_case_types)]
+        #vis struct #name {}
+
+        impl ::escepine_contract::Tool for #name {
+            type Input = #input_ty;
+            type Output = #output_ty;
+            type Action = #action;
+            const CONTRACT: ::escepine_contract::Contract = ::escepine_contract::Contract {
+                id: #id,
+                version: #version,
+                description: #description,
+                cedar_action: #id,
+                action_groups: &[#(#action_groups),*],
+                class: ::escepine_contract::SideEffectClass::#class,
+                compensation: #compensation,
+                timeout_ms: #timeout_ms,
+                retry: ::escepine_contract::RetryPolicy {
+                    max_attempts: #max_attempts,
+                    backoff_ms: #backoff_ms,
+                },
+                on_failure: &[#(::escepine_contract::FailureOutcome::#on_failure),*],
+                endpoint: ::escepine_contract::Endpoint {
+                    transport: ::escepine_contract::Transport::StdioJson,
+                    command: #command,
+                    args: &[#id],
+                    sha256: ::core::option::Option::None,
+                },
+                secrets: &[#(#secrets),*],
+                egress: &[#(#egress),*],
+                filesystem: ::escepine_contract::Filesystem::Workspace,
+                // Derived from the payload types when the program runs: see `contract()`.
+                input_schema: "",
+                output_schema: "",
+            };
+
+            fn contract() -> ::escepine_contract::Contract {
+                static CONTRACT: ::std::sync::OnceLock<::escepine_contract::Contract> =
+                    ::std::sync::OnceLock::new();
+                ::escepine_contract::payload::rust_first_contract::<#input_bound, #output_bound>(
+                    &CONTRACT,
+                    <Self as ::escepine_contract::Tool>::CONTRACT,
+                )
+            }
+        }
+
+        impl ::escepine_contract::ToolFn for #name {
+            type Tool = Self;
+
+            fn call(
+                input: #input_ty,
+                cx: ::escepine_contract::CallContext,
+            ) -> ::escepine_contract::LocalBoxFuture<
+                ::core::result::Result<#output_ty, ::escepine_contract::ToolError>,
+            > {
+                ::std::boxed::Box::pin(async move { #body })
+            }
+        }
+
+        const _: () = ::core::assert!(
+            !<<#name as ::escepine_contract::Tool>::Action as ::escepine_contract::CedarAction>::IS_GROUP,
+            #group_message
+        );
+
+        #[cfg(test)]
+        #[allow(non_snake_case)]
+        mod #test_mod {
+            /// The tool's record (its schemas from its payload types) passes every registration
+            /// rule with the crate's records, policies and envelope, and the context type its
+            /// `.cedarschema` declares for its action is the one its payload implies.
+            #[test]
+            fn registers_with_its_cedar_action() {
+                ::escepine_toolhost::check::rust_first::<super::#name>(&#sources::SOURCES);
+            }
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Cost of a sandbox: a no-op tool (`escepine-hostile noop`) through the sandbox executor —
+//! provision + execute + destroy, with and without the egress proxy, cold and from a warm pool —
+//! against a bare spawn of the same binary, `unshare -Urnmp --fork` of it, and
+//! `bwrap --unshare-all` with a minimal root (each only if installed).
+//!
+//! `cargo bench -p escepine-runtime --bench sandbox` (needs root or unprivileged user
+//! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300).
+//! Prints p50 and p99 per row and the ratios the issue sets targets for.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_runtime::executor::{Executor, Invocation};
+use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
+use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use serde_json::json;
+
+const HOSTILE: &str = "escepine-hostile";
+
+fn hostile() -> PathBuf {
+    if let Some(p) = std::env::var_os("ESCEPINE_HOSTILE") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the bench's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<bench>");
+    let bin = profile_dir.join(HOSTILE);
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "escepine-testkit",
+            "--bin",
+            HOSTILE,
+        ])
+        .arg("--manifest-path")
+        .arg(workspace.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir)
+        .status()
+        .expect("cargo");
+    assert!(status.success(), "building {HOSTILE}");
+    let release = target_dir.join("release").join(HOSTILE);
+    if release.is_file() {
+        release
+    } else {
+        bin
+    }
+}
+
+fn record(binary: &Path) -> ToolRecord {
+    ToolRecord {
+        source: PathBuf::from("<bench>"),
+        tool_id: "noop".into(),
+        version: "1.0.0".parse().unwrap(),
+        description: "no-op".into(),
+        input_schema: json!({ "type": "object" }),
+        output_schema: json!({ "type": "object" }),
+        cedar_action: "noop".into(),
+        action_groups: Vec::new(),
+        side_effect_class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 10_000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: vec![FailureOutcome::Halt],
+        endpoint: EndpointSpec {
+            transport: Transport::StdioJson,
+            command: binary.display().to_string(),
+            args: vec!["noop".into()],
+            sha256: None,
+            resolved: ResolvedCommand::Path(binary.to_path_buf()),
+        },
+        secrets: Vec::new(),
+        sandbox_profile: SandboxProfile {
+            egress: Vec::new(),
+            filesystem: Filesystem::Workspace,
+        },
+    }
+}
+
+struct Row {
+    name: String,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn summarise(name: &str, mut samples: Vec<Duration>) -> Row {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    let row = Row {
+        name: name.to_string(),
+        p50: at(0.50),
+        p99: at(0.99),
+    };
+    println!(
+        "{:<48} p50 {:>8.2} ms   p99 {:>8.2} ms   (n={})",
+        row.name,
+        row.p50.as_secs_f64() * 1e3,
+        row.p99.as_secs_f64() * 1e3,
+        samples.len()
+    );
+    row
+}
+
+/// Runs `cmd` with `{}` on stdin to its end, `iters` times after a warm-up.
+fn time_command(name: &str, iters: usize, mut make: impl FnMut() -> Command) -> Option<Row> {
+    let mut samples = Vec::with_capacity(iters);
+    for i in 0..iters + 10 {
+        let start = Instant::now();
+        let mut child = match make()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                println!("{name:<48} skipped: {e}");
+                return None;
+            }
+        };
+        let _ = child.stdin.take().map(|mut s| s.write_all(b"{}"));
+        let out = child.wait_with_output().expect("wait");
+        if !out.status.success() || !out.stdout.starts_with(b"{}") {
+            println!("{name:<48} skipped: it failed ({})", out.status);
+            return None;
+        }
+        if i >= 10 {
+            samples.push(start.elapsed());
+        }
+    }
+    Some(summarise(name, samples))
+}
+
+fn main() {
+    let iters: usize = std::env::var("ESCEPINE_BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let tool = hostile();
+    println!(
+        "no-op tool: {} noop; {iters} timed runs per row\n",
+        tool.display()
+    );
+
+    let bare = time_command("bare spawn", iters, || {
+        let mut c = Command::new(&tool);
+        c.arg("noop");
+        c
+    });
+    let unshare = time_command("unshare -Urnmp --fork", iters, || {
+        let mut c = Command::new("unshare");
+        c.args(["-Urnmp", "--fork"]).arg(&tool).arg("noop");
+        c
+    });
+    let tool_str = tool.display().to_string();
+    let bwrap = time_command("bwrap --unshare-all (minimal root)", iters, || {
+        let mut c = Command::new("bwrap");
+        c.args(["--unshare-all", "--die-with-parent", "--new-session"])
+            .args(["--ro-bind", "/usr/lib", "/usr/lib"])
+            .args(["--ro-bind", "/usr/lib64", "/usr/lib64"])
+            .args(["--symlink", "usr/lib", "/lib"])
+            .args(["--symlink", "usr/lib64", "/lib64"])
+            .args(["--ro-bind", &tool_str, &tool_str])
+            .args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/workspace"])
+            .args(["--chdir", "/workspace", &tool_str, "noop"]);
+        c
+    });
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let run_dir = tempfile::tempdir().unwrap();
+    let backend = || {
+        Arc::new(
+            LinuxBackend::with_init(env!("CARGO_BIN_EXE_escepine-sandbox-init"))
+                .with_run_dir(run_dir.path()),
+        )
+    };
+    let rec = record(&tool);
+    let proxy_egress: Vec<EgressEntry> = vec!["example.test:443".parse().unwrap()];
+    let mut sandbox_rows = Vec::new();
+    for (name, pool, egress) in [
+        ("sandbox, cold, no egress", 0, Vec::new()),
+        ("sandbox, cold, with proxy", 0, proxy_egress.clone()),
+        ("sandbox, warm pool (2), no egress", 2, Vec::new()),
+        (
+            "sandbox, warm pool (2), with proxy",
+            2,
+            proxy_egress.clone(),
+        ),
+    ] {
+        let ex = SandboxExecutor::with_backend(backend()).with_warm_pool(pool);
+        let secrets = BTreeMap::new();
+        let samples = rt.block_on(async {
+            ex.prewarm(&rec, &egress).await.unwrap();
+            let mut samples = Vec::with_capacity(iters);
+            for i in 0..iters + 10 {
+                if pool > 0 {
+                    // A call rate the pool keeps up with: the previous call's replacement is
+                    // ready (as between an agent's tool calls).
+                    let p = ex.pool().unwrap();
+                    for _ in 0..200 {
+                        if p.ready() >= pool {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                let payload = json!({});
+                let inv = Invocation {
+                    tool: &rec,
+                    payload: &payload,
+                    call_id: "bench",
+                    idempotency_key: "bench",
+                    attempt: 1,
+                    timeout: Duration::from_secs(10),
+                    secrets: &secrets,
+                    egress: &egress,
+                };
+                let start = Instant::now();
+                let out = ex.execute(inv).await.expect("the no-op runs");
+                let took = start.elapsed();
+                assert_eq!(out.output, json!({}));
+                if i >= 10 {
+                    samples.push(took);
+                }
+            }
+            samples
+        });
+        sandbox_rows.push(summarise(name, samples));
+    }
+
+    println!();
+    let ratio = |a: &Row, b: &Row| a.p50.as_secs_f64() / b.p50.as_secs_f64();
+    let cold = &sandbox_rows[1];
+    let warm = &sandbox_rows[3];
+    if let Some(u) = &unshare {
+        println!(
+            "cold sandbox (with proxy) p50 / unshare p50 = {:.2} (target < 2)",
+            ratio(cold, u)
+        );
+    }
+    if let Some(b) = &bwrap {
+        println!(
+            "cold sandbox (with proxy) p50 / bwrap p50   = {:.2} (target < 1)",
+            ratio(cold, b)
+        );
+    }
+    if let Some(b) = &bare {
+        println!(
+            "warm pool (with proxy) p50 / bare spawn p50 = {:.2} (aim < 2)",
+            ratio(warm, b)
+        );
+        println!(
+            "warm pool (no egress) p50 / bare spawn p50  = {:.2}",
+            ratio(&sandbox_rows[2], b)
+        );
+    }
+}

@@ -1,0 +1,507 @@
+//! The `mcp-stdio` transport: one MCP server process per attempt, one `tools/call`.
+//!
+//! [`crate::executor::ProcessExecutor`] routes an `mcp-stdio` endpoint here. The server binary
+//! is resolved, digest-checked and given its environment exactly as for `stdio-json`
+//! ([`ProcessExecutor::program`](crate::executor::ProcessExecutor::program) and
+//! [`ProcessExecutor::command`](crate::executor::ProcessExecutor::command): a cleared
+//! environment, the call id and idempotency key, the declared secrets only, never argv), and it
+//! starts in a new process group. Then, as an MCP client ([`rmcp`]) on its stdin and stdout:
+//!
+//! 1. `initialize` (the legacy handshake every MCP server speaks) and `notifications/initialized`;
+//! 2. `tools/list`, to pick the tool: **the one named exactly as the record's tool id, else the
+//!    only one whose name maps to it** by [`super::names::tool_id_for`] (so `word-count` serves
+//!    the record `word_count`). No name is taken from `endpoint.args`: those stay the server's
+//!    own command-line arguments, as for `stdio-json`;
+//! 3. `tools/call` with the payload (the very value the gates and Cedar saw) as `arguments`;
+//! 4. shut down: stdin is closed, the server gets [`SHUTDOWN_GRACE`] to exit, and then its whole
+//!    process group is killed with `SIGKILL`, whatever is left.
+//!
+//! The output is the result's `structuredContent`; a result without one whose content is exactly
+//! one text block holding JSON gives that JSON; anything else is a protocol violation. Before the
+//! output gate, `null` for an optional property of the output schema is treated as absent
+//! ([`crate::gate::drop_null_optionals`], the documented mapping of the OpenAI dialect): an MCP
+//! server written with optional-as-nullable fields (what schemars emits for `Option<T>`, and what
+//! `escepine import mcp` turns into optional properties) then passes the output gate unchanged
+//! otherwise.
+//!
+//! Failures: a result with `isError: true` is a permanent failure carrying the tool's text (a
+//! transient one if its `_meta` holds `"dev.escepine/transient": true`, [`TRANSIENT_META`]); a
+//! JSON-RPC error answer, or a server without the tool, is permanent; a server that closes the
+//! connection before answering is transient if it exited with status 75 (`EX_TEMPFAIL`, as for
+//! `stdio-json`) and permanent otherwise. The whole attempt — start, handshake, call, shutdown —
+//! is bounded by the attempt's deadline; on expiry the process group is killed and the attempt
+//! times out. A message line longer than the stdout bound is dropped by the client (and the
+//! attempt then times out). stderr is read concurrently, bounded, and kept as the attempt's
+//! diagnostics.
+//!
+//! The session itself ([`call_over`]) works over any pair of byte streams, so an executor that
+//! runs the server elsewhere (in a sandbox) only has to hand over its stdio.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use escepine_contract::EXIT_TRANSIENT;
+use registry_build::ToolRecord;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::process::Command;
+use tokio::time::Instant;
+
+use super::names::tool_id_for;
+use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use crate::executor::{ExecError, Execution, Invocation};
+use crate::gate::drop_null_optionals;
+
+/// The `_meta` key of an error result (`isError: true`) that marks the failure transient: the
+/// retry budget may try again.
+pub const TRANSIENT_META: &str = "dev.escepine/transient";
+
+/// How long the server gets to exit once its stdin is closed, before its group is killed.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+/// Most of a tool's error text kept in the failure message.
+const ERROR_TEXT_LIMIT: usize = 4096;
+
+/// Bounds of one `mcp-stdio` attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest JSON-RPC message line read from the server.
+    pub message_bytes: usize,
+    /// Bytes of stderr kept (the rest is read and counted).
+    pub stderr_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            message_bytes: DEFAULT_STDOUT_LIMIT,
+            stderr_bytes: DEFAULT_STDERR_LIMIT,
+        }
+    }
+}
+
+/// How an MCP session failed, before the server's exit status is known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The connection failed or closed before the answer (the server may have exited).
+    #[error("the MCP connection failed: {0}")]
+    Connection(String),
+    /// The server refused: a JSON-RPC error answer, or no tool of that name.
+    #[error("{0}")]
+    Refused(String),
+    /// The answer is not a usable output (no structured content, no JSON text).
+    #[error("{0}")]
+    Protocol(String),
+    /// The tool reported an error (`isError: true`).
+    #[error("the MCP tool reported an error: {message}")]
+    Tool {
+        /// The tool's text content (bounded).
+        message: String,
+        /// Whether its `_meta` marked it transient.
+        transient: bool,
+    },
+}
+
+/// One attempt of an `mcp-stdio` tool: `command` (as built by
+/// [`ProcessExecutor::command`](crate::executor::ProcessExecutor::command)) is started with piped
+/// stdio in a new process group, [`call_over`] runs on its stdin and stdout until `deadline`,
+/// and the group is killed at the end, whatever happened.
+///
+/// # Errors
+/// See the module documentation for the classification.
+pub async fn run(
+    command: Command,
+    inv: &Invocation<'_>,
+    deadline: Instant,
+) -> Result<Execution, ExecError> {
+    run_with(command, inv, deadline, Limits::default()).await
+}
+
+/// [`run`] with explicit bounds.
+///
+/// # Errors
+/// See the module documentation.
+pub async fn run_with(
+    mut command: Command,
+    inv: &Invocation<'_>,
+    deadline: Instant,
+    limits: Limits,
+) -> Result<Execution, ExecError> {
+    let tool = inv.tool.tool_id.as_str();
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| {
+        ExecError::Spawn(format!(
+            "cannot start the MCP server {} for `{tool}`: {e}",
+            command.as_std().get_program().to_string_lossy()
+        ))
+    })?;
+    // Declared after `child`, so dropped first: the group dies even if this future is dropped.
+    let group = Group::new(child.id());
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(ExecError::Spawn(format!(
+            "the pipes of the MCP server of `{tool}` were not set up"
+        )));
+    };
+
+    let attempt = async {
+        let work = async {
+            let outcome =
+                call_over(stdout, stdin, inv.tool, inv.payload, limits.message_bytes).await;
+            // stdin is closed (the session is over): let the server exit on its own, briefly.
+            let grace = Instant::now() + SHUTDOWN_GRACE;
+            let status = tokio::time::timeout_at(grace.min(deadline), child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
+            // Whatever is left in the group (and holds stderr open) goes now.
+            group.kill();
+            (outcome, status)
+        };
+        tokio::join!(work, read_bounded(stderr, limits.stderr_bytes))
+    };
+
+    match tokio::time::timeout_at(deadline, attempt).await {
+        Ok(((outcome, status), stderr)) => {
+            let stderr = stderr.unwrap_or_else(|e| format!("[stderr unreadable: {e}]"));
+            classify(tool, outcome, status, stderr)
+        }
+        Err(_) => {
+            group.kill();
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            Err(ExecError::TimedOut(inv.timeout))
+        }
+    }
+}
+
+/// An MCP client session on `read`/`write` (the server's stdout and stdin): initialize, pick
+/// the tool for `record`, call it with `payload`, close. Returns the output (see the module
+/// documentation), `null`s of optional output properties removed.
+///
+/// # Errors
+/// [`SessionError`].
+pub async fn call_over<R, W>(
+    read: R,
+    write: W,
+    record: &ToolRecord,
+    payload: &Value,
+    max_line: usize,
+) -> Result<Value, SessionError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let arguments = match payload {
+        Value::Object(m) => m.clone(),
+        other => {
+            return Err(SessionError::Protocol(format!(
+                "MCP arguments must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let transport = AsyncRwTransport::new_client(read, write).with_max_line_length(max_line);
+    let client = ()
+        .serve(transport)
+        .await
+        .map_err(|e| SessionError::Connection(format!("initialize: {e}")))?;
+    let result = async {
+        let tools = client
+            .list_all_tools()
+            .await
+            .map_err(|e| service_error("tools/list", e))?;
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        let name = pick_tool(&names, &record.tool_id)?;
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = Some(arguments);
+        client
+            .call_tool(params)
+            .await
+            .map_err(|e| service_error("tools/call", e))
+    }
+    .await;
+    // Closing the session closes the server's stdin.
+    let _ = client.cancel().await;
+    let mut output = output_of(result?)?;
+    drop_null_optionals(&record.output_schema, &mut output);
+    Ok(output)
+}
+
+/// The MCP tool to call for the tool id `tool_id` among the server's tool `names`: the exact
+/// name, else the only name that maps to it ([`tool_id_for`]).
+///
+/// # Errors
+/// [`SessionError::Refused`] when none or several names map to it.
+pub fn pick_tool(names: &[&str], tool_id: &str) -> Result<String, SessionError> {
+    if names.contains(&tool_id) {
+        return Ok(tool_id.to_string());
+    }
+    let mapped: Vec<&&str> = names.iter().filter(|n| tool_id_for(n) == tool_id).collect();
+    match mapped.as_slice() {
+        [one] => Ok((**one).to_string()),
+        [] => Err(SessionError::Refused(format!(
+            "the MCP server offers no tool `{tool_id}` (its tools: {})",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        ))),
+        several => Err(SessionError::Refused(format!(
+            "several MCP tools map to `{tool_id}`: {}",
+            several.iter().map(|n| **n).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The output of a `tools/call` result (see the module documentation), before the `null`
+/// mapping.
+///
+/// # Errors
+/// [`SessionError::Tool`] for an error result, [`SessionError::Protocol`] for a result that
+/// holds no JSON output.
+pub fn output_of(result: CallToolResult) -> Result<Value, SessionError> {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    if result.is_error == Some(true) {
+        let transient = result
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.get(TRANSIENT_META))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let mut message = if texts.is_empty() {
+            "(no text)".to_string()
+        } else {
+            texts.join("\n")
+        };
+        truncate(&mut message, ERROR_TEXT_LIMIT);
+        return Err(SessionError::Tool { message, transient });
+    }
+    if let Some(v) = result.structured_content {
+        return Ok(v);
+    }
+    match (texts.as_slice(), result.content.len()) {
+        ([text], 1) => serde_json::from_str(text).map_err(|e| {
+            SessionError::Protocol(format!(
+                "the MCP result has no structuredContent and its text is not JSON: {e}"
+            ))
+        }),
+        _ => Err(SessionError::Protocol(format!(
+            "the MCP result has no structuredContent and not exactly one text content \
+             ({} content block(s), {} text)",
+            result.content.len(),
+            texts.len()
+        ))),
+    }
+}
+
+fn service_error(method: &str, e: ServiceError) -> SessionError {
+    match e {
+        ServiceError::McpError(err) => SessionError::Refused(format!(
+            "the MCP server answered {method} with error {}: {}",
+            err.code.0, err.message
+        )),
+        other => SessionError::Connection(format!("{method}: {other}")),
+    }
+}
+
+/// The attempt's result from the session's outcome and the server's exit status (`None`: it
+/// had not exited within the grace and was killed).
+fn classify(
+    tool: &str,
+    outcome: Result<Value, SessionError>,
+    status: Option<ExitStatus>,
+    stderr: String,
+) -> Result<Execution, ExecError> {
+    match outcome {
+        Ok(output) => Ok(Execution {
+            output,
+            stderr,
+            egress_refusals: Vec::new(),
+        }),
+        Err(SessionError::Tool { message, transient }) => {
+            let message = format!("`{tool}` reported an error: {message}");
+            Err(if transient {
+                ExecError::Transient { message, stderr }
+            } else {
+                ExecError::Permanent { message, stderr }
+            })
+        }
+        Err(SessionError::Refused(message)) => Err(ExecError::Permanent {
+            message: format!("`{tool}`: {message}"),
+            stderr,
+        }),
+        Err(SessionError::Protocol(message)) => {
+            Err(ExecError::Protocol(format!("`{tool}`: {message}")))
+        }
+        Err(SessionError::Connection(why)) => {
+            let ended = match status {
+                Some(s) => describe_status(s),
+                None => "it was still running".to_string(),
+            };
+            let message = format!("the MCP server of `{tool}` did not answer ({why}); {ended}");
+            if status.and_then(|s| s.code()) == Some(EXIT_TRANSIENT) {
+                Err(ExecError::Transient { message, stderr })
+            } else {
+                Err(ExecError::Permanent { message, stderr })
+            }
+        }
+    }
+}
+
+fn describe_status(s: ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (Some(code), _) => format!("it exited with status {code}"),
+        (None, Some(sig)) => format!("it was killed by signal {sig}"),
+        _ => format!("it ended with {s}"),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn truncate(s: &mut String, limit: usize) {
+    if s.len() > limit {
+        let mut cut = limit;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(" […]");
+    }
+}
+
+/// Reads `r` to its end, keeping at most `limit` bytes (the rest is counted and noted).
+async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> std::io::Result<String> {
+    let mut kept = Vec::new();
+    let mut dropped = 0u64;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = r.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        let keep = n.min(limit.saturating_sub(kept.len()));
+        kept.extend_from_slice(&buf[..keep]);
+        dropped += (n - keep) as u64;
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!(
+            "\n[stderr truncated: {dropped} more bytes not kept]"
+        ));
+    }
+    Ok(text)
+}
+
+/// The process group of one server, killed with `SIGKILL` on [`Group::kill`] and on drop.
+#[derive(Debug)]
+pub(crate) struct Group(Option<rustix::process::Pid>);
+
+impl Group {
+    pub(crate) fn new(leader: Option<u32>) -> Self {
+        // Never group 0 (ours) or 1 (`kill(-1)` is every process).
+        Self(
+            leader
+                .and_then(|p| i32::try_from(p).ok())
+                .filter(|&p| p > 1)
+                .and_then(rustix::process::Pid::from_raw),
+        )
+    }
+
+    fn kill(&self) {
+        if let Some(pgid) = self.0 {
+            // ESRCH (an empty group) is the normal case after a clean exit.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
+    use serde_json::{json, Map};
+
+    use super::*;
+
+    #[test]
+    fn structured_content_is_the_output() {
+        let r = CallToolResult::structured(json!({"a": 1}));
+        assert_eq!(output_of(r), Ok(json!({"a": 1})));
+    }
+
+    #[test]
+    fn one_json_text_is_the_output_otherwise() {
+        let r = CallToolResult::success(vec![ContentBlock::text("{\"b\": true}")]);
+        assert_eq!(output_of(r), Ok(json!({"b": true})));
+        let r = CallToolResult::success(vec![ContentBlock::text("hello")]);
+        assert!(matches!(output_of(r), Err(SessionError::Protocol(_))));
+        let r = CallToolResult::success(vec![ContentBlock::text("{}"), ContentBlock::text("{}")]);
+        assert!(matches!(output_of(r), Err(SessionError::Protocol(_))));
+    }
+
+    #[test]
+    fn errors_are_permanent_unless_marked_transient() {
+        let r = CallToolResult::error(vec![ContentBlock::text("no such city")]);
+        assert_eq!(
+            output_of(r),
+            Err(SessionError::Tool {
+                message: "no such city".into(),
+                transient: false
+            })
+        );
+        let mut meta = Map::new();
+        meta.insert(TRANSIENT_META.into(), json!(true));
+        let r = CallToolResult::error(vec![ContentBlock::text("busy")])
+            .with_meta(Some(MetaObject(meta)));
+        assert!(matches!(
+            output_of(r),
+            Err(SessionError::Tool {
+                transient: true,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn tools_are_picked_by_exact_then_mapped_name() {
+        assert_eq!(
+            pick_tool(&["word_count", "word-count"], "word_count").as_deref(),
+            Ok("word_count")
+        );
+        assert_eq!(
+            pick_tool(&["word-count"], "word_count").as_deref(),
+            Ok("word-count")
+        );
+        assert!(pick_tool(&["word-count", "word.count"], "word_count").is_err());
+        assert!(pick_tool(&[], "word_count").is_err());
+    }
+}

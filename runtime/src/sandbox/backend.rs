@@ -1,0 +1,235 @@
+//! The backend seam: provision, execute, destroy.
+//!
+//! A [`SandboxBackend`] turns a [`SandboxSpec`] into a running, empty [`Sandbox`], runs exactly
+//! one [`Job`] in it, and destroys it. The Linux backend ([`super::LinuxBackend`]) does this with
+//! namespaces on this machine; an OCI-runtime backend would map a sandbox to a container and a
+//! Kubernetes backend to a pod (one per call, or a warm pool of pods), with a NetworkPolicy that
+//! lets the pod reach nothing but the same egress proxy. The trait is object safe; its futures
+//! are boxed.
+
+use std::any::Any;
+use std::fmt;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use registry_build::EgressEntry;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
+
+use super::{Limits, SandboxError};
+use crate::executor::BoxFuture;
+
+/// Everything a backend needs to provision a sandbox for one tool, before any call is known.
+///
+/// Two calls with equal specs can use sandboxes provisioned alike, which is what a
+/// [`super::WarmPool`] keys on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SandboxSpec {
+    /// The tool's binary (digest already checked), at the same path inside the sandbox.
+    pub program: PathBuf,
+    /// The identity of the binary's file when the spec was made (device, inode, size, mtime and
+    /// ctime), so that a sandbox provisioned for an older file is never used for a newer one.
+    pub program_identity: String,
+    /// Host paths bound read-only at the same path inside: the binary, its interpreter and
+    /// libraries, CA certificates.
+    pub read_only: Vec<PathBuf>,
+    /// The egress entries in force (profile plus overlay); empty means no network at all.
+    pub egress: Vec<EgressEntry>,
+    /// The tool's resource limits.
+    pub limits: Limits,
+}
+
+/// A provisioned sandbox, owned by the caller between `provision` and `destroy`.
+///
+/// The backend keeps its own state inside; dropping a sandbox without destroying it must still
+/// kill everything in it (backends implement `Drop` on their state).
+pub struct Sandbox {
+    id: u64,
+    spec: Arc<SandboxSpec>,
+    used: bool,
+    state: Box<dyn Any + Send + Sync>,
+}
+
+impl fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("id", &self.id)
+            .field("program", &self.spec.program)
+            .field("used", &self.used)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox with backend-specific `state`.
+    pub fn new(id: u64, spec: Arc<SandboxSpec>, state: Box<dyn Any + Send + Sync>) -> Self {
+        Self {
+            id,
+            spec,
+            used: false,
+            state,
+        }
+    }
+
+    /// The backend's id of this sandbox.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The spec it was provisioned for.
+    pub fn spec(&self) -> &Arc<SandboxSpec> {
+        &self.spec
+    }
+
+    /// Whether a job has been started in it (a sandbox runs one job, ever).
+    pub fn is_used(&self) -> bool {
+        self.used
+    }
+
+    /// Mark the sandbox used; fails if it already was.
+    ///
+    /// # Errors
+    /// [`SandboxError::Misuse`] on a second job.
+    pub fn mark_used(&mut self) -> Result<(), SandboxError> {
+        if std::mem::replace(&mut self.used, true) {
+            return Err(SandboxError::Misuse("a sandbox runs exactly one job"));
+        }
+        Ok(())
+    }
+
+    /// The backend state, if it is a `T`.
+    pub fn state_mut<T: Any>(&mut self) -> Option<&mut T> {
+        self.state.downcast_mut()
+    }
+
+    /// The backend state, by value, if it is a `T`.
+    ///
+    /// # Errors
+    /// The sandbox itself, if its state is not a `T`.
+    pub fn into_state<T: Any>(self) -> Result<Box<T>, Self> {
+        let Self {
+            id,
+            spec,
+            used,
+            state,
+        } = self;
+        state.downcast().map_err(|state| Self {
+            id,
+            spec,
+            used,
+            state,
+        })
+    }
+}
+
+/// The one job a sandbox runs.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The program and its arguments (never a secret).
+    pub argv: Vec<String>,
+    /// The tool's entire environment (secrets travel here).
+    pub env: Vec<(String, String)>,
+    /// The tool's standard input.
+    pub stdin: String,
+    /// When everything in the sandbox is killed.
+    pub deadline: Instant,
+    /// Bytes of stdout kept; more is an overflow and kills the job.
+    pub stdout_limit: usize,
+    /// Bytes of stderr kept; the rest is counted and noted.
+    pub stderr_limit: usize,
+}
+
+/// How the tool ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal killed it.
+    Signaled(i32),
+}
+
+/// What one job produced.
+#[derive(Debug, Clone)]
+pub struct JobOutput {
+    /// How the tool ended.
+    pub status: JobStatus,
+    /// Its standard output (at most the job's limit).
+    pub stdout: Vec<u8>,
+    /// Whether it wrote more than the limit on stdout (the job was killed then).
+    pub stdout_overflow: bool,
+    /// Its standard error, bounded, with a note of what was not kept.
+    pub stderr: String,
+}
+
+/// What destroying a sandbox found.
+#[derive(Debug, Clone, Default)]
+pub struct Teardown {
+    /// Egress the sandbox's proxy refused, one line each.
+    pub egress_refusals: Vec<String>,
+    /// Anything that did not go cleanly (already logged).
+    pub problems: Vec<String>,
+}
+
+/// A job started with [`SandboxBackend::attach`]: its standard streams, for an interactive
+/// protocol (an `mcp-stdio` session), and its status.
+pub struct Attached {
+    /// The tool's standard input (dropping it closes it).
+    pub stdin: Pin<Box<dyn AsyncWrite + Send>>,
+    /// The tool's standard output.
+    pub stdout: Pin<Box<dyn AsyncRead + Send>>,
+    /// The tool's standard error.
+    pub stderr: Pin<Box<dyn AsyncRead + Send>>,
+    /// Resolves when the tool has ended.
+    pub status: BoxFuture<'static, Result<JobStatus, SandboxError>>,
+}
+
+impl fmt::Debug for Attached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Attached").finish_non_exhaustive()
+    }
+}
+
+/// Provisions, runs and destroys sandboxes. Object safe: the runtime holds an
+/// `Arc<dyn SandboxBackend>`.
+pub trait SandboxBackend: Send + Sync + 'static {
+    /// A short name for evidence and logs (`linux`, `oci`, `kubernetes`).
+    fn name(&self) -> &'static str;
+
+    /// Build an empty sandbox for `spec` and wait until it is ready to run a job.
+    fn provision(&self, spec: Arc<SandboxSpec>) -> BoxFuture<'_, Result<Sandbox, SandboxError>>;
+
+    /// Run `job` in `sandbox` until it ends or its deadline passes (then kill everything in the
+    /// sandbox and fail with [`SandboxError::TimedOut`]). A sandbox runs one job, ever.
+    fn execute<'a>(
+        &'a self,
+        sandbox: &'a mut Sandbox,
+        job: Job,
+    ) -> BoxFuture<'a, Result<JobOutput, SandboxError>>;
+
+    /// Start `job` in `sandbox` and hand its standard streams to the caller (its `stdin` field
+    /// is ignored, its deadline is the caller's to enforce — by destroying the sandbox). A
+    /// sandbox runs one job, ever. Backends without interactive jobs refuse.
+    fn attach<'a>(
+        &'a self,
+        sandbox: &'a mut Sandbox,
+        job: Job,
+    ) -> BoxFuture<'a, Result<Attached, SandboxError>> {
+        let _ = (sandbox, job);
+        Box::pin(async {
+            Err(SandboxError::Misuse(
+                "this backend runs no interactive jobs",
+            ))
+        })
+    }
+
+    /// Kill whatever is left, release everything the sandbox held, and report.
+    fn destroy(&self, sandbox: Sandbox) -> BoxFuture<'_, Teardown>;
+
+    /// Whether a provisioned, unused sandbox can still run a job (a warm pool asks before
+    /// handing one out).
+    fn is_alive(&self, sandbox: &mut Sandbox) -> bool {
+        let _ = sandbox;
+        true
+    }
+}

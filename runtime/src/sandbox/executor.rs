@@ -1,0 +1,339 @@
+//! [`SandboxExecutor`]: every attempt in a fresh sandbox — provision, execute, destroy.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use escepine_contract::EXIT_TRANSIENT;
+use registry_build::{EgressEntry, ToolRecord};
+use tokio::time::Instant;
+
+use super::backend::{Job, JobOutput, JobStatus, SandboxBackend, SandboxSpec, Teardown};
+use super::deps::{self, DepCache};
+use super::protocol::{RELAY_PORT, WORKSPACE};
+use super::{Limits, LinuxBackend, SandboxError, WarmPool};
+use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
+
+/// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
+///
+/// The binary is found and its `sha256` checked by a [`ProcessExecutor`] (whose bin
+/// directories and workspace root apply), before any sandbox is provisioned; the tool's argv and
+/// environment are the ones that executor builds (`PATH`, `LANG`, the call id, the idempotency
+/// key, the declared secrets), plus `HOME` and `TMPDIR` (the workspace) and, when the tool has
+/// egress, `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and `https_proxy`
+/// (`http://127.0.0.1:3128`). Stdout and stderr are bounded as in the process executor.
+pub struct SandboxExecutor {
+    process: ProcessExecutor,
+    backend: Arc<dyn SandboxBackend>,
+    pool: Option<Arc<WarmPool>>,
+    limits: Limits,
+    extra_read_only: Vec<PathBuf>,
+    deps: Arc<DepCache>,
+    stdout_limit: usize,
+    stderr_limit: usize,
+}
+
+impl std::fmt::Debug for SandboxExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxExecutor")
+            .field("backend", &self.backend.name())
+            .field("pool", &self.pool)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxExecutor {
+    /// The default: the [`LinuxBackend`] with the init binary found by
+    /// [`LinuxBackend::locate_init`], default [`Limits`], no warm pool.
+    ///
+    /// # Errors
+    /// When `escepine-sandbox-init` is not built.
+    pub fn new() -> Result<Self, SandboxError> {
+        Ok(Self::with_backend(Arc::new(LinuxBackend::new()?)))
+    }
+
+    /// An executor provisioning its sandboxes with `backend`.
+    pub fn with_backend(backend: Arc<dyn SandboxBackend>) -> Self {
+        Self {
+            process: ProcessExecutor::new(),
+            backend,
+            pool: None,
+            limits: Limits::default(),
+            extra_read_only: Vec::new(),
+            deps: Arc::default(),
+            stdout_limit: DEFAULT_STDOUT_LIMIT,
+            stderr_limit: DEFAULT_STDERR_LIMIT,
+        }
+    }
+
+    /// Find and check binaries with `process` (its bin directories and workspace root).
+    pub fn with_process_executor(mut self, process: ProcessExecutor) -> Self {
+        self.process = process;
+        self
+    }
+
+    /// The tools' resource limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Also bind `path` (a host file or directory) read-only into every sandbox, at its own path.
+    pub fn with_read_only(mut self, path: impl Into<PathBuf>) -> Self {
+        self.extra_read_only.push(path.into());
+        self
+    }
+
+    /// Keep `size` sandboxes provisioned ahead of demand per tool (0: no pool). Each is used
+    /// for one call and destroyed after it.
+    pub fn with_warm_pool(mut self, size: usize) -> Self {
+        self.pool = (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(&self.backend), size)));
+        self
+    }
+
+    /// Bound the tool's stdout (more is a protocol violation and kills the sandbox).
+    pub fn with_stdout_limit(mut self, bytes: usize) -> Self {
+        self.stdout_limit = bytes;
+        self
+    }
+
+    /// Keep at most `bytes` of the tool's stderr.
+    pub fn with_stderr_limit(mut self, bytes: usize) -> Self {
+        self.stderr_limit = bytes;
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn SandboxBackend> {
+        &self.backend
+    }
+
+    /// The warm pool, if one is configured.
+    pub fn pool(&self) -> Option<&Arc<WarmPool>> {
+        self.pool.as_ref()
+    }
+
+    /// The spec of sandboxes for `tool` with `egress` (resolving and checking its binary).
+    ///
+    /// # Errors
+    /// As [`ProcessExecutor::program`], or when the binary's dependencies cannot be read.
+    pub async fn spec(
+        &self,
+        tool: &ToolRecord,
+        egress: &[EgressEntry],
+    ) -> Result<Arc<SandboxSpec>, ExecError> {
+        let program = self.process.program(tool).await?;
+        self.spec_for(&program, egress).await.map_err(spawn_error)
+    }
+
+    /// Fill the warm pool for `tool` (no-op without a pool).
+    ///
+    /// # Errors
+    /// As [`SandboxExecutor::spec`].
+    pub async fn prewarm(
+        &self,
+        tool: &ToolRecord,
+        egress: &[EgressEntry],
+    ) -> Result<(), ExecError> {
+        if let Some(pool) = &self.pool {
+            let spec = self.spec(tool, egress).await?;
+            pool.fill(&spec);
+        }
+        Ok(())
+    }
+
+    async fn spec_for(
+        &self,
+        program: &Path,
+        egress: &[EgressEntry],
+    ) -> Result<Arc<SandboxSpec>, SandboxError> {
+        let identity = deps::identity(program)?;
+        let (cache, p, id) = (
+            Arc::clone(&self.deps),
+            program.to_path_buf(),
+            identity.clone(),
+        );
+        let mut read_only = tokio::task::spawn_blocking(move || cache.needs(&p, &id))
+            .await
+            .map_err(|e| SandboxError::Dependencies {
+                path: program.display().to_string(),
+                why: e.to_string(),
+            })??;
+        read_only.extend(self.extra_read_only.iter().cloned());
+        Ok(Arc::new(SandboxSpec {
+            program: program.to_path_buf(),
+            program_identity: identity,
+            read_only,
+            egress: egress.to_vec(),
+            limits: self.limits,
+        }))
+    }
+
+    /// The job for `inv` in a sandbox of `spec`.
+    fn job(
+        &self,
+        spec: &SandboxSpec,
+        inv: &Invocation<'_>,
+        deadline: Instant,
+    ) -> Result<Job, ExecError> {
+        let command = self.process.command(&spec.program, inv)?;
+        let std = command.as_std();
+        let mut argv = vec![spec.program.to_string_lossy().into_owned()];
+        argv.extend(std.get_args().map(|a| a.to_string_lossy().into_owned()));
+        let mut env: Vec<(String, String)> = std
+            .get_envs()
+            .filter_map(|(k, v)| {
+                v.map(|v| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                })
+            })
+            .collect();
+        env.push(("HOME".into(), WORKSPACE.into()));
+        env.push(("TMPDIR".into(), WORKSPACE.into()));
+        if !spec.egress.is_empty() {
+            let proxy = format!("http://127.0.0.1:{RELAY_PORT}");
+            for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+                env.push((name.into(), proxy.clone()));
+            }
+        }
+        let stdin = serde_json::to_string(inv.payload).map_err(|e| {
+            ExecError::Spawn(format!(
+                "cannot encode the payload of `{}`: {e}",
+                inv.tool.tool_id
+            ))
+        })?;
+        Ok(Job {
+            argv,
+            env,
+            stdin,
+            deadline,
+            stdout_limit: self.stdout_limit,
+            stderr_limit: self.stderr_limit,
+        })
+    }
+
+    async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
+        let deadline = Instant::now() + inv.timeout;
+        let timed_out = || ExecError::TimedOut(inv.timeout);
+        // The binary's digest is checked before any sandbox exists.
+        let program = tokio::time::timeout_at(deadline, self.process.program(inv.tool))
+            .await
+            .map_err(|_| timed_out())??;
+        let spec = tokio::time::timeout_at(deadline, self.spec_for(&program, inv.egress))
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(spawn_error)?;
+        let job = self.job(&spec, &inv, deadline)?;
+        let provision = async {
+            match &self.pool {
+                Some(pool) => pool.take(Arc::clone(&spec)).await,
+                None => self.backend.provision(Arc::clone(&spec)).await,
+            }
+        };
+        // A cancelled provisioning drops the half-built sandbox, which kills it.
+        let mut sandbox = tokio::time::timeout_at(deadline, provision)
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(spawn_error)?;
+        let result = self.backend.execute(&mut sandbox, job).await;
+        let teardown = self.backend.destroy(sandbox).await;
+        let tool = inv.tool.tool_id.as_str();
+        match result {
+            Ok(out) => classify(tool, out, teardown, self.stdout_limit),
+            Err(SandboxError::TimedOut) => Err(timed_out()),
+            Err(e) => Err(ExecError::Spawn(with_refusals(e.to_string(), &teardown))),
+        }
+    }
+}
+
+impl Executor for SandboxExecutor {
+    fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
+        Box::pin(self.attempt(inv))
+    }
+}
+
+fn spawn_error(e: SandboxError) -> ExecError {
+    ExecError::Spawn(e.to_string())
+}
+
+/// `text` with the egress refusals appended, so that a failed attempt's evidence keeps them.
+fn with_refusals(mut text: String, teardown: &Teardown) -> String {
+    for r in &teardown.egress_refusals {
+        text.push_str(&format!("\n[egress {r}]"));
+    }
+    text
+}
+
+/// The outcome of a job that ran to its end (as the process executor classifies it).
+fn classify(
+    tool: &str,
+    out: JobOutput,
+    teardown: Teardown,
+    stdout_limit: usize,
+) -> Result<Execution, ExecError> {
+    if out.stdout_overflow {
+        return Err(ExecError::Protocol(format!(
+            "`{tool}` wrote more than {stdout_limit} bytes on stdout"
+        )));
+    }
+    let stderr = || with_refusals(out.stderr.clone(), &teardown);
+    match out.status {
+        JobStatus::Exited(0) => {
+            if out.stdout.iter().all(u8::is_ascii_whitespace) {
+                return Err(ExecError::Protocol(format!(
+                    "`{tool}` exited 0 but wrote no output on stdout"
+                )));
+            }
+            let output = serde_json::from_slice(&out.stdout).map_err(|e| {
+                ExecError::Protocol(format!(
+                    "the stdout of `{tool}` is not exactly one JSON value: {e}"
+                ))
+            })?;
+            Ok(Execution {
+                output,
+                stderr: out.stderr,
+                egress_refusals: teardown.egress_refusals,
+            })
+        }
+        JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {
+            message: format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+            stderr: stderr(),
+        }),
+        JobStatus::Exited(code) => Err(ExecError::Permanent {
+            message: format!("`{tool}` exited with status {code}"),
+            stderr: stderr(),
+        }),
+        JobStatus::Signaled(sig) => Err(ExecError::Permanent {
+            message: format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+            stderr: stderr(),
+        }),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => " (SIGHUP)",
+        libc::SIGINT => " (SIGINT)",
+        libc::SIGILL => " (SIGILL)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGBUS => " (SIGBUS)",
+        libc::SIGFPE => " (SIGFPE)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGPIPE => " (SIGPIPE)",
+        libc::SIGTERM => " (SIGTERM)",
+        libc::SIGXCPU => " (SIGXCPU)",
+        libc::SIGXFSZ => " (SIGXFSZ)",
+        libc::SIGSYS => " (SIGSYS)",
+        _ => "",
+    }
+}

@@ -1,0 +1,431 @@
+//! `escepine-sandbox-init`: the process the Linux backend starts for every sandbox.
+//!
+//! Its standard input is the control socket ([`super::protocol`]), whose first message brings
+//! the tool's stdin pipe; its standard output and error are the tool's. It runs in two processes:
+//!
+//! - the **outer** process (in the host's namespaces) reads [`Provision`], clones the sandbox's
+//!   PID 1 into fresh user, PID, mount, network, IPC, UTS and cgroup namespaces, writes its
+//!   `setgroups`/`uid_map`/`gid_map` (uid and gid 0 inside → the unprivileged outside id), lets
+//!   it go on, and waits for it;
+//! - **PID 1** becomes uid 0 of its namespace, builds the root file system ([`mounts`]), brings
+//!   loopback up when the sandbox has egress, prepares the landlock ruleset ([`fence`]) and the
+//!   seccomp filter ([`seccomp`]), reports ready and waits for [`Exec`]. Then it forks the tool,
+//!   which applies the limits, drops every capability, restricts itself and executes; PID 1 runs
+//!   the loopback relay ([`relay`]), reaps every process, and when the tool ends reports its
+//!   status and exits — which kills everything left in the PID namespace.
+//!
+//! Both processes are single-threaded whenever they fork (the relay thread starts after the
+//! tool's fork), so the code between fork and exec may be ordinary Rust.
+
+mod fence;
+mod limits;
+mod mounts;
+mod relay;
+mod seccomp;
+
+use std::ffi::CString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+
+use rustix::process::{Pid, Signal, WaitOptions};
+use serde::de::DeserializeOwned;
+
+use super::protocol::{Exec, FromInit, Provision, HOSTNAME, MAX_LINE, WORKSPACE};
+
+/// The entry point of `escepine-sandbox-init`.
+pub fn main() -> ! {
+    std::process::exit(outer())
+}
+
+/// One end of the control socket, line-delimited JSON.
+struct Control {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Control {
+    fn new(fd: OwnedFd) -> std::io::Result<Self> {
+        let stream = UnixStream::from(fd);
+        let writer = stream.try_clone()?;
+        Ok(Self {
+            reader: BufReader::new(stream),
+            writer,
+        })
+    }
+
+    /// The next message; `None` at end of stream (the host is gone).
+    fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, String> {
+        let mut line = String::new();
+        let n = (&mut self.reader)
+            .take(MAX_LINE as u64)
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the control socket: {e}"))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        serde_json::from_str(&line)
+            .map(Some)
+            .map_err(|e| format!("malformed control message: {e}"))
+    }
+
+    fn send(&mut self, msg: &FromInit) {
+        if let Ok(mut line) = serde_json::to_string(msg) {
+            line.push('\n');
+            // The host may be gone; then nobody is listening and the sandbox dies anyway.
+            let _ = self.writer.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// Points `fd` (0, 1 or 2) at `/dev/null`.
+fn null_stdio(which: i32) {
+    if let Ok(null) = rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        let _ = match which {
+            0 => rustix::stdio::dup2_stdin(&null),
+            1 => rustix::stdio::dup2_stdout(&null),
+            _ => rustix::stdio::dup2_stderr(&null),
+        };
+    }
+}
+
+/// The outer process; returns its exit status.
+fn outer() -> i32 {
+    // The control socket arrives as stdin: keep a close-on-exec copy, and free fd 0.
+    let control = match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => fd,
+        Err(_) => return 70,
+    };
+    null_stdio(0);
+    // The first message carries the read end of the tool's stdin pipe; it becomes fd 0.
+    let first = receive_provision(&control);
+    let mut ctl = match Control::new(control) {
+        Ok(c) => c,
+        Err(_) => return 70,
+    };
+    let provision: Provision = match first {
+        Ok(Some((p, stdin))) => {
+            if let Err(e) = rustix::stdio::dup2_stdin(&stdin) {
+                ctl.send(&FromInit::Failed {
+                    message: format!("dup2 of the tool's stdin: {e}"),
+                });
+                return 70;
+            }
+            p
+        }
+        Ok(None) => return 0,
+        Err(message) => {
+            ctl.send(&FromInit::Failed { message });
+            return 70;
+        }
+    };
+    let (sync_r, sync_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+        Ok(p) => p,
+        Err(e) => {
+            ctl.send(&FromInit::Failed {
+                message: format!("pipe: {e}"),
+            });
+            return 70;
+        }
+    };
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWNET
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP;
+    // SAFETY: `clone` with a null stack and no CLONE_VM/CLONE_THREAD behaves like `fork`: the
+    // child gets a copy of this address space. This process never starts a thread, so the child
+    // may go on running ordinary Rust code (no lock can be held by a thread that does not exist
+    // in the child). The arguments after the stack are unused without CLONE_*TID/SETTLS flags.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (flags | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    if pid < 0 {
+        ctl.send(&FromInit::Failed {
+            message: format!(
+                "cannot create the sandbox's namespaces: {}",
+                std::io::Error::last_os_error()
+            ),
+        });
+        return 70;
+    }
+    if pid == 0 {
+        drop(sync_w);
+        pid1(ctl, provision, sync_r);
+    }
+    drop(sync_r);
+    let pid = pid as i32;
+    if let Err(message) = write_maps(pid, &provision) {
+        if let Some(p) = Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(p, Signal::KILL);
+        }
+        ctl.send(&FromInit::Failed { message });
+        let _ = rustix::process::wait(WaitOptions::empty());
+        return 70;
+    }
+    ctl.send(&FromInit::Spawned { pid1: pid });
+    let _ = rustix::io::write(&sync_w, b"g");
+    drop(sync_w);
+    drop(ctl);
+    // The tool's pipes must see EOF when the tool's processes are gone, not when this one is.
+    null_stdio(1);
+    null_stdio(2);
+    loop {
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(Some((p, _))) if p.as_raw_nonzero().get() == pid => return 0,
+            Ok(_) => continue,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return 0,
+        }
+    }
+}
+
+/// Reads the [`Provision`] line and the stdin pipe that comes with it (`SCM_RIGHTS`); `None`
+/// if the host closed the socket first.
+fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd)>, String> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut line: Vec<u8> = Vec::new();
+    let mut stdin: Option<OwnedFd> = None;
+    let mut buf = vec![0u8; 64 * 1024];
+    while !line.ends_with(b"\n") {
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+        let got = rustix::net::recvmsg(
+            control,
+            &mut [std::io::IoSliceMut::new(&mut buf)],
+            &mut ancillary,
+            RecvFlags::CMSG_CLOEXEC,
+        )
+        .map_err(|e| format!("cannot read the control socket: {e}"))?;
+        for msg in ancillary.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = msg {
+                for fd in fds {
+                    stdin.get_or_insert(fd);
+                }
+            }
+        }
+        if got.bytes == 0 {
+            return Ok(None);
+        }
+        line.extend_from_slice(&buf[..got.bytes]);
+        if line.len() > MAX_LINE {
+            return Err("the provision message is too long".into());
+        }
+    }
+    let provision =
+        serde_json::from_slice(&line).map_err(|e| format!("malformed provision: {e}"))?;
+    let stdin = stdin.ok_or("the provision came without the tool's stdin")?;
+    Ok(Some((provision, stdin)))
+}
+
+/// Maps uid and gid 0 of the new user namespace to the outside ids.
+fn write_maps(pid: i32, p: &Provision) -> Result<(), String> {
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("/proc/{pid}/{file}"), text)
+            .map_err(|e| format!("cannot write /proc/{pid}/{file}: {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("0 {} 1\n", p.outside_uid))?;
+    write("gid_map", format!("0 {} 1\n", p.outside_gid))?;
+    Ok(())
+}
+
+/// PID 1 of the sandbox: never returns.
+fn pid1(mut ctl: Control, provision: Provision, sync: OwnedFd) -> ! {
+    match build(&mut ctl, &provision, sync) {
+        Ok(Some(prepared)) => {
+            let exec: Exec = match ctl.recv() {
+                Ok(Some(e)) => e,
+                Ok(None) => std::process::exit(0),
+                Err(message) => {
+                    ctl.send(&FromInit::Failed { message });
+                    std::process::exit(1)
+                }
+            };
+            let report = match launch(&provision, prepared, exec) {
+                Ok(r) => r,
+                Err(message) => FromInit::Failed { message },
+            };
+            ctl.send(&report);
+            std::process::exit(0)
+        }
+        Ok(None) => std::process::exit(0),
+        Err(message) => {
+            ctl.send(&FromInit::Failed { message });
+            std::process::exit(1)
+        }
+    }
+}
+
+/// What PID 1 prepares before the tool is known.
+struct Prepared {
+    fence: landlock::RulesetCreated,
+    filters: Vec<seccompiler::BpfProgram>,
+}
+
+/// Builds the sandbox; `None` if the host went away first.
+fn build(ctl: &mut Control, p: &Provision, sync: OwnedFd) -> Result<Option<Prepared>, String> {
+    // Open every bind source while this process still has the host's root credentials
+    // (uid 0 outside, so owner permissions of root's files apply); nothing is mounted yet.
+    let sources = mounts::open_sources(p)?;
+    let mut go = [0u8; 1];
+    match rustix::io::read(&sync, &mut go) {
+        Ok(1) => {}
+        _ => return Ok(None),
+    }
+    drop(sync);
+    let root = rustix::process::Gid::ROOT;
+    rustix::thread::set_thread_res_gid(root, root, root)
+        .map_err(|e| format!("setresgid(0) inside the sandbox: {e}"))?;
+    let root = rustix::process::Uid::ROOT;
+    rustix::thread::set_thread_res_uid(root, root, root)
+        .map_err(|e| format!("setresuid(0) inside the sandbox: {e}"))?;
+    // Credentials changed, which clears the parent-death signal: set it now.
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+        .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
+    mounts::build(p, sources)?;
+    // From here on nothing in the sandbox may read this process's memory or descriptors.
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
+    rustix::system::sethostname(HOSTNAME.as_bytes()).map_err(|e| format!("sethostname: {e}"))?;
+    if p.proxy_dir.is_some() {
+        relay::loopback_up()?;
+    }
+    let filters = seccomp::compile()?;
+    let fence = fence::ruleset(p)?;
+    ctl.send(&FromInit::Ready);
+    Ok(Some(Prepared { fence, filters }))
+}
+
+/// Starts the tool and reports how it ended.
+fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
+    let Prepared { fence, filters } = prepared;
+    if exec.argv.is_empty() {
+        return Err("no program to run".into());
+    }
+    let cstr =
+        |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));
+    let argv: Vec<CString> = exec
+        .argv
+        .into_iter()
+        .map(|a| cstr(a, "an argument"))
+        .collect::<Result<_, _>>()?;
+    let envp: Vec<CString> = exec
+        .env
+        .into_iter()
+        .map(|(k, v)| cstr(format!("{k}={v}"), "an environment variable"))
+        .collect::<Result<_, _>>()?;
+
+    let listener = match p.proxy_dir {
+        Some(_) => Some(relay::listen()?),
+        None => None,
+    };
+    let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| format!("pipe: {e}"))?;
+
+    // SAFETY: `fork` in a process with one thread (the relay starts later): the child may run
+    // ordinary Rust code until it executes the tool or exits with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!(
+            "cannot fork the tool: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if pid == 0 {
+        drop(err_r);
+        let why = child(&p.limits, fence, &filters, &argv, &envp);
+        let _ = rustix::io::write(&err_w, why.as_bytes());
+        // SAFETY: `_exit` ends the child at once, without running the parent's exit handlers
+        // or flushing buffers it copied.
+        unsafe { libc::_exit(127) }
+    }
+    drop(err_w);
+    let mut why = String::new();
+    let _ = std::fs::File::from(err_r).read_to_string(&mut why);
+    if !why.is_empty() {
+        return Err(why);
+    }
+    if let Some(listener) = listener {
+        relay::spawn(listener);
+    }
+    // The tool holds the stdio pipes now; PID 1 lets go of them.
+    null_stdio(0);
+    null_stdio(1);
+    null_stdio(2);
+    loop {
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
+                if let Some(code) = status.exit_status() {
+                    return Ok(FromInit::Exited { code });
+                }
+                if let Some(signal) = status.terminating_signal() {
+                    return Ok(FromInit::Signaled { signal });
+                }
+                return Err(format!("the tool ended with wait status {status:?}"));
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+}
+
+/// In the tool's process: confine it and execute the tool. Returns only on failure, with why.
+fn child(
+    limits: &super::Limits,
+    fence: landlock::RulesetCreated,
+    filters: &[seccompiler::BpfProgram],
+    argv: &[CString],
+    envp: &[CString],
+) -> String {
+    if let Err(e) = rustix::process::chdir(WORKSPACE) {
+        return format!("chdir {WORKSPACE}: {e}");
+    }
+    if let Err(e) = limits::apply(limits) {
+        return e;
+    }
+    if let Err(e) = limits::drop_capabilities() {
+        return e;
+    }
+    if let Err(e) = rustix::thread::set_no_new_privs(true) {
+        return format!("PR_SET_NO_NEW_PRIVS: {e}");
+    }
+    if let Err(e) = fence::restrict(fence) {
+        return e;
+    }
+    if let Err(e) = seccomp::apply(filters) {
+        return e;
+    }
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    // SAFETY: both arrays are null-terminated and point into `argv`/`envp`, which outlive the
+    // call; `execve` only returns on failure.
+    unsafe {
+        libc::execve(argv[0].as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr());
+    }
+    format!(
+        "cannot execute {}: {}",
+        argv[0].to_string_lossy(),
+        std::io::Error::last_os_error()
+    )
+}
+
+/// `fd` as the path `/proc/self/fd/N`.
+fn fd_path(fd: &OwnedFd) -> String {
+    format!("/proc/self/fd/{}", fd.as_raw_fd())
+}

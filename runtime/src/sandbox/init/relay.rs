@@ -1,0 +1,80 @@
+//! The loopback relay: `127.0.0.1:3128` inside the sandbox, each connection spliced to the
+//! host's egress proxy through its Unix socket (bind-mounted at `/run/escepine/proxy.sock`), so
+//! that ordinary `HTTP_PROXY`/`HTTPS_PROXY` clients work although the sandbox has no network.
+
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use crate::sandbox::protocol::{PROXY_DIR, PROXY_SOCKET, RELAY_PORT};
+
+/// Brings the namespace's loopback interface up (it starts down, without its addresses routed).
+pub(super) fn loopback_up() -> Result<(), String> {
+    let sock = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    )
+    .map_err(|e| format!("socket for SIOCSIFFLAGS: {e}"))?;
+    // SAFETY: `ifreq` is a plain C struct (a name and a union of integers and addresses), for
+    // which all-zero bytes are a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo") {
+        *dst = *src as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads one `ifreq` through the pointer, which is valid for the call.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) };
+    if rc != 0 {
+        return Err(format!(
+            "bringing loopback up: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// The relay's listening socket (bound before the tool starts, so its first connect succeeds).
+pub(super) fn listen() -> Result<TcpListener, String> {
+    TcpListener::bind(("127.0.0.1", RELAY_PORT))
+        .map_err(|e| format!("relay: bind 127.0.0.1:{RELAY_PORT}: {e}"))
+}
+
+/// Serves the relay on a thread of PID 1 until the sandbox ends.
+pub(super) fn spawn(listener: TcpListener) {
+    let _ = std::thread::Builder::new()
+        .name("relay".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(tcp) = conn else { continue };
+                let _ = std::thread::Builder::new()
+                    .name("relay-conn".into())
+                    .spawn(move || splice(tcp));
+            }
+        });
+}
+
+/// Copies both ways between one client and the proxy, half-closing as each side finishes.
+fn splice(tcp: TcpStream) {
+    let unix = match UnixStream::connect(Path::new(PROXY_DIR).join(PROXY_SOCKET)) {
+        Ok(u) => u,
+        Err(_) => return,
+    };
+    let (Ok(mut tcp_r), Ok(mut unix_w)) = (tcp.try_clone(), unix.try_clone()) else {
+        return;
+    };
+    let up = std::thread::Builder::new()
+        .name("relay-up".into())
+        .spawn(move || {
+            let _ = io::copy(&mut tcp_r, &mut unix_w);
+            let _ = unix_w.shutdown(Shutdown::Write);
+        });
+    let (mut unix_r, mut tcp_w) = (unix, tcp);
+    let _ = io::copy(&mut unix_r, &mut tcp_w);
+    let _ = tcp_w.shutdown(Shutdown::Write);
+    if let Ok(up) = up {
+        let _ = up.join();
+    }
+}

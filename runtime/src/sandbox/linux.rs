@@ -1,0 +1,664 @@
+//! The Linux backend, host side: starts `escepine-sandbox-init` for each sandbox, speaks the
+//! control protocol, runs the call's egress proxy, and kills and reaps everything on destroy,
+//! on timeout and on drop.
+
+use std::collections::HashSet;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use registry_build::endpoint::WorkspaceBins;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+
+use super::backend::{
+    Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
+};
+use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
+use super::proxy::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
+use super::SandboxError;
+use crate::executor::BoxFuture;
+
+/// The name of the sandbox init binary.
+pub const INIT_BIN: &str = "escepine-sandbox-init";
+/// First outside uid (and gid) of sandboxes when the runtime runs as root.
+pub const DEFAULT_UID_BASE: u32 = 100_000;
+/// Outside ids available from the base: one per live sandbox.
+const SLOTS: u32 = 60_000;
+/// How long destroy waits for the init process to be reaped after the kill.
+const REAP_GRACE: Duration = Duration::from_secs(5);
+
+/// Outside ids of live sandboxes: each sandbox's processes count against `RLIMIT_NPROC` alone.
+#[derive(Debug)]
+struct Slots {
+    in_use: Mutex<HashSet<u32>>,
+    cursor: AtomicU32,
+}
+
+impl Slots {
+    fn new() -> Self {
+        // Start somewhere else in every process, so that two runtimes on one machine rarely
+        // share an outside uid.
+        let start = (std::process::id().wrapping_mul(7919)) % SLOTS;
+        Self {
+            in_use: Mutex::new(HashSet::new()),
+            cursor: AtomicU32::new(start),
+        }
+    }
+
+    fn acquire(self: &Arc<Self>) -> Result<SlotGuard, SandboxError> {
+        let mut used = self
+            .in_use
+            .lock()
+            .map_err(|_| SandboxError::Protocol("the slot table is poisoned".into()))?;
+        for _ in 0..SLOTS {
+            let slot = self.cursor.fetch_add(1, Ordering::Relaxed) % SLOTS;
+            if used.insert(slot) {
+                return Ok(SlotGuard {
+                    slots: Arc::clone(self),
+                    slot,
+                });
+            }
+        }
+        Err(SandboxError::Protocol(format!(
+            "all {SLOTS} sandbox ids are in use"
+        )))
+    }
+}
+
+/// A slot, released on drop.
+#[derive(Debug)]
+struct SlotGuard {
+    slots: Arc<Slots>,
+    slot: u32,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Ok(mut used) = self.slots.in_use.lock() {
+            used.remove(&self.slot);
+        }
+    }
+}
+
+/// Sandboxes from Linux namespaces, on this machine, with nothing installed but this crate's
+/// `escepine-sandbox-init` (see the [module documentation](super)).
+pub struct LinuxBackend {
+    init: PathBuf,
+    resolver: Arc<dyn Resolver>,
+    run_dir: PathBuf,
+    uid_base: u32,
+    slots: Arc<Slots>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for LinuxBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinuxBackend")
+            .field("init", &self.init)
+            .field("run_dir", &self.run_dir)
+            .field("uid_base", &self.uid_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LinuxBackend {
+    /// A backend using the `escepine-sandbox-init` found by [`LinuxBackend::locate_init`], the
+    /// system resolver for its proxies, and the system's temporary directory for proxy sockets.
+    ///
+    /// # Errors
+    /// [`SandboxError::InitNotFound`] when the init binary is not built.
+    pub fn new() -> Result<Self, SandboxError> {
+        Ok(Self::with_init(Self::locate_init()?))
+    }
+
+    /// A backend using the init binary at `init`.
+    pub fn with_init(init: impl Into<PathBuf>) -> Self {
+        Self {
+            init: init.into(),
+            resolver: Arc::new(SystemResolver),
+            run_dir: std::env::temp_dir(),
+            uid_base: DEFAULT_UID_BASE,
+            slots: Arc::new(Slots::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Resolve names for the egress proxies with `resolver` (tests inject answers).
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Keep each sandbox's proxy socket directory (`escepine-sbx-<pid>-<n>`) under `dir`.
+    pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.run_dir = dir.into();
+        self
+    }
+
+    /// Map sandboxes' uid 0 to `base + slot` when running as root (default
+    /// [`DEFAULT_UID_BASE`]; 60,000 ids from there must belong to nobody).
+    pub fn with_uid_base(mut self, base: u32) -> Self {
+        self.uid_base = base;
+        self
+    }
+
+    /// The init binary in use.
+    pub fn init_path(&self) -> &Path {
+        &self.init
+    }
+
+    /// The directory holding proxy socket directories.
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// Finds `escepine-sandbox-init`: `$ESCEPINE_SANDBOX_INIT`, else beside the current
+    /// executable or in its parent directory (`target/<profile>/deps/..`), else in the
+    /// `target/{release,debug}` of the workspace above the working directory.
+    ///
+    /// # Errors
+    /// [`SandboxError::InitNotFound`], naming the places searched.
+    pub fn locate_init() -> Result<PathBuf, SandboxError> {
+        if let Some(p) = std::env::var_os("ESCEPINE_SANDBOX_INIT") {
+            return Ok(PathBuf::from(p));
+        }
+        let mut looked: Vec<PathBuf> = Vec::new();
+        if let Ok(exe) = std::env::current_exe() {
+            if let Some(dir) = exe.parent() {
+                looked.push(dir.join(INIT_BIN));
+                if let Some(up) = dir.parent() {
+                    looked.push(up.join(INIT_BIN));
+                }
+            }
+        }
+        if let Some(root) = std::env::current_dir()
+            .ok()
+            .and_then(|d| WorkspaceBins::find_root(&d))
+        {
+            let bins = WorkspaceBins {
+                root: Some(root),
+                ..WorkspaceBins::default()
+            };
+            looked.extend(bins.built_candidates(INIT_BIN));
+        }
+        if let Some(found) = looked.iter().find(|p| p.is_file()) {
+            return Ok(found.clone());
+        }
+        Err(SandboxError::InitNotFound {
+            looked: looked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
+
+    fn outside_ids(&self, slot: u32) -> (u32, u32) {
+        let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
+        if uid.is_root() {
+            let id = self.uid_base.saturating_add(slot);
+            (id, id)
+        } else {
+            // Unprivileged: only our own ids can be mapped; the limits hold all the same (an
+            // unprivileged user is never exempt from RLIMIT_NPROC), shared among sandboxes.
+            (uid.as_raw(), gid.as_raw())
+        }
+    }
+
+    async fn provision_inner(&self, spec: Arc<SandboxSpec>) -> Result<Sandbox, SandboxError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let slot = self.slots.acquire()?;
+        let (uid, gid) = self.outside_ids(slot.slot);
+        let mut state = LinuxSandbox::default();
+        state.slot = Some(slot);
+        let proxy_dir = if spec.egress.is_empty() {
+            None
+        } else {
+            let dir = self
+                .run_dir
+                .join(format!("escepine-sbx-{}-{id}", std::process::id()));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| SandboxError::io(format!("mkdir {}", dir.display()), e))?;
+            state.proxy_dir = Some(dir.clone());
+            if rustix::process::geteuid().is_root() {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                    .map_err(|e| SandboxError::io(format!("chown {}", dir.display()), e))?;
+            }
+            let proxy = EgressProxy::start(
+                &dir.join(PROXY_SOCKET),
+                spec.egress.clone(),
+                Arc::clone(&self.resolver),
+            )
+            .await
+            .map_err(|e| SandboxError::io("starting the egress proxy", e))?;
+            state.proxy = Some(proxy);
+            Some(dir)
+        };
+
+        let (host_end, init_end) = std::os::unix::net::UnixStream::pair()
+            .map_err(|e| SandboxError::io("socketpair", e))?;
+        let provision = Provision {
+            outside_uid: uid,
+            outside_gid: gid,
+            read_only: spec.read_only.clone(),
+            proxy_dir,
+            limits: spec.limits,
+        };
+        // The tool's stdin: a pipe whose read end travels with the first message.
+        let (stdin_r, stdin_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| SandboxError::io("pipe", e.into()))?;
+        send_with_fd(&host_end, &provision, stdin_r)?;
+        state.stdin = Some(
+            tokio::net::unix::pipe::Sender::from_owned_fd(stdin_w)
+                .map_err(|e| SandboxError::io("the stdin pipe", e))?,
+        );
+        host_end
+            .set_nonblocking(true)
+            .map_err(|e| SandboxError::io("socketpair", e))?;
+        let host_end = tokio::net::UnixStream::from_std(host_end)
+            .map_err(|e| SandboxError::io("socketpair", e))?;
+        let mut child = Command::new(&self.init)
+            .env_clear()
+            .stdin(Stdio::from(OwnedFd::from(init_end)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| SandboxError::io(format!("cannot start {}", self.init.display()), e))?;
+        state.stdout = child.stdout.take();
+        state.stderr = child.stderr.take();
+        state.child = Some(child);
+        let (read, write) = host_end.into_split();
+        state.control = Some(ControlHost {
+            reader: BufReader::new(read),
+            writer: write,
+        });
+
+        match state.control()?.recv().await? {
+            FromInit::Spawned { pid1 } => state.adopt(pid1)?,
+            FromInit::Failed { message } => return Err(SandboxError::Init(message)),
+            other => {
+                return Err(SandboxError::Protocol(format!(
+                    "expected `spawned`, got {other:?}"
+                )))
+            }
+        }
+        match state.control()?.recv().await? {
+            FromInit::Ready => {}
+            FromInit::Failed { message } => return Err(SandboxError::Init(message)),
+            other => {
+                return Err(SandboxError::Protocol(format!(
+                    "expected `ready`, got {other:?}"
+                )))
+            }
+        }
+        Ok(Sandbox::new(id, spec, Box::new(state)))
+    }
+}
+
+/// Sends `msg` as one line with `fd` attached (`SCM_RIGHTS`), on the still-blocking socket.
+fn send_with_fd<T: serde::Serialize>(
+    socket: &std::os::unix::net::UnixStream,
+    msg: &T,
+    fd: OwnedFd,
+) -> Result<(), SandboxError> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    use std::os::fd::AsFd;
+    let mut line = serde_json::to_vec(msg)
+        .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
+    line.push(b'\n');
+    let fds = [fd.as_fd()];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut ancillary = SendAncillaryBuffer::new(&mut space);
+    if !ancillary.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(SandboxError::Protocol(
+            "no room for the stdin descriptor".into(),
+        ));
+    }
+    let sent = rustix::net::sendmsg(
+        socket,
+        &[std::io::IoSlice::new(&line)],
+        &mut ancillary,
+        SendFlags::NOSIGNAL,
+    )
+    .map_err(|e| SandboxError::io("sending the provision", e.into()))?;
+    // The rest (rare: a long provision) follows as plain bytes.
+    if sent < line.len() {
+        use std::io::Write;
+        let mut s = socket;
+        s.write_all(&line[sent..])
+            .map_err(|e| SandboxError::io("sending the provision", e))?;
+    }
+    Ok(())
+}
+
+/// The host's end of one sandbox's control socket.
+#[derive(Debug)]
+struct ControlHost {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+impl ControlHost {
+    async fn send<T: serde::Serialize>(&mut self, msg: &T) -> Result<(), SandboxError> {
+        let mut line = serde_json::to_vec(msg)
+            .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
+        line.push(b'\n');
+        self.writer
+            .write_all(&line)
+            .await
+            .map_err(|e| SandboxError::io("writing to the sandbox's init", e))
+    }
+
+    async fn recv(&mut self) -> Result<FromInit, SandboxError> {
+        let mut line = String::new();
+        let n = (&mut self.reader)
+            .take(MAX_LINE as u64)
+            .read_line(&mut line)
+            .await
+            .map_err(|e| SandboxError::io("reading from the sandbox's init", e))?;
+        if n == 0 {
+            return Err(SandboxError::Protocol(
+                "it exited without a word".to_string(),
+            ));
+        }
+        serde_json::from_str(&line)
+            .map_err(|e| SandboxError::Protocol(format!("malformed message: {e}")))
+    }
+}
+
+/// Everything one sandbox holds on the host; dropping it kills and releases all of it.
+#[derive(Debug, Default)]
+struct LinuxSandbox {
+    child: Option<Child>,
+    control: Option<ControlHost>,
+    stdin: Option<tokio::net::unix::pipe::Sender>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// A pidfd of the sandbox's PID 1: killing it ends the PID namespace.
+    pid1: Option<OwnedFd>,
+    proxy: Option<ProxyHandle>,
+    proxy_dir: Option<PathBuf>,
+    slot: Option<SlotGuard>,
+}
+
+impl LinuxSandbox {
+    fn control(&mut self) -> Result<&mut ControlHost, SandboxError> {
+        self.control
+            .as_mut()
+            .ok_or(SandboxError::Misuse("the control socket is gone"))
+    }
+
+    fn adopt(&mut self, pid1: i32) -> Result<(), SandboxError> {
+        let pid = rustix::process::Pid::from_raw(pid1)
+            .ok_or_else(|| SandboxError::Protocol(format!("bad pid {pid1}")))?;
+        // PID 1 cannot have been reaped yet: it waits for our word, and only its parent (the
+        // outer init, our child) reaps it.
+        let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+            .map_err(|e| SandboxError::io("pidfd_open", e.into()))?;
+        self.pid1 = Some(fd);
+        Ok(())
+    }
+
+    /// Kills the sandbox's PID 1, and with it every process in the sandbox.
+    fn kill(&self) {
+        if let Some(fd) = &self.pid1 {
+            // ESRCH: it is gone already.
+            let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
+        }
+    }
+
+    fn remove_dir(&mut self) -> Option<String> {
+        let dir = self.proxy_dir.take()?;
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => None,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => Some(format!("cannot remove {}: {e}", dir.display())),
+        }
+    }
+}
+
+impl Drop for LinuxSandbox {
+    fn drop(&mut self) {
+        // Not destroyed (a cancelled attempt, a pool dropped): kill now; tokio kills and reaps
+        // the init process (`kill_on_drop`), the proxy handle stops its proxy on drop.
+        self.kill();
+        self.proxy.take();
+        let _ = self.remove_dir();
+    }
+}
+
+/// A stream read to its end, of which at most a bound was kept.
+#[derive(Debug, Default)]
+struct Bounded {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+/// Reads `r` to its end keeping at most `limit` bytes; without `drain`, stops at the first byte
+/// beyond the bound.
+async fn read_bounded<R: AsyncRead + Unpin>(
+    mut r: R,
+    limit: usize,
+    drain: bool,
+) -> io::Result<Bounded> {
+    let mut out = Bounded::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = r.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let room = limit.saturating_sub(out.kept.len());
+        let keep = n.min(room);
+        out.kept.extend_from_slice(&buf[..keep]);
+        out.dropped += (n - keep) as u64;
+        if out.dropped > 0 && !drain {
+            return Ok(out);
+        }
+    }
+}
+
+async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
+    sandbox.mark_used()?;
+    let state = sandbox
+        .state_mut::<LinuxSandbox>()
+        .ok_or(SandboxError::Misuse("not a Linux sandbox"))?;
+    let (Some(mut stdin), Some(stdout), Some(stderr), Some(mut ctl)) = (
+        state.stdin.take(),
+        state.stdout.take(),
+        state.stderr.take(),
+        state.control.take(),
+    ) else {
+        return Err(SandboxError::Misuse("the sandbox's pipes are gone"));
+    };
+    let exec = Exec {
+        argv: job.argv,
+        env: job.env,
+    };
+    let payload = job.stdin.into_bytes();
+    let state = &*state;
+    let work = async {
+        ctl.send(&exec).await?;
+        let feed = async move {
+            // A tool may exit without reading its input: its status tells.
+            let _ = stdin.write_all(&payload).await;
+            drop(stdin);
+        };
+        let out = async {
+            let read = read_bounded(stdout, job.stdout_limit, false).await;
+            if !matches!(read, Ok(Bounded { dropped: 0, .. })) {
+                // Too much output, or unreadable: stop the tool now.
+                state.kill();
+            }
+            read
+        };
+        let err = read_bounded(stderr, job.stderr_limit, true);
+        // PID 1 reports the tool's status and exits, which ends every process of the sandbox
+        // and so closes the pipes.
+        let status = ctl.recv();
+        let ((), out, err, status) = tokio::join!(feed, out, err, status);
+        Ok::<_, SandboxError>((out, err, status))
+    };
+    let (out, err, status) = match tokio::time::timeout_at(job.deadline, work).await {
+        Ok(r) => r?,
+        Err(_) => {
+            state.kill();
+            return Err(SandboxError::TimedOut);
+        }
+    };
+    let stdout = out.map_err(|e| SandboxError::io("reading the tool's stdout", e))?;
+    let stderr = match err {
+        Ok(b) => {
+            let mut text = String::from_utf8_lossy(&b.kept).into_owned();
+            if b.dropped > 0 {
+                text.push_str(&format!(
+                    "\n[stderr truncated: {} more bytes not kept]",
+                    b.dropped
+                ));
+            }
+            text
+        }
+        Err(e) => format!("[stderr unreadable: {e}]"),
+    };
+    let status = match status {
+        _ if stdout.dropped > 0 => JobStatus::Signaled(libc::SIGKILL),
+        Ok(FromInit::Exited { code }) => JobStatus::Exited(code),
+        Ok(FromInit::Signaled { signal }) => JobStatus::Signaled(signal),
+        Ok(FromInit::Failed { message }) => return Err(SandboxError::Init(message)),
+        Ok(other) => {
+            return Err(SandboxError::Protocol(format!(
+                "expected the tool's status, got {other:?}"
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(JobOutput {
+        status,
+        stdout_overflow: stdout.dropped > 0,
+        stdout: stdout.kept,
+        stderr,
+    })
+}
+
+async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, SandboxError> {
+    sandbox.mark_used()?;
+    let state = sandbox
+        .state_mut::<LinuxSandbox>()
+        .ok_or(SandboxError::Misuse("not a Linux sandbox"))?;
+    let (Some(stdin), Some(stdout), Some(stderr), Some(mut ctl)) = (
+        state.stdin.take(),
+        state.stdout.take(),
+        state.stderr.take(),
+        state.control.take(),
+    ) else {
+        return Err(SandboxError::Misuse("the sandbox's pipes are gone"));
+    };
+    ctl.send(&Exec {
+        argv: job.argv,
+        env: job.env,
+    })
+    .await?;
+    let status = async move {
+        match ctl.recv().await? {
+            FromInit::Exited { code } => Ok(JobStatus::Exited(code)),
+            FromInit::Signaled { signal } => Ok(JobStatus::Signaled(signal)),
+            FromInit::Failed { message } => Err(SandboxError::Init(message)),
+            other => Err(SandboxError::Protocol(format!(
+                "expected the tool's status, got {other:?}"
+            ))),
+        }
+    };
+    Ok(Attached {
+        stdin: Box::pin(stdin),
+        stdout: Box::pin(stdout),
+        stderr: Box::pin(stderr),
+        status: Box::pin(status),
+    })
+}
+
+async fn destroy_inner(sandbox: Sandbox) -> Teardown {
+    let mut teardown = Teardown::default();
+    let mut state = match sandbox.into_state::<LinuxSandbox>() {
+        Ok(s) => s,
+        Err(other) => {
+            teardown
+                .problems
+                .push("not a Linux sandbox; dropped".to_string());
+            drop(other);
+            return teardown;
+        }
+    };
+    state.kill();
+    state.control.take();
+    if let Some(mut child) = state.child.take() {
+        match tokio::time::timeout(REAP_GRACE, child.wait()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => teardown.problems.push(format!("waiting for init: {e}")),
+            Err(_) => teardown
+                .problems
+                .push("init was not reaped in time; left to the reaper".to_string()),
+        }
+    }
+    if let Some(proxy) = state.proxy.take() {
+        teardown.egress_refusals = proxy.shutdown().await;
+    }
+    if let Some(problem) = state.remove_dir() {
+        teardown.problems.push(problem);
+    }
+    state.pid1.take();
+    state.slot.take();
+    for p in &teardown.problems {
+        tracing::warn!(problem = %p, "sandbox teardown");
+    }
+    teardown
+}
+
+impl SandboxBackend for LinuxBackend {
+    fn name(&self) -> &'static str {
+        "linux"
+    }
+
+    fn provision(&self, spec: Arc<SandboxSpec>) -> BoxFuture<'_, Result<Sandbox, SandboxError>> {
+        Box::pin(self.provision_inner(spec))
+    }
+
+    fn execute<'a>(
+        &'a self,
+        sandbox: &'a mut Sandbox,
+        job: Job,
+    ) -> BoxFuture<'a, Result<JobOutput, SandboxError>> {
+        Box::pin(execute_inner(sandbox, job))
+    }
+
+    fn attach<'a>(
+        &'a self,
+        sandbox: &'a mut Sandbox,
+        job: Job,
+    ) -> BoxFuture<'a, Result<Attached, SandboxError>> {
+        Box::pin(attach_inner(sandbox, job))
+    }
+
+    fn destroy(&self, sandbox: Sandbox) -> BoxFuture<'_, Teardown> {
+        Box::pin(destroy_inner(sandbox))
+    }
+
+    fn is_alive(&self, sandbox: &mut Sandbox) -> bool {
+        match sandbox.state_mut::<LinuxSandbox>() {
+            Some(state) => state
+                .child
+                .as_mut()
+                .is_some_and(|c| matches!(c.try_wait(), Ok(None))),
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The sandbox executor: one fresh sandbox per call, with no network of its own.
+//!
+//! [`SandboxExecutor`] is the default [`Executor`](crate::executor::Executor). Each attempt
+//! resolves the tool's binary (checking the record's `sha256` before anything runs), then asks a
+//! [`SandboxBackend`] to **provision** a sandbox for it, **execute** the tool there once, and
+//! **destroy** it. A sandbox is never reused: a [`WarmPool`] only provisions sandboxes ahead of
+//! demand, and each is used for exactly one call.
+//!
+//! # The Linux backend
+//! [`LinuxBackend`] needs nothing installed beyond `cargo build`: the runtime starts
+//! `escepine-sandbox-init` (a binary of this crate), which clones the sandbox's PID 1 into fresh
+//! user, PID, mount, network, IPC, UTS and cgroup namespaces. Inside:
+//! - the sandbox's uid 0 and gid 0 map to one unprivileged outside id per live sandbox
+//!   (`100000 + slot` when the runtime is root, after `setgroups` is denied), so `RLIMIT_NPROC`
+//!   holds although CI runs as root;
+//! - the root is a fresh tmpfs holding only what the tool needs, read-only: its binary, the
+//!   shared libraries its ELF dependency walk finds (interpreter, `DT_NEEDED`, recursively), the
+//!   CA certificates, `/dev/{null,zero,full,random,urandom}`, a `/proc` of its own PID namespace
+//!   and a minimal `/etc` — never the host's file system;
+//! - `/workspace`, a fresh size-limited tmpfs, is the working directory, `$HOME` and `$TMPDIR`,
+//!   and the only writable place; it disappears with the sandbox's mount namespace;
+//! - the tool runs with `no_new_privs`, no capabilities (empty bounding set, `SECBIT_NOROOT`),
+//!   `RLIMIT_NPROC`, `RLIMIT_DATA`, `RLIMIT_NOFILE`, `RLIMIT_FSIZE` and no core dumps, a landlock
+//!   ruleset (read and execute beneath the mounted paths, read-write in the workspace, TCP
+//!   connect only to the relay's port, no signals or abstract sockets outside its domain) and a
+//!   seccomp filter answering `EPERM` to ptrace, io_uring, raw/packet/netlink sockets, mount and
+//!   the new mount API, keyrings, bpf, perf events, namespace changes, kexec and module loading;
+//! - the network namespace has nothing but loopback. With a non-empty egress profile, PID 1
+//!   runs a relay from `127.0.0.1:3128` to the call's [`proxy::EgressProxy`] (its Unix socket
+//!   bind-mounted at `/run/escepine/proxy.sock`) and the tool gets `HTTP_PROXY`/`HTTPS_PROXY`;
+//!   with an empty profile loopback stays down and there is no relay;
+//! - the tool's environment is exactly `PATH`, `LANG`, `HOME`, `TMPDIR`, the call id and
+//!   idempotency key, its declared secrets (never argv) and the proxy variables;
+//! - on timeout the host kills PID 1 (through a pidfd), which ends the PID namespace and every
+//!   process in it; when the tool exits, PID 1 exits, killing whatever the tool left running.
+
+mod backend;
+mod deps;
+mod executor;
+pub mod init;
+mod linux;
+mod pool;
+pub mod protocol;
+pub mod proxy;
+
+pub use backend::{
+    Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
+};
+pub use executor::SandboxExecutor;
+pub use linux::{LinuxBackend, INIT_BIN};
+pub use pool::WarmPool;
+
+use serde::{Deserialize, Serialize};
+
+/// Resource limits of a sandboxed tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Limits {
+    /// `RLIMIT_NPROC`: tasks (processes and threads) of the sandbox's user, its PID 1 and relay
+    /// included.
+    pub processes: u64,
+    /// `RLIMIT_DATA`: bytes of data segment and private writable mappings per process.
+    pub memory_bytes: u64,
+    /// `RLIMIT_NOFILE`: open file descriptors per process.
+    pub open_files: u64,
+    /// `RLIMIT_FSIZE`: the largest file the tool may write.
+    pub file_size_bytes: u64,
+    /// Size of the workspace tmpfs.
+    pub workspace_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            processes: 64,
+            memory_bytes: 1 << 30,
+            open_files: 256,
+            file_size_bytes: 64 << 20,
+            workspace_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Why a sandbox could not be provisioned, run or destroyed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// `escepine-sandbox-init` could not be found.
+    #[error(
+        "cannot find `{INIT_BIN}` (looked in: {looked}); build it with `cargo build -p \
+         escepine-runtime --bin {INIT_BIN}` or set ESCEPINE_SANDBOX_INIT"
+    )]
+    InitNotFound {
+        /// The places searched.
+        looked: String,
+    },
+    /// A host-side system call or file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The sandbox reported a failure while being built or starting the tool.
+    #[error("the sandbox failed: {0}")]
+    Init(String),
+    /// The sandbox's init broke the protocol or vanished.
+    #[error("the sandbox's init: {0}")]
+    Protocol(String),
+    /// The tool's dependencies could not be determined.
+    #[error("cannot determine what {path} needs: {why}")]
+    Dependencies {
+        /// The binary.
+        path: String,
+        /// Why.
+        why: String,
+    },
+    /// The attempt's deadline passed; everything in the sandbox was killed.
+    #[error("the deadline passed")]
+    TimedOut,
+    /// The sandbox was already used or is not this backend's.
+    #[error("sandbox misuse: {0}")]
+    Misuse(&'static str),
+}
+
+impl SandboxError {
+    fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The messages between the host side of the Linux backend and `escepine-sandbox-init`.
+//!
+//! The init process gets one end of a Unix stream socket as its standard input; every message is
+//! one line of JSON. The host sends [`Provision`] first, with the read end of the tool's stdin
+//! pipe attached (`SCM_RIGHTS`); the outer init answers
+//! [`FromInit::Spawned`] once the sandbox's PID 1 exists and its identity maps are written, and
+//! PID 1 answers [`FromInit::Ready`] (or [`FromInit::Failed`]) once the sandbox is built. Then
+//! the sandbox waits — a warm pool keeps it waiting — until the host sends [`Exec`], after which
+//! PID 1 reports [`FromInit::Exited`] or [`FromInit::Signaled`] for the tool and exits, which
+//! ends the sandbox's PID namespace.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::Limits;
+
+/// Where the proxy socket directory appears inside the sandbox.
+pub const PROXY_DIR: &str = "/run/escepine";
+/// The proxy socket's file name inside [`PROXY_DIR`] (and in the host directory bound there).
+pub const PROXY_SOCKET: &str = "proxy.sock";
+/// The loopback port of the relay inside the sandbox.
+pub const RELAY_PORT: u16 = 3128;
+/// The tool's working directory, `$HOME` and `$TMPDIR`: the only writable place.
+pub const WORKSPACE: &str = "/workspace";
+/// The sandbox's host name.
+pub const HOSTNAME: &str = "escepine-sandbox";
+/// The longest message line either side accepts.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How to build one sandbox (host → init, first line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Provision {
+    /// The outside user id the sandbox's uid 0 maps to.
+    pub outside_uid: u32,
+    /// The outside group id the sandbox's gid 0 maps to.
+    pub outside_gid: u32,
+    /// Host files and directories bound read-only, each at its own path inside.
+    pub read_only: Vec<PathBuf>,
+    /// The host directory holding the proxy socket, bound read-only at [`PROXY_DIR`]; `None`
+    /// means no network at all (loopback stays down, no relay).
+    pub proxy_dir: Option<PathBuf>,
+    /// Resource limits of the tool.
+    pub limits: Limits,
+}
+
+/// Run the tool (host → init, second line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Exec {
+    /// The program (a path bound into the sandbox) and its arguments.
+    pub argv: Vec<String>,
+    /// The tool's entire environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// What init reports (init → host).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FromInit {
+    /// The sandbox's PID 1 exists (its pid in the host's PID namespace) and its maps are written.
+    Spawned {
+        /// Host pid of the sandbox's PID 1.
+        pid1: i32,
+    },
+    /// The sandbox is built and waits for [`Exec`].
+    Ready,
+    /// Building the sandbox or starting the tool failed.
+    Failed {
+        /// What failed, for the evidence.
+        message: String,
+    },
+    /// The tool exited with this status.
+    Exited {
+        /// The exit status.
+        code: i32,
+    },
+    /// The tool was killed by this signal.
+    Signaled {
+        /// The signal number.
+        signal: i32,
+    },
+}

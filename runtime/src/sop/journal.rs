@@ -1,0 +1,512 @@
+//! The ledger is the journal: a run rebuilt from its entries.
+//!
+//! A run's entries ([`crate::ledger::Ledger::entries_for_run`]) are its SOP events
+//! ([`super::events`]) and the intents and outcomes of its calls. Folding them in chain order
+//! gives the run's state — its data, the steps it completed, where it stands — with the same
+//! transition function the live engine applies after each event it records, so a resumed run and
+//! an uninterrupted one cannot disagree about what happened.
+//!
+//! Idempotency keys are derived, never random: a step's from (run id, state, visit), an
+//! inverse's from (run id, the call it undoes). A step that has an intent but no outcome is run
+//! again with the same key and the payload its intent recorded.
+
+use std::collections::{HashMap, HashSet};
+
+use escepine_contract::{Principal, SideEffectClass};
+use serde_json::{json, Map, Value};
+
+use super::error::SopRunError;
+use super::events::{
+    CompensationReason, Escalation, Event, PlanItem, RunStarted, RunStatus, StepFailure, Undo,
+};
+use crate::ledger::{sha256_hex, CallResult, Entry, Ledger, Record};
+
+/// The idempotency key of visit `visit` of `state` in `run_id`.
+pub fn step_idempotency_key(run_id: &str, state: &str, visit: u32) -> String {
+    derive_key(&["step", run_id, state, &visit.to_string()])
+}
+
+/// The idempotency key of the inverse that undoes `call_id` in `run_id`.
+pub fn inverse_idempotency_key(run_id: &str, call_id: &str) -> String {
+    derive_key(&["inverse", run_id, call_id])
+}
+
+fn derive_key(parts: &[&str]) -> String {
+    // Length-prefixed, so no two part lists encode alike.
+    let mut text = String::from("escepine/sop-idempotency/v1");
+    for p in parts {
+        text.push_str(&format!("\n{}:{p}", p.len()));
+    }
+    let mut hash = sha256_hex(text);
+    hash.truncate(32);
+    hash
+}
+
+/// A run's entries in the ledger, as read for a resume or an inspection.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    /// The run.
+    pub run_id: String,
+    /// The data of its `run_started` event.
+    pub started: RunStarted,
+    /// Its entries in chain order (events, intents of its calls, their outcomes).
+    pub entries: Vec<Entry>,
+}
+
+impl Journal {
+    /// Read run `run_id` from `ledger`.
+    ///
+    /// # Errors
+    /// The ledger cannot be read, holds no such run, or the run does not begin with
+    /// `run_started`.
+    pub fn load(ledger: &dyn Ledger, run_id: &str) -> Result<Self, SopRunError> {
+        Self::from_entries(run_id, ledger.entries_for_run(run_id)?)
+    }
+
+    /// A journal from the run's entries (as [`Ledger::entries_for_run`] returns them).
+    ///
+    /// # Errors
+    /// No entries, or the first event is not a well-formed `run_started`.
+    pub fn from_entries(run_id: &str, entries: Vec<Entry>) -> Result<Self, SopRunError> {
+        let first = entries
+            .iter()
+            .find_map(|e| match &e.record {
+                Record::Transition(t) => Some((e.seq, t)),
+                _ => None,
+            })
+            .ok_or_else(|| SopRunError::UnknownRun(run_id.to_string()))?;
+        let started = match Event::parse(first.1) {
+            Ok(Some(Event::RunStarted(s))) => s,
+            Ok(_) => {
+                return Err(journal_err(
+                    run_id,
+                    first.0,
+                    format!(
+                        "the run's first event is `{}`, not `run_started`",
+                        first.1.event
+                    ),
+                ))
+            }
+            Err(e) => return Err(journal_err(run_id, first.0, e.to_string())),
+        };
+        Ok(Self {
+            run_id: run_id.to_string(),
+            started,
+            entries,
+        })
+    }
+
+    /// The sequence number of the run's last entry.
+    pub fn last_seq(&self) -> u64 {
+        self.entries.last().map_or(0, |e| e.seq)
+    }
+
+    /// The final status, when the run has ended.
+    pub fn status(&self) -> Option<RunStatus> {
+        self.entries.iter().rev().find_map(|e| match &e.record {
+            Record::Transition(t) => match Event::parse(t) {
+                Ok(Some(Event::RunEnded(r))) => Some(r.status),
+                _ => None,
+            },
+            _ => None,
+        })
+    }
+}
+
+pub(crate) fn inconsistent(run_id: &str, why: impl Into<String>) -> SopRunError {
+    SopRunError::Inconsistent {
+        run_id: run_id.to_string(),
+        why: why.into(),
+    }
+}
+
+pub(crate) fn journal_err(run_id: &str, seq: u64, why: impl Into<String>) -> SopRunError {
+    SopRunError::Journal {
+        run_id: run_id.to_string(),
+        seq,
+        why: why.into(),
+    }
+}
+
+/// One call of the run, as recorded (or as just made).
+#[derive(Debug, Clone)]
+pub(crate) struct CallInfo {
+    pub call_id: String,
+    pub key: String,
+    pub tool: String,
+    pub class: SideEffectClass,
+    /// The payload (as recorded in the intent: scrubbed).
+    pub input: Value,
+    pub policy_ids: Vec<String>,
+    pub reasons: Vec<String>,
+    pub end: Option<CallEnd>,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone)]
+pub(crate) struct CallEnd {
+    pub result: CallResult,
+    pub output: Option<Value>,
+    pub error: Option<String>,
+    /// The hash of the outcome entry (known for every successful call).
+    pub outcome_hash: Option<String>,
+}
+
+impl CallInfo {
+    /// The recorded end as a step result: the call id, or why it failed.
+    pub(crate) fn result(&self) -> Option<Result<String, StepFailure>> {
+        use super::events::FailureKind as K;
+        let end = self.end.as_ref()?;
+        let fail = |kind, message: String| {
+            Err(StepFailure {
+                kind,
+                message,
+                call_id: Some(self.call_id.clone()),
+                policy_ids: if kind == K::Denied {
+                    self.policy_ids.clone()
+                } else {
+                    Vec::new()
+                },
+            })
+        };
+        let error = end.error.clone().unwrap_or_default();
+        Some(match end.result {
+            CallResult::Ok => Ok(self.call_id.clone()),
+            CallResult::Denied => fail(K::Denied, denied_message(&self.policy_ids, &self.reasons)),
+            CallResult::Failed => fail(K::Failed, error),
+            CallResult::TimedOut => fail(K::TimedOut, error),
+            CallResult::OutputRejected => fail(K::OutputRejected, error),
+        })
+    }
+}
+
+pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> String {
+    let mut m = format!("denied by policy [{}]", policy_ids.join(", "));
+    if !reasons.is_empty() {
+        m.push_str(": ");
+        m.push_str(&reasons.join("; "));
+    }
+    m
+}
+
+/// A step the run completed, as compensation needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct DoneStep {
+    pub state: String,
+    pub call_id: String,
+    pub tool: String,
+    pub class: SideEffectClass,
+    pub input: Value,
+    pub output: Value,
+    pub outcome_hash: String,
+}
+
+/// Where a run stands: what the engine does next.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cursor {
+    /// Nothing recorded yet (before `run_started`).
+    New,
+    /// About to enter this state.
+    Enter(String),
+    /// `step_started` recorded: plan (or reuse the recorded call) and call.
+    InStep {
+        state: String,
+        visit: u32,
+        key: String,
+    },
+    /// `step_succeeded` recorded: move to the step's `next`.
+    Succeeded(String),
+    /// `decision` recorded: move to the chosen state.
+    Decided { from: String, to: String },
+    /// `step_failed` recorded: apply the step's `on_failure`.
+    Failed { state: String, failure: StepFailure },
+    /// `compensation_started` recorded: undo the next item of the plan.
+    Compensating,
+    /// `compensation_failed` recorded: escalate with the unfinished items.
+    CompensationFailed { state: String, failure: StepFailure },
+    /// `escalated` recorded: notify, then end the run escalated.
+    Escalated,
+    /// `run_ended` recorded.
+    Ended(RunStatus),
+}
+
+/// Compensation in progress.
+#[derive(Debug, Clone)]
+pub(crate) struct Compensation {
+    pub reason: CompensationReason,
+    pub plan: Vec<PlanItem>,
+    pub done: HashSet<String>,
+}
+
+impl Compensation {
+    /// The next item to undo (read-only items need nothing).
+    pub(crate) fn next(&self) -> Option<&PlanItem> {
+        self.plan
+            .iter()
+            .find(|i| i.undo != Undo::Nothing && !self.done.contains(&i.call_id))
+    }
+
+    /// The items not undone yet, in undo order.
+    pub(crate) fn unfinished(&self) -> Vec<PlanItem> {
+        self.plan
+            .iter()
+            .filter(|i| i.undo != Undo::Nothing && !self.done.contains(&i.call_id))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A run's state, folded from its events (live or recorded).
+#[derive(Debug, Clone)]
+pub(crate) struct RunState {
+    pub run_id: String,
+    pub started: Option<RunStarted>,
+    pub principal: Principal,
+    pub cursor: Cursor,
+    /// The state the run is at (entered last).
+    pub at: Option<String>,
+    /// `{"<state>": {"input": …, "output": …}}` of the completed steps (latest visit).
+    pub data: Map<String, Value>,
+    visits: HashMap<String, u32>,
+    pub completed: Vec<DoneStep>,
+    calls: HashMap<String, CallInfo>,
+    by_key: HashMap<String, Vec<String>>,
+    pub compensation: Option<Compensation>,
+    pub failure: Option<StepFailure>,
+    pub escalation: Option<Escalation>,
+    /// Whether the escalation hooks were told (in this process).
+    pub notified: bool,
+}
+
+impl RunState {
+    /// A run about to start.
+    pub(crate) fn new(run_id: &str, principal: Principal) -> Self {
+        Self {
+            run_id: run_id.to_string(),
+            started: None,
+            principal,
+            cursor: Cursor::New,
+            at: None,
+            data: Map::new(),
+            visits: HashMap::new(),
+            completed: Vec::new(),
+            calls: HashMap::new(),
+            by_key: HashMap::new(),
+            compensation: None,
+            failure: None,
+            escalation: None,
+            notified: false,
+        }
+    }
+
+    /// The run rebuilt from its journal.
+    pub(crate) fn replay(journal: &Journal) -> Result<Self, SopRunError> {
+        let run_id = journal.run_id.as_str();
+        let principal: Principal = journal.started.principal.parse().map_err(|e| {
+            inconsistent(
+                run_id,
+                format!("the recorded principal does not parse: {e}"),
+            )
+        })?;
+        let mut st = Self::new(run_id, principal);
+        for entry in &journal.entries {
+            let err = |why: String| journal_err(run_id, entry.seq, why);
+            match &entry.record {
+                Record::Intent(i) => {
+                    let class = SideEffectClass::parse(&i.class)
+                        .ok_or_else(|| err(format!("unknown side-effect class `{}`", i.class)))?;
+                    st.add_call(CallInfo {
+                        call_id: i.call_id.clone(),
+                        key: i.idempotency_key.clone(),
+                        tool: i.tool_id.clone(),
+                        class,
+                        input: i.payload.clone(),
+                        policy_ids: i.policy_ids.clone(),
+                        reasons: i.reasons.clone(),
+                        end: None,
+                    });
+                }
+                Record::Outcome(o) => {
+                    let call = st.calls.get_mut(&o.call_id).ok_or_else(|| {
+                        err(format!("outcome of the unknown call `{}`", o.call_id))
+                    })?;
+                    call.end = Some(CallEnd {
+                        result: o.result,
+                        output: o.output.clone(),
+                        error: o.error.clone(),
+                        outcome_hash: Some(entry.hash.clone()),
+                    });
+                }
+                Record::Transition(t) => {
+                    // An event this engine does not know (a later version's) changes nothing.
+                    if let Some(event) = Event::parse(t).map_err(|e| err(e.to_string()))? {
+                        st.apply(t.state.as_deref(), &event).map_err(err)?;
+                    }
+                }
+            }
+        }
+        Ok(st)
+    }
+
+    /// Record a call (made now, or read from the journal).
+    pub(crate) fn add_call(&mut self, call: CallInfo) {
+        self.by_key
+            .entry(call.key.clone())
+            .or_default()
+            .push(call.call_id.clone());
+        self.calls.insert(call.call_id.clone(), call);
+    }
+
+    /// The call that carries `key`: the last one that ended, else the last one begun.
+    pub(crate) fn call_for_key(&self, key: &str) -> Option<&CallInfo> {
+        let ids = self.by_key.get(key)?;
+        let calls = ids.iter().rev().filter_map(|id| self.calls.get(id));
+        let mut last = None;
+        for c in calls {
+            if c.end.is_some() {
+                return Some(c);
+            }
+            last = last.or(Some(c));
+        }
+        last
+    }
+
+    /// A call by id.
+    pub(crate) fn call(&self, call_id: &str) -> Option<&CallInfo> {
+        self.calls.get(call_id)
+    }
+
+    /// How many times `state` has been started.
+    pub(crate) fn visits(&self, state: &str) -> u32 {
+        self.visits.get(state).copied().unwrap_or(0)
+    }
+
+    /// The run's data as a JSON value.
+    pub(crate) fn data_value(&self) -> Value {
+        Value::Object(self.data.clone())
+    }
+
+    /// Advance by one recorded event. The one transition function of a run: the engine calls it
+    /// after each event it commits, a resume for each event it reads.
+    pub(crate) fn apply(&mut self, state: Option<&str>, event: &Event) -> Result<(), String> {
+        let need_state = || state.map(str::to_string).ok_or("the event names no state");
+        match event {
+            Event::RunStarted(s) => {
+                if self.cursor != Cursor::New {
+                    return Err("a second `run_started`".into());
+                }
+                let start = need_state()?;
+                self.started = Some(s.clone());
+                self.at = Some(start.clone());
+                self.cursor = Cursor::Enter(start);
+            }
+            Event::RunResumed(_) => {}
+            Event::StepStarted(s) => {
+                let st = need_state()?;
+                self.visits.insert(st.clone(), s.visit);
+                self.at = Some(st.clone());
+                self.cursor = Cursor::InStep {
+                    state: st,
+                    visit: s.visit,
+                    key: s.idempotency_key.clone(),
+                };
+            }
+            Event::StepSucceeded(s) => {
+                let Cursor::InStep { state: st, .. } = &self.cursor else {
+                    return Err("`step_succeeded` outside a step".into());
+                };
+                let st = st.clone();
+                let call = self.calls.get(&s.call_id).ok_or_else(|| {
+                    format!("`step_succeeded` names the unknown call `{}`", s.call_id)
+                })?;
+                let output = call
+                    .end
+                    .as_ref()
+                    .filter(|e| e.result == CallResult::Ok)
+                    .and_then(|e| e.output.clone())
+                    .ok_or_else(|| format!("the call `{}` has no successful outcome", s.call_id))?;
+                self.data
+                    .insert(st.clone(), json!({ "input": call.input, "output": output }));
+                self.completed.push(DoneStep {
+                    state: st.clone(),
+                    call_id: s.call_id.clone(),
+                    tool: call.tool.clone(),
+                    class: call.class,
+                    input: call.input.clone(),
+                    output,
+                    outcome_hash: s.outcome.clone(),
+                });
+                self.cursor = Cursor::Succeeded(st);
+            }
+            Event::StepFailed(f) => {
+                let st = need_state()?;
+                self.failure = Some(f.failure.clone());
+                self.cursor = Cursor::Failed {
+                    state: st,
+                    failure: f.failure.clone(),
+                };
+            }
+            Event::Transition(m) => {
+                self.at = Some(m.to.clone());
+                self.cursor = Cursor::Enter(m.to.clone());
+            }
+            Event::Decision(d) => {
+                let from = need_state()?;
+                self.cursor = Cursor::Decided {
+                    from,
+                    to: d.next.clone(),
+                };
+            }
+            Event::CompensationStarted(c) => {
+                self.compensation = Some(Compensation {
+                    reason: c.reason,
+                    plan: c.plan.clone(),
+                    done: HashSet::new(),
+                });
+                self.cursor = Cursor::Compensating;
+            }
+            Event::Compensated(c) => self.mark_undone(&c.call_id)?,
+            Event::Superseded(s) => self.mark_undone(&s.call_id)?,
+            Event::CompensationFailed(f) => {
+                self.cursor = Cursor::CompensationFailed {
+                    state: need_state()?,
+                    failure: f.failure.clone(),
+                };
+            }
+            Event::Escalated(e) => {
+                self.escalation = Some(e.clone());
+                self.cursor = Cursor::Escalated;
+            }
+            Event::RunEnded(r) => self.cursor = Cursor::Ended(r.status),
+        }
+        Ok(())
+    }
+
+    fn mark_undone(&mut self, call_id: &str) -> Result<(), String> {
+        let c = self
+            .compensation
+            .as_mut()
+            .ok_or("an undo outside compensation")?;
+        c.done.insert(call_id.to_string());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_deterministic_and_distinct() {
+        let a = step_idempotency_key("r", "s", 1);
+        assert_eq!(a, step_idempotency_key("r", "s", 1));
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, step_idempotency_key("r", "s", 2));
+        assert_ne!(a, step_idempotency_key("r", "t", 1));
+        assert_ne!(
+            step_idempotency_key("r\n1:x", "s", 1),
+            step_idempotency_key("r", "x\n1:s", 1)
+        );
+        assert_ne!(inverse_idempotency_key("r", "c"), a);
+    }
+}

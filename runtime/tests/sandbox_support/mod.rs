@@ -1,0 +1,327 @@
+//! Helpers of the sandbox tests (`mod sandbox_support;`): the `escepine-hostile` tool, records
+//! for it, sandbox executors with an injected resolver, and the host-cleanliness check.
+//!
+//! [`hostile`] finds `escepine-hostile` (tools/testkit) as `common::testtool` finds the testtool:
+//! in `target/<profile>/` beside the test's `deps/`, building it once with cargo if it is missing
+//! or older than the testkit's sources; `ESCEPINE_HOSTILE` overrides.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
+use escepine_runtime::ledger::BoxFuture;
+use escepine_runtime::sandbox::proxy::Resolver;
+use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
+use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use serde_json::{json, Value};
+
+/// Name of the hostile tool's binary.
+pub const HOSTILE: &str = "escepine-hostile";
+/// The sandboxes' outside uids when the tests run as root (the backend's default base).
+pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
+
+/// The path of a current `escepine-hostile`, building it once if needed.
+pub fn hostile() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| locate_or_build(HOSTILE, "ESCEPINE_HOSTILE"))
+        .clone()
+}
+
+/// The path of a current `escepine-testtool`.
+pub fn testtool() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| locate_or_build("escepine-testtool", "ESCEPINE_TESTTOOL"))
+        .clone()
+}
+
+fn locate_or_build(name: &str, var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test executable lives in target/<profile>/deps/");
+    let bin = profile_dir.join(name);
+    let workspace = workspace_root();
+    if is_current(&bin, &workspace.join("tools/testkit")) {
+        return bin;
+    }
+    let target_dir = profile_dir.parent().expect("target/<profile> has a parent");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a profile directory name");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", "escepine-testkit", "--bin", name])
+        .arg("--manifest-path")
+        .arg(workspace.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir);
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {name}: {e}"));
+    assert!(
+        status.success() && bin.is_file(),
+        "`cargo build -p escepine-testkit --bin {name}` did not produce {}",
+        bin.display()
+    );
+    bin
+}
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("runtime/ has a parent")
+        .to_path_buf()
+}
+
+fn is_current(bin: &Path, package_dir: &Path) -> bool {
+    let Some(built) = modified(bin) else {
+        return false;
+    };
+    let mut newest = modified(&package_dir.join("Cargo.toml"));
+    let mut stack = vec![package_dir.join("src")];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in rd.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                newest = newest.max(modified(&p));
+            }
+        }
+    }
+    newest.is_none_or(|n| n <= built)
+}
+
+fn modified(p: &Path) -> Option<SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// The init binary built with these tests.
+pub fn init() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_escepine-sandbox-init"))
+}
+
+/// A record whose endpoint is `binary` with `args`, with permissive schemas.
+pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
+    ToolRecord {
+        source: PathBuf::from("<test>"),
+        tool_id: tool_id.to_string(),
+        version: "1.0.0".parse().expect("a semver version"),
+        description: format!("{} {}", binary.display(), args.join(" ")),
+        input_schema: json!({ "type": "object" }),
+        output_schema: json!({ "type": "object" }),
+        cedar_action: tool_id.to_string(),
+        action_groups: Vec::new(),
+        side_effect_class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 20_000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: vec![FailureOutcome::Halt],
+        endpoint: EndpointSpec {
+            transport: Transport::StdioJson,
+            command: binary.display().to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            sha256: None,
+            resolved: ResolvedCommand::Path(binary.to_path_buf()),
+        },
+        secrets: Vec::new(),
+        sandbox_profile: SandboxProfile {
+            egress: Vec::new(),
+            filesystem: Filesystem::Workspace,
+        },
+    }
+}
+
+/// A record for `escepine-hostile` in `mode`.
+pub fn hostile_record(tool_id: &str, mode: &str) -> ToolRecord {
+    record_for(tool_id, &hostile(), &[mode])
+}
+
+/// Answers from a fixed map (names not in it do not resolve).
+#[derive(Debug, Default, Clone)]
+pub struct MapResolver(pub BTreeMap<String, Vec<std::net::IpAddr>>);
+
+impl Resolver for MapResolver {
+    fn resolve(&self, host: &str, port: u16) -> BoxFuture<'_, io::Result<Vec<SocketAddr>>> {
+        let found = self.0.get(host).cloned();
+        Box::pin(async move {
+            found
+                .map(|ips| {
+                    ips.into_iter()
+                        .map(|ip| SocketAddr::new(ip, port))
+                        .collect()
+                })
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such name"))
+        })
+    }
+}
+
+/// The Linux backend with the tests' init and `resolver`, its proxy sockets under `run_dir`.
+pub fn backend(resolver: MapResolver, run_dir: &Path) -> LinuxBackend {
+    LinuxBackend::with_init(init())
+        .with_resolver(Arc::new(resolver))
+        .with_run_dir(run_dir)
+}
+
+/// A sandbox executor over [`backend`].
+pub fn executor(resolver: MapResolver, run_dir: &Path) -> SandboxExecutor {
+    SandboxExecutor::with_backend(Arc::new(backend(resolver, run_dir)))
+}
+
+/// One attempt of `record` with `payload`, `secrets` and `egress`.
+pub async fn run(
+    executor: &dyn Executor,
+    record: &ToolRecord,
+    payload: Value,
+    secrets: &BTreeMap<String, String>,
+    egress: &[EgressEntry],
+    timeout: Duration,
+) -> Result<Execution, ExecError> {
+    let inv = Invocation {
+        tool: record,
+        payload: &payload,
+        call_id: "call-sandbox",
+        idempotency_key: "idem-sandbox",
+        attempt: 1,
+        timeout,
+        secrets,
+        egress,
+    };
+    executor.execute(inv).await
+}
+
+/// What the host looked like before: compared by [`HostSnapshot::assert_clean`].
+#[derive(Debug)]
+pub struct HostSnapshot {
+    mounts: usize,
+    children: BTreeSet<u32>,
+    run_dir: PathBuf,
+}
+
+/// Host pids of the processes whose real uid is in [`UID_RANGE`] (sandbox processes).
+pub fn sandbox_processes() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u32>().ok());
+        let name = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Name:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if uid.is_some_and(|u| UID_RANGE.contains(&u)) {
+            out.push((pid, name));
+        }
+    }
+    out
+}
+
+/// Live (not zombie) children of this process.
+pub fn children() -> BTreeSet<u32> {
+    let me = std::process::id();
+    let mut out = BTreeSet::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 1 && fields[1].parse::<u32>().ok() == Some(me) {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+fn mount_count() -> usize {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn sandbox_dirs(run_dir: &Path) -> Vec<String> {
+    std::fs::read_dir(run_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("escepine-sbx-"))
+        .collect()
+}
+
+impl HostSnapshot {
+    /// The host now, with sandbox directories expected under `run_dir`.
+    pub fn take(run_dir: &Path) -> Self {
+        Self {
+            mounts: mount_count(),
+            children: children(),
+            run_dir: run_dir.to_path_buf(),
+        }
+    }
+
+    /// Asserts that no sandbox process, child process, mount or directory was left behind
+    /// (allowing a few seconds for reaping).
+    pub fn assert_clean(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let procs = sandbox_processes();
+            let extra: Vec<u32> = children().difference(&self.children).copied().collect();
+            let mounts = mount_count();
+            let dirs = sandbox_dirs(&self.run_dir);
+            if procs.is_empty() && extra.is_empty() && mounts == self.mounts && dirs.is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "left behind: sandbox processes {procs:?}, children {extra:?}, mounts {} \
+                     (before {}), directories {dirs:?}",
+                    mounts, self.mounts
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

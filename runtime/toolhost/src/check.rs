@@ -1,0 +1,346 @@
+//! What the test generated for each Rust-first tool checks (feature `check`).
+//!
+//! [`rust_first`] builds the tool's record from its contract (schemas from its payload types),
+//! loads it with the crate's build inputs ([`BuildSources`]: its record-first records, its
+//! policies and `.cedarschema`, the envelope, the workspace) — so every registration rule,
+//! Cedar strict validation and the checks of a user-declared action (its groups, `Agent`,
+//! `Tool`) apply — and then compares the context type the `.cedarschema` declares for the
+//! tool's action with the one its payload schema implies (`context.input`, and `context.url` for
+//! per-URL requests).
+
+use escepine_contract::{BuildSources, Tool};
+
+/// Check the Rust-first tool `T` against every registration rule and its declared Cedar
+/// context; panics with every problem found (this is a test).
+#[track_caller]
+pub fn rust_first<T: Tool>(sources: &BuildSources) {
+    if let Err(problems) = try_rust_first::<T>(sources) {
+        panic!("{problems}");
+    }
+}
+
+/// [`rust_first`], returning the problems instead of panicking.
+///
+/// # Errors
+/// The rendered diagnostics of the registration rules, or the context mismatch.
+#[cfg(feature = "check")]
+pub fn try_rust_first<T: Tool>(sources: &BuildSources) -> Result<(), String> {
+    imp::check(&T::contract(), sources)
+}
+
+/// [`rust_first`], returning the problems instead of panicking.
+///
+/// # Errors
+/// Always, without the `check` feature: it says how to enable it.
+#[cfg(not(feature = "check"))]
+pub fn try_rust_first<T: Tool>(_sources: &BuildSources) -> Result<(), String> {
+    Err(format!(
+        "checking `{}` needs the `check` feature of escepine-toolhost: add \
+         `escepine-toolhost = {{ …, features = [\"check\"] }}` to [dev-dependencies]",
+        T::CONTRACT.id
+    ))
+}
+
+#[cfg(feature = "check")]
+mod imp {
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    use cedar_policy::SchemaFragment;
+    use escepine_contract::{BuildSources, Contract};
+    use registry_build::{
+        CompensationSpec, EgressEntry, EndpointSpec, Registry, ResolvedCommand, Rule,
+        SandboxProfile, Sources, ToolRecord,
+    };
+    use serde_json::{Map, Value};
+
+    pub(super) fn check(contract: &Contract, sources: &BuildSources) -> Result<(), String> {
+        let id = contract.id;
+        let record = contract
+            .to_record()
+            .map_err(|e| format!("the contract of `{id}` has a schema that is not JSON: {e}"))?;
+        let text = serde_json::to_string_pretty(&record).unwrap_or_default();
+        let path = format!("#[tool] {id}");
+        let (registry, checked) =
+            match registry_build::load(&base(sources).record_text(&path, text)) {
+                Ok(registry) => {
+                    let checked = registry
+                        .get(id)
+                        .cloned()
+                        .ok_or_else(|| format!("`{id}` was not registered"))?;
+                    (registry, checked)
+                }
+                // An inverse that is not among the crate's records (another Rust-first tool of the
+                // crate, say) cannot be checked from here: `escepine check` over the host's
+                // `--describe` output checks the compensation map. Every other rule still applies.
+                Err(d)
+                    if d.iter().all(|d| {
+                        d.rule == Rule::CompensationInverse && d.file == Path::new(&path)
+                    }) =>
+                {
+                    eprintln!(
+                        "note: the inverse of `{id}` is not among the build's records; its \
+                     compensation map is checked by `escepine check` over the `--describe` output"
+                    );
+                    bind_alone(contract, &path, sources)?
+                }
+                Err(d) => {
+                    return Err(format!(
+                        "the contract of Rust-first tool `{id}` breaks registration rules:\n{}",
+                        d.render()
+                    ))
+                }
+            };
+        context_matches(&registry, &checked)
+    }
+
+    /// The build's sources (records, policies, envelope, workspace).
+    fn base(sources: &BuildSources) -> Sources {
+        let mut s = Sources::new();
+        for r in sources.records {
+            s = s.records(r);
+        }
+        if let Some(p) = sources.policies {
+            s = s.policies(p);
+        }
+        if let Some(e) = sources.envelope {
+            s = s.envelope(e);
+        }
+        if let Some(w) = sources.workspace_root {
+            s = s.workspace_root(w);
+        }
+        s
+    }
+
+    /// The build's registry with the Cedar binding redone to include this tool's record, built
+    /// from its contract (whose other rules passed).
+    fn bind_alone(
+        contract: &Contract,
+        path: &str,
+        sources: &BuildSources,
+    ) -> Result<(Registry, ToolRecord), String> {
+        let mut registry = registry_build::load(&base(sources))
+            .map_err(|d| format!("the build's registry does not load:\n{}", d.render()))?;
+        let record = tool_record(contract, path)?;
+        let mut records = registry.records.clone();
+        records.push(record.clone());
+        registry.cedar = registry_build::cedar::bind(&records, sources.policies.map(Path::new))
+            .map_err(|d| {
+                format!(
+                    "the Cedar binding of `{}` fails:\n{}",
+                    contract.id,
+                    d.render()
+                )
+            })?;
+        Ok((registry, record))
+    }
+
+    /// The typed record of a contract whose record passed the per-record rules.
+    fn tool_record(c: &Contract, path: &str) -> Result<ToolRecord, String> {
+        let json = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| e.to_string());
+        let egress = c
+            .egress
+            .iter()
+            .map(|e| e.parse::<EgressEntry>().map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ToolRecord {
+            source: PathBuf::from(path),
+            tool_id: c.id.to_string(),
+            version: c.version.parse().map_err(|e| format!("{e}"))?,
+            description: c.description.to_string(),
+            input_schema: json(c.input_schema)?,
+            output_schema: json(c.output_schema)?,
+            cedar_action: c.cedar_action.to_string(),
+            action_groups: c.action_groups.iter().map(|g| g.to_string()).collect(),
+            side_effect_class: c.class,
+            compensation: c.compensation.map(|comp| CompensationSpec {
+                tool: comp.tool.to_string(),
+                map: comp
+                    .map
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            }),
+            timeout_ms: c.timeout_ms,
+            retry: c.retry,
+            on_failure: c.on_failure.to_vec(),
+            endpoint: EndpointSpec {
+                transport: c.endpoint.transport,
+                command: c.endpoint.command.to_string(),
+                args: c.endpoint.args.iter().map(|a| a.to_string()).collect(),
+                sha256: c.endpoint.sha256.map(str::to_string),
+                resolved: ResolvedCommand::WorkspaceBin(c.endpoint.command.to_string()),
+            },
+            secrets: c.secrets.iter().map(|s| s.to_string()).collect(),
+            sandbox_profile: SandboxProfile {
+                egress,
+                filesystem: c.filesystem,
+            },
+        })
+    }
+
+    /// The empty namespace of a schema fragment, as JSON.
+    fn namespace(text: &str) -> Result<Value, String> {
+        let (fragment, _) =
+            SchemaFragment::from_cedarschema_str(text).map_err(|e| format!("{e}"))?;
+        let json = fragment.to_json_value().map_err(|e| format!("{e}"))?;
+        Ok(json.get("").cloned().unwrap_or(Value::Null))
+    }
+
+    fn context_matches(registry: &Registry, record: &ToolRecord) -> Result<(), String> {
+        let action = &record.cedar_action;
+        let generated_text = registry_build::cedar::generated_schema_text(&[record.clone()]);
+        let generated = namespace(&generated_text)
+            .map_err(|e| format!("the generated Cedar schema does not parse: {e}"))?;
+        let expected = canon(
+            generated
+                .pointer(&format!("/actions/{}/appliesTo/context", escape(action)))
+                .unwrap_or(&Value::Null),
+            &Map::new(),
+        );
+
+        let mut declared = None;
+        for file in &registry.cedar.schema_files {
+            let text = fs::read_to_string(file)
+                .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            let ns = namespace(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+            if let Some(a) = ns.pointer(&format!("/actions/{}", escape(action))) {
+                let common = ns
+                    .get("commonTypes")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                let context = a
+                    .pointer("/appliesTo/context")
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({"type": "Record", "attributes": {}}));
+                declared = Some((file.clone(), canon(&context, &common)));
+            }
+        }
+        let declaration = declaration_of(&generated_text, action);
+        let Some((file, declared)) = declared else {
+            return Err(format!(
+                "the action `Action::\"{action}\"` of Rust-first tool `{}` is not declared in a \
+                 `.cedarschema` beside the policies; declare it there:\n\n{declaration}",
+                record.tool_id
+            ));
+        };
+        if declared == expected {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: the context of `Action::\"{action}\"` does not match the payload of `{}`:\n  \
+             declared: {}\n  expected: {}\n\ndeclare the action as its payload implies:\n\n\
+             {declaration}",
+            file.display(),
+            record.tool_id,
+            render(&declared),
+            render(&expected)
+        ))
+    }
+
+    /// A canonical type in Cedar schema syntax, on one line.
+    fn render(ty: &Value) -> String {
+        match ty {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => {
+                if let Some(Value::Object(attrs)) = o.get("Record") {
+                    let inner: Vec<String> = attrs
+                        .iter()
+                        .map(|(k, a)| {
+                            let optional = a.get("required") == Some(&Value::Bool(false));
+                            format!(
+                                "{k}{}: {}",
+                                if optional { "?" } else { "" },
+                                render(a.get("type").unwrap_or(&Value::Null))
+                            )
+                        })
+                        .collect();
+                    if inner.is_empty() {
+                        "{}".into()
+                    } else {
+                        format!("{{ {} }}", inner.join(", "))
+                    }
+                } else if let Some(e) = o.get("Set") {
+                    format!("Set<{}>", render(e))
+                } else if let Some(Value::String(e)) = o.get("Entity") {
+                    e.clone()
+                } else {
+                    ty.to_string()
+                }
+            }
+            Value::Null => "(none)".into(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The `action "<id>" … };` block of the generated schema text.
+    fn declaration_of(text: &str, action: &str) -> String {
+        let start = text
+            .find(&format!("action \"{action}\""))
+            .or_else(|| text.find(&format!("action {action} ")));
+        match start {
+            Some(s) => {
+                let end = text[s..].find("};").map_or(text.len(), |e| s + e + 2);
+                text[s..end].to_string()
+            }
+            None => text.to_string(),
+        }
+    }
+
+    fn escape(token: &str) -> String {
+        token.replace('~', "~0").replace('/', "~1")
+    }
+
+    /// A Cedar JSON-schema type in one canonical form: common types resolved, primitive names
+    /// unified, `required` explicit, annotations dropped.
+    fn canon(ty: &Value, common: &Map<String, Value>) -> Value {
+        canon_depth(ty, common, 0)
+    }
+
+    fn canon_depth(ty: &Value, common: &Map<String, Value>, depth: usize) -> Value {
+        if depth > 32 {
+            return Value::String("<too deep>".into());
+        }
+        let kind = ty.get("type").and_then(Value::as_str).unwrap_or("");
+        let name = ty.get("name").and_then(Value::as_str);
+        let named = |n: &str| -> Value {
+            let bare = n.strip_prefix("__cedar::").unwrap_or(n);
+            if let Some(t) = common.get(n) {
+                return canon_depth(t, common, depth + 1);
+            }
+            match bare {
+                "String" => Value::from("String"),
+                "Long" => Value::from("Long"),
+                "Bool" | "Boolean" => Value::from("Bool"),
+                "decimal" | "ipaddr" | "datetime" | "duration" => Value::from(bare),
+                other => serde_json::json!({ "Entity": other }),
+            }
+        };
+        match kind {
+            "Record" => {
+                let mut attrs = BTreeMap::new();
+                if let Some(a) = ty.get("attributes").and_then(Value::as_object) {
+                    for (k, v) in a {
+                        let required = v.get("required").and_then(Value::as_bool).unwrap_or(true);
+                        attrs.insert(
+                            k.clone(),
+                            serde_json::json!({
+                                "required": required,
+                                "type": canon_depth(v, common, depth + 1),
+                            }),
+                        );
+                    }
+                }
+                serde_json::json!({ "Record": attrs })
+            }
+            "Set" => serde_json::json!({
+                "Set": ty.get("element").map_or(Value::Null, |e| canon_depth(e, common, depth + 1))
+            }),
+            "EntityOrCommon" | "Entity" | "Extension" => named(name.unwrap_or("")),
+            "" => Value::Null,
+            other => named(other),
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! `escepine-hostile`: a `stdio-json` tool that tries to break out of its sandbox, for the
+//! sandbox's tests. It reads one JSON payload on stdin and behaves as its FIRST ARGUMENT says:
+//!
+//! | mode | behaviour |
+//! |---|---|
+//! | `noop` | outputs `{}` (the benchmark's tool) |
+//! | `probe` | tries everything in one go and reports each attempt (see [`probe`]) |
+//! | `http` | sends the payload's `requests` through `$HTTP_PROXY` and reports each answer |
+//! | `connect` | connects straight to `addr` (a socket address), reports the result |
+//! | `forkbomb` | forks children that wait forever until a fork fails (or `max` succeed) |
+//! | `alloc` | allocates and touches `mb` MiB in 16 MiB steps until an allocation is refused |
+//! | `hang` | starts children that leave the session and ignore SIGTERM, then sleeps forever |
+//! | `env` | outputs `{"env": {…}}`, its whole environment |
+//!
+//! Every attempt is reported, never assumed: `{"ok": true, …}` or `{"ok": false, "error": …}`.
+//! A payload that is not JSON or an unknown mode exits 2.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+fn main() -> ExitCode {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    let mut text = String::new();
+    if let Err(e) = io::stdin().read_to_string(&mut text) {
+        eprintln!("escepine-hostile: cannot read stdin: {e}");
+        return ExitCode::from(2);
+    }
+    let payload: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("escepine-hostile: payload is not JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let output = match mode.as_str() {
+        "noop" => json!({}),
+        "probe" => probe(&payload),
+        "http" => http(&payload),
+        "connect" => {
+            let addr = payload["addr"].as_str().unwrap_or("127.0.0.1:1");
+            json!({ "connect": connect(addr) })
+        }
+        "forkbomb" => forkbomb(payload["max"].as_u64().unwrap_or(100_000)),
+        "alloc" => alloc(payload["mb"].as_u64().unwrap_or(4096)),
+        "hang" => hang(&payload),
+        "env" => json!({ "env": env() }),
+        other => {
+            eprintln!("escepine-hostile: unknown mode `{other}`");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = io::stdout().lock();
+    if writeln!(out, "{output}")
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+fn ok(extra: Value) -> Value {
+    let mut v = json!({ "ok": true });
+    if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+        m.extend(e);
+    }
+    v
+}
+
+fn failed(e: impl std::fmt::Display) -> Value {
+    json!({ "ok": false, "error": e.to_string() })
+}
+
+fn errno_result(rc: i64) -> Value {
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        json!({ "ok": false, "error": e.to_string(), "errno": e.raw_os_error() })
+    } else {
+        json!({ "ok": true, "value": rc })
+    }
+}
+
+fn env() -> Map<String, Value> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                Value::from(v.to_string_lossy().into_owned()),
+            )
+        })
+        .collect()
+}
+
+fn list(dir: &str) -> Value {
+    match fs::read_dir(dir) {
+        Ok(rd) => {
+            let mut names: Vec<String> = rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            ok(json!({ "entries": names }))
+        }
+        Err(e) => failed(e),
+    }
+}
+
+fn connect(addr: &str) -> Value {
+    let addr: SocketAddr = match addr.parse() {
+        Ok(a) => a,
+        Err(e) => return failed(e),
+    };
+    match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+        Ok(mut s) => {
+            let _ = s.write_all(b"escepine-hostile was here\n");
+            ok(json!({}))
+        }
+        Err(e) => failed(e),
+    }
+}
+
+/// Tries, and reports:
+/// - `read_planted`: read the file named by `planted` (the test plants it in /root);
+/// - `writes`: create a file in `/`, `/etc`, `/tmp`, `/proc`, `/dev`, `/run`, beside its own binary
+///   and over its own binary, and in each of `write_also`;
+/// - `workspace_before` (the workspace's entries on arrival), `workspace_write` (a marker);
+/// - `proc` (the pids it can see), `kill_host` (`kill(host_pid, 0)`), `root` (what `/` holds);
+/// - `sockets`: raw IPv4, raw IPv6, packet and netlink sockets;
+/// - `connect_host`: a TCP connection to `loopback_port` on 127.0.0.1;
+/// - `connect_own`: a TCP connection to a listener of its own on loopback (Landlock allows only
+///   the relay's port); `signal_init`: `kill(1, SIGTERM)` (Landlock scopes signals);
+/// - `syscalls`: ptrace, unshare, mount, io_uring_setup, bpf, keyctl;
+/// - `identity`: uid, capabilities, hostname, working directory; `env`: its environment.
+fn probe(p: &Value) -> Value {
+    let mut out = Map::new();
+    if let Some(path) = p["planted"].as_str() {
+        out.insert(
+            "read_planted".into(),
+            match fs::read_to_string(path) {
+                Ok(text) => ok(json!({ "text": text })),
+                Err(e) => failed(e),
+            },
+        );
+    }
+    out.insert("workspace_before".into(), list("/workspace"));
+    out.insert(
+        "workspace_write".into(),
+        match fs::write("/workspace/marker", b"left by a previous call") {
+            Ok(()) => ok(json!({})),
+            Err(e) => failed(e),
+        },
+    );
+    let exe = std::env::args().next().unwrap_or_default();
+    let mut targets: Vec<String> = [
+        "/escepine-hostile",
+        "/etc/escepine-hostile",
+        "/tmp/escepine-hostile",
+        "/proc/escepine-hostile",
+        "/dev/escepine-hostile",
+        "/run/escepine-hostile",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(dir) = Path::new(&exe).parent() {
+        targets.push(dir.join("escepine-hostile-dropped").display().to_string());
+    }
+    for extra in p["write_also"].as_array().into_iter().flatten() {
+        if let Some(s) = extra.as_str() {
+            targets.push(s.to_string());
+        }
+    }
+    let mut writes = Map::new();
+    for t in targets {
+        let r = match fs::write(&t, b"escepine-hostile") {
+            Ok(()) => ok(json!({})),
+            Err(e) => failed(e),
+        };
+        writes.insert(t, r);
+    }
+    let overwrite = fs::OpenOptions::new().write(true).open(&exe);
+    writes.insert(
+        format!("{exe} (overwrite)"),
+        match overwrite {
+            Ok(_) => ok(json!({})),
+            Err(e) => failed(e),
+        },
+    );
+    out.insert("writes".into(), Value::Object(writes));
+    let pids: Vec<u64> = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect();
+    out.insert("proc".into(), json!(pids));
+    if let Some(host_pid) = p["host_pid"].as_i64() {
+        // SAFETY: kill with signal 0 only checks whether the process exists and may be signalled.
+        let rc = unsafe { libc::kill(host_pid as libc::pid_t, 0) };
+        out.insert("kill_host".into(), errno_result(rc as i64));
+    }
+    out.insert("root".into(), list("/"));
+    let mut sockets = Map::new();
+    for (name, domain, ty, proto) in [
+        (
+            "raw_ipv4",
+            libc::AF_INET,
+            libc::SOCK_RAW,
+            libc::IPPROTO_ICMP,
+        ),
+        (
+            "raw_ipv6",
+            libc::AF_INET6,
+            libc::SOCK_RAW,
+            libc::IPPROTO_ICMPV6,
+        ),
+        ("packet", libc::AF_PACKET, libc::SOCK_RAW, 0x0300),
+        (
+            "netlink",
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_ROUTE,
+        ),
+    ] {
+        // SAFETY: `socket` takes plain integers; a returned descriptor is closed right away.
+        let fd = unsafe { libc::socket(domain, ty, proto) };
+        let r = errno_result(fd as i64);
+        if fd >= 0 {
+            // SAFETY: `fd` was just returned by `socket` and is owned here.
+            unsafe { libc::close(fd) };
+        }
+        sockets.insert(name.into(), r);
+    }
+    out.insert("sockets".into(), Value::Object(sockets));
+    if let Some(port) = p["loopback_port"].as_u64() {
+        out.insert("connect_host".into(), connect(&format!("127.0.0.1:{port}")));
+    }
+    // Landlock: a TCP connection to its own loopback on a port other than the relay's, and a
+    // signal to the sandbox's PID 1 (outside the tool's Landlock domain).
+    out.insert(
+        "connect_own".into(),
+        match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+            Ok(addr) => connect(&addr.to_string()),
+            Err(e) => failed(e),
+        },
+    );
+    // SAFETY: kill takes plain integers.
+    out.insert(
+        "signal_init".into(),
+        errno_result(unsafe { libc::kill(1, libc::SIGTERM) } as i64),
+    );
+    let mut calls = Map::new();
+    // SAFETY: each call below takes integers or null pointers; none touches this process's memory
+    // through them, and any success is reported, not relied on.
+    unsafe {
+        calls.insert(
+            "ptrace".into(),
+            errno_result(libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0)),
+        );
+        calls.insert(
+            "unshare_user".into(),
+            errno_result(libc::unshare(libc::CLONE_NEWUSER) as i64),
+        );
+        calls.insert(
+            "mount".into(),
+            errno_result(libc::mount(
+                c"none".as_ptr(),
+                c"/workspace".as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            ) as i64),
+        );
+        calls.insert(
+            "io_uring_setup".into(),
+            errno_result(libc::syscall(libc::SYS_io_uring_setup, 1, 0)),
+        );
+        calls.insert(
+            "bpf".into(),
+            errno_result(libc::syscall(libc::SYS_bpf, 0, 0, 0)),
+        );
+        calls.insert(
+            "keyctl".into(),
+            errno_result(libc::syscall(libc::SYS_keyctl, 0, 0, 0)),
+        );
+    }
+    out.insert("syscalls".into(), Value::Object(calls));
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    out.insert(
+        "identity".into(),
+        json!({
+            "uid": field("Uid:"),
+            "cap_eff": field("CapEff:"),
+            "cap_bnd": field("CapBnd:"),
+            "no_new_privs": field("NoNewPrivs:"),
+            "seccomp": field("Seccomp:"),
+            "hostname": fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim(),
+            "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+        }),
+    );
+    out.insert("env".into(), Value::Object(env()));
+    Value::Object(out)
+}
+
+/// Each of `requests` (`{"method": "CONNECT"|"GET", "target": "host:port", "path": "/x"}`)
+/// through the proxy in `$HTTP_PROXY`; reports the status line and the body of each answer.
+fn http(p: &Value) -> Value {
+    let proxy = std::env::var("HTTP_PROXY").unwrap_or_default();
+    let proxy_addr = proxy
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut results = Vec::new();
+    for req in p["requests"].as_array().into_iter().flatten() {
+        let method = req["method"].as_str().unwrap_or("GET");
+        let target = req["target"].as_str().unwrap_or("");
+        let path = req["path"].as_str().unwrap_or("/");
+        let head = if method == "CONNECT" {
+            format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")
+        } else {
+            format!(
+                "{method} http://{target}{path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n"
+            )
+        };
+        let result = (|| -> io::Result<Value> {
+            let addr: SocketAddr = proxy_addr
+                .parse()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e}")))?;
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+            s.set_read_timeout(Some(Duration::from_secs(10)))?;
+            s.write_all(head.as_bytes())?;
+            if method == "CONNECT" {
+                // Read the answer's head; on success, speak HTTP through the tunnel.
+                let mut buf = Vec::new();
+                let mut byte = [0u8; 1];
+                while !buf.ends_with(b"\r\n\r\n") && s.read(&mut byte)? == 1 {
+                    buf.push(byte[0]);
+                }
+                let head_text = String::from_utf8_lossy(&buf).into_owned();
+                let status = head_text.lines().next().unwrap_or("").to_string();
+                let mut body = String::new();
+                if status.contains(" 200") {
+                    s.write_all(
+                        format!(
+                            "GET {path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    )?;
+                    let _ = s.read_to_string(&mut body);
+                } else {
+                    let _ = s.read_to_string(&mut body);
+                }
+                return Ok(json!({ "ok": true, "status": status, "body": body }));
+            }
+            let mut text = String::new();
+            let _ = s.read_to_string(&mut text);
+            let status = text.lines().next().unwrap_or("").to_string();
+            let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+            Ok(json!({ "ok": true, "status": status, "body": body }))
+        })();
+        results.push(result.unwrap_or_else(failed));
+    }
+    json!({ "proxy": proxy, "results": results })
+}
+
+/// Forks children that wait forever, until a fork fails or `max` succeeded.
+fn forkbomb(max: u64) -> Value {
+    let mut forked = 0u64;
+    let mut error = Value::Null;
+    while forked < max {
+        // SAFETY: this program is single-threaded; the child only calls `pause` and `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            loop {
+                // SAFETY: `pause` just waits for a signal.
+                unsafe { libc::pause() };
+            }
+        }
+        if pid < 0 {
+            error = Value::from(io::Error::last_os_error().to_string());
+            break;
+        }
+        forked += 1;
+    }
+    json!({ "forked": forked, "error": error })
+}
+
+/// Allocates and touches memory in 16 MiB steps up to `mb` MiB, stopping at the first refusal.
+fn alloc(mb: u64) -> Value {
+    const STEP: usize = 16 << 20;
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    let mut refused = Value::Null;
+    while (held.len() as u64) * 16 < mb {
+        let mut chunk: Vec<u8> = Vec::new();
+        if let Err(e) = chunk.try_reserve_exact(STEP) {
+            refused = Value::from(e.to_string());
+            break;
+        }
+        chunk.resize(STEP, 1);
+        held.push(chunk);
+    }
+    json!({ "allocated_mb": held.len() as u64 * 16, "refused": refused })
+}
+
+/// Starts `children` processes that leave the session and ignore SIGTERM, then sleeps forever.
+fn hang(p: &Value) -> Value {
+    for _ in 0..p["children"].as_u64().unwrap_or(3) {
+        // SAFETY: single-threaded; the child only makes async-signal-safe calls.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: setsid/signal/sleep take plain values.
+            unsafe {
+                libc::setsid();
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                loop {
+                    libc::sleep(1000);
+                }
+            }
+        }
+    }
+    loop {
+        std::thread::sleep(Duration::from_secs(1000));
+    }
+}
