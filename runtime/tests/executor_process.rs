@@ -428,10 +428,12 @@ async fn a_missing_binary_is_a_spawn_error() {
 #[tokio::test]
 async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
     tool();
-    // The testtool's `echo` mode answers the MCP handshake with a non-MCP JSON line and exits:
-    // the transport must report a failure, never an output.
+    // A binary that exits at once instead of answering the MCP handshake: the transport must
+    // report a failure promptly, never an output.
     let mut record = testtool_record("mcp_tool", "echo");
     record.endpoint.transport = Transport::McpStdio;
+    record.endpoint.args.clear();
+    record.endpoint.resolved = ResolvedCommand::Path("/bin/false".into());
     let err = run(&record, json!({}))
         .await
         .expect_err("echo is not an MCP server");

@@ -42,6 +42,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use registry_build::endpoint::WorkspaceBins;
+use registry_build::schema::names::credential_word;
 use registry_build::schema::subset::escape;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::ServiceExt;
@@ -415,7 +416,10 @@ pub fn normalize(schema: &Value, base: &str, notes: &mut Vec<String>) -> Value {
         }
         rewrite_refs(&mut s);
     }
-    let mut walker = Normalizer { notes };
+    let mut walker = Normalizer {
+        notes,
+        input: base.starts_with("/input_schema"),
+    };
     walker.node(&mut s, base);
     if let Some(Value::Object(defs)) = s.get_mut("$defs") {
         for (name, def) in defs.iter_mut() {
@@ -446,7 +450,20 @@ fn rewrite_refs(v: &mut Value) {
 
 struct Normalizer<'n> {
     notes: &'n mut Vec<String>,
+    /// Whether this is the input schema (the credential-name rule applies).
+    input: bool,
 }
+
+/// Keywords outside the subset that no mechanical rewrite removes.
+const UNDECIDABLE: &[(&str, &str)] = &[
+    ("oneOf", "a combinator"),
+    ("anyOf", "a combinator"),
+    ("allOf", "a combinator"),
+    ("not", "a combinator"),
+    ("if", "a conditional"),
+    ("patternProperties", "an open set of names"),
+    ("prefixItems", "a tuple"),
+];
 
 impl Normalizer<'_> {
     /// Normalise one schema node in place; returns whether it was nullable (its property
@@ -456,6 +473,14 @@ impl Normalizer<'_> {
         let Some(obj) = node.as_object_mut() else {
             return nullable;
         };
+        for (key, what) in UNDECIDABLE {
+            if obj.contains_key(*key) {
+                self.notes.push(format!(
+                    "REVIEW {at}/{key}: {what} is outside the subset and has no mechanical \
+                     rewrite; flatten the schema or split the tool"
+                ));
+            }
+        }
         let ty = obj.get("type").and_then(Value::as_str).map(str::to_string);
         if let Some(format) = obj
             .get("format")
@@ -505,7 +530,15 @@ impl Normalizer<'_> {
             let mut optional = BTreeSet::new();
             if let Some(Value::Object(props)) = obj.get_mut("properties") {
                 for (name, sub) in props.iter_mut() {
-                    if self.node(sub, &format!("{at}/properties/{}", escape(name))) {
+                    let here = format!("{at}/properties/{}", escape(name));
+                    if let Some(word) = credential_word(name).filter(|_| self.input) {
+                        self.notes.push(format!(
+                            "REVIEW {here}: `{name}` names a credential ({word}); governed tools \
+                             accept none — remove it (a secret the server needs is declared in \
+                             auth.secrets and reaches it in its environment) or rename it"
+                        ));
+                    }
+                    if self.node(sub, &here) {
                         optional.insert(name.clone());
                     }
                 }
@@ -683,6 +716,19 @@ mod tests {
         assert!(notes
             .iter()
             .any(|n| n.starts_with("REVIEW /input_schema/properties/labels")));
+    }
+
+    #[test]
+    fn credential_names_are_noted_in_inputs_only() {
+        let schema = json!({"type": "object", "properties": {"api_key": {"type": "string"}}});
+        let mut notes = Vec::new();
+        normalize(&schema, "/input_schema", &mut notes);
+        assert!(notes
+            .iter()
+            .any(|n| n.contains("`api_key` names a credential")));
+        let mut notes = Vec::new();
+        normalize(&schema, "/output_schema", &mut notes);
+        assert!(!notes.iter().any(|n| n.contains("credential")));
     }
 
     #[test]

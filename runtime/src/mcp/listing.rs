@@ -11,7 +11,7 @@
 //! accept is hidden from it (the authorizer denies such a request outright), and the policies
 //! are the tool's slice (those whose action scope can match its action, [`mod@crate::authorize::slice`]).
 //!
-//! # With partial evaluation ([`Analysis::PartialEval`], crate feature `mcp-partial-eval`)
+//! # With partial evaluation (`Analysis::PartialEval`, crate feature `mcp-partial-eval`)
 //! One request per tool with a known principal, action and resource and an **unknown context**
 //! goes through Cedar's partial evaluator (cedar-policy's experimental `partial-eval`). Every
 //! condition that does not mention the context is decided — `principal == …`, principal
@@ -54,7 +54,7 @@ pub enum Analysis {
 }
 
 impl Analysis {
-    /// The most precise analysis this build has: [`Analysis::PartialEval`] with the feature
+    /// The most precise analysis this build has: `Analysis::PartialEval` with the feature
     /// `mcp-partial-eval`, else [`Analysis::Scope`].
     pub const fn best() -> Self {
         #[cfg(feature = "mcp-partial-eval")]

@@ -1,0 +1,220 @@
+//! `escepine serve --mcp http`: streamable HTTP on loopback, principals from bearer tokens,
+//! driven by rmcp's streamable HTTP client — list, allowed call, denial with policy ids, input
+//! gate error — and refused without a token or with a wrong one (401).
+
+mod mcp_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use mcp_support::{escepine, fixture, testtool};
+
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789abc";
+
+/// A running `escepine serve --mcp http`, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Server {
+    testtool();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.json");
+    std::fs::write(
+        &tokens,
+        json!({ ALICE: "Agent::\"alice\"", BOB: "Agent::\"bob\"" }).to_string(),
+    )
+    .expect("tokens");
+    let mut child = Command::new(escepine())
+        .args(["serve", "--mcp", "http", "--listen", "127.0.0.1:0"])
+        .arg("--records")
+        .arg(fixture("records"))
+        .arg("--policies")
+        .arg(fixture("policies"))
+        .arg("--tokens")
+        .arg(&tokens)
+        .arg("--ledger")
+        .arg(dir.path().join("ledger.db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn escepine serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Keep draining stderr so the server never blocks on it.
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[serve] {line}");
+            if let Some(at) = line.find("listening on ") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server prints where it listens");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    Server {
+        child,
+        url,
+        _dir: dir,
+    }
+}
+
+async fn client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token),
+    );
+    ().serve(transport).await.expect("initialize over HTTP")
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> Value {
+    let mut params = CallToolRequestParams::new(name.to_string());
+    params.arguments = args.as_object().cloned();
+    let r = c.call_tool(params).await.expect("tools/call");
+    json!({ "is_error": r.is_error, "structured": r.structured_content })
+}
+
+/// A raw HTTP/1.1 POST of an `initialize` request; returns the status line and headers.
+async fn raw_post(url: &str, authorization: Option<&str>) -> String {
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(a) = authorization {
+        req.push_str(&format!("Authorization: {a}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    let mut s = tokio::net::TcpStream::connect(&authority)
+        .await
+        .expect("connect");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    text.split("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn streamable_http_serves_principals_by_bearer_token() {
+    let server = start();
+
+    let alice = client(&server.url, ALICE).await;
+    let tools = alice.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(
+        names.contains(&"m_echo") && names.contains(&"m_note"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"m_publish"), "{names:?}");
+
+    let ok = call(&alice, "m_echo", json!({ "text": "over http" })).await;
+    assert_eq!(ok["is_error"], false);
+    assert_eq!(ok["structured"], json!({ "echo": { "text": "over http" } }));
+
+    let denied = call(&alice, "m_publish", json!({ "text": "x" })).await;
+    assert_eq!(denied["is_error"], true);
+    assert_eq!(denied["structured"]["error"]["kind"], "denied");
+    assert_eq!(
+        denied["structured"]["error"]["policy_ids"],
+        json!(["forbid-supersede"])
+    );
+
+    let rejected = call(&alice, "m_echo", json!({ "text": "x", "extra": 1 })).await;
+    assert_eq!(rejected["structured"]["error"]["kind"], "input_rejected");
+    assert_eq!(
+        rejected["structured"]["error"]["violations"][0]["keyword"],
+        "additionalProperties"
+    );
+
+    // The same server, another token: another principal, other tools.
+    let bob = client(&server.url, BOB).await;
+    let tools = bob.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(
+        names.contains(&"m_echo") && !names.contains(&"m_note"),
+        "{names:?}"
+    );
+    let denied = call(&bob, "m_note", json!({ "text": "x" })).await;
+    assert_eq!(denied["structured"]["error"]["kind"], "denied");
+
+    alice.cancel().await.expect("close");
+    bob.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_token_is_refused() {
+    let server = start();
+
+    let head = raw_post(&server.url, None).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{head}"
+    );
+
+    let head = raw_post(&server.url, Some("Bearer not-a-valid-token-at-all")).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let head = raw_post(&server.url, Some(&format!("Basic {ALICE}"))).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+
+    // rmcp's client sees the refusal and its challenge.
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+            .auth_header("wrong-token-0123456789"),
+    );
+    let err = ().serve(transport).await.expect_err("refused");
+    assert!(
+        err.auth_challenge()
+            .is_some_and(|c| c.starts_with("Bearer")),
+        "{err}"
+    );
+
+    // With the right token the same request is served.
+    let head = raw_post(&server.url, Some(&format!("Bearer {ALICE}"))).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+}
+
+#[test]
+fn http_needs_a_token_file() {
+    let out = Command::new(escepine())
+        .args(["serve", "--mcp", "http", "--ledger", "/tmp/unused.db"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tokens"));
+}
