@@ -37,8 +37,11 @@
 //!
 //! ```ignore
 //! #[tool(record = "url_normalize")] // types = crate::registry by default
-//! async fn url_normalize(input: registry::url_normalize::Input)
-//!     -> Result<registry::url_normalize::Output, ToolError> { … }
+//! async fn url_normalize(
+//!     input: registry::url_normalize::Input,
+//! ) -> Result<registry::url_normalize::Output, ToolError> {
+//!     todo!()
+//! }
 //! ```
 //!
 //! The types must be those generated from the record (`<types>::<record>::Input`/`Output`):
@@ -64,7 +67,9 @@
 //!     command = "my-tool-host",             // endpoint binary; default: this crate's binary
 //!     types = crate::registry,              // where build.rs's generated code is included
 //! )]
-//! async fn text_stats(input: TextStatsInput) -> Result<TextStatsOutput, ToolError> { … }
+//! async fn text_stats(input: TextStatsInput) -> Result<TextStatsOutput, ToolError> {
+//!     todo!()
+//! }
 //! ```
 //!
 //! Its Cedar action is named through the generated marker `<types>::actions::<id>`, which the

@@ -160,6 +160,8 @@ pub struct JobOutput {
     pub stdout_overflow: bool,
     /// Its standard error, bounded, with a note of what was not kept.
     pub stderr: String,
+    /// Egress the sandbox's proxy refused while the job ran.
+    pub egress_refusals: Vec<String>,
 }
 
 /// What destroying a sandbox found.

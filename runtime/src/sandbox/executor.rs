@@ -7,7 +7,7 @@ use escepine_contract::EXIT_TRANSIENT;
 use registry_build::{EgressEntry, ToolRecord};
 use tokio::time::Instant;
 
-use super::backend::{Job, JobOutput, JobStatus, SandboxBackend, SandboxSpec, Teardown};
+use super::backend::{Job, JobOutput, JobStatus, SandboxBackend, SandboxSpec};
 use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
@@ -245,12 +245,27 @@ impl SandboxExecutor {
             .map_err(|_| timed_out())?
             .map_err(spawn_error)?;
         let result = self.backend.execute(&mut sandbox, job).await;
-        let teardown = self.backend.destroy(sandbox).await;
         let tool = inv.tool.tool_id.as_str();
         match result {
-            Ok(out) => classify(tool, out, teardown, self.stdout_limit),
-            Err(SandboxError::TimedOut) => Err(timed_out()),
-            Err(e) => Err(ExecError::Spawn(with_refusals(e.to_string(), &teardown))),
+            Ok(out) => {
+                // The job has ended and reported its refusals: the teardown (reaping, stopping
+                // the proxy, removing its directory) need not delay the caller.
+                let backend = Arc::clone(&self.backend);
+                tokio::spawn(async move {
+                    backend.destroy(sandbox).await;
+                });
+                classify(tool, out, self.stdout_limit)
+            }
+            Err(e) => {
+                let teardown = self.backend.destroy(sandbox).await;
+                match e {
+                    SandboxError::TimedOut => Err(timed_out()),
+                    e => Err(ExecError::Spawn(with_refusals(
+                        e.to_string(),
+                        &teardown.egress_refusals,
+                    ))),
+                }
+            }
         }
     }
 }
@@ -266,26 +281,21 @@ fn spawn_error(e: SandboxError) -> ExecError {
 }
 
 /// `text` with the egress refusals appended, so that a failed attempt's evidence keeps them.
-fn with_refusals(mut text: String, teardown: &Teardown) -> String {
-    for r in &teardown.egress_refusals {
+fn with_refusals(mut text: String, refusals: &[String]) -> String {
+    for r in refusals {
         text.push_str(&format!("\n[egress {r}]"));
     }
     text
 }
 
 /// The outcome of a job that ran to its end (as the process executor classifies it).
-fn classify(
-    tool: &str,
-    out: JobOutput,
-    teardown: Teardown,
-    stdout_limit: usize,
-) -> Result<Execution, ExecError> {
+fn classify(tool: &str, out: JobOutput, stdout_limit: usize) -> Result<Execution, ExecError> {
     if out.stdout_overflow {
         return Err(ExecError::Protocol(format!(
             "`{tool}` wrote more than {stdout_limit} bytes on stdout"
         )));
     }
-    let stderr = || with_refusals(out.stderr.clone(), &teardown);
+    let stderr = || with_refusals(out.stderr.clone(), &out.egress_refusals);
     match out.status {
         JobStatus::Exited(0) => {
             if out.stdout.iter().all(u8::is_ascii_whitespace) {
@@ -301,7 +311,7 @@ fn classify(
             Ok(Execution {
                 output,
                 stderr: out.stderr,
-                egress_refusals: teardown.egress_refusals,
+                egress_refusals: out.egress_refusals,
             })
         }
         JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {

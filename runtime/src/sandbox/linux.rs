@@ -542,11 +542,18 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
         }
         Err(e) => return Err(e),
     };
+    // Every connection of the sandbox is closed by now: its refusals are complete.
+    let egress_refusals = state
+        .proxy
+        .as_ref()
+        .map(ProxyHandle::refusals)
+        .unwrap_or_default();
     Ok(JobOutput {
         status,
         stdout_overflow: stdout.dropped > 0,
         stdout: stdout.kept,
         stderr,
+        egress_refusals,
     })
 }
 

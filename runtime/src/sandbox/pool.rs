@@ -58,27 +58,24 @@ impl WarmPool {
     /// # Errors
     /// When provisioning now fails.
     pub async fn take(&self, spec: Arc<SandboxSpec>) -> Result<Sandbox, SandboxError> {
-        loop {
-            let popped = {
-                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-                state.ready.get_mut(&spec).and_then(VecDeque::pop_front)
-            };
-            match popped {
-                Some(mut sandbox) => {
-                    self.fill(&spec);
-                    if !sandbox.is_used() && self.backend.is_alive(&mut sandbox) {
-                        return Ok(sandbox);
-                    }
-                    let backend = Arc::clone(&self.backend);
-                    tokio::spawn(async move {
-                        backend.destroy(sandbox).await;
-                    });
-                }
-                None => break,
+        while let Some(mut sandbox) = self.pop(&spec) {
+            self.fill(&spec);
+            if !sandbox.is_used() && self.backend.is_alive(&mut sandbox) {
+                return Ok(sandbox);
             }
+            // It died while waiting: destroy it, try the next.
+            let backend = Arc::clone(&self.backend);
+            tokio::spawn(async move {
+                backend.destroy(sandbox).await;
+            });
         }
         self.fill(&spec);
         self.backend.provision(spec).await
+    }
+
+    fn pop(&self, spec: &Arc<SandboxSpec>) -> Option<Sandbox> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.ready.get_mut(spec).and_then(VecDeque::pop_front)
     }
 
     /// Start provisioning sandboxes for `spec` until `size` are ready or on their way.

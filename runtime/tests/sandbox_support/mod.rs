@@ -303,8 +303,8 @@ impl HostSnapshot {
     }
 
     /// Asserts that no sandbox process, child process, mount or directory was left behind
-    /// (allowing a few seconds for reaping).
-    pub fn assert_clean(&self) {
+    /// (allowing a few seconds for reaping and for teardowns still running on the runtime).
+    pub async fn assert_clean(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let procs = sandbox_processes();
@@ -321,7 +321,7 @@ impl HostSnapshot {
                     mounts, self.mounts
                 );
             }
-            std::thread::sleep(Duration::from_millis(50));
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 }

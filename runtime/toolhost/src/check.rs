@@ -190,7 +190,8 @@ mod imp {
 
     fn context_matches(registry: &Registry, record: &ToolRecord) -> Result<(), String> {
         let action = &record.cedar_action;
-        let generated_text = registry_build::cedar::generated_schema_text(&[record.clone()]);
+        let generated_text =
+            registry_build::cedar::generated_schema_text(std::slice::from_ref(record));
         let generated = namespace(&generated_text)
             .map_err(|e| format!("the generated Cedar schema does not parse: {e}"))?;
         let expected = canon(

@@ -28,13 +28,16 @@ pub enum Failure {
     },
 }
 
+/// One call over JSON bytes: the payload in, the output out.
+type RunJson = fn(&[u8], CallContext) -> LocalBoxFuture<Result<Vec<u8>, Failure>>;
+
 /// A tool a host serves: its contract and its function, over JSON bytes.
 ///
 /// Made with [`Registration::of`] from the type `#[tool]` defines beside the function.
 #[derive(Clone, Copy)]
 pub struct Registration {
     contract: fn() -> Contract,
-    run: fn(&[u8], CallContext) -> LocalBoxFuture<Result<Vec<u8>, Failure>>,
+    run: RunJson,
 }
 
 impl fmt::Debug for Registration {

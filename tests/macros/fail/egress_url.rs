@@ -37,7 +37,9 @@ pub struct Out {
     sandbox(egress("api.example.com:443", "https://api.example.com/v1"))
 )]
 async fn text_stats(input: In) -> Result<Out, ToolError> {
-    Ok(Out { words: input.text.split_whitespace().count() as u64 })
+    Ok(Out {
+        words: input.text.split_whitespace().count() as u64,
+    })
 }
 
 fn main() {}

@@ -36,7 +36,10 @@ mod registry {
                 class: escepine_contract::SideEffectClass::ReadOnly,
                 compensation: None,
                 timeout_ms: 1000,
-                retry: escepine_contract::RetryPolicy { max_attempts: 1, backoff_ms: 0 },
+                retry: escepine_contract::RetryPolicy {
+                    max_attempts: 1,
+                    backoff_ms: 0,
+                },
                 on_failure: &[escepine_contract::FailureOutcome::Halt],
                 endpoint: escepine_contract::Endpoint {
                     transport: escepine_contract::Transport::StdioJson,

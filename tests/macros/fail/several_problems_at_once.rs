@@ -39,7 +39,9 @@ pub struct Out {
     retries = 3
 )]
 async fn text_stats(input: In) -> Result<Out, ToolError> {
-    Ok(Out { words: input.text.split_whitespace().count() as u64 })
+    Ok(Out {
+        words: input.text.split_whitespace().count() as u64,
+    })
 }
 
 fn main() {}

@@ -36,7 +36,9 @@ pub struct Out {
     on_failure(halt)
 )]
 async fn text_stats(input: In) -> Result<Out, ToolError> {
-    Ok(Out { words: input.text.split_whitespace().count() as u64 })
+    Ok(Out {
+        words: input.text.split_whitespace().count() as u64,
+    })
 }
 
 fn main() {}

@@ -96,7 +96,10 @@ fn block_on<F: Future>(f: F) -> F::Output {
 fn main() {
     let cx = CallContext::new(None, Some("key-1".into()));
     let out = block_on(<echo as ToolFn>::call(Input { text: "hi".into() }, cx)).unwrap();
-    assert_eq!((out.text.as_str(), out.key.as_deref()), ("hi", Some("key-1")));
+    assert_eq!(
+        (out.text.as_str(), out.key.as_deref()),
+        ("hi", Some("key-1"))
+    );
     let out = block_on(<echo_again as ToolFn>::call(
         Input { text: "yo".into() },
         CallContext::default(),

@@ -72,7 +72,10 @@ fn main() {
         "Count the words of a text.\n\nWhitespace separates words."
     );
     assert_eq!(c.class, SideEffectClass::ReadOnly);
-    assert_eq!((c.timeout_ms, c.retry.max_attempts, c.retry.backoff_ms), (5000, 3, 100));
+    assert_eq!(
+        (c.timeout_ms, c.retry.max_attempts, c.retry.backoff_ms),
+        (5000, 3, 100)
+    );
     assert_eq!(c.egress, ["api.example.com:443", "*.example.org"]);
     assert_eq!(c.secrets, ["X_API_KEY"]);
     assert_eq!(c.endpoint.args, ["text_stats"]);
@@ -88,7 +91,8 @@ fn main() {
     assert!(input["properties"]["max_tokens"].get("format").is_none());
     assert_eq!(input["required"], serde_json::json!(["text", "mode"]));
     // A unit enum is a string `enum` (schemars' `oneOf` of documented variants flattened).
-    let mut modes: Vec<String> = serde_json::from_value(input["$defs"]["Mode"]["enum"].clone()).unwrap();
+    let mut modes: Vec<String> =
+        serde_json::from_value(input["$defs"]["Mode"]["enum"].clone()).unwrap();
     modes.sort();
     assert_eq!(modes, ["exact", "fast"]);
     assert_eq!(input["$defs"]["Mode"]["type"], "string");

@@ -328,52 +328,59 @@ fn http(p: &Value) -> Value {
         let method = req["method"].as_str().unwrap_or("GET");
         let target = req["target"].as_str().unwrap_or("");
         let path = req["path"].as_str().unwrap_or("/");
-        let head = if method == "CONNECT" {
-            format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")
-        } else {
-            format!(
-                "{method} http://{target}{path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n"
-            )
-        };
-        let result = (|| -> io::Result<Value> {
-            let addr: SocketAddr = proxy_addr
-                .parse()
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e}")))?;
-            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-            s.set_read_timeout(Some(Duration::from_secs(10)))?;
-            s.write_all(head.as_bytes())?;
-            if method == "CONNECT" {
-                // Read the answer's head; on success, speak HTTP through the tunnel.
-                let mut buf = Vec::new();
-                let mut byte = [0u8; 1];
-                while !buf.ends_with(b"\r\n\r\n") && s.read(&mut byte)? == 1 {
-                    buf.push(byte[0]);
-                }
-                let head_text = String::from_utf8_lossy(&buf).into_owned();
-                let status = head_text.lines().next().unwrap_or("").to_string();
-                let mut body = String::new();
-                if status.contains(" 200") {
-                    s.write_all(
-                        format!(
-                            "GET {path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n"
-                        )
-                        .as_bytes(),
-                    )?;
-                    let _ = s.read_to_string(&mut body);
-                } else {
-                    let _ = s.read_to_string(&mut body);
-                }
-                return Ok(json!({ "ok": true, "status": status, "body": body }));
-            }
-            let mut text = String::new();
-            let _ = s.read_to_string(&mut text);
-            let status = text.lines().next().unwrap_or("").to_string();
-            let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-            Ok(json!({ "ok": true, "status": status, "body": body }))
-        })();
+        let result = request(&proxy_addr, method, target, path);
         results.push(result.unwrap_or_else(failed));
     }
     json!({ "proxy": proxy, "results": results })
+}
+
+/// One request through the proxy at `proxy_addr`.
+fn request(proxy_addr: &str, method: &str, target: &str, path: &str) -> io::Result<Value> {
+    let head = if method == "CONNECT" {
+        format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")
+    } else {
+        format!(
+            "{method} http://{target}{path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n"
+        )
+    };
+    let addr: SocketAddr = proxy_addr
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e}")))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(head.as_bytes())?;
+    if method == "CONNECT" {
+        // Read the answer's head; on success, speak HTTP through the tunnel.
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buf.ends_with(b"\r\n\r\n") && s.read(&mut byte)? == 1 {
+            buf.push(byte[0]);
+        }
+        let head_text = String::from_utf8_lossy(&buf).into_owned();
+        let status = head_text.lines().next().unwrap_or("").to_string();
+        if status.contains(" 200") {
+            s.write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            )?;
+        }
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        let body = if status.contains(" 200") {
+            text.split_once("\r\n\r\n")
+                .map(|(_, b)| b)
+                .unwrap_or("")
+                .to_string()
+        } else {
+            text
+        };
+        return Ok(json!({ "ok": true, "status": status, "body": body }));
+    }
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text.lines().next().unwrap_or("").to_string();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    Ok(json!({ "ok": true, "status": status, "body": body }))
 }
 
 /// Forks children that wait forever, until a fork fails or `max` succeeded.

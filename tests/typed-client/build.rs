@@ -3,10 +3,10 @@
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry_build::Builder::new()
-        .records("runtime/tests/fixtures/path/records")
-        .policies("runtime/tests/fixtures/path/policies")
-        .envelope("runtime/tests/fixtures/path/envelope.json")
-        .workspace_root(".")
+        .records("../../runtime/tests/fixtures/path/records")
+        .policies("../../runtime/tests/fixtures/path/policies")
+        .envelope("../../runtime/tests/fixtures/path/envelope.json")
+        .workspace_root("../..")
         .file_name("path_tools.rs")
         .compile()?;
     Ok(())

@@ -1,0 +1,1 @@
+//! Workspace scenario crate: see `tests/typed_client.rs`.
