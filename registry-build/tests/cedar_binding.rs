@@ -128,6 +128,13 @@ fn catalog() -> Vec<ToolRecord> {
             &["title", "body"],
         ),
         record(
+            "url_normalize",
+            ReadOnly,
+            &[],
+            json!({"url": uri, "drop_query": {"type": "boolean"}}),
+            &["url"],
+        ),
+        record(
             "note_retract",
             Supersede,
             &[],
@@ -233,6 +240,7 @@ fn actions_list_groups_then_tools() {
             "note_retract",
             "tavily_crawl",
             "tavily_search",
+            "url_normalize",
             "web_fetch_exa",
             "web_search"
         ]
@@ -296,7 +304,8 @@ fn the_catalog_policies_validate_strictly() {
             "bulk-fetch-no-internal-hosts",
             "page-read-no-linkedin",
             "publishing-editors",
-            "read-only-tools"
+            "read-only-tools",
+            "url-normalize-web-only"
         ]
         .into_iter()
         .map(String::from)
