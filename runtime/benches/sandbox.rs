@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
 use escepine_runtime::executor::{Executor, Invocation};
-use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
+use escepine_runtime::sandbox::{Job, LinuxBackend, SandboxExecutor};
 use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::json;
 
@@ -246,6 +246,35 @@ fn main() {
         });
         sandbox_rows.push(summarise(name, samples));
     }
+
+    // Provision + execute + destroy, each awaited (the executor returns before the destroy).
+    let with_destroy = rt.block_on(async {
+        let ex = SandboxExecutor::with_backend(backend());
+        let spec = ex.spec(&rec, &proxy_egress).await.unwrap();
+        let backend = Arc::clone(ex.backend());
+        let mut samples = Vec::with_capacity(iters);
+        for i in 0..iters + 10 {
+            let start = Instant::now();
+            let mut sandbox = backend.provision(Arc::clone(&spec)).await.unwrap();
+            let job = Job {
+                argv: vec![tool.display().to_string(), "noop".into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                stdin: "{}".into(),
+                deadline: tokio::time::Instant::now() + Duration::from_secs(10),
+                stdout_limit: 1 << 20,
+                stderr_limit: 1 << 16,
+            };
+            let out = backend.execute(&mut sandbox, job).await.unwrap();
+            backend.destroy(sandbox).await;
+            let took = start.elapsed();
+            assert!(out.stdout.starts_with(b"{}"));
+            if i >= 10 {
+                samples.push(took);
+            }
+        }
+        samples
+    });
+    summarise("sandbox, cold, with proxy, destroy awaited", with_destroy);
 
     println!();
     let ratio = |a: &Row, b: &Row| a.p50.as_secs_f64() / b.p50.as_secs_f64();

@@ -202,11 +202,13 @@ fn the_payload_and_facts_never_panic() {
 fn slicing_keeps_only_the_policies_of_each_action() {
     let r = catalog();
     let a = authorizer(&r);
-    assert_eq!(r.cedar.policies.policies().count(), 5);
+    assert_eq!(r.cedar.policies.policies().count(), 6);
     // firecrawl_scrape: read-only-tools and page-read-no-linkedin.
     assert_eq!(a.policy_count("firecrawl_scrape"), Some(2));
     // web_fetch_exa: those and its two bulk-fetch forbids.
     assert_eq!(a.policy_count("web_fetch_exa"), Some(4));
     assert_eq!(a.policy_count("note_publish"), Some(1));
     assert_eq!(a.policy_count("web_search"), Some(1));
+    // url_normalize: read-only-tools and its own url-normalize-web-only.
+    assert_eq!(a.policy_count("url_normalize"), Some(2));
 }

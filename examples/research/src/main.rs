@@ -1,0 +1,442 @@
+//! `research`: the research agent, offline, end to end.
+//!
+//! ```sh
+//! cargo run --release -p escepine-example-research            # outputs under target/research/
+//! cargo run --release -p escepine-example-research -- --out DIR --query "…"
+//! ```
+//!
+//! The program is linked against the typed client that `build.rs` generates from the catalog
+//! (`tools/records`, `tools/policies`, `tools/envelope.json`, `tools/sops`) and runs the catalog's
+//! `research` SOP — search → read → decide → publish a note → assemble the deliverable — with a
+//! planner written in Rust ([`planner`]). Everything it needs runs on this machine:
+//!
+//! 1. it serves, on one loopback listener, a bundled corpus of pages ([`corpus`]), a search
+//!    endpoint of SearXNG's JSON shape indexed with BM25, and the note service ([`services`]);
+//! 2. it loads the catalog into a [`Runtime`] whose deployment envelope is the catalog's plus
+//!    `127.0.0.1`, and admits the listener's one port, for the tools that talk to it, through an
+//!    explicit [`Overlay`] (checked against that envelope and recorded in every intent of those
+//!    tools) — the egress proxy's refusal of loopback addresses stays as it is for everything
+//!    else; the base URLs reach the tools as their declared secrets;
+//! 3. it runs the SOP in the sandbox when the sandbox works here, else with the process
+//!    executor ([`executor::choose`], printed), every call through the governed path into a
+//!    SQLite ledger;
+//! 4. one search result claims a page on `www.linkedin.com`; its read is denied by the policy
+//!    `page-read-no-linkedin` before any request, so it appears only as a denial;
+//! 5. it writes the deliverable the SOP assembled (`deliverable.md`, and the tool's whole output
+//!    as `deliverable.json`), verifies the ledger's hash chain, and prints a summary (also
+//!    `summary.json`).
+//!
+//! Exit status: 0 when the run completed, the deliverable was written and the ledger verifies;
+//! 1 otherwise, with the reason.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use escepine_contract::{Principal, SopDefinition, SopStep};
+use escepine_runtime::ledger::sqlite::SqliteLedger;
+use escepine_runtime::ledger::{verify, Durability};
+use escepine_runtime::overlay::Overlay;
+use escepine_runtime::secrets::MapSecrets;
+use escepine_runtime::sop::{Engine, RunOptions, RunStatus};
+use escepine_runtime::Runtime;
+use registry_build::EgressEntry;
+use serde_json::{json, Value};
+
+mod corpus;
+mod executor;
+mod planner;
+mod progress;
+mod report;
+mod services;
+mod timing;
+
+/// The code `registry-build` generated from the catalog: one module per tool (typed `Input` and
+/// `Output`), the Cedar action markers, the typed `Client`, and the typed SOP steps.
+#[allow(dead_code, missing_docs, clippy::all)]
+mod catalog {
+    include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"));
+}
+
+use catalog::sops::research;
+use catalog::{deliverable_assemble, ToolId};
+
+/// The question asked by default.
+const DEFAULT_QUERY: &str = "railway interlocking and fail-safe signalling design";
+
+/// The principal: an agent of the editors team (`tools/policies/publishing.cedar` grants the
+/// writing tools to that team).
+const AGENT: &str = "researcher";
+
+/// Run the research SOP offline against the bundled corpus and write the deliverable.
+#[derive(Debug, Parser)]
+#[command(name = "research", version)]
+struct Args {
+    /// Where the deliverable, the ledger and the summary are written (relative paths are taken
+    /// from the current directory). The ledger there is replaced.
+    #[arg(long, default_value = "target/research")]
+    out: PathBuf,
+    /// The research question.
+    #[arg(long, default_value = DEFAULT_QUERY)]
+    query: String,
+    /// How many further search results the agent reads after the SOP's own read.
+    #[arg(long, default_value_t = 5)]
+    further: usize,
+    /// Which executor runs the tools.
+    #[arg(long, value_enum, default_value_t = executor::Choice::Auto)]
+    executor: executor::Choice,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let started = Instant::now();
+    let clock = timing::install();
+    let args = Args::parse();
+    match research(&args, started, &clock).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("research: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The whole job.
+async fn research(
+    args: &Args,
+    started: Instant,
+    clock: &Arc<timing::CallClock>,
+) -> Result<(), String> {
+    let progress = progress::Progress::new();
+    let out = &args.out;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let ledger_path = out.join("ledger.db");
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let p = PathBuf::from(format!("{}{suffix}", ledger_path.display()));
+        if p.exists() {
+            std::fs::remove_file(&p).map_err(|e| format!("cannot replace {}: {e}", p.display()))?;
+        }
+    }
+
+    // The tool binaries of this build.
+    let bin_dir = executor::bin_dir()?;
+    let built = executor::ensure_binaries(&bin_dir, args.executor)?;
+    if !built.is_empty() {
+        progress.line(format_args!("built {}", built.join(", ")));
+    }
+
+    // The loopback services.
+    let services = services::start()
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+    progress.line(format_args!(
+        "services on {}: corpus /corpus/, search /searx/search (BM25), notes /notes/",
+        services.origin
+    ));
+
+    // The catalog, under this deployment's envelope.
+    let root = executor::workspace_root();
+    let tools = root.join("tools");
+    let envelope_path = deployment_envelope(&tools, out)?;
+    let registry = registry_build::load(
+        &registry_build::Sources::new()
+            .records(tools.join("records"))
+            .policies(tools.join("policies"))
+            .envelope(&envelope_path)
+            .sops(tools.join("sops"))
+            .workspace_root(&root),
+    )
+    .map_err(|d| format!("the catalog does not load:\n{}", d.render()))?;
+    for id in ToolId::ALL {
+        let c = id.contract();
+        match registry.get(c.id) {
+            Some(r) if r.version.to_string() == c.version => {}
+            _ => {
+                return Err(format!(
+                    "the typed client was generated for {}@{}, which the catalog no longer holds; \
+                     rebuild this example",
+                    c.id, c.version
+                ))
+            }
+        }
+    }
+    let sop = registry
+        .sop(research::Sop::ID)
+        .filter(|s| s.version.to_string() == research::Sop::VERSION)
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "tools/sops holds no SOP {}@{} (the one this program was compiled against)",
+                research::Sop::ID,
+                research::Sop::VERSION
+            )
+        })?;
+
+    // The overlay: this listener's one port, for the tools that talk to it.
+    let authority: EgressEntry = services
+        .authority()
+        .parse()
+        .map_err(|e| format!("{}: {e}", services.authority()))?;
+    let admitted = [
+        "web_search",
+        "firecrawl_scrape",
+        "note_publish",
+        "note_retract",
+    ];
+    let overlay = admitted
+        .iter()
+        .fold(Overlay::default(), |o, t| o.admit(t, authority.clone()));
+    progress.line(format_args!(
+        "overlay: {} admitted for {} (envelope: tools/envelope.json + 127.0.0.1)",
+        services.authority(),
+        admitted.join(", ")
+    ));
+    let secrets = MapSecrets(
+        [
+            ("SEARXNG_BASE_URL", services.searx_base()),
+            ("NOTES_BASE_URL", services.notes_base()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+    );
+
+    let choose_started = Instant::now();
+    let chosen = executor::choose(args.executor, &bin_dir, &registry).await?;
+    let executor_choice_ms = ms(choose_started.elapsed());
+    progress.line(format_args!("executor: {} — {}", chosen.name, chosen.why));
+
+    let ledger = SqliteLedger::open(&ledger_path, Durability::Full)
+        .map_err(|e| format!("cannot open the ledger {}: {e}", ledger_path.display()))?;
+    let runtime = Runtime::builder(registry)
+        .ledger(Arc::new(ledger))
+        .executor(chosen.executor)
+        .secrets(Arc::new(secrets))
+        .entities(entities())
+        .overlay(overlay)
+        .build()
+        .map_err(|e| format!("the runtime does not build: {e}"))?;
+
+    // The run.
+    let principal = Principal::agent(AGENT);
+    let steps = progress::Steps::default();
+    let planner = Arc::new(planner::ResearchPlanner::new(
+        runtime.clone(),
+        principal.clone(),
+        args.query.clone(),
+        args.further,
+        progress.clone(),
+        Arc::clone(&steps),
+    ));
+    let notebook = planner.notebook();
+    let engine = Engine::builder(runtime.clone(), sop, planner)
+        .observer(Arc::new(progress::Observer::new(progress.clone(), steps)))
+        .build()
+        .map_err(|e| format!("the SOP does not bind: {e}"))?;
+    let startup_ms = ms(started.elapsed());
+    let run_started = Instant::now();
+    let outcome = engine
+        .run_with(
+            &principal,
+            RunOptions {
+                meta: json!({"program": "examples/research", "query": args.query}),
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .map_err(|e| format!("the run could not be driven: {e}"))?;
+    let run_ms = ms(run_started.elapsed());
+    let traffic = services.traffic();
+    let live_notes = services.live_notes();
+    services.stop().await;
+
+    // The outputs.
+    let entries = runtime
+        .ledger()
+        .entries()
+        .map_err(|e| format!("cannot read the ledger back: {e}"))?;
+    let rows = report::calls(&entries);
+    let verified = verify::verify_path(&ledger_path, None);
+    let notebook = notebook.lock().await.clone();
+    let deliverable: Option<deliverable_assemble::Output> = outcome
+        .data
+        .get(research::Assemble::STATE)
+        .and_then(|s| s.get("output"))
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| format!("the deliverable does not parse: {e}"))?;
+    let deliverable_path = out.join("deliverable.md");
+    let deliverable_json = out.join("deliverable.json");
+    if let Some(d) = &deliverable {
+        write(&deliverable_path, &d.content)?;
+        let whole = serde_json::to_string_pretty(d).map_err(|e| e.to_string())?;
+        write(&deliverable_json, &whole)?;
+    }
+
+    let tool_us: u64 = rows.iter().map(|r| r.attempt_us).sum();
+    let call_ms = clock.total_us() as f64 / 1000.0;
+    let tool_ms = tool_us as f64 / 1000.0;
+    let timing = report::Timing {
+        wall_ms: ms(started.elapsed()),
+        startup_ms,
+        executor_choice_ms,
+        run_ms,
+        calls: clock.calls(),
+        call_ms,
+        tool_ms,
+        governed_ms: call_ms - tool_ms,
+        engine_ms: run_ms - call_ms,
+        peak_rss_kib: timing::peak_rss_kib(),
+    };
+
+    // The summary.
+    println!();
+    println!(
+        "run {} of SOP {}@{}: {}",
+        outcome.run_id,
+        research::Sop::ID,
+        research::Sop::VERSION,
+        outcome.status.as_str()
+    );
+    println!("calls ({}), as the ledger recorded them:", rows.len());
+    report::print_calls(&rows);
+    let denied: Vec<&report::CallRow> = rows.iter().filter(|r| r.decision == "deny").collect();
+    for d in &denied {
+        println!(
+            "denied page: {} — {} by [{}], intent entry {}; nothing was sent",
+            d.url.as_deref().unwrap_or("-"),
+            d.tool,
+            d.policy_ids.join(", "),
+            d.intent
+        );
+    }
+    println!(
+        "services: {} page(s) served, {} search(es), notes published {:?}, live {:?}",
+        traffic.pages.len(),
+        traffic.searches.len(),
+        traffic.published,
+        live_notes
+    );
+    if let Some(d) = &deliverable {
+        println!(
+            "deliverable: {} ({} sources, evidence index in {})",
+            deliverable_path.display(),
+            d.evidence_index.len(),
+            deliverable_json.display()
+        );
+    }
+    println!(
+        "ledger: {} ({} entries)",
+        ledger_path.display(),
+        entries.len()
+    );
+    let verify_line = match &verified {
+        Ok(r) => format!("intact: {} entries, head {}", r.entries, r.head),
+        Err(e) => format!("FAILED: {e}"),
+    };
+    println!("ledger verify: {verify_line}");
+    println!(
+        "time: {:.0} ms wall ({:.0} ms start-up incl. {:.0} ms executor choice, {:.0} ms run); \
+         {} governed calls took {:.1} ms: tools {:.1} ms, governed stages {:.1} ms; engine and \
+         planner {:.1} ms; peak RSS {} KiB",
+        timing.wall_ms,
+        timing.startup_ms,
+        timing.executor_choice_ms,
+        timing.run_ms,
+        timing.calls,
+        timing.call_ms,
+        timing.tool_ms,
+        timing.governed_ms,
+        timing.engine_ms,
+        timing
+            .peak_rss_kib
+            .map_or_else(|| "?".to_string(), |k| k.to_string())
+    );
+
+    let summary = json!({
+        "run_id": outcome.run_id,
+        "status": outcome.status.as_str(),
+        "query": args.query,
+        "executor": {"name": chosen.name, "why": chosen.why},
+        "deliverable": deliverable.as_ref().map(|_| deliverable_path.display().to_string()),
+        "deliverable_json": deliverable.as_ref().map(|_| deliverable_json.display().to_string()),
+        "ledger": ledger_path.display().to_string(),
+        "verify": match &verified {
+            Ok(r) => json!({"ok": true, "entries": r.entries, "head": r.head}),
+            Err(e) => json!({"ok": false, "error": e.to_string()}),
+        },
+        "calls": rows,
+        "reads": notebook.reads.iter().map(|r| json!({
+            "url": r.url, "call_id": r.call_id, "outcome": r.outcome, "via": r.via})).collect::<Vec<_>>(),
+        "denied": notebook.denied.iter().map(|d| json!({
+            "url": d.url, "call_id": d.call_id, "policy_ids": d.policy_ids})).collect::<Vec<_>>(),
+        "failed_reads": notebook.failed,
+        "services": {"pages_served": traffic.pages, "searches": traffic.searches,
+                     "published": traffic.published, "retracted": traffic.retracted,
+                     "not_found": traffic.not_found},
+        "timing": timing,
+    });
+    let summary_path = out.join("summary.json");
+    write(
+        &summary_path,
+        &serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?,
+    )?;
+    println!("summary: {}", summary_path.display());
+
+    if outcome.status != RunStatus::Completed {
+        let why = outcome
+            .failure
+            .map(|f| format!("{:?}: {}", f.kind, f.message))
+            .unwrap_or_default();
+        return Err(format!(
+            "the run ended {} at {} {why}",
+            outcome.status.as_str(),
+            outcome.state.unwrap_or_default()
+        ));
+    }
+    if deliverable.is_none() {
+        return Err("the run completed without a deliverable".into());
+    }
+    verified.map_err(|e| format!("the ledger does not verify: {e}"))?;
+    Ok(())
+}
+
+/// The deployment envelope: the catalog's (`tools/envelope.json`) plus `127.0.0.1`, written
+/// beside the outputs. The overlay then admits one port of it for the tools that need it.
+fn deployment_envelope(tools: &Path, out: &Path) -> Result<PathBuf, String> {
+    let catalog = tools.join("envelope.json");
+    let text = std::fs::read_to_string(&catalog)
+        .map_err(|e| format!("cannot read {}: {e}", catalog.display()))?;
+    let mut envelope: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", catalog.display()))?;
+    let egress = envelope
+        .get_mut("egress")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| format!("{} has no `egress` list", catalog.display()))?;
+    if !egress.iter().any(|e| e == "127.0.0.1") {
+        egress.push(json!("127.0.0.1"));
+    }
+    let path = out.join("deployment-envelope.json");
+    write(&path, &envelope.to_string())?;
+    Ok(path)
+}
+
+/// Cedar entities: the researcher is a member of `Team::"editors"`.
+fn entities() -> Value {
+    json!([
+        {"uid": {"type": "Team", "id": "editors"}, "attrs": {}, "parents": []},
+        {"uid": {"type": "Agent", "id": AGENT}, "attrs": {},
+         "parents": [{"type": "Team", "id": "editors"}]}
+    ])
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

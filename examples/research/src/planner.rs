@@ -1,0 +1,450 @@
+//! The research agent's planner: typed proposals for each step of the catalog's `research` SOP.
+//!
+//! Every proposal is built as the generated input type of the step's tool
+//! (`web_search::Input`, `firecrawl_scrape::Input`, …) and handed over through [`typed`], which
+//! takes the generated step type (`research::Search`, …) so that a step cannot be given another
+//! tool's payload. Earlier outputs are read back as the generated output types.
+//!
+//! The SOP reads one page in its `read` step (the best search result). A researcher reads more
+//! than one page, so before proposing the next step (`publish`, or `assemble` when the decision
+//! skips publishing) the planner reads further results itself, each one a separate governed call
+//! of `firecrawl_scrape` through the same [`Runtime`] — its own input gate, its own per-URL Cedar
+//! decision, its own intent and outcome in the ledger, tagged with the run id. One of those
+//! results lives on a host the policy forbids: its call is denied before anything runs, and the
+//! page is left out of the deliverable.
+
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use escepine_contract::{Principal, SopStep, Tool};
+use escepine_runtime::ledger::BoxFuture;
+use escepine_runtime::sop::{Planner, PlannerError, StepRequest};
+use escepine_runtime::{CallError, CallOptions, Runtime};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::catalog::sops::research;
+use crate::catalog::{deliverable_assemble, firecrawl_scrape, note_publish, web_search};
+use crate::progress::{self, Progress, Steps};
+
+/// How many search results the `search` step asks for (the SOP allows at most 10).
+pub const MAX_RESULTS: u64 = 10;
+
+/// A page that was read, and the ledger entry that recorded reading it.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// The URL read.
+    pub url: String,
+    /// Its title.
+    pub title: String,
+    /// Its main content, as Markdown.
+    pub markdown: String,
+    /// The call that read it.
+    pub call_id: String,
+    /// The hash of that call's outcome entry.
+    pub outcome: String,
+    /// `read` for the SOP's step, `further` for the planner's own reads.
+    pub via: &'static str,
+}
+
+/// A page whose reading was denied.
+#[derive(Debug, Clone)]
+pub struct Denial {
+    /// The URL.
+    pub url: String,
+    /// The denied call.
+    pub call_id: String,
+    /// The determining policies.
+    pub policy_ids: Vec<String>,
+}
+
+/// What the agent has learnt so far.
+#[derive(Debug, Clone, Default)]
+pub struct Notebook {
+    /// The search results, best first.
+    pub results: Vec<web_search::output::OutputResultsItem>,
+    /// The pages read, in the order read.
+    pub reads: Vec<Reading>,
+    /// The pages denied.
+    pub denied: Vec<Denial>,
+    /// Pages that could not be read (URL, why).
+    pub failed: Vec<(String, String)>,
+    further_done: bool,
+}
+
+/// The planner.
+pub struct ResearchPlanner {
+    runtime: Runtime,
+    principal: Principal,
+    query: String,
+    further: usize,
+    progress: Progress,
+    steps: Steps,
+    notebook: Arc<Mutex<Notebook>>,
+}
+
+impl ResearchPlanner {
+    /// A planner researching `query` for `principal`, reading the best result in the SOP's
+    /// `read` step and up to `further` more results itself.
+    pub fn new(
+        runtime: Runtime,
+        principal: Principal,
+        query: String,
+        further: usize,
+        progress: Progress,
+        steps: Steps,
+    ) -> Self {
+        Self {
+            runtime,
+            principal,
+            query,
+            further,
+            progress,
+            steps,
+            notebook: Arc::default(),
+        }
+    }
+
+    /// The notebook, shared (read it after the run).
+    pub fn notebook(&self) -> Arc<Mutex<Notebook>> {
+        Arc::clone(&self.notebook)
+    }
+
+    async fn plan(&self, request: &StepRequest<'_>) -> Result<Value, PlannerError> {
+        match request.state {
+            research::Search::STATE => typed(
+                research::Search,
+                request,
+                web_search::Input {
+                    query: self.query.parse().map_err(|e| {
+                        PlannerError::Other(format!("the query is not a valid search: {e}"))
+                    })?,
+                    max_results: NonZeroU64::new(MAX_RESULTS),
+                },
+            ),
+            research::Read::STATE => {
+                let found: web_search::Output = output_of(request, research::Search::STATE)?;
+                let best = found.results.first().cloned().ok_or_else(|| {
+                    PlannerError::Other(format!("no search result for {:?}", self.query))
+                })?;
+                self.progress.line(format_args!(
+                    "plan: {} results; the SOP reads the best, {}",
+                    found.results.len(),
+                    best.url
+                ));
+                self.notebook.lock().await.results = found.results;
+                typed(
+                    research::Read,
+                    request,
+                    firecrawl_scrape::Input { url: best.url },
+                )
+            }
+            research::Publish::STATE => {
+                self.read_further(request).await?;
+                let nb = self.notebook.lock().await;
+                typed(research::Publish, request, self.note(&nb)?)
+            }
+            research::Assemble::STATE => {
+                self.read_further(request).await?;
+                let nb = self.notebook.lock().await;
+                typed(research::Assemble, request, self.deliverable(&nb)?)
+            }
+            other => Err(PlannerError::NoProposal {
+                state: other.to_string(),
+                visit: request.visit,
+            }),
+        }
+    }
+
+    /// Record the SOP's own read, then read the next `further` results, each through the
+    /// governed path (once per run).
+    async fn read_further(&self, request: &StepRequest<'_>) -> Result<(), PlannerError> {
+        let mut nb = self.notebook.lock().await;
+        if nb.further_done {
+            return Ok(());
+        }
+        nb.further_done = true;
+        let page: firecrawl_scrape::Output = output_of(request, research::Read::STATE)?;
+        let evidence = progress::step(&self.steps, research::Read::STATE).ok_or_else(|| {
+            PlannerError::Other("the `read` step's outcome entry was not observed".into())
+        })?;
+        let first = page.url.to_string();
+        nb.reads.push(Reading {
+            url: first.clone(),
+            title: page.title.unwrap_or_default(),
+            markdown: page.markdown,
+            call_id: evidence.call_id,
+            outcome: evidence.outcome,
+            via: "read",
+        });
+        let candidates: Vec<web_search::output::OutputResultsItem> = nb
+            .results
+            .iter()
+            .filter(|r| r.url.as_str() != first)
+            .take(self.further)
+            .cloned()
+            .collect();
+        self.progress.line(format_args!(
+            "plan: reading {} further results, each URL authorized on its own",
+            candidates.len()
+        ));
+        for hit in candidates {
+            let url = hit.url.to_string();
+            let input = firecrawl_scrape::Input {
+                url: hit.url.clone(),
+            };
+            let payload = serde_json::to_value(input)
+                .map_err(|e| PlannerError::Other(format!("payload for {url}: {e}")))?;
+            let opts = CallOptions {
+                run_id: Some(request.run_id.to_string()),
+                ..CallOptions::default()
+            };
+            let tool = firecrawl_scrape::Tool::CONTRACT.id;
+            match self
+                .runtime
+                .call(&self.principal, tool, payload, opts)
+                .await
+            {
+                Ok(report) => {
+                    let out: firecrawl_scrape::Output = serde_json::from_value(report.output)
+                        .map_err(|e| PlannerError::Other(format!("output for {url}: {e}")))?;
+                    self.progress.line(format_args!(
+                        "  read {url} ✓ {} ({} chars), outcome entry {}…",
+                        out.status_code,
+                        out.markdown.len(),
+                        report.outcome.hash.get(..12).unwrap_or_default()
+                    ));
+                    nb.reads.push(Reading {
+                        url,
+                        title: out.title.unwrap_or(hit.title),
+                        markdown: out.markdown,
+                        call_id: report.call_id,
+                        outcome: report.outcome.hash,
+                        via: "further",
+                    });
+                }
+                Err(CallError::Denied {
+                    call_id,
+                    policy_ids,
+                    ..
+                }) => {
+                    self.progress.line(format_args!(
+                        "  read {url} ✗ DENIED by [{}]: nothing was sent",
+                        policy_ids.join(", ")
+                    ));
+                    nb.denied.push(Denial {
+                        url,
+                        call_id,
+                        policy_ids,
+                    });
+                }
+                Err(e) => {
+                    self.progress.line(format_args!("  read {url} ✗ {e}"));
+                    nb.failed.push((url, e.to_string()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The note published when the page read cleanly.
+    fn note(&self, nb: &Notebook) -> Result<note_publish::Input, PlannerError> {
+        let lead = nb.reads.first().map_or("", |r| r.title.as_str());
+        let title = clip(&format!("Research notes: {lead}"), 120);
+        let mut body = format!("Question: {}\n\nPages read:\n", self.query);
+        for r in &nb.reads {
+            body.push_str(&format!(
+                "- {} <{}> (ledger entry {})\n",
+                r.title, r.url, r.outcome
+            ));
+        }
+        if !nb.denied.is_empty() {
+            body.push_str(&format!(
+                "\n{} search result(s) were denied by policy and not read.\n",
+                nb.denied.len()
+            ));
+        }
+        Ok(note_publish::Input {
+            title: title.parse().map_err(invalid("note title"))?,
+            body: clip(&body, 100_000).parse().map_err(invalid("note body"))?,
+        })
+    }
+
+    /// The deliverable: a summary citing every page read, each source tied to its ledger entry.
+    fn deliverable(&self, nb: &Notebook) -> Result<deliverable_assemble::Input, PlannerError> {
+        let mut summary = format!(
+            "This brief answers \"{}\" from {} pages of the bundled corpus Signal Box Notes. \
+             Every page was read through the governed path (input gate, a Cedar decision for its \
+             URL, intent and outcome recorded in the ledger), and each source below cites the \
+             ledger entry that recorded reading it.",
+            self.query,
+            nb.reads.len()
+        );
+        for (n, r) in nb.reads.iter().enumerate() {
+            summary.push_str(&format!(
+                "\n\n[{}] {}: {}",
+                n + 1,
+                r.title,
+                lede(&r.markdown)
+            ));
+        }
+        if !nb.denied.is_empty() {
+            let mut policies: Vec<&str> = nb
+                .denied
+                .iter()
+                .flat_map(|d| d.policy_ids.iter().map(String::as_str))
+                .collect();
+            policies.sort_unstable();
+            policies.dedup();
+            summary.push_str(&format!(
+                "\n\n{} search result(s) were not read: denied by policy {} before any request \
+                 was made (see the ledger's deny intents).",
+                nb.denied.len(),
+                policies.join(", ")
+            ));
+        }
+        let mut sources = Vec::new();
+        for r in &nb.reads {
+            sources.push(deliverable_assemble::Source {
+                url: r
+                    .url
+                    .parse()
+                    .map_err(|e| PlannerError::Other(format!("{}: {e}", r.url)))?,
+                title: clip(&r.title, 500)
+                    .parse()
+                    .map_err(invalid("source title"))?,
+                excerpt: clip(&excerpt(&r.markdown), 4000)
+                    .parse()
+                    .map_err(invalid("excerpt"))?,
+                ledger_entry: r.outcome.clone(),
+            });
+        }
+        Ok(deliverable_assemble::Input {
+            format: deliverable_assemble::InputFormat::Markdown,
+            include_evidence_index: true,
+            title: clip(&format!("Research brief: {}", self.query), 200)
+                .parse()
+                .map_err(invalid("title"))?,
+            summary: Some(clip(&summary, 20_000).parse().map_err(invalid("summary"))?),
+            sources,
+        })
+    }
+}
+
+impl Planner for ResearchPlanner {
+    fn propose<'a>(
+        &'a self,
+        request: &'a StepRequest<'a>,
+    ) -> BoxFuture<'a, Result<Value, PlannerError>> {
+        Box::pin(self.plan(request))
+    }
+}
+
+/// The proposal for step `S`: only its tool's `Input` type fits.
+fn typed<S: SopStep>(
+    _step: S,
+    request: &StepRequest<'_>,
+    input: <S::Tool as Tool>::Input,
+) -> Result<Value, PlannerError> {
+    if request.sop.sop_id != S::SOP_ID || request.state != S::STATE {
+        return Err(PlannerError::Other(format!(
+            "step type {}::{} proposed for {}::{}",
+            S::SOP_ID,
+            S::STATE,
+            request.sop.sop_id,
+            request.state
+        )));
+    }
+    serde_json::to_value(input).map_err(|e| PlannerError::Other(e.to_string()))
+}
+
+/// The output of an earlier step, as its tool's generated output type.
+fn output_of<T: DeserializeOwned>(
+    request: &StepRequest<'_>,
+    state: &str,
+) -> Result<T, PlannerError> {
+    let value = request
+        .data
+        .get(state)
+        .and_then(|s| s.get("output"))
+        .cloned()
+        .ok_or_else(|| PlannerError::Other(format!("no output of step `{state}` yet")))?;
+    serde_json::from_value(value)
+        .map_err(|e| PlannerError::Other(format!("the output of `{state}`: {e}")))
+}
+
+fn invalid<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> PlannerError {
+    move |e| PlannerError::Other(format!("{what}: {e}"))
+}
+
+/// At most `max` characters of `text`, cut at a character boundary.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => text[..i].to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// The paragraphs of a page's Markdown, without headings and link syntax.
+fn paragraphs(markdown: &str) -> Vec<String> {
+    markdown
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| {
+            !p.is_empty() && !p.starts_with('#') && !p.starts_with("- ") && !p.starts_with("* ")
+        })
+        .map(|p| unlink(&p))
+        .collect()
+}
+
+/// The page's first paragraph (its lede).
+fn lede(markdown: &str) -> String {
+    paragraphs(markdown).into_iter().next().unwrap_or_default()
+}
+
+/// The lede and the paragraph after it.
+fn excerpt(markdown: &str) -> String {
+    paragraphs(markdown)
+        .into_iter()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// `[text](url)` → `text`.
+fn unlink(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    let mut rest = p;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find("](").map(|i| open + i) else {
+            break;
+        };
+        let Some(end) = rest[close..].find(')').map(|i| close + i) else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        out.push_str(&rest[open + 1..close]);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_helpers() {
+        assert_eq!(clip("abcdé", 4), "abcd");
+        assert_eq!(clip("ab", 4), "ab");
+        assert_eq!(
+            unlink("see [the block](https://x/a) and [b](c)."),
+            "see the block and b."
+        );
+        let md = "# Title\n\nFirst [para](u).\n\n- item\n\nSecond\npara.";
+        assert_eq!(lede(md), "First para.");
+        assert_eq!(excerpt(md), "First para.\n\nSecond para.");
+    }
+}

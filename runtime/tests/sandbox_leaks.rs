@@ -1,0 +1,107 @@
+//! Nothing is left behind: 1,000 quick sandboxed calls, 64 concurrent ones with a proxy each,
+//! and a warm pool that never hands out a sandbox twice — then no leftover process, child,
+//! mount or directory on the host.
+
+mod sandbox_support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use escepine_runtime::sandbox::SandboxExecutor;
+use futures::stream::{self, StreamExt};
+use registry_build::EgressEntry;
+use sandbox_support::*;
+use serde_json::json;
+use tokio::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_calls_leave_nothing_behind() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path());
+    let rec = hostile_record("hostile_noop", "noop");
+    let secrets = BTreeMap::new();
+    let ok = stream::iter(0..1000)
+        .map(|_| run(&ex, &rec, json!({}), &secrets, &[], Duration::from_secs(30)))
+        .buffer_unordered(4)
+        .filter(|r| std::future::ready(r.as_ref().is_ok_and(|e| e.output == json!({}))))
+        .count()
+        .await;
+    assert_eq!(ok, 1000);
+    host.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_concurrent_calls_with_proxies_leave_nothing_behind() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path());
+    let rec = hostile_record("hostile_probe", "probe");
+    let secrets = BTreeMap::new();
+    let egress: Vec<EgressEntry> = vec!["example.test:443".parse().unwrap()];
+    let calls = (0..64).map(|_| {
+        run(
+            &ex,
+            &rec,
+            json!({}),
+            &secrets,
+            &egress,
+            Duration::from_secs(60),
+        )
+    });
+    let results = futures::future::join_all(calls).await;
+    for r in results {
+        let out = r.expect("the probe runs").output;
+        // Each sees a fresh workspace and only its own processes.
+        assert_eq!(out["workspace_before"]["entries"], json!([]), "{out}");
+        assert_eq!(out["env"]["HTTP_PROXY"], "http://127.0.0.1:3128");
+        // Landlock: loopback is up for the relay, but no other TCP port may be connected to,
+        // and PID 1 may not be signalled.
+        assert_eq!(out["connect_own"]["ok"], json!(false), "{out}");
+        assert!(
+            out["connect_own"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("Permission denied")),
+            "{out}"
+        );
+        assert_eq!(out["signal_init"]["errno"], json!(libc::EPERM), "{out}");
+    }
+    host.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_warm_pool_never_reuses_a_sandbox() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex: SandboxExecutor = executor(MapResolver::default(), dir.path()).with_warm_pool(2);
+    let rec = hostile_record("hostile_probe", "probe");
+    ex.prewarm(&rec, &[]).await.unwrap();
+    let pool = Arc::clone(ex.pool().unwrap());
+    for _ in 0..100 {
+        if pool.ready() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(pool.ready(), 2);
+    let secrets = BTreeMap::new();
+    for _ in 0..6 {
+        let out = run(&ex, &rec, json!({}), &secrets, &[], Duration::from_secs(20))
+            .await
+            .expect("the probe runs")
+            .output;
+        // A used sandbox would show the previous call's marker.
+        assert_eq!(out["workspace_before"]["entries"], json!([]), "{out}");
+        assert_eq!(out["workspace_write"]["ok"], json!(true));
+    }
+    drop(ex);
+    pool.drain().await;
+    drop(pool);
+    host.assert_clean().await;
+}
