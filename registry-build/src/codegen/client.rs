@@ -30,7 +30,8 @@ pub(crate) fn tool_id_enum(records: &[&ToolRecord], names: &ToolNames) -> TokenS
     quote! {
         /// Every tool of the registry, by id (sorted). `"web_search".parse::<ToolId>()` resolves
         /// an id at run time; an id that names no registered tool is an [`UnknownToolId`].
-        #[allow(dead_code)]
+        // Variant names follow the tool ids, which may share a prefix.
+        #[allow(dead_code, clippy::enum_variant_names)]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum ToolId {
             #(#docs #variants,)*

@@ -103,7 +103,7 @@ fn the_compile_time_binding_names_the_cedar_action() {
         "t_count"
     );
     assert_eq!(<t_count::Tool as Tool>::CONTRACT.id, "t_count");
-    assert!(<path_tools::actions::page_read as CedarAction>::IS_GROUP);
+    const { assert!(<path_tools::actions::page_read as CedarAction>::IS_GROUP) };
     let registered: serde_json::Value =
         serde_json::from_str(<t_count::Tool as Tool>::CONTRACT.input_schema).unwrap();
     assert_eq!(registered["required"], serde_json::json!(["counter"]));
