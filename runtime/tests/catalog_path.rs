@@ -38,7 +38,12 @@ const CATALOG_BIN: &str = "escepine-catalog";
 fn executor() -> Arc<dyn Executor> {
     let bin = catalog_bin();
     let dir = bin.parent().expect("the binary's directory");
-    Arc::new(ProcessExecutor::new().with_bin_dir(dir))
+    // Every catalog call runs in its own sandbox, reaching the loopback servers only through
+    // the egress proxy and the overlay entries.
+    let sandbox = escepine_runtime::sandbox::SandboxExecutor::new()
+        .expect("the Linux sandbox backend")
+        .with_process_executor(ProcessExecutor::new().with_bin_dir(dir));
+    Arc::new(sandbox)
 }
 
 fn workspace() -> PathBuf {
