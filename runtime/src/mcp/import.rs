@@ -121,8 +121,12 @@ impl EndpointDraft {
             if let (Some(root), Some(name)) = (workspace, path.file_name().and_then(|n| n.to_str()))
             {
                 let bins = WorkspaceBins::discover(root);
-                let in_target =
-                    std::fs::canonicalize(root.join("target")).is_ok_and(|t| path.starts_with(t));
+                // The workspace's target directory, or the one `CARGO_TARGET_DIR` names.
+                let targets = std::iter::once(root.join("target"))
+                    .chain(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from));
+                let in_target = targets
+                    .filter_map(|t| std::fs::canonicalize(t).ok())
+                    .any(|t| path.starts_with(t));
                 if bins.names.contains(name) && in_target {
                     cmd = name.to_string();
                 }
