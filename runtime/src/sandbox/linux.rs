@@ -95,7 +95,6 @@ pub struct LinuxBackend {
     run_dir: PathBuf,
     uid_base: u32,
     slots: Arc<Slots>,
-    next_id: AtomicU64,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -126,7 +125,6 @@ impl LinuxBackend {
             run_dir: std::env::temp_dir(),
             uid_base: DEFAULT_UID_BASE,
             slots: Arc::new(Slots::new()),
-            next_id: AtomicU64::new(1),
         }
     }
 
@@ -213,7 +211,10 @@ impl LinuxBackend {
     }
 
     async fn provision_inner(&self, spec: Arc<SandboxSpec>) -> Result<Sandbox, SandboxError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // Process-wide, so several backends in one process (tests, embedding programs) never
+        // pick the same directory name.
+        static NEXT_DIR: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
         let slot = self.slots.acquire()?;
         let (uid, gid) = self.outside_ids(slot.slot);
         let mut state = LinuxSandbox::default();
