@@ -182,7 +182,9 @@ async fn declared_secrets_only_and_never_recorded_or_returned() {
         .with_max_level(tracing::Level::TRACE)
         .with_writer(move || writer.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // Global: a thread-local default can miss span callsites another test thread registered first.
+    tracing::subscriber::set_global_default(subscriber)
+        .expect("one global subscriber per test binary");
     std::env::set_var(HOST_VAR, "host-only-value");
     let f = Fixture::new();
     // Declared: the tool sees it (the output says so, scrubbed before the gate).
