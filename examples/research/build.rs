@@ -18,7 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// Writes `$OUT_DIR/corpus.rs`: `pub static FILES: &[(&str, &str)]`, each file of `corpus/`
 /// (its path relative to `corpus/`, with `/` separators) and its text, by `include_str!`.
 fn embed_corpus() -> Result<(), Box<dyn std::error::Error>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    // Read at run time, not baked in with `env!`: a build script binary cached in a shared
+    // target directory may run for a checkout at another path.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("corpus");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();
     collect(&root, &mut files)?;

@@ -38,6 +38,9 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The unsandboxed executor, for the scenarios that count calls in a host file.
+const PROCESS: &[&str] = &["--executor", "process"];
+
 #[test]
 fn exit_codes_follow_the_contract() {
     let dir = tempfile::tempdir().unwrap();
@@ -51,7 +54,7 @@ fn exit_codes_follow_the_contract() {
         alice,
         "t_count",
         &format!(r#"{{"counter":"{c}"}}"#),
-        &[],
+        PROCESS,
     );
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
     let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
@@ -76,7 +79,7 @@ fn exit_codes_follow_the_contract() {
         (alice, "t_bad_output", format!(r#"{{"counter":"{c}"}}"#), 6),
     ];
     for (principal, tool, input, code) in cases {
-        let o = call(&ledger, principal, tool, input, &[]);
+        let o = call(&ledger, principal, tool, input, PROCESS);
         assert_eq!(
             o.status.code(),
             Some(*code),
@@ -93,7 +96,7 @@ fn exit_codes_follow_the_contract() {
         alice,
         "t_count",
         &format!(r#"{{"counter":"{c}","note":null}}"#),
-        &["--openai-strict"],
+        &["--openai-strict", "--executor", "process"],
     );
     assert_eq!(
         with_nulls.status.code(),
@@ -113,6 +116,72 @@ fn exit_codes_follow_the_contract() {
         .output()
         .unwrap();
     assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
+}
+
+#[test]
+fn calls_run_in_the_sandbox_unless_asked_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let host_counter = dir.path().join("counter");
+    let c = host_counter.to_str().unwrap();
+    let alice = r#"Agent::"alice""#;
+
+    // By default the tool runs in a fresh sandbox: the host's directory is not there to write
+    // to, so the tool fails (exit 5) and the host file never appears.
+    let refused = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}"}}"#),
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(5), "{}", text(&refused.stderr));
+    assert!(!host_counter.exists());
+
+    // Its own workspace is writable, and fresh for every call: the count is 1 each time.
+    for _ in 0..2 {
+        let ok = call(
+            &ledger,
+            alice,
+            "t_count",
+            r#"{"counter":"/workspace/counter"}"#,
+            &[],
+        );
+        assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+        let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+        assert_eq!(out, serde_json::json!({"count": 1}));
+    }
+
+    // `--executor process` opts out: the same call now writes the host file.
+    let unsandboxed = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}"}}"#),
+        PROCESS,
+    );
+    assert_eq!(
+        unsandboxed.status.code(),
+        Some(0),
+        "{}",
+        text(&unsandboxed.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&host_counter)
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+
+    let bad = call(
+        &ledger,
+        alice,
+        "t_count",
+        r#"{"counter":"/workspace/c"}"#,
+        &["--executor", "docker"],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
 
 #[test]

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use escepine_contract::Principal;
 
+use super::executor::ExecutorArgs;
 use super::{exit, Io, RegistryArgs};
-use crate::executor::process::ProcessExecutor;
 use crate::ledger::sqlite::SqliteLedger;
 use crate::ledger::Durability;
 use crate::overlay::Overlay;
@@ -39,6 +39,8 @@ pub(crate) struct Args {
     /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
     #[arg(long)]
     openai_strict: bool,
+    #[command(flatten)]
+    executor: ExecutorArgs,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -76,9 +78,10 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let result = rt.block_on(async {
         let ledger =
             SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| (5, e.to_string()))?;
+        let executor = args.executor.build().map_err(|e| (5, e))?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))
-            .executor(Arc::new(ProcessExecutor::new()));
+            .executor(executor);
         if let Some(path) = &args.entities {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| (exit::INVALID, format!("{}: {e}", path.display())))?;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod call;
 mod cedar_schema;
 mod check;
+mod executor;
 mod export;
 mod import;
 mod ledger;

@@ -21,7 +21,6 @@ use escepine_contract::Principal;
 use serde_json::{json, Value};
 
 use super::{exit, Io, RegistryArgs};
-use crate::executor::process::ProcessExecutor;
 use crate::ledger::sqlite::SqliteLedger;
 use crate::ledger::{Committed, Durability, Transition};
 use crate::overlay::Overlay;
@@ -84,6 +83,8 @@ struct RuntimeArgs {
     /// The SQLite evidence ledger (the run's journal).
     #[arg(long, value_name = "PATH")]
     ledger: PathBuf,
+    #[command(flatten)]
+    executor: super::executor::ExecutorArgs,
 }
 
 /// A failure before or instead of an outcome: exit status and message.
@@ -274,9 +275,10 @@ fn build_runtime(args: &RuntimeArgs) -> Result<Runtime, Failure> {
     let registry = registry_build::load(&args.registry.sources())
         .map_err(|d| (exit::INVALID, d.render().trim_end().to_string()))?;
     let ledger = SqliteLedger::open(&args.ledger, Durability::Full).map_err(not_driven)?;
+    let executor = args.executor.build().map_err(not_driven)?;
     let mut builder = Runtime::builder(registry)
         .ledger(Arc::new(ledger))
-        .executor(Arc::new(ProcessExecutor::new()));
+        .executor(executor);
     if let Some(path) = &args.entities {
         let text = std::fs::read_to_string(path)
             .map_err(|e| invalid(format!("{}: {e}", path.display())))?;

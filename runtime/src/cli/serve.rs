@@ -28,7 +28,6 @@ use escepine_contract::Principal;
 use registry_build::endpoint::WorkspaceBins;
 
 use super::{exit, Io};
-use crate::executor::process::ProcessExecutor;
 use crate::ledger::sqlite::SqliteLedger;
 use crate::ledger::Durability;
 use crate::mcp::listing::{Analysis, Listing};
@@ -94,6 +93,8 @@ pub(crate) struct Args {
     /// How tools/list decides what a principal sees (default: the most precise built in).
     #[arg(long, value_enum)]
     listing: Option<ListingArg>,
+    #[command(flatten)]
+    executor: super::executor::ExecutorArgs,
 }
 
 /// The records, policies and envelope to load: as given, or the built-in catalog's.
@@ -245,9 +246,10 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let result: Result<(), String> = rt.block_on(async {
         let ledger =
             SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| e.to_string())?;
+        let executor = args.executor.build()?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))
-            .executor(Arc::new(ProcessExecutor::new()));
+            .executor(executor);
         if let Some(e) = entities {
             builder = builder.entities(e);
         }

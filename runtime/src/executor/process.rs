@@ -101,21 +101,13 @@ impl ProcessExecutor {
         self
     }
 
-    /// The binary to run for `tool`, its digest checked against the record's `sha256` if given.
+    /// The binary to run for `tool` (a `stdio-json` tool or an `mcp-stdio` server), its digest
+    /// checked against the record's `sha256` if given.
     ///
-    /// Fails with [`ExecError::Spawn`] for an `mcp-stdio` endpoint (an executor that runs the
-    /// binary as a `stdio-json` job cannot speak MCP; this executor's own attempts run it through
-    /// [`crate::mcp::transport`]), a binary that cannot be found, or a digest that differs
-    /// (naming the expected and the actual digest).
+    /// Fails with [`ExecError::Spawn`] for a binary that cannot be found, or a digest that
+    /// differs (naming the expected and the actual digest).
     pub async fn program(&self, tool: &ToolRecord) -> Result<PathBuf, ExecError> {
-        match tool.endpoint.transport {
-            Transport::StdioJson => self.binary(tool).await,
-            Transport::McpStdio => Err(ExecError::Spawn(format!(
-                "`{}` speaks mcp-stdio, which this executor cannot run as a stdio-json job \
-                 (the process executor runs it through `escepine_runtime::mcp::transport`)",
-                tool.tool_id
-            ))),
-        }
+        self.binary(tool).await
     }
 
     /// The binary of `tool`'s endpoint, whatever its transport (see [`ProcessExecutor::program`]).

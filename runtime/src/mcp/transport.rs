@@ -34,8 +34,9 @@
 //! attempt then times out). stderr is read concurrently, bounded, and kept as the attempt's
 //! diagnostics.
 //!
-//! The session itself ([`call_over`]) works over any pair of byte streams, so an executor that
-//! runs the server elsewhere (in a sandbox) only has to hand over its stdio.
+//! The session itself ([`call_over`]) works over any pair of byte streams:
+//! [`crate::sandbox::SandboxExecutor`] runs the same session, with the same classification, on
+//! the streams of a server started inside a fresh sandbox.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
@@ -55,6 +56,7 @@ use super::names::tool_id_for;
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{ExecError, Execution, Invocation};
 use crate::gate::drop_null_optionals;
+use crate::sandbox::JobStatus;
 
 /// The `_meta` key of an error result (`isError: true`) that marks the failure transient: the
 /// retry budget may try again.
@@ -163,7 +165,8 @@ pub async fn run_with(
             let status = tokio::time::timeout_at(grace.min(deadline), child.wait())
                 .await
                 .ok()
-                .and_then(Result::ok);
+                .and_then(Result::ok)
+                .map(job_status);
             // Whatever is left in the group (and holds stderr open) goes now.
             group.kill();
             (outcome, status)
@@ -321,10 +324,10 @@ fn service_error(method: &str, e: ServiceError) -> SessionError {
 
 /// The attempt's result from the session's outcome and the server's exit status (`None`: it
 /// had not exited within the grace and was killed).
-fn classify(
+pub(crate) fn classify(
     tool: &str,
     outcome: Result<Value, SessionError>,
-    status: Option<ExitStatus>,
+    status: Option<JobStatus>,
     stderr: String,
 ) -> Result<Execution, ExecError> {
     match outcome {
@@ -354,7 +357,7 @@ fn classify(
                 None => "it was still running".to_string(),
             };
             let message = format!("the MCP server of `{tool}` did not answer ({why}); {ended}");
-            if status.and_then(|s| s.code()) == Some(EXIT_TRANSIENT) {
+            if status == Some(JobStatus::Exited(EXIT_TRANSIENT)) {
                 Err(ExecError::Transient { message, stderr })
             } else {
                 Err(ExecError::Permanent { message, stderr })
@@ -363,11 +366,19 @@ fn classify(
     }
 }
 
-fn describe_status(s: ExitStatus) -> String {
+fn describe_status(s: JobStatus) -> String {
+    match s {
+        JobStatus::Exited(code) => format!("it exited with status {code}"),
+        JobStatus::Signaled(sig) => format!("it was killed by signal {sig}"),
+    }
+}
+
+/// A local process's exit status as a job status (a status with neither code nor signal, which
+/// Unix does not produce, reads as signal 0).
+fn job_status(s: ExitStatus) -> JobStatus {
     match (s.code(), s.signal()) {
-        (Some(code), _) => format!("it exited with status {code}"),
-        (None, Some(sig)) => format!("it was killed by signal {sig}"),
-        _ => format!("it ended with {s}"),
+        (Some(code), _) => JobStatus::Exited(code),
+        (None, sig) => JobStatus::Signaled(sig.unwrap_or(0)),
     }
 }
 
@@ -394,7 +405,10 @@ fn truncate(s: &mut String, limit: usize) {
 }
 
 /// Reads `r` to its end, keeping at most `limit` bytes (the rest is counted and noted).
-async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> std::io::Result<String> {
+pub(crate) async fn read_bounded<R: AsyncRead + Unpin>(
+    mut r: R,
+    limit: usize,
+) -> std::io::Result<String> {
     let mut kept = Vec::new();
     let mut dropped = 0u64;
     let mut buf = vec![0u8; 16 * 1024];

@@ -3,16 +3,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use escepine_contract::EXIT_TRANSIENT;
+use escepine_contract::{Transport, EXIT_TRANSIENT};
 use registry_build::{EgressEntry, ToolRecord};
 use tokio::time::Instant;
 
-use super::backend::{Job, JobOutput, JobStatus, SandboxBackend, SandboxSpec};
+use super::backend::{Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec};
 use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
+use crate::mcp::transport::{self, SHUTDOWN_GRACE};
 
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
 ///
@@ -22,6 +23,12 @@ use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, Pro
 /// key, the declared secrets), plus `HOME` and `TMPDIR` (the workspace) and, when the tool has
 /// egress, `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and `https_proxy`
 /// (`http://127.0.0.1:3128`). Stdout and stderr are bounded as in the process executor.
+///
+/// An `mcp-stdio` server runs in its sandbox the same way, with its streams attached: one MCP
+/// session per attempt (`initialize`, `tools/list`, `tools/call`, close), classified exactly as
+/// [`crate::mcp::transport`] classifies it for a local process; the server gets
+/// [`SHUTDOWN_GRACE`] to exit once its stdin is closed, then the sandbox is destroyed with
+/// whatever is left in it.
 pub struct SandboxExecutor {
     process: ProcessExecutor,
     backend: Arc<dyn SandboxBackend>,
@@ -244,6 +251,9 @@ impl SandboxExecutor {
             .await
             .map_err(|_| timed_out())?
             .map_err(spawn_error)?;
+        if inv.tool.endpoint.transport == Transport::McpStdio {
+            return self.mcp_session(sandbox, job, &inv, deadline).await;
+        }
         let result = self.backend.execute(&mut sandbox, job).await;
         let tool = inv.tool.tool_id.as_str();
         match result {
@@ -266,6 +276,79 @@ impl SandboxExecutor {
                     ))),
                 }
             }
+        }
+    }
+}
+
+impl SandboxExecutor {
+    /// One `mcp-stdio` attempt in `sandbox` (see the type's documentation). The sandbox is
+    /// destroyed before this returns, so the server's stderr is complete and the proxy's
+    /// refusals are known.
+    async fn mcp_session(
+        &self,
+        mut sandbox: Sandbox,
+        job: Job,
+        inv: &Invocation<'_>,
+        deadline: Instant,
+    ) -> Result<Execution, ExecError> {
+        let tool = inv.tool.tool_id.as_str();
+        let attached = match self.backend.attach(&mut sandbox, job).await {
+            Ok(a) => a,
+            Err(e) => {
+                let teardown = self.backend.destroy(sandbox).await;
+                return Err(ExecError::Spawn(with_refusals(
+                    format!("cannot start the MCP server of `{tool}`: {e}"),
+                    &teardown.egress_refusals,
+                )));
+            }
+        };
+        let Attached {
+            stdin,
+            stdout,
+            stderr,
+            status,
+        } = attached;
+        let session = async {
+            let outcome =
+                transport::call_over(stdout, stdin, inv.tool, inv.payload, self.stdout_limit).await;
+            // The session closed the server's stdin: let it exit on its own, briefly.
+            let grace = Instant::now() + SHUTDOWN_GRACE;
+            let ended = tokio::time::timeout_at(grace.min(deadline), status)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            (outcome, ended)
+        };
+        let driven = async {
+            let finished = tokio::time::timeout_at(deadline, session).await;
+            // Destroying the sandbox ends every process in it, which closes its stderr.
+            let teardown = self.backend.destroy(sandbox).await;
+            (finished, teardown)
+        };
+        let ((finished, teardown), stderr) =
+            tokio::join!(driven, transport::read_bounded(stderr, self.stderr_limit));
+        let Ok((outcome, ended)) = finished else {
+            return Err(ExecError::TimedOut(inv.timeout));
+        };
+        let stderr = stderr.unwrap_or_else(|e| format!("[stderr unreadable: {e}]"));
+        let refusals = teardown.egress_refusals;
+        match transport::classify(tool, outcome, ended, stderr) {
+            Ok(mut execution) => {
+                execution.egress_refusals = refusals;
+                Ok(execution)
+            }
+            Err(ExecError::Transient { message, stderr }) => Err(ExecError::Transient {
+                message,
+                stderr: with_refusals(stderr, &refusals),
+            }),
+            Err(ExecError::Permanent { message, stderr }) => Err(ExecError::Permanent {
+                message,
+                stderr: with_refusals(stderr, &refusals),
+            }),
+            Err(ExecError::Protocol(message)) => {
+                Err(ExecError::Protocol(with_refusals(message, &refusals)))
+            }
+            Err(other) => Err(other),
         }
     }
 }

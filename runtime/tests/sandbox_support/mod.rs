@@ -35,6 +35,20 @@ pub fn hostile() -> PathBuf {
         .clone()
 }
 
+/// The path of a current `escepine-mcp-probe` (an MCP server that reports where it runs).
+pub fn mcp_probe() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| locate_or_build("escepine-mcp-probe", "ESCEPINE_MCP_PROBE"))
+        .clone()
+}
+
+/// A record speaking `mcp-stdio` to `binary` with `args`, with permissive schemas.
+pub fn mcp_record(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
+    let mut record = record_for(tool_id, binary, args);
+    record.endpoint.transport = Transport::McpStdio;
+    record
+}
+
 /// The path of a current `escepine-testtool`.
 pub fn testtool() -> PathBuf {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();

@@ -26,7 +26,9 @@
 //! `store`, which must be `http://127.0.0.1:<port>` (loopback only), with the header
 //! `Idempotency-Key: $ESCEPINE_IDEMPOTENCY_KEY`; `key` is `[A-Za-z0-9_-]+`. A 2xx response's JSON
 //! body is the output; a 5xx response or a connection failure exits 75 (transient); any other
-//! status exits 1.
+//! status exits 1. When `HTTP_PROXY` (or `http_proxy`) is `http://127.0.0.1:<port>` — as in a
+//! sandbox with egress — the request goes to that proxy in absolute form, as any HTTP client's
+//! would.
 //!
 //! A payload that is not JSON, a missing field or an unknown mode exits 2.
 
@@ -256,8 +258,20 @@ fn http(payload: &Value, method: &str, suffix: &str, with_value: bool) -> Result
         String::new()
     };
     let idempotency = std::env::var(ENV_IDEMPOTENCY_KEY).unwrap_or_default();
+    let path = format!("/items/{key}{suffix}");
+    let proxy = ["HTTP_PROXY", "http_proxy"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok())
+        .and_then(|p| {
+            p.strip_prefix("http://127.0.0.1:")
+                .and_then(|p| p.trim_end_matches('/').parse::<u16>().ok())
+        });
+    let (connect_port, target) = match proxy {
+        Some(proxy_port) => (proxy_port, format!("http://127.0.0.1:{port}{path}")),
+        None => (port, path),
+    };
     let mut request = format!(
-        "{method} /items/{key}{suffix} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
         body.len()
     );
     if !idempotency.is_empty() {
@@ -266,7 +280,7 @@ fn http(payload: &Value, method: &str, suffix: &str, with_value: bool) -> Result
     request.push_str("\r\n");
     request.push_str(&body);
     let transient = |e: io::Error| exit(EXIT_TRANSIENT, format!("{method} {store}: {e}"));
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(transient)?;
+    let mut stream = TcpStream::connect(("127.0.0.1", connect_port)).map_err(transient)?;
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .map_err(transient)?;

@@ -206,6 +206,15 @@ fn probe(p: &Value) -> Value {
         out.insert("kill_host".into(), errno_result(rc as i64));
     }
     out.insert("root".into(), list("/"));
+    // The directory at the top of the probe's own path: present only because the binary is
+    // mounted beneath it, so it must hold nothing but the next step of that path.
+    if let Some(top) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.components().nth(1).map(|c| c.as_os_str().to_owned()))
+    {
+        let top = format!("/{}", top.to_string_lossy());
+        out.insert("exe_top".into(), json!({ "dir": top, "list": list(&top) }));
+    }
     let mut sockets = Map::new();
     for (name, domain, ty, proto) in [
         (
