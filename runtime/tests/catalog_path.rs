@@ -9,14 +9,14 @@
 //! runtime overlay admitting each test server's port (as a demo would) is within it; the
 //! overlay is what a sandboxing executor enforces.
 
+#[path = "bins/mod.rs"]
+mod bins;
 #[path = "../../tools/catalog/tests/support/server.rs"]
 mod server;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
 
 use escepine_contract::Principal;
 use escepine_runtime::executor::{Executor, ProcessExecutor};
@@ -30,11 +30,7 @@ use serde_json::{json, Value};
 
 use server::{Reply, Server};
 
-/// The catalog's binary.
-const CATALOG_BIN: &str = "escepine-catalog";
-
-/// The executor every call of these tests runs through. The one place to change when the tests
-/// move to the sandbox executor.
+/// The executor every call of these tests runs through.
 fn executor() -> Arc<dyn Executor> {
     let bin = catalog_bin();
     let dir = bin.parent().expect("the binary's directory");
@@ -47,87 +43,15 @@ fn executor() -> Arc<dyn Executor> {
 }
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("runtime/ has a parent")
-        .to_path_buf()
+    bins::workspace_root()
 }
 
 /// A current `escepine-catalog` in this test's `target/<profile>/`, built once if it is missing
 /// or older than a source of `tools/catalog` (`ESCEPINE_CATALOG_BIN` overrides).
 fn catalog_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("ESCEPINE_CATALOG_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>");
-        let bin = profile_dir.join(CATALOG_BIN);
-        let package = workspace().join("tools/catalog");
-        if is_current(&bin, &package) {
-            return bin;
-        }
-        let profile = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("a profile directory");
-        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cmd.args([
-            "build",
-            "--quiet",
-            "-p",
-            "escepine-catalog",
-            "--bin",
-            CATALOG_BIN,
-        ])
-        .arg("--manifest-path")
-        .arg(workspace().join("Cargo.toml"))
-        .env(
-            "CARGO_TARGET_DIR",
-            profile_dir.parent().expect("target/ above the profile"),
-        );
-        match profile {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success() && bin.is_file(),
-            "`cargo build -p escepine-catalog` did not produce {}",
-            bin.display()
-        );
-        bin
-    })
-    .clone()
-}
-
-fn is_current(bin: &Path, package: &Path) -> bool {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(built) = modified(bin) else {
-        return false;
-    };
-    let mut newest: Option<SystemTime> = modified(&package.join("Cargo.toml"));
-    let mut stack = vec![package.join("src")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                newest = newest.max(modified(&p));
-            }
-        }
-    }
-    newest.is_none_or(|n| n <= built)
+    BIN.get_or_init(|| bins::workspace_bin(bins::CATALOG))
+        .clone()
 }
 
 /// The researcher is an editor.

@@ -4,7 +4,6 @@
 //! that stay silent, fail transiently or leave a child behind are classified as for a local
 //! process, and the host is checked clean after each scenario.
 
-mod mcp_support;
 mod sandbox_support;
 
 use std::collections::BTreeMap;
@@ -16,7 +15,10 @@ use escepine_runtime::executor::{ExecError, ProcessExecutor};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::{CallError, Runtime};
-use sandbox_support::{executor, mcp_probe, mcp_record, run, HostSnapshot, MapResolver, UID_RANGE};
+use sandbox_support::{
+    executor, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot, MapResolver,
+    UID_RANGE,
+};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -28,17 +30,16 @@ async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
+    let demo_fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/demo");
     let registry = registry_build::load(
         &registry_build::Sources::new()
-            .records(mcp_support::fixture("demo/records"))
-            .policies(mcp_support::fixture("demo/policies"))
-            .workspace_root(mcp_support::workspace_root()),
+            .records(demo_fixture.join("records"))
+            .policies(demo_fixture.join("policies"))
+            .workspace_root(workspace_root()),
     )
     .unwrap_or_else(|d| panic!("{}", d.render()));
-    let bin_dir = mcp_support::demo_server()
-        .parent()
-        .expect("a directory")
-        .to_path_buf();
+    let bin_dir = mcp_demo().parent().expect("a directory").to_path_buf();
     let ex = executor(MapResolver::default(), dir.path())
         .with_process_executor(ProcessExecutor::new().with_bin_dir(bin_dir));
     let ledger_path = dir.path().join("ledger.db");

@@ -1,124 +1,34 @@
 //! Helpers shared by the runtime's integration tests (`mod common;` in a test file).
 //!
-//! [`testtool`] finds the `escepine-testtool` binary of `tools/testkit`. Cargo does not build
-//! another package's binaries for this crate's integration tests, and a dev-dependency would not
-//! either, so the helper looks for it where this workspace builds it: `target/<profile>/`, the
-//! parent of the `deps/` directory holding the running test executable (this honours
-//! `CARGO_TARGET_DIR`). If it is missing, or older than a source file of `tools/testkit`, it runs
-//! `cargo build -p escepine-testkit` once per test process (same target directory and profile)
-//! and then uses it. `ESCEPINE_TESTTOOL=/path/to/escepine-testtool` overrides all of this.
-//! (`cargo test --workspace` builds it anyway: the testkit's own integration tests need it.)
-//! Not handled: a cross build (`--target <triple>`), where the profile directory sits one level
-//! deeper; set `ESCEPINE_TESTTOOL` there.
+//! [`testtool`] finds the `escepine-testtool` binary of `tools/testkit` (see `bins/mod.rs`;
+//! `ESCEPINE_TESTTOOL=/path/to/escepine-testtool` overrides the search).
 //!
 //! [`testtool_record`] is a registered record whose endpoint is the testtool in a given mode.
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::SystemTime;
 
 use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
 use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::json;
 
+#[path = "../bins/mod.rs"]
+mod bins;
+
+// Not every test that includes this module needs it.
+#[allow(unused_imports)]
+pub use bins::workspace_root;
+
 /// Name of the testkit's binary.
-pub const TESTTOOL: &str = "escepine-testtool";
+pub const TESTTOOL: &str = bins::TESTTOOL.bin;
 
 /// The path of a current `escepine-testtool` binary, building it once if needed.
 pub fn testtool() -> PathBuf {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();
-    TOOL.get_or_init(locate_or_build).clone()
-}
-
-fn locate_or_build() -> PathBuf {
-    if let Some(p) = std::env::var_os("ESCEPINE_TESTTOOL") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("the test executable's path");
-    // target/<profile>/deps/<test>-<hash>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test executable lives in target/<profile>/deps/");
-    let bin = profile_dir.join(TESTTOOL);
-    let workspace = workspace_root();
-    if is_current(&bin, &workspace.join("tools/testkit")) {
-        return bin;
-    }
-    let target_dir = profile_dir.parent().expect("target/<profile> has a parent");
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .expect("a profile directory name");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "escepine-testkit",
-        "--bin",
-        TESTTOOL,
-    ])
-    .arg("--manifest-path")
-    .arg(workspace.join("Cargo.toml"))
-    .env("CARGO_TARGET_DIR", target_dir);
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run cargo to build {TESTTOOL}: {e}"));
-    assert!(
-        status.success() && bin.is_file(),
-        "`cargo build -p escepine-testkit` did not produce {} ({status})",
-        bin.display()
-    );
-    bin
-}
-
-/// The workspace root (the parent of this crate's directory).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("runtime/ has a parent")
-        .to_path_buf()
-}
-
-/// Whether `bin` exists and is newer than every file under `src_dir` (and its `Cargo.toml`).
-fn is_current(bin: &Path, package_dir: &Path) -> bool {
-    let Some(built) = modified(bin) else {
-        return false;
-    };
-    let mut newest = modified(&package_dir.join("Cargo.toml"));
-    let mut stack = vec![package_dir.join("src")];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in rd.flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                newest = newest.max(modified(&p));
-            }
-        }
-    }
-    newest.is_none_or(|n| n <= built)
-}
-
-fn modified(p: &Path) -> Option<SystemTime> {
-    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+    TOOL.get_or_init(|| bins::workspace_bin(bins::TESTTOOL))
+        .clone()
 }
 
 /// A registered record for the testtool in `mode` (its first argument), at its absolute path,

@@ -1,19 +1,24 @@
 //! Helpers of the sandbox tests (`mod sandbox_support;`): the `escepine-hostile` tool, records
 //! for it, sandbox executors with an injected resolver, and the host-cleanliness check.
 //!
-//! [`hostile`] finds `escepine-hostile` (tools/testkit) as `common::testtool` finds the testtool:
-//! in `target/<profile>/` beside the test's `deps/`, building it once with cargo if it is missing
-//! or older than the testkit's sources; `ESCEPINE_HOSTILE` overrides.
+//! [`hostile`] finds `escepine-hostile` (tools/testkit) as `bins/mod.rs` finds every test binary
+//! (`ESCEPINE_HOSTILE` overrides).
 
 #![allow(dead_code)]
+
+#[path = "../bins/mod.rs"]
+mod bins;
+
+// Not every test that includes this module needs it.
+#[allow(unused_imports)]
+pub use bins::workspace_root;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
@@ -24,21 +29,28 @@ use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile,
 use serde_json::{json, Value};
 
 /// Name of the hostile tool's binary.
-pub const HOSTILE: &str = "escepine-hostile";
+pub const HOSTILE: &str = bins::HOSTILE.bin;
 /// The sandboxes' outside uids when the tests run as root (the backend's default base).
 pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
 
 /// The path of a current `escepine-hostile`, building it once if needed.
 pub fn hostile() -> PathBuf {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();
-    TOOL.get_or_init(|| locate_or_build(HOSTILE, "ESCEPINE_HOSTILE"))
+    TOOL.get_or_init(|| bins::workspace_bin(bins::HOSTILE))
         .clone()
 }
 
 /// The path of a current `escepine-mcp-probe` (an MCP server that reports where it runs).
 pub fn mcp_probe() -> PathBuf {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();
-    TOOL.get_or_init(|| locate_or_build("escepine-mcp-probe", "ESCEPINE_MCP_PROBE"))
+    TOOL.get_or_init(|| bins::workspace_bin(bins::MCP_PROBE))
+        .clone()
+}
+
+/// The path of a current `escepine-mcp-demo` (the workspace's rmcp demo server).
+pub fn mcp_demo() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| bins::workspace_bin(bins::MCP_DEMO))
         .clone()
 }
 
@@ -52,87 +64,8 @@ pub fn mcp_record(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
 /// The path of a current `escepine-testtool`.
 pub fn testtool() -> PathBuf {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();
-    TOOL.get_or_init(|| locate_or_build("escepine-testtool", "ESCEPINE_TESTTOOL"))
+    TOOL.get_or_init(|| bins::workspace_bin(bins::TESTTOOL))
         .clone()
-}
-
-fn locate_or_build(name: &str, var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var) {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test executable lives in target/<profile>/deps/");
-    let bin = profile_dir.join(name);
-    let workspace = workspace_root();
-    if is_current(&bin, &workspace.join("tools/testkit")) {
-        return bin;
-    }
-    let target_dir = profile_dir.parent().expect("target/<profile> has a parent");
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .expect("a profile directory name");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "escepine-testkit", "--bin", name])
-        .arg("--manifest-path")
-        .arg(workspace.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir);
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run cargo to build {name}: {e}"));
-    assert!(
-        status.success() && bin.is_file(),
-        "`cargo build -p escepine-testkit --bin {name}` did not produce {}",
-        bin.display()
-    );
-    bin
-}
-
-/// The workspace root.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("runtime/ has a parent")
-        .to_path_buf()
-}
-
-fn is_current(bin: &Path, package_dir: &Path) -> bool {
-    let Some(built) = modified(bin) else {
-        return false;
-    };
-    let mut newest = modified(&package_dir.join("Cargo.toml"));
-    let mut stack = vec![package_dir.join("src")];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in rd.flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                newest = newest.max(modified(&p));
-            }
-        }
-    }
-    newest.is_none_or(|n| n <= built)
-}
-
-fn modified(p: &Path) -> Option<SystemTime> {
-    std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
 /// The init binary built with these tests.
