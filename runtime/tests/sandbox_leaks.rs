@@ -105,3 +105,49 @@ async fn the_warm_pool_never_reuses_a_sandbox() {
     drop(pool);
     host.assert_clean().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_backends_never_share_an_outside_uid() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    // Two backends of one process start their slot cursors at the same place: only the
+    // machine-wide lock file keeps them apart (as it keeps two runtimes on one machine apart).
+    let a = executor(MapResolver::default(), dir.path());
+    let b = executor(MapResolver::default(), dir.path());
+    let rec = hostile_record("hostile_noop", "noop");
+    let spec = a.spec(&rec, &[]).await.unwrap();
+    let mut held = Vec::new();
+    for ex in [&a, &b] {
+        for _ in 0..4 {
+            held.push((
+                Arc::clone(ex.backend()),
+                ex.backend().provision(Arc::clone(&spec)).await.unwrap(),
+            ));
+        }
+    }
+    let uids: std::collections::BTreeSet<u32> = sandbox_processes()
+        .into_iter()
+        .filter_map(|(pid, _)| uid_of(pid))
+        .collect();
+    assert_eq!(
+        uids.len(),
+        8,
+        "eight live sandboxes, eight outside uids: {uids:?}"
+    );
+    for (backend, sandbox) in held {
+        backend.destroy(sandbox).await;
+    }
+    host.assert_clean().await;
+}
+
+fn uid_of(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}

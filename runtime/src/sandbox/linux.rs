@@ -2,14 +2,13 @@
 //! control protocol, runs the call's egress proxy, and kills and reaps everything on destroy,
 //! on timeout and on drop.
 
-use std::collections::HashSet;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use registry_build::endpoint::WorkspaceBins;
@@ -22,6 +21,7 @@ use super::backend::{
 };
 use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
 use super::proxy::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
+use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
 use crate::executor::BoxFuture;
 
@@ -29,63 +29,8 @@ use crate::executor::BoxFuture;
 pub const INIT_BIN: &str = "escepine-sandbox-init";
 /// First outside uid (and gid) of sandboxes when the runtime runs as root.
 pub const DEFAULT_UID_BASE: u32 = 100_000;
-/// Outside ids available from the base: one per live sandbox.
-const SLOTS: u32 = 60_000;
 /// How long destroy waits for the init process to be reaped after the kill.
 const REAP_GRACE: Duration = Duration::from_secs(5);
-
-/// Outside ids of live sandboxes: each sandbox's processes count against `RLIMIT_NPROC` alone.
-#[derive(Debug)]
-struct Slots {
-    in_use: Mutex<HashSet<u32>>,
-    cursor: AtomicU32,
-}
-
-impl Slots {
-    fn new() -> Self {
-        // Start somewhere else in every process, so that two runtimes on one machine rarely
-        // share an outside uid.
-        let start = (std::process::id().wrapping_mul(7919)) % SLOTS;
-        Self {
-            in_use: Mutex::new(HashSet::new()),
-            cursor: AtomicU32::new(start),
-        }
-    }
-
-    fn acquire(self: &Arc<Self>) -> Result<SlotGuard, SandboxError> {
-        let mut used = self
-            .in_use
-            .lock()
-            .map_err(|_| SandboxError::Protocol("the slot table is poisoned".into()))?;
-        for _ in 0..SLOTS {
-            let slot = self.cursor.fetch_add(1, Ordering::Relaxed) % SLOTS;
-            if used.insert(slot) {
-                return Ok(SlotGuard {
-                    slots: Arc::clone(self),
-                    slot,
-                });
-            }
-        }
-        Err(SandboxError::Protocol(format!(
-            "all {SLOTS} sandbox ids are in use"
-        )))
-    }
-}
-
-/// A slot, released on drop.
-#[derive(Debug)]
-struct SlotGuard {
-    slots: Arc<Slots>,
-    slot: u32,
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        if let Ok(mut used) = self.slots.in_use.lock() {
-            used.remove(&self.slot);
-        }
-    }
-}
 
 /// Sandboxes from Linux namespaces, on this machine, with nothing installed but this crate's
 /// `escepine-sandbox-init` (see the [module documentation](super)).
@@ -94,7 +39,8 @@ pub struct LinuxBackend {
     resolver: Arc<dyn Resolver>,
     run_dir: PathBuf,
     uid_base: u32,
-    slots: Arc<Slots>,
+    /// The slot table, or why it could not be set up (reported by every provisioning).
+    slots: Result<Arc<Slots>, String>,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -124,7 +70,14 @@ impl LinuxBackend {
             resolver: Arc::new(SystemResolver),
             run_dir: std::env::temp_dir(),
             uid_base: DEFAULT_UID_BASE,
-            slots: Arc::new(Slots::new()),
+            slots: if rustix::process::geteuid().is_root() {
+                // Root maps each sandbox to its own outside uid: unique on the machine.
+                Slots::machine_wide(None)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            } else {
+                Ok(Arc::new(Slots::process_local()))
+            },
         }
     }
 
@@ -215,7 +168,14 @@ impl LinuxBackend {
         // pick the same directory name.
         static NEXT_DIR: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
-        let slot = self.slots.acquire()?;
+        let slot = match &self.slots {
+            Ok(slots) => slots.acquire()?,
+            Err(why) => {
+                return Err(SandboxError::Protocol(format!(
+                    "no table of sandbox ids: {why}"
+                )))
+            }
+        };
         let (uid, gid) = self.outside_ids(slot.slot);
         let mut state = LinuxSandbox::default();
         state.slot = Some(slot);
@@ -606,6 +566,7 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
             return teardown;
         }
     };
+    let started = std::time::Instant::now();
     state.kill();
     state.control.take();
     if let Some(mut child) = state.child.take() {
@@ -617,14 +578,22 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
                 .push("init was not reaped in time; left to the reaper".to_string()),
         }
     }
+    let reaped = started.elapsed();
     if let Some(proxy) = state.proxy.take() {
         teardown.egress_refusals = proxy.shutdown().await;
     }
+    let proxy_stopped = started.elapsed();
     if let Some(problem) = state.remove_dir() {
         teardown.problems.push(problem);
     }
     state.pid1.take();
     state.slot.take();
+    tracing::debug!(
+        reap_us = reaped.as_micros() as u64,
+        proxy_us = (proxy_stopped - reaped).as_micros() as u64,
+        total_us = started.elapsed().as_micros() as u64,
+        "sandbox destroyed"
+    );
     for p in &teardown.problems {
         tracing::warn!(problem = %p, "sandbox teardown");
     }

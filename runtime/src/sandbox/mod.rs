@@ -11,8 +11,9 @@
 //! `escepine-sandbox-init` (a binary of this crate), which clones the sandbox's PID 1 into fresh
 //! user, PID, mount, network, IPC, UTS and cgroup namespaces. Inside:
 //! - the sandbox's uid 0 and gid 0 map to one unprivileged outside id per live sandbox
-//!   (`100000 + slot` when the runtime is root, after `setgroups` is denied), so `RLIMIT_NPROC`
-//!   holds although CI runs as root;
+//!   (`100000 + slot` when the runtime is root, after `setgroups` is denied; slots are unique on
+//!   the machine through byte locks on one lock file), so `RLIMIT_NPROC` holds although CI runs
+//!   as root;
 //! - the root is a fresh tmpfs holding only what the tool needs, read-only: its binary, the
 //!   shared libraries its ELF dependency walk finds (interpreter, `DT_NEEDED`, recursively), the
 //!   CA certificates, `/dev/{null,zero,full,random,urandom}`, a `/proc` of its own PID namespace
@@ -42,6 +43,7 @@ mod linux;
 mod pool;
 pub mod protocol;
 pub mod proxy;
+mod slots;
 
 pub use backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
