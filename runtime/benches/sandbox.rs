@@ -1,7 +1,9 @@
 //! Cost of a sandbox: a no-op tool (`escepine-hostile noop`) through the sandbox executor —
 //! provision + execute + destroy, with and without the egress proxy, cold and from a warm pool —
 //! against a bare spawn of the same binary, `unshare -Urnmp --fork` of it, and
-//! `bwrap --unshare-all` with a minimal root (each only if installed).
+//! `bwrap --unshare-all` with a minimal root (each only if installed). Then an `mcp-stdio` server
+//! (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a fresh sandbox against
+//! the same session with a plain child process.
 //!
 //! `cargo bench -p escepine-runtime --bench sandbox` (needs root or unprivileged user
 //! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300).
@@ -15,15 +17,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
-use escepine_runtime::executor::{Executor, Invocation};
+use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
 use escepine_runtime::sandbox::{Job, LinuxBackend, SandboxExecutor};
 use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::json;
 
 const HOSTILE: &str = "escepine-hostile";
+const MCP_PROBE: &str = "escepine-mcp-probe";
 
-fn hostile() -> PathBuf {
-    if let Some(p) = std::env::var_os("ESCEPINE_HOSTILE") {
+/// A release build of the testkit's binary `name` (`var` overrides).
+fn testkit_bin(name: &str, var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
         return PathBuf::from(p);
     }
     let exe = std::env::current_exe().expect("the bench's path");
@@ -31,7 +35,7 @@ fn hostile() -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>/deps/<bench>");
-    let bin = profile_dir.join(HOSTILE);
+    let bin = profile_dir.join(name);
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let target_dir = profile_dir.parent().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -43,15 +47,15 @@ fn hostile() -> PathBuf {
             "-p",
             "escepine-testkit",
             "--bin",
-            HOSTILE,
+            name,
         ])
         .arg("--manifest-path")
         .arg(workspace.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", target_dir)
         .status()
         .expect("cargo");
-    assert!(status.success(), "building {HOSTILE}");
-    let release = target_dir.join("release").join(HOSTILE);
+    assert!(status.success(), "building {name}");
+    let release = target_dir.join("release").join(name);
     if release.is_file() {
         release
     } else {
@@ -60,14 +64,18 @@ fn hostile() -> PathBuf {
 }
 
 fn record(binary: &Path) -> ToolRecord {
+    record_with(binary, Transport::StdioJson, "noop", &["noop"])
+}
+
+fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> ToolRecord {
     ToolRecord {
         source: PathBuf::from("<bench>"),
-        tool_id: "noop".into(),
+        tool_id: id.into(),
         version: "1.0.0".parse().unwrap(),
         description: "no-op".into(),
         input_schema: json!({ "type": "object" }),
         output_schema: json!({ "type": "object" }),
-        cedar_action: "noop".into(),
+        cedar_action: id.into(),
         action_groups: Vec::new(),
         side_effect_class: SideEffectClass::ReadOnly,
         compensation: None,
@@ -78,9 +86,9 @@ fn record(binary: &Path) -> ToolRecord {
         },
         on_failure: vec![FailureOutcome::Halt],
         endpoint: EndpointSpec {
-            transport: Transport::StdioJson,
+            transport,
             command: binary.display().to_string(),
-            args: vec!["noop".into()],
+            args: args.iter().map(|a| a.to_string()).collect(),
             sha256: None,
             resolved: ResolvedCommand::Path(binary.to_path_buf()),
         },
@@ -151,7 +159,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
-    let tool = hostile();
+    let tool = testkit_bin(HOSTILE, "ESCEPINE_HOSTILE");
     println!(
         "no-op tool: {} noop; {iters} timed runs per row\n",
         tool.display()
@@ -276,6 +284,50 @@ fn main() {
     });
     summarise("sandbox, cold, with proxy, destroy awaited", with_destroy);
 
+    // One MCP session per attempt: the probe server as a plain child process, then in a fresh
+    // sandbox (no egress).
+    let probe = testkit_bin(MCP_PROBE, "ESCEPINE_MCP_PROBE");
+    let mcp_rec = record_with(&probe, Transport::McpStdio, "probe", &[]);
+    let mut mcp_rows = Vec::new();
+    let executors: [(&str, Arc<dyn Executor>); 2] = [
+        (
+            "mcp-stdio session, process executor",
+            Arc::new(ProcessExecutor::new()),
+        ),
+        (
+            "mcp-stdio session, sandbox, cold",
+            Arc::new(SandboxExecutor::with_backend(backend())),
+        ),
+    ];
+    for (name, ex) in executors {
+        let samples = rt.block_on(async {
+            let secrets = BTreeMap::new();
+            let payload = json!({ "planted": "/nonexistent", "write_outside": "/nonexistent/x" });
+            let mut samples = Vec::with_capacity(iters);
+            for i in 0..iters + 10 {
+                let inv = Invocation {
+                    tool: &mcp_rec,
+                    payload: &payload,
+                    call_id: "bench",
+                    idempotency_key: "bench",
+                    attempt: 1,
+                    timeout: Duration::from_secs(10),
+                    secrets: &secrets,
+                    egress: &[],
+                };
+                let start = Instant::now();
+                let out = ex.execute(inv).await.expect("the probe answers");
+                let took = start.elapsed();
+                assert!(out.output.get("hostname").is_some());
+                if i >= 10 {
+                    samples.push(took);
+                }
+            }
+            samples
+        });
+        mcp_rows.push(summarise(name, samples));
+    }
+
     println!();
     let ratio = |a: &Row, b: &Row| a.p50.as_secs_f64() / b.p50.as_secs_f64();
     let cold = &sandbox_rows[1];
@@ -292,6 +344,10 @@ fn main() {
             ratio(cold, b)
         );
     }
+    println!(
+        "mcp-stdio in a sandbox p50 / as a process p50 = {:.2}",
+        ratio(&mcp_rows[1], &mcp_rows[0])
+    );
     if let Some(b) = &bare {
         println!(
             "warm pool (with proxy) p50 / bare spawn p50 = {:.2} (aim < 2)",
