@@ -221,3 +221,79 @@ fn a_registration_failure_or_a_refused_overlay_exits_1() {
         text(&refused.stderr)
     );
 }
+
+#[test]
+fn a_secrets_file_reaches_the_declaring_tool_only_and_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let file = dir.path().join("secrets.env");
+    let value = "file-s3cret-VALUE-7731";
+    std::fs::write(
+        &file,
+        format!("# tool credentials\nT_SECRET={value}\nOTHER_SECRET=undeclared-VALUE-7731\n"),
+    )
+    .unwrap();
+    let secrets = ["--secrets", file.to_str().unwrap()];
+    let alice = r#"Agent::"alice""#;
+
+    // `t_secret` declares T_SECRET: inside its sandbox the variable holds the file's value,
+    // which the tool echoes, and the runtime scrubs before anything leaves.
+    let ok = call(
+        &ledger,
+        alice,
+        "t_secret",
+        r#"{"name":"T_SECRET"}"#,
+        &secrets,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(out, serde_json::json!({"leak": "[REDACTED]"}));
+    // An undeclared name is not in its environment at all.
+    let other = call(
+        &ledger,
+        alice,
+        "t_secret",
+        r#"{"name":"OTHER_SECRET"}"#,
+        &secrets,
+    );
+    assert_eq!(other.status.code(), Some(0), "{}", text(&other.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&other.stdout).unwrap();
+    assert_eq!(out, serde_json::json!({"leak": ""}));
+    // Neither value is anywhere in what the caller or the ledger saw.
+    for o in [&ok, &other] {
+        assert!(!text(&o.stdout).contains("VALUE-7731"));
+        assert!(!text(&o.stderr).contains("VALUE-7731"));
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("ledger.db")
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains("VALUE-7731"),
+                "{}",
+                path.display()
+            );
+        }
+    }
+
+    // A malformed file is refused before any call, naming the file and line.
+    std::fs::write(&file, "T_SECRET\n").unwrap();
+    let bad = call(
+        &ledger,
+        alice,
+        "t_secret",
+        r#"{"name":"T_SECRET"}"#,
+        &secrets,
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("secrets.env:1: expected NAME=value"),
+        "{}",
+        text(&bad.stderr)
+    );
+}

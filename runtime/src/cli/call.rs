@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use escepine_contract::Principal;
 
-use super::executor::ExecutorArgs;
+use super::tool_run::ToolRunArgs;
 use super::{exit, Io, RegistryArgs};
 use crate::ledger::sqlite::SqliteLedger;
 use crate::ledger::Durability;
@@ -40,7 +40,7 @@ pub(crate) struct Args {
     #[arg(long)]
     openai_strict: bool,
     #[command(flatten)]
-    executor: ExecutorArgs,
+    run: ToolRunArgs,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -78,10 +78,12 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let result = rt.block_on(async {
         let ledger =
             SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| (5, e.to_string()))?;
-        let executor = args.executor.build().map_err(|e| (5, e))?;
+        let executor = args.run.executor().map_err(|e| (5, e))?;
+        let secrets = args.run.secrets().map_err(|e| (exit::INVALID, e))?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))
-            .executor(executor);
+            .executor(executor)
+            .secrets(secrets);
         if let Some(path) = &args.entities {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| (exit::INVALID, format!("{}: {e}", path.display())))?;

@@ -9,13 +9,13 @@ use clap::{Parser, Subcommand};
 mod call;
 mod cedar_schema;
 mod check;
-mod executor;
 mod export;
 mod import;
 mod ledger;
 mod run;
 mod serve;
 mod sop;
+mod tool_run;
 
 /// Process exit statuses of the `escepine` commands.
 pub mod exit {

@@ -84,7 +84,7 @@ struct RuntimeArgs {
     #[arg(long, value_name = "PATH")]
     ledger: PathBuf,
     #[command(flatten)]
-    executor: super::executor::ExecutorArgs,
+    run: super::tool_run::ToolRunArgs,
 }
 
 /// A failure before or instead of an outcome: exit status and message.
@@ -275,10 +275,12 @@ fn build_runtime(args: &RuntimeArgs) -> Result<Runtime, Failure> {
     let registry = registry_build::load(&args.registry.sources())
         .map_err(|d| (exit::INVALID, d.render().trim_end().to_string()))?;
     let ledger = SqliteLedger::open(&args.ledger, Durability::Full).map_err(not_driven)?;
-    let executor = args.executor.build().map_err(not_driven)?;
+    let executor = args.run.executor().map_err(not_driven)?;
+    let secrets = args.run.secrets().map_err(invalid)?;
     let mut builder = Runtime::builder(registry)
         .ledger(Arc::new(ledger))
-        .executor(executor);
+        .executor(executor)
+        .secrets(secrets);
     if let Some(path) = &args.entities {
         let text = std::fs::read_to_string(path)
             .map_err(|e| invalid(format!("{}: {e}", path.display())))?;

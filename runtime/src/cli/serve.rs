@@ -94,7 +94,7 @@ pub(crate) struct Args {
     #[arg(long, value_enum)]
     listing: Option<ListingArg>,
     #[command(flatten)]
-    executor: super::executor::ExecutorArgs,
+    run: super::tool_run::ToolRunArgs,
 }
 
 /// The records, policies and envelope to load: as given, or the built-in catalog's.
@@ -246,10 +246,12 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let result: Result<(), String> = rt.block_on(async {
         let ledger =
             SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| e.to_string())?;
-        let executor = args.executor.build()?;
+        let executor = args.run.executor()?;
+        let secrets = args.run.secrets()?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))
-            .executor(executor);
+            .executor(executor)
+            .secrets(secrets);
         if let Some(e) = entities {
             builder = builder.entities(e);
         }

@@ -1,9 +1,12 @@
-//! `--executor`: where the commands that run tools (`call`, `run`, `resume`, `serve`) run them.
+//! `--executor` and `--secrets`: how the commands that run tools (`call`, `run`, `resume`,
+//! `serve`) run them.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::executor::{Executor, ProcessExecutor};
 use crate::sandbox::SandboxExecutor;
+use crate::secrets::{ChainSecrets, EnvSecrets, MapSecrets, SecretSource};
 
 /// Where tools run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -14,9 +17,9 @@ pub(crate) enum ExecutorKind {
     Process,
 }
 
-/// The `--executor` flag.
+/// The flags shared by the commands that run tools.
 #[derive(Debug, Clone, clap::Args)]
-pub(crate) struct ExecutorArgs {
+pub(crate) struct ToolRunArgs {
     /// Where tools run: `sandbox` (one fresh Linux sandbox per attempt: namespaces, tmpfs root,
     /// seccomp, landlock, egress only through the proxy) or `process` (an unsandboxed child
     /// process, for machines without user namespaces).
@@ -27,14 +30,18 @@ pub(crate) struct ExecutorArgs {
         default_value = "sandbox"
     )]
     executor: ExecutorKind,
+    /// Secret values as `NAME=value` lines (blank lines and `#` comments ignored), for the names
+    /// tools declare in `auth.secrets`. A variable of that name in the environment wins.
+    #[arg(long, value_name = "FILE")]
+    secrets: Option<PathBuf>,
 }
 
-impl ExecutorArgs {
+impl ToolRunArgs {
     /// The chosen executor.
     ///
     /// # Errors
     /// When the sandbox is chosen and its init binary cannot be found.
-    pub(crate) fn build(&self) -> Result<Arc<dyn Executor>, String> {
+    pub(crate) fn executor(&self) -> Result<Arc<dyn Executor>, String> {
         match self.executor {
             ExecutorKind::Process => Ok(Arc::new(ProcessExecutor::new())),
             ExecutorKind::Sandbox => match SandboxExecutor::new() {
@@ -45,5 +52,19 @@ impl ExecutorArgs {
                 )),
             },
         }
+    }
+
+    /// Where secret values come from: the environment, then the `--secrets` file.
+    ///
+    /// # Errors
+    /// When the file cannot be read or a line is not `NAME=value` (naming the file and line).
+    pub(crate) fn secrets(&self) -> Result<Arc<dyn SecretSource>, String> {
+        Ok(match &self.secrets {
+            None => Arc::new(EnvSecrets),
+            Some(path) => Arc::new(ChainSecrets(vec![
+                Box::new(EnvSecrets),
+                Box::new(MapSecrets::from_file(path)?),
+            ])),
+        })
     }
 }
