@@ -16,6 +16,7 @@ pub mod export;
 pub mod gate;
 pub mod ledger;
 pub mod mcp;
+mod ofd_lock;
 pub mod overlay;
 pub mod retry;
 mod runtime;

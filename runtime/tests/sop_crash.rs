@@ -26,7 +26,7 @@ use std::time::Instant;
 use escepine_contract::Principal;
 use escepine_runtime::ledger::verify::verify_path;
 use escepine_runtime::ledger::{
-    BoxFuture, Committed, Durability, Entry, Ledger, LedgerError, Record, SqliteLedger,
+    BoxFuture, Committed, Durability, Entry, Ledger, LedgerError, Record, RunLease, SqliteLedger,
 };
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus, ScriptedPlanner};
 use serde_json::json;
@@ -83,6 +83,11 @@ impl Ledger for KillAfter {
 
     fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
         self.inner.entries()
+    }
+
+    // The child's lease dies with it: the parent's resume must get it.
+    fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+        self.inner.lease_run(run_id)
     }
 }
 

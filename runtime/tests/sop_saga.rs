@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use escepine_contract::Principal;
 use escepine_runtime::ledger::{
-    CallResult, Durability, Entry, Intent, Ledger, Outcome, Record, SqliteLedger,
+    CallResult, Durability, Entry, Intent, Ledger, LedgerError, Outcome, Record, SqliteLedger,
 };
 use escepine_runtime::sop::events::{self, Event, FailureKind, Undo};
 use escepine_runtime::sop::{
     Engine, Escalation, EscalationHook, EscalationReason, FnPlanner, Planner, PlannerError,
-    RunOptions, RunStatus, ScriptedPlanner, StepRequest,
+    RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
 };
 use escepine_runtime::Runtime;
 use serde_json::{json, Value};
@@ -659,4 +659,61 @@ async fn a_typed_planner_proposes_each_step_as_its_tool_input() {
         "{}",
         failure.message
     );
+}
+
+#[tokio::test]
+async fn a_run_being_driven_cannot_be_resumed_elsewhere_until_its_driver_stops() {
+    let f = Fixture::new();
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let planner = WaitingPlanner {
+        script: ScriptedPlanner::new()
+            .every("put_a", item(&f.store, "a", "x"))
+            .every("put_b", item(&f.store, "b", "y")),
+        reached: reached.clone(),
+    };
+    let engine = f.engine("cancel", planner);
+    let handle = engine.start(alice(), RunOptions::default());
+    let run_id = handle.run_id().to_string();
+    tokio::time::timeout(Duration::from_secs(30), reached.notified())
+        .await
+        .unwrap();
+
+    // A second driver on its own handle of the same ledger file (as another process would
+    // open it) is refused while the first holds the run, and so is one in this process.
+    let other_ledger: Arc<dyn Ledger> =
+        Arc::new(SqliteLedger::open(f._dir.path().join("ledger.db"), Durability::Normal).unwrap());
+    let other = Engine::new(
+        sop_support::runtime(&f.store, other_ledger),
+        sop_support::sop("cancel"),
+        Arc::new(ScriptedPlanner::new()),
+    )
+    .unwrap();
+    let before = f.entries().len();
+    for err in [
+        other.resume(&run_id).await.unwrap_err(),
+        f.engine("cancel", ScriptedPlanner::new())
+            .resume(&run_id)
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, SopRunError::Ledger(LedgerError::RunLeased(id)) if *id == run_id),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        f.entries().len(),
+        before,
+        "a refused driver records nothing"
+    );
+
+    // Once the first driver has stopped, the run is free: resuming it returns its outcome.
+    handle.cancel();
+    let out = tokio::time::timeout(Duration::from_secs(30), handle.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Cancelled);
+    let again = other.resume(&run_id).await.unwrap();
+    assert_eq!(again.status, RunStatus::Cancelled);
 }

@@ -3,12 +3,13 @@
 use std::sync::{Mutex, MutexGuard};
 
 use super::entry::{entry_hash, now_ms, record_body, select_run, GENESIS_PREV};
-use super::{BoxFuture, Committed, Entry, Ledger, LedgerError, Record};
+use super::{BoxFuture, Committed, Entry, Ledger, LedgerError, LocalLeases, Record, RunLease};
 
 /// A ledger held in a `Mutex<Vec<Entry>>`; nothing survives the process.
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
     entries: Mutex<Vec<Entry>>,
+    leases: LocalLeases,
 }
 
 impl MemoryLedger {
@@ -70,5 +71,9 @@ impl Ledger for MemoryLedger {
 
     fn head(&self) -> Result<Option<Committed>, LedgerError> {
         Ok(self.lock()?.last().map(Entry::committed))
+    }
+
+    fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+        self.leases.acquire(run_id)
     }
 }

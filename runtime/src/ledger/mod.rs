@@ -1,6 +1,7 @@
 //! The evidence ledger: hash-chained entries, committed before the caller continues.
 
 pub mod entry;
+pub mod lease;
 pub mod memory;
 pub mod record;
 pub mod sqlite;
@@ -12,6 +13,7 @@ use std::pin::Pin;
 pub use entry::{
     canonical_json, entry_hash, hash_input, record_body, sha256_hex, Entry, GENESIS_PREV,
 };
+pub use lease::{FileLeases, LocalLeases, RunLease};
 pub use memory::MemoryLedger;
 pub use record::{Attempt, CallResult, Intent, Outcome, Record, Transition};
 pub use sqlite::{SqliteLedger, SqliteOptions};
@@ -32,6 +34,9 @@ pub enum LedgerError {
     /// The store failed (SQLite error, I/O error, closed writer).
     #[error("ledger unavailable: {0}")]
     Unavailable(String),
+    /// Another driver holds the lease of this SOP run (see [`lease`]).
+    #[error("run `{0}` is being driven by another engine (its lease is held)")]
+    RunLeased(String),
     /// A stored entry could not be decoded.
     #[error("ledger entry {seq} is corrupt: {why}")]
     Corrupt {
@@ -67,6 +72,16 @@ pub trait Ledger: Send + Sync + 'static {
     /// the outcomes of those calls.
     fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
         Ok(entry::select_run(&self.entries()?, run_id))
+    }
+
+    /// Claim SOP run `run_id` for one driver until the lease is dropped (see [`lease`]). The
+    /// default guards nothing; the ledgers of this crate override it.
+    ///
+    /// # Errors
+    /// [`LedgerError::RunLeased`] while another driver holds it.
+    fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+        let _ = run_id;
+        Ok(RunLease::unguarded())
     }
 
     /// The last committed entry (`None` while the ledger is empty).

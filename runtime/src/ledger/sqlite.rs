@@ -21,7 +21,9 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use tokio::sync::oneshot;
 
 use super::entry::{entry_hash, now_ms, record_body, select_run, GENESIS_PREV};
-use super::{BoxFuture, Committed, Durability, Entry, Ledger, LedgerError, Record};
+use super::{
+    BoxFuture, Committed, Durability, Entry, FileLeases, Ledger, LedgerError, Record, RunLease,
+};
 
 /// The table every store of the chain holds (see `runtime/LEDGER.md`).
 pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS entries (
@@ -242,6 +244,12 @@ impl Ledger for SqliteLedger {
         let head =
             self.read(|conn| read_head(conn).map_err(|e| LedgerError::Unavailable(e.to_string())))?;
         Ok(head.map(|(seq, hash)| Committed { seq, hash }))
+    }
+
+    /// Leases live in `<ledger>.leases` beside the database: every process driving runs of
+    /// this ledger file sees them ([`FileLeases`]).
+    fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+        FileLeases::beside(&self.path).acquire(run_id)
     }
 }
 

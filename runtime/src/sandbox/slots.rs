@@ -19,14 +19,12 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::SandboxError;
+use crate::ofd_lock;
 
 /// Outside ids available from the base: one per live sandbox.
 pub(crate) const SLOTS: u32 = 60_000;
@@ -86,7 +84,7 @@ impl Slots {
             }
             let locked = match &self.locks {
                 None => true,
-                Some(file) => lock_byte(file, slot, libc::F_WRLCK)
+                Some(file) => ofd_lock::try_lock(file, u64::from(slot))
                     .map_err(|e| SandboxError::io("locking a sandbox id", e))?,
             };
             if locked {
@@ -105,7 +103,7 @@ impl Slots {
     fn release(&self, slot: u32) {
         if let Ok(mut used) = self.in_use.lock() {
             if let Some(file) = &self.locks {
-                if let Err(e) = lock_byte(file, slot, libc::F_UNLCK) {
+                if let Err(e) = ofd_lock::unlock(file, u64::from(slot)) {
                     // Held until this backend's file closes; the slot is skipped meanwhile.
                     tracing::warn!(slot, error = %e, "could not release a sandbox id");
                 }
@@ -130,42 +128,8 @@ impl Drop for SlotGuard {
 }
 
 fn open_lock_file(dir: &Path) -> Result<File, SandboxError> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| SandboxError::io(format!("mkdir {}", dir.display()), e))?;
-    let path: PathBuf = dir.join(LOCK_FILE);
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| SandboxError::io(format!("open {}", path.display()), e))
-}
-
-/// Sets (`F_WRLCK`) or clears (`F_UNLCK`) the open-file-description lock on byte `slot` of
-/// `file`, without waiting; `Ok(false)` when another holder has it.
-fn lock_byte(file: &File, slot: u32, kind: libc::c_int) -> io::Result<bool> {
-    // SAFETY: `flock` is a plain C struct for which all-zero bytes are a valid value.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = kind as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = libc::off_t::from(slot);
-    fl.l_len = 1;
-    // SAFETY: F_OFD_SETLK reads the `flock` it is given, which lives for the call; the fd is
-    // open for as long as `file` is borrowed. (`l_pid` must be 0 for OFD locks: zeroed above.)
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
-        _ => Err(e),
-    }
+    let path = dir.join(LOCK_FILE);
+    ofd_lock::open(&path).map_err(|e| SandboxError::io(format!("open {}", path.display()), e))
 }
 
 #[cfg(test)]

@@ -273,6 +273,8 @@ impl Engine {
             }
             None => random_id(),
         };
+        // Held while this engine drives the run: nobody else drives it meanwhile.
+        let _lease = self.inner.runtime.ledger().lease_run(&run_id)?;
         let sop = &self.inner.sop;
         let source = sop.source.display().to_string();
         let started = RunStarted {
@@ -307,7 +309,9 @@ impl Engine {
     ///
     /// A step with a recorded outcome never runs again; a step with an intent but no outcome
     /// runs again with the same idempotency key and payload; compensation resumes where it
-    /// stopped. A run that already ended returns its outcome and records nothing.
+    /// stopped. A run that already ended returns its outcome and records nothing. A run another
+    /// engine is driving (in this process, or in another one on the same ledger file) is
+    /// refused: its lease is held (see [`crate::ledger::lease`]).
     ///
     /// # Errors
     /// See [`SopRunError`].
@@ -324,6 +328,8 @@ impl Engine {
         run_id: &str,
         cancel: CancelToken,
     ) -> Result<RunOutcome, SopRunError> {
+        // Taken before the journal is read, so that no other driver appends after the read.
+        let _lease = self.inner.runtime.ledger().lease_run(run_id)?;
         let journal = Journal::load(&**self.inner.runtime.ledger(), run_id)?;
         let sop = &self.inner.sop;
         let recorded = format!("{}@{}", journal.started.sop_id, journal.started.sop_version);
