@@ -56,6 +56,10 @@ pub enum CallError {
     /// The typed client's payload or output did not (de)serialise.
     #[error("typed payload: {0}")]
     Serde(String),
+    /// The typed client was compiled from another contract than the registry holds (another
+    /// version, or other input or output schemas); nothing ran.
+    #[error("the typed client does not match the registry: {0}")]
+    ClientMismatch(String),
 }
 
 impl CallError {
@@ -63,7 +67,10 @@ impl CallError {
     pub fn exit_code(&self) -> i32 {
         match self {
             Self::Denied { .. } => 3,
-            Self::UnknownTool(_) | Self::InputRejected(_) | Self::Serde(_) => 4,
+            Self::UnknownTool(_)
+            | Self::InputRejected(_)
+            | Self::Serde(_)
+            | Self::ClientMismatch(_) => 4,
             Self::TimedOut { .. } | Self::Failed { .. } | Self::LedgerUnavailable(_) => 5,
             Self::OutputRejected { .. } => 6,
         }

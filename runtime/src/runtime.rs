@@ -127,6 +127,7 @@ impl RuntimeBuilder {
                 executor: self.executor.ok_or(BuildError::Missing("executor"))?,
                 secrets: self.secrets,
                 registry: reg,
+                clients_checked: std::sync::Mutex::default(),
             }),
         })
     }
@@ -139,6 +140,8 @@ struct Inner {
     executor: Arc<dyn Executor>,
     secrets: Arc<dyn SecretSource>,
     registry: Registry,
+    /// Tool ids whose typed-client contract matched the registry (see `check_client`).
+    clients_checked: std::sync::Mutex<std::collections::HashSet<&'static str>>,
 }
 
 /// The governed runtime: executes only the tools registered at start-up, each call on the one
@@ -278,6 +281,57 @@ fn error_type(e: &CallError) -> &'static str {
         CallError::OutputRejected { .. } => "output_rejected",
         CallError::LedgerUnavailable(_) => "ledger_unavailable",
         CallError::Serde(_) => "serde",
+        CallError::ClientMismatch(_) => "client_mismatch",
+    }
+}
+
+impl Runtime {
+    /// Whether tool `T` of a typed client is the registered one: same id and version, and the
+    /// same input and output schemas (compared as JSON values once per tool id, then
+    /// remembered), so a client compiled from an edited record fails with a clear error
+    /// instead of sending payloads of another shape.
+    fn check_client<T: Tool>(&self) -> Result<(), CallError> {
+        let id = T::CONTRACT.id;
+        let Some(registered) = self.inner.registry.get(id) else {
+            return Err(CallError::UnknownTool(id.to_string()));
+        };
+        if registered.version.to_string() != T::CONTRACT.version {
+            return Err(CallError::ClientMismatch(format!(
+                "the client was compiled against {id}@{} but the registry holds {id}@{}",
+                T::CONTRACT.version,
+                registered.version
+            )));
+        }
+        if self
+            .inner
+            .clients_checked
+            .lock()
+            .is_ok_and(|checked| checked.contains(id))
+        {
+            return Ok(());
+        }
+        let contract = T::contract();
+        for (which, text, held) in [
+            ("input", contract.input_schema, &registered.input_schema),
+            ("output", contract.output_schema, &registered.output_schema),
+        ] {
+            let compiled: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                CallError::ClientMismatch(format!(
+                    "the {which} schema compiled into the client for `{id}` is not JSON: {e}"
+                ))
+            })?;
+            if compiled != *held {
+                return Err(CallError::ClientMismatch(format!(
+                    "the {which} schema of `{id}` in the registry ({}) differs from the one \
+                     the client was compiled against; rebuild the client",
+                    registered.source.display()
+                )));
+            }
+        }
+        if let Ok(mut checked) = self.inner.clients_checked.lock() {
+            checked.insert(id);
+        }
+        Ok(())
     }
 }
 
@@ -293,19 +347,7 @@ impl Invoke for Runtime {
     ) -> impl std::future::Future<Output = Result<T::Output, Self::Error>> + Send {
         let principal = principal.clone();
         async move {
-            let registered = self.inner.registry.get(T::CONTRACT.id);
-            match registered {
-                Some(r) if r.version.to_string() == T::CONTRACT.version => {}
-                Some(r) => {
-                    return Err(CallError::Serde(format!(
-                        "the client was compiled against {}@{} but the registry holds {}",
-                        T::CONTRACT.id,
-                        T::CONTRACT.version,
-                        r.version
-                    )))
-                }
-                None => return Err(CallError::UnknownTool(T::CONTRACT.id.to_string())),
-            }
+            self.check_client::<T>()?;
             let payload =
                 serde_json::to_value(&input).map_err(|e| CallError::Serde(e.to_string()))?;
             let output = self.dispatch(&principal, T::CONTRACT.id, payload).await?;

@@ -228,6 +228,7 @@ pub fn error_body(e: &CallError) -> Value {
             json!({ "kind": "ledger_unavailable", "message": message })
         }
         CallError::Serde(_) => json!({ "kind": "serde", "message": message }),
+        CallError::ClientMismatch(_) => json!({ "kind": "client_mismatch", "message": message }),
     };
     json!({ "error": body })
 }

@@ -699,7 +699,9 @@ impl Engine {
                 call_id_of(&e),
                 Some(CallResult::OutputRejected),
             ),
-            Err(e @ CallError::Serde(_)) => (FailureKind::Failed, e.to_string(), None, None),
+            Err(e @ (CallError::Serde(_) | CallError::ClientMismatch(_))) => {
+                (FailureKind::Failed, e.to_string(), None, None)
+            }
         };
         let failure = StepFailure {
             kind,

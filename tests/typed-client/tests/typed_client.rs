@@ -20,8 +20,14 @@ use path_tools::{t_count, t_write, Client};
 
 fn runtime() -> Runtime {
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    runtime_over(&ws.join("runtime/tests/fixtures/path"))
+}
+
+/// A runtime over the records and policies of `fixtures` (a directory like
+/// `runtime/tests/fixtures/path`).
+fn runtime_over(fixtures: &Path) -> Runtime {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let ws = ws.as_path();
-    let fixtures = ws.join("runtime/tests/fixtures/path");
     let registry = registry_build::load(
         &registry_build::Sources::new()
             .records(fixtures.join("records"))
@@ -107,4 +113,80 @@ fn the_compile_time_binding_names_the_cedar_action() {
     let registered: serde_json::Value =
         serde_json::from_str(<t_count::Tool as Tool>::CONTRACT.input_schema).unwrap();
     assert_eq!(registered["required"], serde_json::json!(["counter"]));
+}
+
+/// A change to a record.
+type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+
+/// A copy of the fixtures with `t_count.json` changed by `edit`.
+fn edited_fixtures(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../runtime/tests/fixtures/path");
+    let dst = dir.join("path");
+    for sub in ["records", "policies"] {
+        std::fs::create_dir_all(dst.join(sub)).unwrap();
+        for entry in std::fs::read_dir(src.join(sub)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dst.join(sub).join(entry.file_name())).unwrap();
+        }
+    }
+    let record = dst.join("records/t_count.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(&record, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    dst
+}
+
+#[tokio::test]
+async fn a_client_compiled_from_another_contract_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    let input = || t_count::Input {
+        counter: counter.to_str().unwrap().parse().unwrap(),
+        note: None,
+    };
+    let edits: [(&str, Edit); 3] = [
+        (
+            "a looser input bound",
+            Box::new(|v| v["input_schema"]["properties"]["note"]["maxLength"] = 30.into()),
+        ),
+        (
+            "an output field more",
+            Box::new(|v| {
+                v["output_schema"]["properties"]["extra"] = serde_json::json!({"type": "string"})
+            }),
+        ),
+        (
+            "another version",
+            Box::new(|v| v["version"] = "1.0.1".into()),
+        ),
+    ];
+    for (what, edit) in edits {
+        let case = tempfile::tempdir().unwrap();
+        let rt = runtime_over(&edited_fixtures(case.path(), edit));
+        let err = rt
+            .t_count(&Principal::agent("alice"), input())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, CallError::ClientMismatch(_)),
+            "{what}: {err}"
+        );
+        assert!(err.to_string().contains("t_count"), "{what}: {err}");
+        assert!(
+            rt.ledger().entries().unwrap().is_empty(),
+            "{what}: recorded"
+        );
+        assert!(!counter.exists(), "{what}: the tool ran");
+    }
+    // The unedited copy matches.
+    let case = tempfile::tempdir().unwrap();
+    let rt = runtime_over(&edited_fixtures(case.path(), |_| {}));
+    assert_eq!(
+        rt.t_count(&Principal::agent("alice"), input())
+            .await
+            .unwrap()
+            .count,
+        1
+    );
 }
