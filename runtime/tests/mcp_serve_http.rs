@@ -95,6 +95,16 @@ async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> Va
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = args.as_object().cloned();
     let r = c.call_tool(params).await.expect("tools/call");
+    if r.is_error == Some(true) {
+        // Errors carry their details in `_meta`, never as structuredContent.
+        assert!(r.structured_content.is_none());
+        let details = r
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.get("dev.escepine/error"))
+            .cloned();
+        return json!({ "is_error": true, "structured": details });
+    }
     json!({ "is_error": r.is_error, "structured": r.structured_content })
 }
 

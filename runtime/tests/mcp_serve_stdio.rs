@@ -85,6 +85,10 @@ async fn an_rmcp_client_lists_calls_and_is_denied_over_stdio() {
         .await
         .expect("tools/call");
     assert_eq!(ok.is_error, Some(false));
+    assert!(ok
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.0.contains_key("dev.escepine/call_id")));
     assert_eq!(
         ok.structured_content,
         Some(json!({ "echo": { "text": "hello" } }))
@@ -95,7 +99,7 @@ async fn an_rmcp_client_lists_calls_and_is_denied_over_stdio() {
         .await
         .expect("tools/call");
     assert_eq!(denied.is_error, Some(true));
-    let body = denied.structured_content.expect("structured error");
+    let body = denied.error_details();
     assert_eq!(body["error"]["kind"], "denied");
     assert_eq!(body["error"]["policy_ids"], json!(["forbid-supersede"]));
     assert!(body["error"]["call_id"]
@@ -106,7 +110,7 @@ async fn an_rmcp_client_lists_calls_and_is_denied_over_stdio() {
     let denied = call(&client, "m_echo", json!({ "text": "forbidden" }))
         .await
         .expect("tools/call");
-    let body = denied.structured_content.expect("structured error");
+    let body = denied.error_details();
     assert_eq!(body["error"]["policy_ids"], json!(["forbid-secret-word"]));
 
     // An unknown field: the input gate's pointer and keyword; nothing ran.
@@ -114,7 +118,7 @@ async fn an_rmcp_client_lists_calls_and_is_denied_over_stdio() {
         .await
         .expect("tools/call");
     assert_eq!(rejected.is_error, Some(true));
-    let body = rejected.structured_content.expect("structured error");
+    let body = rejected.error_details();
     assert_eq!(body["error"]["kind"], "input_rejected");
     let v = &body["error"]["violations"][0];
     assert_eq!(v["keyword"], "additionalProperties");
@@ -154,7 +158,7 @@ async fn another_principal_sees_and_may_call_less() {
     let denied = call(&client, "m_note", json!({ "text": "x" }))
         .await
         .expect("tools/call");
-    let body = denied.structured_content.expect("structured error");
+    let body = denied.error_details();
     assert_eq!(body["error"]["kind"], "denied");
     assert_eq!(
         body["error"]["policy_ids"],
@@ -172,4 +176,34 @@ async fn stdio_needs_a_principal() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--principal"));
+}
+
+/// The details of an error result: in `_meta`, and as JSON in the second text block; never
+/// as `structuredContent` (a client would validate that against the tool's output schema).
+trait ErrorDetails {
+    fn error_details(self) -> Value;
+}
+
+impl ErrorDetails for rmcp::model::CallToolResult {
+    fn error_details(self) -> Value {
+        assert_eq!(self.is_error, Some(true));
+        assert!(
+            self.structured_content.is_none(),
+            "an error result carries no structuredContent"
+        );
+        let meta = self
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.get("dev.escepine/error"))
+            .cloned()
+            .expect("the error details in _meta");
+        let text = self
+            .content
+            .get(1)
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone())
+            .expect("a second text block");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), meta);
+        meta
+    }
 }

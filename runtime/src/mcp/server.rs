@@ -6,8 +6,11 @@
 //!   description, `inputSchema` and `outputSchema` as registered, annotations from the class).
 //! - `tools/call` runs the whole governed path ([`Runtime::call`]) for the principal. A call
 //!   that completes returns the gated output as `structuredContent` (and its JSON text as
-//!   content). Any other end is a tool error result (`isError: true`) whose content is the
-//!   message and whose `structuredContent` is `{"error": {"kind", "message", …}}` ([`error_body`]):
+//!   content). Any other end is a tool error result (`isError: true`) **without**
+//!   `structuredContent` — a client may validate any `structuredContent` against the tool's
+//!   `outputSchema`, error or not (the TypeScript SDK does), and an error is not an output —
+//!   whose content is the message, then the details as JSON text, the same details being in
+//!   `_meta` under [`ERROR_META`]: `{"error": {"kind", "message", …}}` ([`error_body`]):
 //!   `denied` with `call_id`, `policy_ids` and `reasons`; `input_rejected` with `violations`
 //!   (`pointer`, `keyword`, `message`); `timed_out`, `failed`, `output_rejected` (pointers and
 //!   keywords only — the rejected output never reaches the caller), `ledger_unavailable`. A tool
@@ -51,6 +54,9 @@ pub const HTTP_PATH: &str = "/mcp";
 
 /// The `_meta` key of a completed call's result holding its call id (its ledger entries).
 pub const CALL_ID_META: &str = "dev.escepine/call_id";
+
+/// The `_meta` key of an error result holding its details (`{"error": {"kind", …}}`).
+pub const ERROR_META: &str = "dev.escepine/error";
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -158,8 +164,14 @@ impl GovernedServer {
                 Some(json!({ "tool": tool })),
             )),
             Err(e) => {
-                let mut result = CallToolResult::structured_error(error_body(&e));
-                result.content = vec![ContentBlock::text(e.to_string())];
+                let body = error_body(&e);
+                let mut result = CallToolResult::error(vec![
+                    ContentBlock::text(e.to_string()),
+                    ContentBlock::text(body.to_string()),
+                ]);
+                let mut meta = Map::new();
+                meta.insert(ERROR_META.into(), body);
+                result.meta = Some(MetaObject(meta));
                 Ok(result)
             }
         }
@@ -177,7 +189,8 @@ impl GovernedServer {
     }
 }
 
-/// The `structuredContent` of an error result: `{"error": {"kind", "message", …}}`.
+/// The details of an error result (its `_meta` [`ERROR_META`] and second text block):
+/// `{"error": {"kind", "message", …}}`.
 pub fn error_body(e: &CallError) -> Value {
     let message = e.to_string();
     let body = match e {
