@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use escepine_contract::Principal;
-use escepine_runtime::executor::{ExecError, ProcessExecutor};
+use escepine_runtime::executor::{ExecError, Execution, ProcessExecutor};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
+use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::{CallError, Runtime};
 use sandbox_support::{
     executor, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot, MapResolver,
@@ -24,6 +25,17 @@ use tokio::sync::Mutex;
 
 /// One scenario at a time, so that each host check sees only its own sandboxes.
 static SERIAL: Mutex<()> = Mutex::const_new(());
+
+/// One attempt of the probe server started with `args`, with no secrets and no egress.
+async fn probe_attempt(
+    ex: &SandboxExecutor,
+    args: &[&str],
+    payload: serde_json::Value,
+    timeout: Duration,
+) -> Result<Execution, ExecError> {
+    let rec = mcp_record("probe", &mcp_probe(), args);
+    run(ex, &rec, payload, &BTreeMap::new(), &[], timeout).await
+}
 
 #[tokio::test]
 async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
@@ -159,18 +171,10 @@ async fn a_silent_server_times_out_and_its_sandbox_is_destroyed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
-    let rec = mcp_record("probe", &mcp_probe(), &["silent"]);
     let started = Instant::now();
-    let err = run(
-        &ex,
-        &rec,
-        json!({}),
-        &BTreeMap::new(),
-        &[],
-        Duration::from_millis(800),
-    )
-    .await
-    .expect_err("silent");
+    let err = probe_attempt(&ex, &["silent"], json!({}), Duration::from_millis(800))
+        .await
+        .expect_err("silent");
     assert!(matches!(err, ExecError::TimedOut(_)), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
     host.assert_clean().await;
@@ -182,29 +186,13 @@ async fn exit_75_before_the_handshake_is_transient() {
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
-    let rec = mcp_record("probe", &mcp_probe(), &["tempfail"]);
-    let err = run(
-        &ex,
-        &rec,
-        json!({}),
-        &BTreeMap::new(),
-        &[],
-        Duration::from_secs(20),
-    )
-    .await
-    .expect_err("tempfail");
+    let err = probe_attempt(&ex, &["tempfail"], json!({}), Duration::from_secs(20))
+        .await
+        .expect_err("tempfail");
     assert!(err.is_transient(), "exit 75 is transient: {err:?}");
-    let bad = mcp_record("probe", &mcp_probe(), &["no-such-mode"]);
-    let err = run(
-        &ex,
-        &bad,
-        json!({}),
-        &BTreeMap::new(),
-        &[],
-        Duration::from_secs(20),
-    )
-    .await
-    .expect_err("exit 2");
+    let err = probe_attempt(&ex, &["no-such-mode"], json!({}), Duration::from_secs(20))
+        .await
+        .expect_err("exit 2");
     let ExecError::Permanent { message, stderr } = &err else {
         panic!("not permanent: {err:?}")
     };
@@ -222,19 +210,11 @@ async fn a_child_left_behind_dies_with_the_sandbox() {
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
-    let rec = mcp_record("probe", &mcp_probe(), &["linger"]);
     let payload = json!({ "planted": "/nonexistent", "write_outside": "/nonexistent/x" });
-    let out = run(
-        &ex,
-        &rec,
-        payload,
-        &BTreeMap::new(),
-        &[],
-        Duration::from_secs(20),
-    )
-    .await
-    .expect("the probe answers although a child lingers")
-    .output;
+    let out = probe_attempt(&ex, &["linger"], payload, Duration::from_secs(20))
+        .await
+        .expect("the probe answers although a child lingers")
+        .output;
     // The lingering child shows in the probe's own PID namespace …
     let pids: Vec<u64> = serde_json::from_value(out["pids"].clone()).expect("pids");
     assert!(pids.len() >= 3, "init, server and its child: {pids:?}");

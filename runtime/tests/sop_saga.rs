@@ -354,6 +354,20 @@ struct WaitingPlanner {
     reached: Arc<tokio::sync::Notify>,
 }
 
+impl WaitingPlanner {
+    /// Writes `a` and `b` to `store`, then waits; the `Notify` fires when it waits.
+    fn writing_a_and_b(store: &Store) -> (Self, Arc<tokio::sync::Notify>) {
+        let reached = Arc::new(tokio::sync::Notify::new());
+        let planner = Self {
+            script: ScriptedPlanner::new()
+                .every("put_a", item(store, "a", "x"))
+                .every("put_b", item(store, "b", "y")),
+            reached: Arc::clone(&reached),
+        };
+        (planner, reached)
+    }
+}
+
 impl Planner for WaitingPlanner {
     fn propose<'a>(
         &'a self,
@@ -370,13 +384,7 @@ impl Planner for WaitingPlanner {
 #[tokio::test]
 async fn cancelling_a_run_compensates_it() {
     let f = Fixture::new();
-    let reached = Arc::new(tokio::sync::Notify::new());
-    let planner = WaitingPlanner {
-        script: ScriptedPlanner::new()
-            .every("put_a", item(&f.store, "a", "x"))
-            .every("put_b", item(&f.store, "b", "y")),
-        reached: reached.clone(),
-    };
+    let (planner, reached) = WaitingPlanner::writing_a_and_b(&f.store);
     let engine = f.engine("cancel", planner);
     let handle = engine.start(alice(), RunOptions::default());
     tokio::time::timeout(Duration::from_secs(30), reached.notified())
@@ -664,13 +672,7 @@ async fn a_typed_planner_proposes_each_step_as_its_tool_input() {
 #[tokio::test]
 async fn a_run_being_driven_cannot_be_resumed_elsewhere_until_its_driver_stops() {
     let f = Fixture::new();
-    let reached = Arc::new(tokio::sync::Notify::new());
-    let planner = WaitingPlanner {
-        script: ScriptedPlanner::new()
-            .every("put_a", item(&f.store, "a", "x"))
-            .every("put_b", item(&f.store, "b", "y")),
-        reached: reached.clone(),
-    };
+    let (planner, reached) = WaitingPlanner::writing_a_and_b(&f.store);
     let engine = f.engine("cancel", planner);
     let handle = engine.start(alice(), RunOptions::default());
     let run_id = handle.run_id().to_string();
