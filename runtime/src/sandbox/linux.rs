@@ -205,6 +205,7 @@ impl LinuxBackend {
             Some(dir)
         };
 
+        let started = std::time::Instant::now();
         let (host_end, init_end) = std::os::unix::net::UnixStream::pair()
             .map_err(|e| SandboxError::io("socketpair", e))?;
         let provision = Provision {
@@ -244,6 +245,7 @@ impl LinuxBackend {
             writer: write,
         });
 
+        let spawned = started.elapsed();
         match state.control()?.recv().await? {
             FromInit::Spawned { pid1 } => state.adopt(pid1)?,
             FromInit::Failed { message } => return Err(SandboxError::Init(message)),
@@ -253,6 +255,7 @@ impl LinuxBackend {
                 )))
             }
         }
+        let adopted = started.elapsed();
         match state.control()?.recv().await? {
             FromInit::Ready => {}
             FromInit::Failed { message } => return Err(SandboxError::Init(message)),
@@ -262,6 +265,12 @@ impl LinuxBackend {
                 )))
             }
         }
+        tracing::debug!(
+            spawn_us = spawned.as_micros() as u64,
+            namespaces_us = (adopted - spawned).as_micros() as u64,
+            ready_us = (started.elapsed() - adopted).as_micros() as u64,
+            "sandbox provisioned"
+        );
         Ok(Sandbox::new(id, spec, Box::new(state)))
     }
 }

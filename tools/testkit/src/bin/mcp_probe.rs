@@ -41,7 +41,7 @@ struct ProbeReport {
     read_planted: bool,
     /// Whether the file outside the workspace could be created.
     wrote_outside: bool,
-    /// Whether a file could be created in the working directory.
+    /// Whether a file could be created (and removed) in `$TMPDIR` — the workspace in a sandbox.
     wrote_workspace: bool,
     /// The process's own uid map.
     uid_map: String,
@@ -85,7 +85,13 @@ impl Probe {
             env,
             read_planted: fs::read(&req.planted).is_ok(),
             wrote_outside: fs::write(&req.write_outside, "escaped").is_ok(),
-            wrote_workspace: fs::write("probe-was-here", "ok").is_ok(),
+            wrote_workspace: {
+                // $TMPDIR is the workspace in a sandbox; the file does not outlive the call.
+                let path = std::env::temp_dir().join("escepine-mcp-probe-was-here");
+                let ok = fs::write(&path, "ok").is_ok();
+                let _ = fs::remove_file(&path);
+                ok
+            },
             uid_map: fs::read_to_string("/proc/self/uid_map")
                 .unwrap_or_default()
                 .trim()
