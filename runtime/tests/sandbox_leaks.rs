@@ -151,3 +151,42 @@ fn uid_of(pid: u32) -> Option<u32> {
         .parse()
         .ok()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_zygote_is_replaced_and_a_dropped_backend_takes_its_zygote_along() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let before = zygotes();
+    let ex = executor(MapResolver::default(), dir.path());
+    let rec = hostile_record("hostile_noop", "noop");
+    let secrets = BTreeMap::new();
+    let call = || run(&ex, &rec, json!({}), &secrets, &[], Duration::from_secs(20));
+    call().await.expect("the first call");
+    let first: Vec<u32> = zygotes().difference(&before).copied().collect();
+    assert_eq!(first.len(), 1, "one zygote per backend: {first:?}");
+
+    // Killed behind the backend's back: the next call starts another and succeeds.
+    let pid = rustix::process::Pid::from_raw(first[0] as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    while std::fs::read_to_string(format!("/proc/{}/stat", first[0]))
+        .is_ok_and(|s| !s.contains(") Z "))
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    call().await.expect("a call after the zygote died");
+    let second: Vec<u32> = zygotes().difference(&before).copied().collect();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(second, first);
+
+    // Dropping the backend ends its zygote.
+    drop(ex);
+    for _ in 0..200 {
+        if zygotes().difference(&before).next().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(zygotes().difference(&before).next().is_none());
+    host.assert_clean().await;
+}

@@ -1,6 +1,6 @@
-//! The Linux backend, host side: starts `escepine-sandbox-init` for each sandbox, speaks the
-//! control protocol, runs the call's egress proxy, and kills and reaps everything on destroy,
-//! on timeout and on drop.
+//! The Linux backend, host side: has the zygote (`escepine-sandbox-init --server`, one per
+//! backend) fork an outer process for each sandbox, speaks the control protocol, runs the
+//! call's egress proxy, and kills everything on destroy, on timeout and on drop.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use registry_build::endpoint::WorkspaceBins;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::pipe;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{Child, Command};
 
 use super::backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
@@ -36,6 +37,9 @@ const REAP_GRACE: Duration = Duration::from_secs(5);
 /// `escepine-sandbox-init` (see the [module documentation](super)).
 pub struct LinuxBackend {
     init: PathBuf,
+    /// The zygote that forks each sandbox's outer process (started on first use, restarted if
+    /// it died).
+    zygote: std::sync::Mutex<Option<Zygote>>,
     resolver: Arc<dyn Resolver>,
     run_dir: PathBuf,
     uid_base: u32,
@@ -67,6 +71,7 @@ impl LinuxBackend {
     pub fn with_init(init: impl Into<PathBuf>) -> Self {
         Self {
             init: init.into(),
+            zygote: std::sync::Mutex::new(None),
             resolver: Arc::new(SystemResolver),
             run_dir: std::env::temp_dir(),
             uid_base: DEFAULT_UID_BASE,
@@ -163,6 +168,37 @@ impl LinuxBackend {
         }
     }
 
+    /// Hands the descriptors of a new sandbox (its control socket, stdout and stderr) to the
+    /// zygote, which forks its outer process; starts the zygote first if there is none or it
+    /// died.
+    fn start_outer(&self, fds: [OwnedFd; 3]) -> Result<(), SandboxError> {
+        let mut zygote = self
+            .zygote
+            .lock()
+            .map_err(|_| SandboxError::Protocol("the zygote's lock is poisoned".into()))?;
+        let mut last = None;
+        for _ in 0..2 {
+            if !zygote.as_mut().is_some_and(Zygote::is_alive) {
+                *zygote = Some(Zygote::start(&self.init)?);
+            }
+            let Some(running) = zygote.as_ref() else {
+                continue;
+            };
+            match running.send(&fds) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    // It died between the check and the send: start another, once.
+                    *zygote = None;
+                    last = Some(e);
+                }
+            }
+        }
+        Err(SandboxError::io(
+            "handing a sandbox to the zygote",
+            last.map_or_else(|| io::Error::other("no zygote"), io::Error::from),
+        ))
+    }
+
     async fn provision_inner(&self, spec: Arc<SandboxSpec>) -> Result<Sandbox, SandboxError> {
         // Process-wide, so several backends in one process (tests, embedding programs) never
         // pick the same directory name.
@@ -228,17 +264,20 @@ impl LinuxBackend {
             .map_err(|e| SandboxError::io("socketpair", e))?;
         let host_end = tokio::net::UnixStream::from_std(host_end)
             .map_err(|e| SandboxError::io("socketpair", e))?;
-        let mut child = Command::new(&self.init)
-            .env_clear()
-            .stdin(Stdio::from(OwnedFd::from(init_end)))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| SandboxError::io(format!("cannot start {}", self.init.display()), e))?;
-        state.stdout = child.stdout.take();
-        state.stderr = child.stderr.take();
-        state.child = Some(child);
+        // The tool's stdout and stderr: pipes whose write ends go to the sandbox.
+        let (stdout_r, stdout_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| SandboxError::io("pipe", e.into()))?;
+        let (stderr_r, stderr_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| SandboxError::io("pipe", e.into()))?;
+        self.start_outer([OwnedFd::from(init_end), stdout_w, stderr_w])?;
+        state.stdout = Some(
+            pipe::Receiver::from_owned_fd(stdout_r)
+                .map_err(|e| SandboxError::io("the stdout pipe", e))?,
+        );
+        state.stderr = Some(
+            pipe::Receiver::from_owned_fd(stderr_r)
+                .map_err(|e| SandboxError::io("the stderr pipe", e))?,
+        );
         let (read, write) = host_end.into_split();
         state.control = Some(ControlHost {
             reader: BufReader::new(read),
@@ -247,7 +286,7 @@ impl LinuxBackend {
 
         let spawned = started.elapsed();
         match state.control()?.recv().await? {
-            FromInit::Spawned { pid1 } => state.adopt(pid1)?,
+            FromInit::Spawned { pid1, outer } => state.adopt(pid1, outer)?,
             FromInit::Failed { message } => return Err(SandboxError::Init(message)),
             other => {
                 return Err(SandboxError::Protocol(format!(
@@ -272,6 +311,61 @@ impl LinuxBackend {
             "sandbox provisioned"
         );
         Ok(Sandbox::new(id, spec, Box::new(state)))
+    }
+}
+
+/// The zygote: `escepine-sandbox-init --server` (see [`super::init`]), reached through a
+/// `SOCK_SEQPACKET` socket; it ends when that socket closes (this value dropped, or the runtime
+/// gone).
+#[derive(Debug)]
+struct Zygote {
+    process: Child,
+    requests: OwnedFd,
+}
+
+impl Zygote {
+    fn start(init: &Path) -> Result<Self, SandboxError> {
+        use rustix::net::{AddressFamily, SocketFlags, SocketType};
+        let (requests, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| SandboxError::io("socketpair", e.into()))?;
+        let process = Command::new(init)
+            .arg(super::init::SERVER_FLAG)
+            .env_clear()
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| SandboxError::io(format!("cannot start {}", init.display()), e))?;
+        Ok(Self { process, requests })
+    }
+
+    fn is_alive(&mut self) -> bool {
+        matches!(self.process.try_wait(), Ok(None))
+    }
+
+    /// One request: a byte with the three descriptors attached.
+    fn send(&self, fds: &[OwnedFd; 3]) -> Result<(), rustix::io::Errno> {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+        use std::os::fd::AsFd;
+        let borrowed = [fds[0].as_fd(), fds[1].as_fd(), fds[2].as_fd()];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut ancillary = SendAncillaryBuffer::new(&mut space);
+        if !ancillary.push(SendAncillaryMessage::ScmRights(&borrowed)) {
+            return Err(rustix::io::Errno::NOBUFS);
+        }
+        rustix::net::sendmsg(
+            &self.requests,
+            &[std::io::IoSlice::new(b"s")],
+            &mut ancillary,
+            SendFlags::NOSIGNAL,
+        )
+        .map(drop)
     }
 }
 
@@ -349,11 +443,13 @@ impl ControlHost {
 /// Everything one sandbox holds on the host; dropping it kills and releases all of it.
 #[derive(Debug, Default)]
 struct LinuxSandbox {
-    child: Option<Child>,
+    /// A pidfd of the outer process (the zygote's child that cloned PID 1); readable once it
+    /// has exited, which it does right after PID 1.
+    outer: Option<OwnedFd>,
     control: Option<ControlHost>,
-    stdin: Option<tokio::net::unix::pipe::Sender>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdin: Option<pipe::Sender>,
+    stdout: Option<pipe::Receiver>,
+    stderr: Option<pipe::Receiver>,
     /// A pidfd of the sandbox's PID 1: killing it ends the PID namespace.
     pid1: Option<OwnedFd>,
     proxy: Option<ProxyHandle>,
@@ -368,15 +464,29 @@ impl LinuxSandbox {
             .ok_or(SandboxError::Misuse("the control socket is gone"))
     }
 
-    fn adopt(&mut self, pid1: i32) -> Result<(), SandboxError> {
-        let pid = rustix::process::Pid::from_raw(pid1)
-            .ok_or_else(|| SandboxError::Protocol(format!("bad pid {pid1}")))?;
-        // PID 1 cannot have been reaped yet: it waits for our word, and only its parent (the
-        // outer init, our child) reaps it.
-        let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-            .map_err(|e| SandboxError::io("pidfd_open", e.into()))?;
-        self.pid1 = Some(fd);
+    fn adopt(&mut self, pid1: i32, outer: i32) -> Result<(), SandboxError> {
+        let pidfd = |raw: i32| {
+            let pid = rustix::process::Pid::from_raw(raw)
+                .ok_or_else(|| SandboxError::Protocol(format!("bad pid {raw}")))?;
+            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+                .map_err(|e| SandboxError::io("pidfd_open", e.into()))
+        };
+        // Neither can have been reaped yet: PID 1 waits for our word, and the outer process
+        // waits for PID 1.
+        self.pid1 = Some(pidfd(pid1)?);
+        self.outer = Some(pidfd(outer)?);
         Ok(())
+    }
+
+    /// Whether the outer process is still running (its pidfd is not readable yet).
+    fn outer_running(&self) -> bool {
+        self.outer.as_ref().is_some_and(|fd| {
+            let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+            matches!(
+                rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())),
+                Ok(0)
+            )
+        })
     }
 
     /// Kills the sandbox's PID 1, and with it every process in the sandbox.
@@ -399,8 +509,9 @@ impl LinuxSandbox {
 
 impl Drop for LinuxSandbox {
     fn drop(&mut self) {
-        // Not destroyed (a cancelled attempt, a pool dropped): kill now; tokio kills and reaps
-        // the init process (`kill_on_drop`), the proxy handle stops its proxy on drop.
+        // Not destroyed (a cancelled attempt, a pool dropped): kill PID 1 now (the outer process
+        // follows it; before PID 1 is known, the closed control socket ends both); the proxy
+        // handle stops its proxy on drop.
         self.kill();
         self.proxy.take();
         let _ = self.remove_dir();
@@ -563,6 +674,17 @@ async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, Sandb
     })
 }
 
+/// Resolves when the process of `pidfd` has exited (the pidfd becomes readable).
+async fn exited(pidfd: OwnedFd) -> io::Result<()> {
+    // SAFETY: the `OwnedFd` owns the pidfd, which stays open and unchanged for as long as the
+    // `AsyncFd` holds it.
+    let fd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+    }?;
+    let _ready = fd.readable().await?;
+    Ok(())
+}
+
 async fn destroy_inner(sandbox: Sandbox) -> Teardown {
     let mut teardown = Teardown::default();
     let mut state = match sandbox.into_state::<LinuxSandbox>() {
@@ -578,13 +700,13 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
     let started = std::time::Instant::now();
     state.kill();
     state.control.take();
-    if let Some(mut child) = state.child.take() {
-        match tokio::time::timeout(REAP_GRACE, child.wait()).await {
-            Ok(Ok(_)) => {}
+    if let Some(outer) = state.outer.take() {
+        match tokio::time::timeout(REAP_GRACE, exited(outer)).await {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => teardown.problems.push(format!("waiting for init: {e}")),
             Err(_) => teardown
                 .problems
-                .push("init was not reaped in time; left to the reaper".to_string()),
+                .push("init did not end in time".to_string()),
         }
     }
     let reaped = started.elapsed();
@@ -640,10 +762,7 @@ impl SandboxBackend for LinuxBackend {
 
     fn is_alive(&self, sandbox: &mut Sandbox) -> bool {
         match sandbox.state_mut::<LinuxSandbox>() {
-            Some(state) => state
-                .child
-                .as_mut()
-                .is_some_and(|c| matches!(c.try_wait(), Ok(None))),
+            Some(state) => state.outer_running(),
             None => false,
         }
     }

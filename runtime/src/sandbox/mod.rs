@@ -8,8 +8,10 @@
 //!
 //! # The Linux backend
 //! [`LinuxBackend`] needs nothing installed beyond `cargo build`: the runtime starts
-//! `escepine-sandbox-init` (a binary of this crate), which clones the sandbox's PID 1 into fresh
-//! user, PID, mount, network, IPC, UTS and cgroup namespaces. Inside:
+//! `escepine-sandbox-init` (a binary of this crate) once per backend as a zygote, which forks
+//! one outer process per sandbox (no program start on the critical path); that process clones
+//! the sandbox's PID 1 into fresh user, PID, mount, network, IPC, UTS and cgroup namespaces.
+//! Inside:
 //! - the sandbox's uid 0 and gid 0 map to one unprivileged outside id per live sandbox
 //!   (`100000 + slot` when the runtime is root, after `setgroups` is denied; slots are unique on
 //!   the machine through byte locks on one lock file), so `RLIMIT_NPROC` holds although CI runs

@@ -61,6 +61,8 @@ pub enum FromInit {
     Spawned {
         /// Host pid of the sandbox's PID 1.
         pid1: i32,
+        /// Host pid of the outer process that cloned it (it exits once PID 1 has).
+        outer: i32,
     },
     /// The sandbox is built and waits for [`Exec`].
     Ready,

@@ -201,9 +201,8 @@ pub fn sandbox_processes() -> Vec<(u32, String)> {
     out
 }
 
-/// Live (not zombie) children of this process.
-pub fn children() -> BTreeSet<u32> {
-    let me = std::process::id();
+/// Live (not zombie) children of `parent`.
+fn children_of(parent: u32) -> BTreeSet<u32> {
     let mut out = BTreeSet::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -216,11 +215,43 @@ pub fn children() -> BTreeSet<u32> {
             continue;
         };
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 1 && fields[1].parse::<u32>().ok() == Some(me) {
+        if fields.len() > 1 && fields[0] != "Z" && fields[1].parse::<u32>().ok() == Some(parent) {
             out.insert(pid);
         }
     }
     out
+}
+
+/// Whether `pid` is a backend's zygote (`escepine-sandbox-init --server`): it lives as long
+/// as its backend.
+fn is_zygote(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"--server"))
+}
+
+/// Live children of this process, zygotes excluded.
+pub fn children() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| !is_zygote(*p))
+        .collect()
+}
+
+/// This process's live zygotes.
+pub fn zygotes() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| is_zygote(*p))
+        .collect()
+}
+
+/// Live children of this process's zygotes: each is the outer process of a live sandbox.
+pub fn outers() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| is_zygote(*p))
+        .flat_map(children_of)
+        .collect()
 }
 
 fn mount_count() -> usize {
@@ -256,15 +287,21 @@ impl HostSnapshot {
         loop {
             let procs = sandbox_processes();
             let extra: Vec<u32> = children().difference(&self.children).copied().collect();
+            let outers = outers();
             let mounts = mount_count();
             let dirs = sandbox_dirs(&self.run_dir);
-            if procs.is_empty() && extra.is_empty() && mounts == self.mounts && dirs.is_empty() {
+            if procs.is_empty()
+                && extra.is_empty()
+                && outers.is_empty()
+                && mounts == self.mounts
+                && dirs.is_empty()
+            {
                 return;
             }
             if Instant::now() > deadline {
                 panic!(
-                    "left behind: sandbox processes {procs:?}, children {extra:?}, mounts {} \
-                     (before {}), directories {dirs:?}",
+                    "left behind: sandbox processes {procs:?}, children {extra:?}, outer \
+                     processes {outers:?}, mounts {} (before {}), directories {dirs:?}",
                     mounts, self.mounts
                 );
             }

@@ -1,7 +1,9 @@
-//! `escepine-sandbox-init`: the process the Linux backend starts for every sandbox.
+//! `escepine-sandbox-init`: the Linux backend's zygote ([`SERVER_FLAG`], one per backend),
+//! and the processes it forks for every sandbox.
 //!
-//! Its standard input is the control socket ([`super::protocol`]), whose first message brings
-//! the tool's stdin pipe; its standard output and error are the tool's. It runs in two processes:
+//! A sandbox's outer process has the control socket ([`super::protocol`]) as its standard input,
+//! whose first message brings the tool's stdin pipe; its standard output and error are the
+//! tool's. Each sandbox runs in two processes:
 //!
 //! - the **outer** process (in the host's namespaces) reads [`Provision`], clones the sandbox's
 //!   PID 1 into fresh user, PID, mount, network, IPC, UTS and cgroup namespaces, writes its
@@ -33,9 +35,93 @@ use serde::de::DeserializeOwned;
 
 use super::protocol::{Exec, FromInit, Provision, HOSTNAME, MAX_LINE, WORKSPACE};
 
-/// The entry point of `escepine-sandbox-init`.
+/// The entry point of `escepine-sandbox-init`: with `--server`, the zygote ([`server`]);
+/// otherwise one sandbox's outer process on its standard streams.
 pub fn main() -> ! {
+    if std::env::args_os().nth(1).is_some_and(|a| a == SERVER_FLAG) {
+        std::process::exit(server())
+    }
     std::process::exit(outer())
+}
+
+/// The argument that makes `escepine-sandbox-init` the zygote.
+pub const SERVER_FLAG: &str = "--server";
+
+/// The zygote: one long-lived, single-threaded process per backend that forks the outer
+/// process of each sandbox, so that no sandbox pays for starting a program (exec, dynamic
+/// loading: most of a millisecond here).
+///
+/// Its standard input is a `SOCK_SEQPACKET` socket from the runtime; each message carries
+/// exactly three descriptors — the new sandbox's control socket, and the write ends of its
+/// stdout and stderr pipes. For each, it forks a child that makes them its standard input,
+/// output and error and runs [`outer`] exactly as a freshly started `escepine-sandbox-init`
+/// would. Children are reaped by the kernel (`SIGCHLD` ignored here, restored in the child). It
+/// ends when its socket reads end-of-file: when the runtime drops the backend, or dies.
+fn server() -> i32 {
+    let requests = match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => fd,
+        Err(_) => return 70,
+    };
+    null_stdio(0);
+    // SAFETY: setting a signal disposition to SIG_IGN installs no handler code.
+    unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
+    loop {
+        let fds = match receive_fds(&requests) {
+            Ok(Some(fds)) => fds,
+            Ok(None) => return 0,
+            Err(_) => continue,
+        };
+        let [control, stdout, stderr] = match <[OwnedFd; 3]>::try_from(fds) {
+            Ok(three) => three,
+            Err(_) => continue,
+        };
+        // SAFETY: this process never starts a thread, so the child may run ordinary Rust code
+        // (no lock can be held by a thread that does not exist in the child).
+        match unsafe { libc::fork() } {
+            0 => {
+                // SAFETY: restoring the default disposition installs no handler code.
+                unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
+                drop(requests);
+                let ok = rustix::stdio::dup2_stdin(&control).is_ok()
+                    && rustix::stdio::dup2_stdout(&stdout).is_ok()
+                    && rustix::stdio::dup2_stderr(&stderr).is_ok();
+                drop((control, stdout, stderr));
+                std::process::exit(if ok { outer() } else { 70 })
+            }
+            // The child holds its copies; a failed fork drops the request, whose control
+            // socket then reads end-of-file on the runtime's side.
+            _ => drop((control, stdout, stderr)),
+        }
+    }
+}
+
+/// The descriptors of the next request; `None` at end of stream.
+fn receive_fds(socket: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, rustix::io::Errno> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut byte = [0u8; 16];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+    let got = loop {
+        match rustix::net::recvmsg(
+            socket,
+            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &mut ancillary,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other?,
+        }
+    };
+    let mut fds = Vec::new();
+    for msg in ancillary.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = msg {
+            fds.extend(received);
+        }
+    }
+    if got.bytes == 0 && fds.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(fds))
 }
 
 /// One end of the control socket, line-delimited JSON.
@@ -176,7 +262,10 @@ fn outer() -> i32 {
         let _ = rustix::process::wait(WaitOptions::empty());
         return 70;
     }
-    ctl.send(&FromInit::Spawned { pid1: pid });
+    ctl.send(&FromInit::Spawned {
+        pid1: pid,
+        outer: rustix::process::getpid().as_raw_nonzero().get(),
+    });
     let _ = rustix::io::write(&sync_w, b"g");
     drop(sync_w);
     drop(ctl);
