@@ -252,9 +252,12 @@ impl SandboxExecutor {
             .map_err(|_| timed_out())?
             .map_err(spawn_error)?;
         if inv.tool.endpoint.transport == Transport::McpStdio {
-            return self.mcp_session(sandbox, job, &inv, deadline).await;
+            let result = self.mcp_session(sandbox, job, &inv, deadline).await;
+            self.refill(&spec);
+            return result;
         }
         let result = self.backend.execute(&mut sandbox, job).await;
+        self.refill(&spec);
         let tool = inv.tool.tool_id.as_str();
         match result {
             Ok(out) => {
@@ -281,6 +284,13 @@ impl SandboxExecutor {
 }
 
 impl SandboxExecutor {
+    /// Once a job has ended, provision the warm pool's replacement (no-op without a pool).
+    fn refill(&self, spec: &Arc<SandboxSpec>) {
+        if let Some(pool) = &self.pool {
+            pool.fill(spec);
+        }
+    }
+
     /// One `mcp-stdio` attempt in `sandbox` (see the type's documentation). The sandbox is
     /// destroyed before this returns, so the server's stderr is complete and the proxy's
     /// refusals are known.

@@ -1,7 +1,10 @@
 //! The warm pool: sandboxes provisioned ahead of demand, per [`SandboxSpec`], so that
 //! provisioning is off the call's critical path. Each pooled sandbox is handed out for exactly one
-//! call and destroyed after it (by the executor); a replacement is provisioned in the background
-//! as soon as one is taken. Nothing is ever reused.
+//! call and destroyed after it (by the executor). Its replacement is provisioned in the
+//! background once that call's job has ended ([`WarmPool::fill`], called by the executor), not
+//! when it is taken: building a sandbox while the call runs would take CPU and namespace locks
+//! from that very call. Only a take that finds the pool empty starts filling at once. Nothing is
+//! ever reused.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -52,14 +55,14 @@ impl WarmPool {
         state.ready.values().map(VecDeque::len).sum()
     }
 
-    /// A never-used sandbox for `spec`: a ready one if there is one (starting its replacement),
-    /// else one provisioned now (starting the pool's fill for this spec).
+    /// A never-used sandbox for `spec`: a ready one if there is one (the caller starts its
+    /// replacement with [`WarmPool::fill`] when its job has ended), else one provisioned now
+    /// (starting the pool's fill for this spec).
     ///
     /// # Errors
     /// When provisioning now fails.
     pub async fn take(&self, spec: Arc<SandboxSpec>) -> Result<Sandbox, SandboxError> {
         while let Some(mut sandbox) = self.pop(&spec) {
-            self.fill(&spec);
             if !sandbox.is_used() && self.backend.is_alive(&mut sandbox) {
                 return Ok(sandbox);
             }
