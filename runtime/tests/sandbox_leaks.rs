@@ -190,3 +190,87 @@ async fn a_dead_zygote_is_replaced_and_a_dropped_backend_takes_its_zygote_along(
     assert!(zygotes().difference(&before).next().is_none());
     host.assert_clean().await;
 }
+
+const CRASH_CHILD_ENV: &str = "ESCEPINE_SANDBOX_CRASH_CHILD";
+
+/// Runs a tool that never ends (with children of its own that ignore SIGTERM) in a sandbox,
+/// until the parent test kills this process.
+#[test]
+#[ignore = "the child process of a_killed_runtime_leaves_no_sandbox_behind"]
+fn sandbox_crash_child() {
+    let Ok(dir) = std::env::var(CRASH_CHILD_ENV) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let ex = executor(MapResolver::default(), std::path::Path::new(&dir));
+        let rec = hostile_record("hostile_hang", "hang");
+        let payload = json!({ "children": 3 });
+        let _ = run(
+            &ex,
+            &rec,
+            payload,
+            &BTreeMap::new(),
+            &[],
+            Duration::from_secs(600),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn a_killed_runtime_leaves_no_sandbox_behind() {
+    let _serial = SERIAL.blocking_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let _ = hostile();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "sandbox_crash_child",
+            "--exact",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(CRASH_CHILD_ENV, dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the tool and its three children run in the sandbox.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while sandbox_processes().len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandbox did not start: {:?}",
+            sandbox_processes()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let zygotes: Vec<u32> = children_of(child.id())
+        .into_iter()
+        .filter(|p| is_zygote(*p))
+        .collect();
+    assert_eq!(zygotes.len(), 1, "{zygotes:?}");
+    // SIGKILL: no destructor of the runtime runs.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The zygote reads end-of-file and ends; its outer process gets SIGKILL, and PID 1 with it,
+    // which ends every process of the sandbox.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = sandbox_processes();
+        let zygote_alive = std::path::Path::new(&format!("/proc/{}", zygotes[0])).exists();
+        if left.is_empty() && !zygote_alive {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind by a killed runtime: sandbox processes {left:?}, zygote alive: \
+             {zygote_alive}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -202,7 +202,7 @@ pub fn sandbox_processes() -> Vec<(u32, String)> {
 }
 
 /// Live (not zombie) children of `parent`.
-fn children_of(parent: u32) -> BTreeSet<u32> {
+pub fn children_of(parent: u32) -> BTreeSet<u32> {
     let mut out = BTreeSet::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -224,7 +224,7 @@ fn children_of(parent: u32) -> BTreeSet<u32> {
 
 /// Whether `pid` is a backend's zygote (`escepine-sandbox-init --server`): it lives as long
 /// as its backend.
-fn is_zygote(pid: u32) -> bool {
+pub fn is_zygote(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"--server"))
 }

@@ -56,7 +56,8 @@ pub const SERVER_FLAG: &str = "--server";
 /// stdout and stderr pipes. For each, it forks a child that makes them its standard input,
 /// output and error and runs [`outer`] exactly as a freshly started `escepine-sandbox-init`
 /// would. Children are reaped by the kernel (`SIGCHLD` ignored here, restored in the child). It
-/// ends when its socket reads end-of-file: when the runtime drops the backend, or dies.
+/// ends when its socket reads end-of-file: when the runtime drops the backend, or dies — and its
+/// sandboxes with it (each outer process has `PR_SET_PDEATHSIG` = `SIGKILL`, and so has PID 1).
 fn server() -> i32 {
     let requests = match std::io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => fd,
@@ -75,6 +76,7 @@ fn server() -> i32 {
             Ok(three) => three,
             Err(_) => continue,
         };
+        let zygote = rustix::process::getpid();
         // SAFETY: this process never starts a thread, so the child may run ordinary Rust code
         // (no lock can be held by a thread that does not exist in the child).
         match unsafe { libc::fork() } {
@@ -82,6 +84,14 @@ fn server() -> i32 {
                 // SAFETY: restoring the default disposition installs no handler code.
                 unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
                 drop(requests);
+                // The sandbox dies with the zygote, which dies with the runtime: this process
+                // gets SIGKILL when the zygote ends, and PID 1 when this process ends. (Checked
+                // after setting it, in case the zygote ended before.)
+                if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err()
+                    || rustix::process::getppid() != Some(zygote)
+                {
+                    std::process::exit(70)
+                }
                 let ok = rustix::stdio::dup2_stdin(&control).is_ok()
                     && rustix::stdio::dup2_stdout(&stdout).is_ok()
                     && rustix::stdio::dup2_stderr(&stderr).is_ok();
