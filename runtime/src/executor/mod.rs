@@ -1,5 +1,6 @@
 //! The execution seam: one attempt of one call, in whatever isolation the executor gives.
 
+pub(crate) mod bounded;
 #[cfg(feature = "in-process")]
 pub mod inprocess;
 pub mod process;

@@ -13,7 +13,6 @@
 
 mod resolve;
 
-use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -23,11 +22,12 @@ use std::time::Duration;
 
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};
 use registry_build::ToolRecord;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 
 use self::resolve::{DigestCache, SearchDirs};
+use super::bounded::{read_bounded, read_stderr, Bounded};
 use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
 
 /// The only `PATH` a tool process sees.
@@ -217,7 +217,7 @@ impl ProcessExecutor {
                 }
                 read
             };
-            let err = read_bounded(stderr, self.stderr_limit, true);
+            let err = read_stderr(stderr, self.stderr_limit);
             let status = async {
                 let status = child.wait().await;
                 // The leader is gone: kill what it left in its group, which also closes the
@@ -231,10 +231,7 @@ impl ProcessExecutor {
         match tokio::time::timeout_at(deadline, attempt).await {
             Ok(((), out, err, status)) => {
                 group.disarm();
-                let stderr = match err {
-                    Ok(b) => b.into_text(),
-                    Err(e) => format!("[stderr unreadable: {e}]"),
-                };
+                let stderr = err;
                 let status = status.map_err(|e| {
                     ExecError::Spawn(format!("cannot wait for `{tool}` to finish: {e}"))
                 })?;
@@ -344,63 +341,17 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// A stream read to its end, of which at most a bound was kept.
-#[derive(Debug, Default)]
-struct Bounded {
-    kept: Vec<u8>,
-    /// Bytes read beyond the bound and thrown away.
-    dropped: u64,
-}
-
-impl Bounded {
-    /// The kept bytes as text (invalid UTF-8 replaced), with a note if some were dropped.
-    fn into_text(self) -> String {
-        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
-        if self.dropped > 0 {
-            text.push_str(&format!(
-                "\n[stderr truncated: {} more bytes not kept]",
-                self.dropped
-            ));
-        }
-        text
-    }
-}
-
-/// Reads `r` to its end, keeping at most `limit` bytes. With `drain` the rest is read and
-/// counted (stderr: the tool never blocks on it); without, reading stops at the first byte
-/// beyond the bound (stdout: the attempt has failed anyway).
-async fn read_bounded<R: AsyncRead + Unpin>(
-    mut r: R,
-    limit: usize,
-    drain: bool,
-) -> io::Result<Bounded> {
-    let mut out = Bounded::default();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = r.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(out);
-        }
-        let room = limit.saturating_sub(out.kept.len());
-        let keep = n.min(room);
-        out.kept.extend_from_slice(&buf[..keep]);
-        out.dropped += (n - keep) as u64;
-        if out.dropped > 0 && !drain {
-            return Ok(out);
-        }
-    }
-}
-
 /// The process group of one attempt; killed with `SIGKILL` on [`ProcessGroup::kill`] and on
 /// drop unless disarmed (when the attempt finished and its group was already killed).
 #[derive(Debug)]
-struct ProcessGroup {
+pub(crate) struct ProcessGroup {
     pgid: Option<rustix::process::Pid>,
     armed: AtomicBool,
 }
 
 impl ProcessGroup {
-    fn new(leader: Option<u32>) -> Self {
+    /// The group led by `leader` (started with `process_group(0)`).
+    pub(crate) fn new(leader: Option<u32>) -> Self {
         // `process_group(0)` makes the leader's pid the group id. Never signal group 0 (ours)
         // or 1 (`kill(-1)` means every process).
         let pgid = leader
@@ -413,7 +364,8 @@ impl ProcessGroup {
         }
     }
 
-    fn kill(&self) {
+    /// Kill every process of the group with `SIGKILL`.
+    pub(crate) fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (nothing left in the group) is the normal case after a clean exit.
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);

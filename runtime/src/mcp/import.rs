@@ -156,7 +156,7 @@ pub async fn list_tools(command: &[String], timeout: Duration) -> Result<ServerT
         command: program.clone(),
         why: e.to_string(),
     })?;
-    let group = super::transport::Group::new(child.id());
+    let group = crate::executor::process::ProcessGroup::new(child.id());
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(ImportError::Spawn {
             command: program.clone(),

@@ -48,12 +48,13 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::time::Instant;
 
 use super::names::tool_id_for;
-use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use crate::executor::bounded::read_stderr;
+use crate::executor::process::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{ExecError, Execution, Invocation};
 use crate::gate::drop_null_optionals;
 use crate::sandbox::JobStatus;
@@ -147,7 +148,7 @@ pub async fn run_with(
         ))
     })?;
     // Declared after `child`, so dropped first: the group dies even if this future is dropped.
-    let group = Group::new(child.id());
+    let group = ProcessGroup::new(child.id());
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -171,14 +172,11 @@ pub async fn run_with(
             group.kill();
             (outcome, status)
         };
-        tokio::join!(work, read_bounded(stderr, limits.stderr_bytes))
+        tokio::join!(work, read_stderr(stderr, limits.stderr_bytes))
     };
 
     match tokio::time::timeout_at(deadline, attempt).await {
-        Ok(((outcome, status), stderr)) => {
-            let stderr = stderr.unwrap_or_else(|e| format!("[stderr unreadable: {e}]"));
-            classify(tool, outcome, status, stderr)
-        }
+        Ok(((outcome, status), stderr)) => classify(tool, outcome, status, stderr),
         Err(_) => {
             group.kill();
             let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
@@ -401,61 +399,6 @@ fn truncate(s: &mut String, limit: usize) {
         }
         s.truncate(cut);
         s.push_str(" […]");
-    }
-}
-
-/// Reads `r` to its end, keeping at most `limit` bytes (the rest is counted and noted).
-pub(crate) async fn read_bounded<R: AsyncRead + Unpin>(
-    mut r: R,
-    limit: usize,
-) -> std::io::Result<String> {
-    let mut kept = Vec::new();
-    let mut dropped = 0u64;
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = r.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        let keep = n.min(limit.saturating_sub(kept.len()));
-        kept.extend_from_slice(&buf[..keep]);
-        dropped += (n - keep) as u64;
-    }
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if dropped > 0 {
-        text.push_str(&format!(
-            "\n[stderr truncated: {dropped} more bytes not kept]"
-        ));
-    }
-    Ok(text)
-}
-
-/// The process group of one server, killed with `SIGKILL` on [`Group::kill`] and on drop.
-#[derive(Debug)]
-pub(crate) struct Group(Option<rustix::process::Pid>);
-
-impl Group {
-    pub(crate) fn new(leader: Option<u32>) -> Self {
-        // Never group 0 (ours) or 1 (`kill(-1)` is every process).
-        Self(
-            leader
-                .and_then(|p| i32::try_from(p).ok())
-                .filter(|&p| p > 1)
-                .and_then(rustix::process::Pid::from_raw),
-        )
-    }
-
-    fn kill(&self) {
-        if let Some(pgid) = self.0 {
-            // ESRCH (an empty group) is the normal case after a clean exit.
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

@@ -11,6 +11,7 @@ use super::backend::{Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBacken
 use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
+use crate::executor::bounded::read_stderr;
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
@@ -336,11 +337,10 @@ impl SandboxExecutor {
             (finished, teardown)
         };
         let ((finished, teardown), stderr) =
-            tokio::join!(driven, transport::read_bounded(stderr, self.stderr_limit));
+            tokio::join!(driven, read_stderr(stderr, self.stderr_limit));
         let Ok((outcome, ended)) = finished else {
             return Err(ExecError::TimedOut(inv.timeout));
         };
-        let stderr = stderr.unwrap_or_else(|e| format!("[stderr unreadable: {e}]"));
         let refusals = teardown.egress_refusals;
         match transport::classify(tool, outcome, ended, stderr) {
             Ok(mut execution) => {

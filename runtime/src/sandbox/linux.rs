@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use registry_build::endpoint::WorkspaceBins;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::process::{Child, Command};
@@ -24,6 +24,7 @@ use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
 use super::proxy::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
+use crate::executor::bounded::{read_bounded, read_stderr, Bounded};
 use crate::executor::BoxFuture;
 
 /// The name of the sandbox init binary.
@@ -518,37 +519,6 @@ impl Drop for LinuxSandbox {
     }
 }
 
-/// A stream read to its end, of which at most a bound was kept.
-#[derive(Debug, Default)]
-struct Bounded {
-    kept: Vec<u8>,
-    dropped: u64,
-}
-
-/// Reads `r` to its end keeping at most `limit` bytes; without `drain`, stops at the first byte
-/// beyond the bound.
-async fn read_bounded<R: AsyncRead + Unpin>(
-    mut r: R,
-    limit: usize,
-    drain: bool,
-) -> io::Result<Bounded> {
-    let mut out = Bounded::default();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = r.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(out);
-        }
-        let room = limit.saturating_sub(out.kept.len());
-        let keep = n.min(room);
-        out.kept.extend_from_slice(&buf[..keep]);
-        out.dropped += (n - keep) as u64;
-        if out.dropped > 0 && !drain {
-            return Ok(out);
-        }
-    }
-}
-
 async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
     sandbox.mark_used()?;
     let state = sandbox
@@ -583,7 +553,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
             }
             read
         };
-        let err = read_bounded(stderr, job.stderr_limit, true);
+        let err = read_stderr(stderr, job.stderr_limit);
         // PID 1 reports the tool's status and exits, which ends every process of the sandbox
         // and so closes the pipes.
         let status = ctl.recv();
@@ -598,19 +568,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
         }
     };
     let stdout = out.map_err(|e| SandboxError::io("reading the tool's stdout", e))?;
-    let stderr = match err {
-        Ok(b) => {
-            let mut text = String::from_utf8_lossy(&b.kept).into_owned();
-            if b.dropped > 0 {
-                text.push_str(&format!(
-                    "\n[stderr truncated: {} more bytes not kept]",
-                    b.dropped
-                ));
-            }
-            text
-        }
-        Err(e) => format!("[stderr unreadable: {e}]"),
-    };
+    let stderr = err;
     let status = match status {
         _ if stdout.dropped > 0 => JobStatus::Signaled(libc::SIGKILL),
         Ok(FromInit::Exited { code }) => JobStatus::Exited(code),
