@@ -342,24 +342,18 @@ impl SandboxExecutor {
             return Err(ExecError::TimedOut(inv.timeout));
         };
         let refusals = teardown.egress_refusals;
-        match transport::classify(tool, outcome, ended, stderr) {
-            Ok(mut execution) => {
-                execution.egress_refusals = refusals;
-                Ok(execution)
-            }
-            Err(ExecError::Transient { message, stderr }) => Err(ExecError::Transient {
-                message,
-                stderr: with_refusals(stderr, &refusals),
-            }),
-            Err(ExecError::Permanent { message, stderr }) => Err(ExecError::Permanent {
-                message,
-                stderr: with_refusals(stderr, &refusals),
-            }),
-            Err(ExecError::Protocol(message)) => {
-                Err(ExecError::Protocol(with_refusals(message, &refusals)))
-            }
-            Err(other) => Err(other),
+        // As for `stdio-json`: a failure's evidence keeps the refusals with its stderr; a
+        // success carries them apart.
+        let stderr = if outcome.is_ok() {
+            stderr
+        } else {
+            with_refusals(stderr, &refusals)
+        };
+        let mut result = transport::classify(tool, outcome, ended, stderr);
+        if let Ok(execution) = &mut result {
+            execution.egress_refusals = refusals;
         }
+        result
     }
 }
 
