@@ -141,17 +141,6 @@ async fn two_backends_never_share_an_outside_uid() {
     host.assert_clean().await;
 }
 
-fn uid_of(pid: u32) -> Option<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_zygote_is_replaced_and_a_dropped_backend_takes_its_zygote_along() {
     let _serial = SERIAL.lock().await;

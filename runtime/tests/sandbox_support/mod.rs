@@ -183,22 +183,33 @@ pub fn sandbox_processes() -> Vec<(u32, String)> {
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
             continue;
         };
-        let uid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<u32>().ok());
         let name = status
             .lines()
             .find_map(|l| l.strip_prefix("Name:"))
             .unwrap_or("")
             .trim()
             .to_string();
-        if uid.is_some_and(|u| UID_RANGE.contains(&u)) {
+        if real_uid(&status).is_some_and(|u| UID_RANGE.contains(&u)) {
             out.push((pid, name));
         }
     }
     out
+}
+
+/// The real uid of process `pid`, if it still exists.
+pub fn uid_of(pid: u32) -> Option<u32> {
+    real_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// The real uid in the text of a `/proc/<pid>/status` file.
+fn real_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Live (not zombie) children of `parent`.
