@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_contract::{
+    FailureOutcome, Filesystem, RetryBoundError, RetryPolicy, SideEffectClass, Transport,
+};
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
@@ -483,40 +485,50 @@ fn check_one(
         });
     let retry = rec.object("retry", diags).and_then(|r| {
         r.closed(&["max_attempts", "backoff_ms"], "`retry`", diags);
-        let attempts = r
-            .require("max_attempts", diags)
-            .and_then(|v| match v.as_u64() {
-                Some(n) if n >= 1 && n <= u64::from(u32::MAX) => Some(n as u32),
-                _ => {
-                    diags.push(Diagnostic::at(
-                        Rule::Retry,
-                        src,
-                        "/retry/max_attempts",
-                        format!(
-                            "`max_attempts` is {v}; it must be an integer >= 1 (1 means no retry)"
-                        ),
-                    ));
-                    None
-                }
-            });
-        let backoff = r
-            .require("backoff_ms", diags)
-            .and_then(|v| match v.as_u64() {
-                Some(n) => Some(n),
-                None => {
-                    diags.push(Diagnostic::at(
-                        Rule::Retry,
-                        src,
-                        "/retry/backoff_ms",
-                        format!("`backoff_ms` is {v}; it must be an integer >= 0"),
-                    ));
-                    None
-                }
-            });
-        Some(RetryPolicy {
-            max_attempts: attempts?,
-            backoff_ms: backoff?,
-        })
+        let attempts = r.require("max_attempts", diags).and_then(|v| {
+            let n = v.as_u64();
+            if n.is_none() {
+                diags.push(Diagnostic::at(
+                    Rule::Retry,
+                    src,
+                    "/retry/max_attempts",
+                    format!("`max_attempts` is {v}; it must be an integer >= 1 (1 means no retry)"),
+                ));
+            }
+            n
+        });
+        let backoff = r.require("backoff_ms", diags).and_then(|v| {
+            let n = v.as_u64();
+            if n.is_none() {
+                diags.push(Diagnostic::at(
+                    Rule::Retry,
+                    src,
+                    "/retry/backoff_ms",
+                    format!("`backoff_ms` is {v}; it must be an integer >= 0"),
+                ));
+            }
+            n
+        });
+        let (attempts, backoff) = (attempts?, backoff?);
+        match RetryPolicy::check(attempts, backoff) {
+            Ok(()) => Some(RetryPolicy {
+                max_attempts: u32::try_from(attempts).ok()?,
+                backoff_ms: backoff,
+            }),
+            Err(e) => {
+                let (rule, at) = match e {
+                    RetryBoundError::NoAttempt => (Rule::Retry, "/retry/max_attempts"),
+                    RetryBoundError::TooManyAttempts(_) => {
+                        (Rule::RetryAttemptsBound, "/retry/max_attempts")
+                    }
+                    RetryBoundError::BackoffTooLong(_) => {
+                        (Rule::RetryBackoffBound, "/retry/backoff_ms")
+                    }
+                };
+                diags.push(Diagnostic::at(rule, src, at, e.to_string()));
+                None
+            }
+        }
     });
     let on_failure = rec
         .require("on_failure", diags)

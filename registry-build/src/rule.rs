@@ -69,8 +69,12 @@ rules! {
     AcceptsCredentials = "accepts-credentials/false",
     /// `timeout_ms` is not an integer > 0.
     Timeout = "timeout-ms/positive",
-    /// `retry.max_attempts` < 1 or `retry.backoff_ms` < 0.
+    /// `retry.max_attempts` < 1 or `retry.backoff_ms` < 0 (or either not an integer).
     Retry = "retry/budget",
+    /// `retry.max_attempts` above the bound (`RetryPolicy::MAX_ATTEMPTS`).
+    RetryAttemptsBound = "retry/max-attempts-bound",
+    /// `retry.backoff_ms` above the bound (`RetryPolicy::MAX_BACKOFF_MS`).
+    RetryBackoffBound = "retry/backoff-bound",
     /// `on_failure` is empty or names an unknown or repeated outcome.
     OnFailure = "on-failure/outcomes",
     /// `endpoint.transport` is unknown.

@@ -7,24 +7,20 @@ use rand::Rng;
 
 use crate::executor::ExecError;
 
-/// Longest delay between two attempts, whatever the backoff.
-pub const MAX_DELAY: Duration = Duration::from_secs(30);
-
 /// The delay before attempt `attempt + 1`, or `None` when the error or the budget says stop.
 ///
-/// Only transient failures are retried. The delay is exponential from `backoff_ms`
-/// (`backoff · 2^(attempt-1)`) times a jitter factor in `[1, 1.5)`, so it is never shorter than
-/// the declared backoff.
+/// Only transient failures are retried. The delay is [`RetryPolicy::base_delay_ms`] (exponential
+/// from `backoff_ms`, capped) times a jitter factor in `[1, RetryPolicy::JITTER_MAX)`, so it is
+/// never shorter than the declared backoff nor longer than [`RetryPolicy::max_delay_ms`], the
+/// figure a call's deadline counts.
 pub fn next_delay(policy: &RetryPolicy, attempt: u32, error: &ExecError) -> Option<Duration> {
     if !error.is_transient() || attempt >= policy.max_attempts {
         return None;
     }
-    let base = policy
-        .backoff_ms
-        .saturating_mul(1u64 << (attempt - 1).min(20));
-    let jitter: f64 = rand::rng().random_range(1.0..1.5);
-    let ms = (base as f64 * jitter) as u64;
-    Some(Duration::from_millis(ms).min(MAX_DELAY))
+    let base = policy.base_delay_ms(attempt);
+    let jitter: f64 = rand::rng().random_range(1.0..RetryPolicy::JITTER_MAX);
+    let ms = ((base as f64 * jitter) as u64).min(policy.max_delay_ms(attempt));
+    Some(Duration::from_millis(ms))
 }
 
 #[cfg(test)]

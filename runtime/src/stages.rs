@@ -158,6 +158,7 @@ pub async fn record_intent(
         policy_ids: decision.policy_ids.clone(),
         reasons: decision.reasons.iter().map(|r| scrubber.text(r)).collect(),
         overlay: tool.overlay.clone(),
+        deadline_ms: Some(deadline(&tool.record).as_millis() as u64),
     };
     Ok(ledger.append(Record::Intent(intent)).await?)
 }
@@ -170,7 +171,19 @@ pub struct Executed {
     pub result: Result<Value, ExecError>,
 }
 
-/// Stage 5: execute with the per-attempt timeout and the retry budget.
+/// The call's overall deadline: every attempt at the tool's timeout plus every retry delay at
+/// its longest. Recorded in the intent and enforced by [`execute`].
+pub fn deadline(record: &ToolRecord) -> Duration {
+    Duration::from_millis(record.retry.deadline_ms(record.timeout_ms))
+}
+
+/// The executor bounds each attempt itself (it knows how to kill what it started); the outer
+/// bound around an attempt is a backstop this much later.
+const BACKSTOP: Duration = Duration::from_millis(500);
+
+/// Stage 5: execute with the per-attempt timeout and the retry budget, within the call's
+/// [`deadline`]: no attempt is given more time than the deadline leaves, no retry starts once
+/// its delay would reach the deadline, and an attempt running past it is cut off.
 #[allow(clippy::too_many_arguments)]
 pub async fn execute(
     executor: &dyn Executor,
@@ -181,10 +194,14 @@ pub async fn execute(
     scrubber: &Scrubber,
 ) -> Executed {
     let record = &tool.record;
-    let timeout = Duration::from_millis(record.timeout_ms);
+    let per_attempt = Duration::from_millis(record.timeout_ms);
+    let call_started = Instant::now();
+    let deadline = deadline(record);
     let mut attempts = Vec::new();
     let mut attempt = 1u32;
     loop {
+        let left = deadline.saturating_sub(call_started.elapsed());
+        let timeout = per_attempt.min(left);
         let start_ms = unix_ms();
         let started = Instant::now();
         let inv = Invocation {
@@ -197,15 +214,10 @@ pub async fn execute(
             secrets,
             egress: &tool.egress,
         };
-        // The executor bounds the attempt itself (it knows how to kill what it started); this
-        // outer bound is a backstop a few hundred milliseconds later.
-        let result =
-            match tokio::time::timeout(timeout + Duration::from_millis(500), executor.execute(inv))
-                .await
-            {
-                Ok(r) => r,
-                Err(_) => Err(ExecError::TimedOut(timeout)),
-            };
+        let result = match tokio::time::timeout(timeout + BACKSTOP, executor.execute(inv)).await {
+            Ok(r) => r,
+            Err(_) => Err(ExecError::TimedOut(timeout)),
+        };
         let duration_us = started.elapsed().as_micros() as u64;
         let (stderr, refusals) = match &result {
             Ok(e) => (e.stderr.clone(), e.egress_refusals.clone()),
@@ -227,12 +239,12 @@ pub async fn execute(
                 }
             }
             Err(err) => match retry::next_delay(&record.retry, attempt, &err) {
-                Some(delay) => {
+                Some(delay) if call_started.elapsed() + delay < deadline => {
                     tracing::debug!(attempt, ?delay, error = %scrubber.text(&err.to_string()), "retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
-                None => {
+                _ => {
                     return Executed {
                         attempts,
                         result: Err(err),

@@ -240,6 +240,17 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
     let gap1 = o.attempts[1].start_ms - o.attempts[0].start_ms;
     let gap2 = o.attempts[2].start_ms - o.attempts[1].start_ms;
     assert!(gap1 >= 50 && gap2 >= 100, "gaps {gap1} ms, {gap2} ms");
+    // The call's deadline is in its intent: 3 attempts of 5,000 ms, and the two delays at
+    // their longest (50 ms and 100 ms, times the jitter's 1.5).
+    let intent = f
+        .entries()
+        .into_iter()
+        .find_map(|e| match e.record {
+            Record::Intent(i) if i.call_id == call_id => Some(i),
+            _ => None,
+        })
+        .expect("the intent");
+    assert_eq!(intent.deadline_ms, Some(3 * 5_000 + 75 + 150));
 }
 
 #[tokio::test]

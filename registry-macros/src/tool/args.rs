@@ -3,6 +3,7 @@
 
 use std::str::FromStr;
 
+use escepine_contract::RetryPolicy;
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::ext::IdentExt;
@@ -455,25 +456,33 @@ fn parse_retry(meta: &Meta, errors: &mut Errors) -> Option<(u32, u64)> {
         let key = item.path().get_ident().map(Ident::to_string);
         match key.as_deref() {
             Some("max_attempts") => match int_value(item).and_then(|l| {
-                let n = l.base10_parse::<u32>()?;
+                let n = l.base10_parse::<u64>()?;
                 Ok((l, n))
             }) {
-                Ok((lit, 0)) => {
-                    errors.at(
-                        lit,
-                        "`max_attempts` is 0: a tool is attempted at least once (1 means no \
-                         retry)",
-                    );
-                    ok = false;
-                }
-                Ok((_, n)) => attempts = Some(n),
+                // The record check's own bounds (`RetryPolicy::check`), on each field alone.
+                Ok((lit, n)) => match RetryPolicy::check(n, 0) {
+                    Ok(()) => attempts = u32::try_from(n).ok(),
+                    Err(e) => {
+                        errors.at(lit, e.to_string());
+                        ok = false;
+                    }
+                },
                 Err(e) => {
                     errors.push(e);
                     ok = false;
                 }
             },
-            Some("backoff_ms") => match int_value(item).and_then(|l| l.base10_parse::<u64>()) {
-                Ok(n) => backoff = Some(n),
+            Some("backoff_ms") => match int_value(item).and_then(|l| {
+                let n = l.base10_parse::<u64>()?;
+                Ok((l, n))
+            }) {
+                Ok((lit, n)) => match RetryPolicy::check(1, n) {
+                    Ok(()) => backoff = Some(n),
+                    Err(e) => {
+                        errors.at(lit, e.to_string());
+                        ok = false;
+                    }
+                },
                 Err(e) => {
                     errors.push(e);
                     ok = false;

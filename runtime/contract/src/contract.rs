@@ -1,5 +1,7 @@
 //! The registered contract of a tool, in a form that can be a `const`.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -66,6 +68,10 @@ impl FailureOutcome {
 }
 
 /// The retry budget of a tool: only transient failures are retried.
+///
+/// The budget is bounded ([`RetryPolicy::MAX_ATTEMPTS`], [`RetryPolicy::MAX_BACKOFF_MS`]), and
+/// so is every call: [`RetryPolicy::deadline_ms`] is the longest a call of the tool may take,
+/// every attempt at its timeout and every delay at its longest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryPolicy {
@@ -73,6 +79,97 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Base delay before the second attempt; later delays grow exponentially.
     pub backoff_ms: u64,
+}
+
+/// Why a retry budget is refused ([`RetryPolicy::check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryBoundError {
+    /// `max_attempts` is 0.
+    NoAttempt,
+    /// `max_attempts` is above [`RetryPolicy::MAX_ATTEMPTS`].
+    TooManyAttempts(u64),
+    /// `backoff_ms` is above [`RetryPolicy::MAX_BACKOFF_MS`].
+    BackoffTooLong(u64),
+}
+
+impl fmt::Display for RetryBoundError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoAttempt => write!(
+                f,
+                "`max_attempts` is 0: a tool is attempted at least once (1 means no retry)"
+            ),
+            Self::TooManyAttempts(n) => write!(
+                f,
+                "`max_attempts` is {n}; at most {} attempts are allowed (a call's deadline \
+                 grows with every attempt)",
+                RetryPolicy::MAX_ATTEMPTS
+            ),
+            Self::BackoffTooLong(ms) => write!(
+                f,
+                "`backoff_ms` is {ms}; at most {} ms are allowed",
+                RetryPolicy::MAX_BACKOFF_MS
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RetryBoundError {}
+
+impl RetryPolicy {
+    /// The most attempts a tool may declare.
+    pub const MAX_ATTEMPTS: u32 = 10;
+    /// The longest base backoff a tool may declare.
+    pub const MAX_BACKOFF_MS: u64 = 60_000;
+    /// Exponential growth stops here (or at `backoff_ms`, when that is longer).
+    pub const DELAY_CAP_MS: u64 = 30_000;
+    /// The jitter multiplies a delay by a factor in `[1, JITTER_MAX)`.
+    pub const JITTER_MAX: f64 = 1.5;
+
+    /// Check a declared budget against the bounds: the one rule the record check and the
+    /// macros both apply.
+    ///
+    /// # Errors
+    /// [`RetryBoundError`] naming the field out of bounds.
+    pub fn check(max_attempts: u64, backoff_ms: u64) -> Result<(), RetryBoundError> {
+        if max_attempts == 0 {
+            return Err(RetryBoundError::NoAttempt);
+        }
+        if max_attempts > u64::from(Self::MAX_ATTEMPTS) {
+            return Err(RetryBoundError::TooManyAttempts(max_attempts));
+        }
+        if backoff_ms > Self::MAX_BACKOFF_MS {
+            return Err(RetryBoundError::BackoffTooLong(backoff_ms));
+        }
+        Ok(())
+    }
+
+    /// The delay before attempt `attempt + 1`, before jitter: `backoff · 2^(attempt-1)`, capped
+    /// at [`Self::DELAY_CAP_MS`] or at `backoff_ms` when that is longer (so a delay is never
+    /// shorter than the declared backoff).
+    pub fn base_delay_ms(&self, attempt: u32) -> u64 {
+        let grown = self
+            .backoff_ms
+            .saturating_mul(1u64 << attempt.saturating_sub(1).min(20));
+        grown.min(Self::DELAY_CAP_MS.max(self.backoff_ms))
+    }
+
+    /// The longest delay before attempt `attempt + 1`, jitter included.
+    pub fn max_delay_ms(&self, attempt: u32) -> u64 {
+        (self.base_delay_ms(attempt) as f64 * Self::JITTER_MAX).ceil() as u64
+    }
+
+    /// The longest a call may take: every attempt at `timeout_ms` and every delay between them
+    /// at its longest. The runtime stops a call at this deadline, whatever its attempts do.
+    pub fn deadline_ms(&self, timeout_ms: u64) -> u64 {
+        let attempts = self.max_attempts.max(1);
+        let delays: u64 = (1..attempts)
+            .map(|a| self.max_delay_ms(a))
+            .fold(0, u64::saturating_add);
+        timeout_ms
+            .saturating_mul(u64::from(attempts))
+            .saturating_add(delays)
+    }
 }
 
 /// How the sandbox talks to the tool's process.
@@ -238,5 +335,53 @@ impl Contract {
             json!({ "egress": self.egress, "filesystem": self.filesystem.as_str() }),
         );
         Ok(Value::Object(record))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_bounds_and_the_deadline() {
+        assert_eq!(RetryPolicy::check(0, 0), Err(RetryBoundError::NoAttempt));
+        assert_eq!(RetryPolicy::check(10, 60_000), Ok(()));
+        assert_eq!(
+            RetryPolicy::check(11, 0),
+            Err(RetryBoundError::TooManyAttempts(11))
+        );
+        assert_eq!(
+            RetryPolicy::check(u64::from(u32::MAX), 0),
+            Err(RetryBoundError::TooManyAttempts(u64::from(u32::MAX)))
+        );
+        assert_eq!(
+            RetryPolicy::check(1, 60_001),
+            Err(RetryBoundError::BackoffTooLong(60_001))
+        );
+        let p = RetryPolicy {
+            max_attempts: 3,
+            backoff_ms: 50,
+        };
+        assert_eq!(p.base_delay_ms(1), 50);
+        assert_eq!(p.base_delay_ms(2), 100);
+        assert_eq!(p.deadline_ms(5_000), 15_000 + 75 + 150);
+        // Growth stops at 30 s, or at the backoff when that is longer.
+        let slow = RetryPolicy {
+            max_attempts: 10,
+            backoff_ms: 60_000,
+        };
+        assert_eq!(slow.base_delay_ms(9), 60_000);
+        assert_eq!(slow.deadline_ms(1_000), 10_000 + 9 * 90_000);
+        let fast = RetryPolicy {
+            max_attempts: 10,
+            backoff_ms: 1_000,
+        };
+        assert_eq!(fast.base_delay_ms(9), 30_000);
+        // One attempt: no delay.
+        let once = RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 1_000,
+        };
+        assert_eq!(once.deadline_ms(7), 7);
     }
 }

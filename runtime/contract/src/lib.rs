@@ -25,8 +25,8 @@ mod principal;
 mod sop;
 
 pub use contract::{
-    Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryPolicy, SideEffectClass,
-    Transport,
+    Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryBoundError, RetryPolicy,
+    SideEffectClass, Transport,
 };
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use payload::Payload;

@@ -61,6 +61,12 @@ pub struct Intent {
     /// Runtime overlay entries in force for this tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlay: Vec<String>,
+    /// The call's overall deadline in milliseconds from its first attempt: every attempt at
+    /// the tool's timeout plus every retry delay at its longest
+    /// ([`escepine_contract::RetryPolicy::deadline_ms`]). Absent only in entries written before
+    /// the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 /// One attempt of a call.

@@ -26,6 +26,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         policy_ids: vec!["kb-read".into(), "page-read:0".into()],
         reasons: vec![],
         overlay: vec![],
+        deadline_ms: Some(90_500),
     })
 }
 
