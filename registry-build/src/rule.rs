@@ -105,12 +105,19 @@ rules! {
     SchemaNullType = "schema/no-null",
     /// A `$ref` that is remote, dangling, recursive, or not into root `$defs`.
     SchemaRef = "schema/local-ref",
+    /// A keyword other than an annotation beside `$ref`.
+    SchemaRefSiblings = "schema/ref-siblings",
     /// A schema with no type (it accepts anything).
     SchemaTyped = "schema/typed",
     /// `required` names a property that is not declared.
     SchemaRequired = "schema/required-declared",
-    /// `x-authorize-each` on something other than a list of `format: uri` strings.
+    /// `x-authorize-each` on something other than a top-level list of URL strings or of
+    /// objects with exactly one URL field (judged where the payload meets it, `$ref` followed).
     SchemaAuthorizeEach = "schema/authorize-each",
+    /// A tool whose action a policy constrains through `context.url` has a URL field that is
+    /// neither its one per-URL field nor the URL of an element of a list marked
+    /// `x-authorize-each`.
+    PerUrlShape = "input/per-url-shape",
     /// An input property name is a credential word.
     CredentialName = "input/credential-free",
     /// The envelope file is malformed.

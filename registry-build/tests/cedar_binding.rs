@@ -660,3 +660,99 @@ fn the_generated_fragment_merges_with_a_user_fragment_declaring_agent() {
     let schema = Schema::from_schema_fragments([frag]).expect("one schema");
     assert!(schema.principals().any(|p| p.to_string() == "Agent"));
 }
+
+/// Bind `records` against one policy file holding `policy`; the per-URL shape diagnostics.
+fn per_url_shape(records: &[ToolRecord], policy: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("p.cedar"), policy).expect("writes");
+    match cedar::bind(records, Some(dir.path())) {
+        Ok(_) => Vec::new(),
+        Err(d) => {
+            let others: Vec<_> = d.iter().filter(|d| d.rule != Rule::PerUrlShape).collect();
+            assert!(others.is_empty(), "{}", d.render());
+            d.iter().map(|d| d.message.clone()).collect()
+        }
+    }
+}
+
+const PAGE_READ_FORBID: &str = r#"
+    @id("no-linkedin")
+    forbid (principal, action in Action::"page-read", resource)
+    when { context has url && context.url.host like "*linkedin.com" };
+    @id("open") permit (principal, action, resource);
+"#;
+
+#[test]
+fn a_url_constrained_tool_presents_every_url_to_cedar_one_at_a_time() {
+    use SideEffectClass::ReadOnly;
+    let uri = json!({"type": "string", "format": "uri"});
+    // Two URL fields: a request could authorize only one of them.
+    let two = record(
+        "two_urls",
+        ReadOnly,
+        &["page-read"],
+        json!({"url": uri, "mirror": uri}),
+        &["url"],
+    );
+    let found = per_url_shape(std::slice::from_ref(&two), PAGE_READ_FORBID);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found
+        .iter()
+        .all(|m| m.contains("`/url`") && m.contains("`/mirror`")));
+
+    // URLs inside a list of objects that is not marked.
+    let page = json!({"type": "object", "additionalProperties": false, "required": ["href"],
+        "properties": {"href": {"type": "string"}, "title": {"type": "string"}}});
+    let unmarked = record(
+        "pages_unmarked",
+        ReadOnly,
+        &["page-read"],
+        json!({"pages": {"type": "array", "items": page}}),
+        &[],
+    );
+    let found = per_url_shape(&[unmarked], PAGE_READ_FORBID);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("`/pages/-/href`") && found[0].contains("not marked"));
+
+    // Marked, each object is authorized on its one URL: accepted.
+    let marked = record(
+        "pages_marked",
+        ReadOnly,
+        &["page-read"],
+        json!({"pages": {"type": "array", "x-authorize-each": true, "items": page}}),
+        &[],
+    );
+    assert!(per_url_shape(&[marked], PAGE_READ_FORBID).is_empty());
+
+    // A URL field without a format, beside the one with it.
+    let named = record(
+        "named_link",
+        ReadOnly,
+        &["page-read"],
+        json!({"url": uri, "link": {"type": "string"}}),
+        &["url"],
+    );
+    let found = per_url_shape(&[named], PAGE_READ_FORBID);
+    assert_eq!(found.len(), 2, "{found:?}");
+
+    // The same shapes outside the constrained group keep their freedom.
+    let free = record(
+        "free_tool",
+        ReadOnly,
+        &[],
+        json!({"url": uri, "mirror": uri, "links": {"type": "array", "items": uri}}),
+        &["url"],
+    );
+    let reader = record(
+        "reader",
+        ReadOnly,
+        &["page-read"],
+        json!({"url": uri}),
+        &["url"],
+    );
+    assert!(per_url_shape(&[free.clone(), reader], PAGE_READ_FORBID).is_empty());
+    // ... until a policy on every action reads `context.url`.
+    let everywhere = r#"forbid (principal, action, resource) when { context has url && context.url.scheme == "ftp" };"#;
+    let found = per_url_shape(&[free], everywhere);
+    assert_eq!(found.len(), 3, "{found:?}");
+}

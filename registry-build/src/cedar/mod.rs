@@ -23,11 +23,14 @@
 mod policies;
 mod report;
 mod schema_gen;
+pub mod slice;
 mod syntax;
 pub mod types;
+pub mod url_scope;
 mod user_schema;
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use cedar_policy::Schema;
 
@@ -145,6 +148,9 @@ pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Bindi
         user_schema::merge(&generated, &user, records, &mut diags)
     };
     let loaded = policies::load(&policy_files, schema.as_ref(), &mut diags);
+    if let Some(schema) = &schema {
+        per_url_shape(records, schema, &loaded.set, &mut diags);
+    }
 
     match schema {
         Some(schema) if diags.is_empty() => Ok(Binding {
@@ -161,6 +167,67 @@ pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Bindi
             Err(diags)
         }
     }
+}
+
+/// The per-URL shape rule ([`Rule::PerUrlShape`]): a tool whose action some policy constrains
+/// through `context.url` must present every URL of its payload to Cedar one at a time.
+fn per_url_shape(
+    records: &[ToolRecord],
+    schema: &Schema,
+    policies: &cedar_policy::PolicySet,
+    diags: &mut Diagnostics,
+) {
+    let Ok(action_entities) = schema.action_entities() else {
+        return;
+    };
+    for record in records {
+        let Ok(action) = cedar_policy::EntityUid::from_str(&format!(
+            "Action::{}",
+            serde_json::Value::String(record.cedar_action.clone())
+        )) else {
+            continue;
+        };
+        let matching = url_scope::matching_actions(&action_entities, &action);
+        if !url_scope::url_constrained(policies, &action, &matching) {
+            continue;
+        }
+        let problems = crate::urls::shape_problems(&record.input_schema);
+        if problems.is_empty() {
+            continue;
+        }
+        let (src, base) = record_source(record);
+        for p in problems {
+            let at = format!("{base}{}", p.written_at);
+            let message = format!(
+                "`{}`: a policy constrains its action through `context.url`, but {}",
+                record.tool_id, p.message
+            );
+            let d = match &src {
+                Some(src) => Diagnostic::at(Rule::PerUrlShape, src, &at, message),
+                None => Diagnostic::file(
+                    Rule::PerUrlShape,
+                    &record.source,
+                    format!("{at}: {message}"),
+                ),
+            };
+            diags.push(d.help(
+                "make it the tool's one URL field, or the URL of the elements of a list marked \
+                 `\"x-authorize-each\": true`; or split the tool",
+            ));
+        }
+    }
+}
+
+/// The record's file and the pointer of its input schema in it (`/input_schema` or
+/// `/payload_schema`).
+fn record_source(record: &ToolRecord) -> (Option<SourceFile>, &'static str) {
+    let text = std::fs::read_to_string(&record.source).ok();
+    let base = text
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .filter(|v| v.get("payload_schema").is_some() && v.get("input_schema").is_none())
+        .map_or("/input_schema", |_| "/payload_schema");
+    (text.map(|t| SourceFile::new(&record.source, t)), base)
 }
 
 /// The generated text followed by each user file (fragments of the empty namespace

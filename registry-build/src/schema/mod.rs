@@ -2,6 +2,7 @@
 
 pub mod names;
 pub mod subset;
+pub mod visit;
 pub mod walk;
 
 pub use walk::JsonType;

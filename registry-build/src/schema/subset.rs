@@ -102,13 +102,16 @@ pub fn check(
         which,
         diags,
     };
-    walker.node(schema, base, true, false);
+    walker.node(schema, base, true);
     if let Some(defs) = root.get("$defs").and_then(Value::as_object) {
         for (name, def) in defs {
-            walker.node(def, &format!("{base}/$defs/{}", escape(name)), false, false);
+            walker.node(def, &format!("{base}/$defs/{}", escape(name)), false);
         }
     }
     walker.cycles();
+    if which == Which::Input && walker.diags.len() == before {
+        walker.authorize_each_placement();
+    }
     if diags.len() == before {
         if let Err(e) = jsonschema::options()
             .should_validate_formats(true)
@@ -138,7 +141,7 @@ impl Walker<'_, '_> {
         self.diags.push(Diagnostic::at(rule, self.src, at, msg));
     }
 
-    fn node(&mut self, node: &Value, at: &str, is_root: bool, in_array: bool) {
+    fn node(&mut self, node: &Value, at: &str, is_root: bool) {
         let obj = match node {
             Value::Object(o) => o,
             Value::Bool(b) => {
@@ -156,6 +159,7 @@ impl Walker<'_, '_> {
         }
         if let Some(r) = obj.get("$ref") {
             self.reference(r, at);
+            self.ref_siblings(obj, at);
             return;
         }
         let ty = self.declared_type(obj, at);
@@ -163,8 +167,8 @@ impl Walker<'_, '_> {
             self.keywords_fit(obj, ty, at);
         }
         match ty {
-            Some(JsonType::Object) => self.object(obj, at, in_array),
-            Some(JsonType::Array) => self.array(obj, at, in_array),
+            Some(JsonType::Object) => self.object(obj, at),
+            Some(JsonType::Array) => self.array(obj, at),
             _ => {}
         }
         if obj.contains_key("x-authorize-each") && ty != Some(JsonType::Array) {
@@ -216,6 +220,27 @@ impl Walker<'_, '_> {
                 }
             }
             _ => self.push(Rule::SchemaRef, &here, format!("`{r}`: only local references `#/$defs/<name>` are supported (no remote or nested references)")),
+        }
+    }
+
+    /// Beside `$ref` only annotations: a keyword there would constrain the payload in the
+    /// gates (JSON Schema 2020-12 applies siblings of `$ref`) while every walk that follows the
+    /// reference would miss it — a `format` the per-URL analysis never sees, a property whose
+    /// name no rule checks.
+    fn ref_siblings(&mut self, obj: &Map<String, Value>, at: &str) {
+        for key in obj.keys() {
+            if key == "$ref" || ANNOTATIONS.contains(&key.as_str()) {
+                continue;
+            }
+            self.diags.push(
+                Diagnostic::at(
+                    Rule::SchemaRefSiblings,
+                    self.src,
+                    &format!("{at}/{}", escape(key)),
+                    format!("`{key}` beside `$ref`: only annotations may sit beside a reference"),
+                )
+                .help("move the keyword into the referenced `$defs` entry, or inline the schema"),
+            );
         }
     }
 
@@ -315,7 +340,7 @@ impl Walker<'_, '_> {
         }
     }
 
-    fn object(&mut self, obj: &Map<String, Value>, at: &str, in_array: bool) {
+    fn object(&mut self, obj: &Map<String, Value>, at: &str) {
         match obj.get("additionalProperties") {
             Some(Value::Bool(false)) => {}
             None => self.diags.push(
@@ -350,14 +375,14 @@ impl Walker<'_, '_> {
                         );
                     }
                 }
-                self.node(sub, &here, false, in_array);
+                self.node(sub, &here, false);
             }
         }
     }
 
-    fn array(&mut self, obj: &Map<String, Value>, at: &str, in_array: bool) {
+    fn array(&mut self, obj: &Map<String, Value>, at: &str) {
         match obj.get("items") {
-            Some(items @ Value::Object(_)) => self.node(items, &format!("{at}/items"), false, true),
+            Some(items @ Value::Object(_)) => self.node(items, &format!("{at}/items"), false),
             Some(_) => self.push(
                 Rule::SchemaSubset,
                 &format!("{at}/items"),
@@ -383,20 +408,19 @@ impl Walker<'_, '_> {
                     &here,
                     "`x-authorize-each` must be `true` or `false`",
                 );
-            } else if flag == &Value::Bool(true) {
-                let uri_items = obj
-                    .get("items")
-                    .is_some_and(|i| urls::is_uri_string(self.root, i));
-                if !uri_items {
-                    self.push(Rule::SchemaAuthorizeEach, &here, "`x-authorize-each` marks a list whose items are `{\"type\": \"string\", \"format\": \"uri\"}`");
-                }
-                if in_array {
-                    self.push(
-                        Rule::SchemaAuthorizeEach,
-                        &here,
-                        "a list marked `x-authorize-each` cannot sit inside another list",
-                    );
-                }
+            }
+            // Where a marked list may sit, and what its elements may be, depends on where the
+            // payload meets it (`$ref` followed): judged by `authorize_each_placement`.
+        }
+    }
+
+    /// `x-authorize-each` marks judged where the payload meets them.
+    fn authorize_each_placement(&mut self) {
+        let mut seen = BTreeSet::new();
+        for p in urls::each_mark_problems(self.root) {
+            let at = format!("{}{}/x-authorize-each", self.base, p.written_at);
+            if seen.insert((at.clone(), p.message.clone())) {
+                self.push(Rule::SchemaAuthorizeEach, &at, p.message);
             }
         }
     }

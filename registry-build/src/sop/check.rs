@@ -1484,93 +1484,22 @@ fn foreign_keywords(schema: &Value, at: &str, out: &mut Vec<(String, String)>, d
     }
 }
 
-/// Why a tool's URLs would not each be authorized on their own, if they would not.
+/// Why a tool's URLs would not each be authorized on their own, if they would not: the
+/// per-URL shape rule the registration applies to URL-constrained tools
+/// ([`urls::shape_problems`]), and a URL to authorize at all.
 fn per_url_problem(record: &ToolRecord) -> Option<String> {
     let root = &record.input_schema;
-    let mut outside = Vec::new();
-    let mut unmarked = BTreeSet::new();
-    url_fields(
-        root,
-        root,
-        String::new(),
-        None,
-        &mut outside,
-        &mut unmarked,
-        0,
-    );
     let id = &record.tool_id;
-    if let Some(l) = unmarked.first() {
-        return Some(format!(
-            "the URL list `{l}` of `{id}` is not marked `\"x-authorize-each\": true`, so its URLs \
-             would be authorized only together, never one by one"
-        ));
-    }
-    if outside.len() > 1 {
-        return Some(format!(
-            "`{id}` has {} URL fields outside lists ({}): a request authorizes one URL, so a \
-             per-URL tool has exactly one",
-            outside.len(),
-            list(&outside.iter().map(String::as_str).collect::<Vec<_>>())
-        ));
+    if let Some(p) = urls::shape_problems(root).into_iter().next() {
+        return Some(format!("`{id}`: {}", p.message));
     }
     if !urls::per_url(root).has_url() {
         return Some(format!(
-            "`{id}` takes no URL: its payload has no `format: uri` field and no list marked \
+            "`{id}` takes no URL: its payload has no URL field and no list marked \
              `x-authorize-each`"
         ));
     }
     None
-}
-
-/// Collect the `format: uri` strings outside lists, and the outermost unmarked lists holding
-/// URLs.
-#[allow(clippy::too_many_arguments)]
-fn url_fields(
-    root: &Value,
-    schema: &Value,
-    at: String,
-    in_list: Option<(&str, bool)>,
-    outside: &mut Vec<String>,
-    unmarked: &mut BTreeSet<String>,
-    depth: usize,
-) {
-    if depth > 32 {
-        return;
-    }
-    let Some(s) = walk::resolve(root, schema) else {
-        return;
-    };
-    match walk::type_of(root, s) {
-        Some(JsonType::String) if urls::is_uri_string(root, s) => match in_list {
-            None => outside.push(at),
-            Some((l, false)) => {
-                unmarked.insert(l.to_string());
-            }
-            Some((_, true)) => {}
-        },
-        Some(JsonType::Array) => {
-            let marked = s.get("x-authorize-each") == Some(&Value::Bool(true));
-            if let Some(items) = s.get("items") {
-                let list = in_list.unwrap_or((at.as_str(), marked));
-                url_fields(
-                    root,
-                    items,
-                    at.clone(),
-                    Some(list),
-                    outside,
-                    unmarked,
-                    depth + 1,
-                );
-            }
-        }
-        Some(JsonType::Object) => {
-            for (name, sub, _) in walk::properties(root, s) {
-                let p = format!("{at}/{}", escape(name));
-                url_fields(root, sub, p, in_list, outside, unmarked, depth + 1);
-            }
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -29,8 +29,9 @@
 
 mod context;
 mod entities;
-pub mod slice;
 mod url_facts;
+
+pub use registry_build::cedar::slice;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -43,7 +44,7 @@ use cedar_policy::{
 };
 use escepine_contract::Principal;
 use registry_build::cedar::types::{input_type, CedarType, TypingError};
-use registry_build::cedar::{generated_schema_text, Binding, RESOURCE_TYPE};
+use registry_build::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
 use registry_build::urls::{per_url, PerUrl};
 use registry_build::ToolRecord;
 use serde_json::Value;
@@ -130,6 +131,10 @@ struct ToolAuth {
     principal_types: Vec<(String, EntityTypeName)>,
     input: CedarType,
     per_url: PerUrl,
+    /// Whether a policy that can apply to this action reads `context.url`: then a per-URL
+    /// value that is not an absolute URL with a host denies (the policy could not judge it);
+    /// otherwise such a request just carries no `url`.
+    url_constrained: bool,
     policies: Arc<PolicySet>,
     /// Whether requests are validated against the schema: only when the action's declared
     /// context is not the generated one (a user-declared action), so the construction alone
@@ -220,12 +225,8 @@ impl Authorizer {
                     tool: record.tool_id.clone(),
                     source,
                 })?;
+            let matching = url_scope::matching_actions(&action_entities, &action);
             let policies = if sliced {
-                let mut matching: HashSet<EntityUid> = action_entities
-                    .ancestors(&action)
-                    .map(|a| a.cloned().collect())
-                    .unwrap_or_default();
-                matching.insert(action.clone());
                 Arc::new(slice::slice(&binding.policies, &action, &matching).map_err(
                     |message| AuthorizeError::Slice {
                         tool: record.tool_id.clone(),
@@ -235,6 +236,7 @@ impl Authorizer {
             } else {
                 Arc::clone(&whole)
             };
+            let url_constrained = url_scope::url_constrained(&binding.policies, &action, &matching);
             let validate = !conforming.contains(&record.cedar_action);
             uids.push((record, resource.clone()));
             tools.insert(
@@ -245,6 +247,7 @@ impl Authorizer {
                     principal_types,
                     input,
                     per_url: per_url(&record.input_schema),
+                    url_constrained,
                     policies,
                     validate,
                 },
@@ -308,7 +311,10 @@ impl Authorizer {
             Some((pointer, always)) => match payload.pointer(pointer) {
                 Some(Value::String(raw)) => match UrlFacts::parse(raw) {
                     Ok(f) => Some(f),
-                    Err(e) => return Decision::denied(format!("the URL at `{pointer}`: {e}")),
+                    Err(e) if tool.url_constrained => {
+                        return Decision::denied(format!("the URL at `{pointer}`: {e}"))
+                    }
+                    Err(_) => None,
                 },
                 None | Some(Value::Null) if !always => None,
                 _ => {
@@ -327,7 +333,8 @@ impl Authorizer {
             &mut tally,
         );
 
-        for pointer in &tool.per_url.each {
+        for each in &tool.per_url.each {
+            let pointer = each.list.as_str();
             let items = match payload.pointer(pointer) {
                 None | Some(Value::Null) => continue,
                 Some(Value::Array(items)) => items,
@@ -337,11 +344,24 @@ impl Authorizer {
                 }
             };
             for (i, item) in items.iter().enumerate() {
-                let Value::String(raw) = item else {
-                    tally.deny(format!("element {i} of `{pointer}` is not a URL string"));
-                    continue;
-                };
                 let label = Label::Element(pointer, i);
+                let url = match &each.item_url {
+                    None => Some(item),
+                    Some(inner) => item.pointer(inner),
+                };
+                let raw = match url {
+                    Some(Value::String(raw)) => raw,
+                    // An element without its (optional) URL: nothing to fetch, and its request
+                    // carries no `url`.
+                    None if each.item_url.is_some() => {
+                        self.evaluate(tool, &principal, &input, None, label, &mut tally);
+                        continue;
+                    }
+                    _ => {
+                        tally.deny(format!("element {i} of `{pointer}` holds no URL string"));
+                        continue;
+                    }
+                };
                 match UrlFacts::parse(raw) {
                     Ok(facts) => {
                         self.evaluate(tool, &principal, &input, Some(&facts), label, &mut tally);

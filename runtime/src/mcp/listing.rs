@@ -166,11 +166,8 @@ impl Listing {
                 resource_type.clone(),
                 EntityId::new(&record.tool_id),
             );
-            let mut matching: std::collections::HashSet<EntityUid> = action_entities
-                .ancestors(&action)
-                .map(|a| a.cloned().collect())
-                .unwrap_or_default();
-            matching.insert(action.clone());
+            let matching =
+                registry_build::cedar::url_scope::matching_actions(&action_entities, &action);
             let policies =
                 slice::slice(&registry.cedar.policies, &action, &matching).map_err(|message| {
                     crate::authorize::AuthorizeError::Slice {

@@ -5,7 +5,7 @@
 //! error). A request for a tool's action can match exactly the policies whose action scope is
 //! `action` (any), `action == A` with `A` the action itself, or `action in [..]` naming the
 //! action or one of the groups it is in (transitively). The slice keeps those and drops the
-//! rest; `tests/authorize_slicing.rs` proves that the sliced and unsliced sets decide alike.
+//! rest; `runtime/tests/authorize_slicing.rs` proves that the sliced and unsliced sets decide alike.
 
 use std::collections::HashSet;
 
