@@ -110,9 +110,12 @@ struct LockedFile {
     held: Mutex<HashSet<u64>>,
 }
 
-/// Lock descriptors of this process, by the (device, inode) of their file.
-fn open_files() -> &'static Mutex<HashMap<(u64, u64), Arc<LockedFile>>> {
-    static FILES: OnceLock<Mutex<HashMap<(u64, u64), Arc<LockedFile>>>> = OnceLock::new();
+/// Lock descriptors by the (device, inode) of their file.
+type OpenFiles = HashMap<(u64, u64), Arc<LockedFile>>;
+
+/// The lock descriptors of this process.
+fn open_files() -> &'static Mutex<OpenFiles> {
+    static FILES: OnceLock<Mutex<OpenFiles>> = OnceLock::new();
     FILES.get_or_init(Mutex::default)
 }
 
