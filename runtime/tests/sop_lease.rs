@@ -6,7 +6,7 @@
 //! every file beside the ledger except SQLite's own `-wal` and `-shm` (removing those would
 //! lose committed entries or corrupt the database, whatever the leases), then a second driver on
 //! its own handle of the ledger file asks for the run and is refused, records nothing, and runs
-//! no step. Once the child is SIGKILLed, the same driver gets the run and finishes it, each
+//! no step; the lease is held under another name of the file (a hard link) too. Once the child is SIGKILLed, the same driver gets the run and finishes it, each
 //! write applied once.
 
 mod sop_support;
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::Principal;
 use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::{Durability, Ledger, LedgerError, SqliteLedger};
+use escepine_runtime::ledger::{Durability, FileLeases, Ledger, LedgerError, SqliteLedger};
 use escepine_runtime::sop::{
     Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
 };
@@ -190,6 +190,13 @@ fn deleting_files_beside_the_ledger_lets_no_second_driver_in() {
         ["PUT a", "PUT b"],
         "a refused driver runs no step"
     );
+    // The lease is the file's, not its name's: under another name it is held just the same.
+    let link = tmp.path().join("another-name.db");
+    std::fs::hard_link(&path, &link).unwrap();
+    assert!(matches!(
+        FileLeases::of_file(&link, None).unwrap().acquire(RUN_ID),
+        Err(LedgerError::RunLeased(_))
+    ));
 
     // The first driver dies: its lease goes with it, and the second drives the run to its end.
     driver.0.kill().unwrap();
