@@ -1,6 +1,7 @@
 //! `escepine serve --mcp http`: streamable HTTP on loopback, principals from bearer tokens,
 //! driven by rmcp's streamable HTTP client — list, allowed call, denial with policy ids, input
-//! gate error — and refused without a token or with a wrong one (401).
+//! gate error — and refused without a token or with a wrong one (401). A session serves only the
+//! principal whose token opened it: another token naming its id is refused on every verb (404).
 
 mod mcp_support;
 
@@ -217,6 +218,180 @@ async fn a_missing_or_wrong_token_is_refused() {
     // With the right token the same request is served.
     let head = raw_post(&server.url, Some(&format!("Bearer {ALICE}"))).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+}
+
+/// One HTTP/1.1 answer: status, lower-cased headers, and as much of the body as came.
+struct Reply {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+impl Reply {
+    fn session_id(&self) -> Option<String> {
+        self.headers
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id:"))
+            .map(|v| v.trim().to_string())
+    }
+}
+
+/// A raw request to the MCP endpoint with `token`, naming `session` if given. A `GET` returns
+/// once its headers are in (an event stream does not end); other verbs read to the end.
+async fn request(
+    url: &str,
+    method: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Option<&str>,
+) -> Reply {
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let body = body.unwrap_or_default();
+    let accept = if method == "GET" {
+        "text/event-stream"
+    } else {
+        "application/json, text/event-stream"
+    };
+    let mut req = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\
+         Accept: {accept}\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n"
+    );
+    if !body.is_empty() {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    if let Some(id) = session {
+        req.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    let mut s = tokio::net::TcpStream::connect(&authority)
+        .await
+        .expect("connect");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+            if method == "GET" && out.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), read).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"));
+    Reply {
+        status,
+        headers: head.to_ascii_lowercase(),
+        body: body.to_string(),
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+const CALL_NOTE: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"m_note","arguments":{"text":"x"}}}"#;
+
+/// Opens a session for `token` (initialize, then initialized); returns its id.
+async fn open_session(url: &str, token: &str) -> String {
+    let init = request(url, "POST", token, None, Some(INITIALIZE)).await;
+    assert_eq!(init.status, 200, "{}", init.headers);
+    let id = init.session_id().expect("a session id");
+    let done = request(url, "POST", token, Some(&id), Some(INITIALIZED)).await;
+    assert_eq!(done.status, 202, "{}", done.headers);
+    id
+}
+
+#[tokio::test]
+async fn a_session_serves_only_the_principal_that_opened_it() {
+    let server = start();
+    let url = &server.url;
+    let alices = open_session(url, ALICE).await;
+
+    // Bob knows Alice's session id: every verb naming it is refused as an unknown session.
+    for (method, body) in [
+        ("POST", Some(LIST)),
+        ("POST", Some(CALL_NOTE)),
+        ("POST", Some(INITIALIZED)),
+        ("GET", None),
+        ("DELETE", None),
+    ] {
+        let r = request(url, method, BOB, Some(&alices), body).await;
+        assert_eq!(
+            r.status, 404,
+            "Bob's {method} {body:?} reached Alice's session: {}\n{}",
+            r.headers, r.body
+        );
+    }
+    // Just as for a session id nobody was given.
+    let r = request(
+        url,
+        "POST",
+        BOB,
+        Some("00000000-0000-4000-8000-000000000000"),
+        Some(LIST),
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.headers);
+
+    // Alice's session is intact: her list (m_note included), her event stream.
+    let list = request(url, "POST", ALICE, Some(&alices), Some(LIST)).await;
+    assert_eq!(list.status, 200, "{}", list.headers);
+    assert!(
+        list.body.contains("m_echo") && list.body.contains("m_note"),
+        "{}",
+        list.body
+    );
+    let stream = request(url, "GET", ALICE, Some(&alices), None).await;
+    assert_eq!(stream.status, 200, "{}", stream.headers);
+    assert!(
+        stream.headers.contains("text/event-stream"),
+        "{}",
+        stream.headers
+    );
+
+    // Bob's own session serves Bob, and Alice is refused in it the same way.
+    let bobs = open_session(url, BOB).await;
+    assert_ne!(bobs, alices);
+    let list = request(url, "POST", BOB, Some(&bobs), Some(LIST)).await;
+    assert_eq!(list.status, 200, "{}", list.headers);
+    assert!(
+        list.body.contains("m_echo") && !list.body.contains("m_note"),
+        "{}",
+        list.body
+    );
+    let r = request(url, "DELETE", ALICE, Some(&bobs), None).await;
+    assert_eq!(r.status, 404, "{}", r.headers);
+    let list = request(url, "POST", BOB, Some(&bobs), Some(LIST)).await;
+    assert_eq!(list.status, 200, "{}", list.headers);
+
+    // Alice ends her session; it then serves nobody, Alice included.
+    let r = request(url, "DELETE", ALICE, Some(&alices), None).await;
+    assert!((200..300).contains(&r.status), "{}", r.headers);
+    for token in [ALICE, BOB] {
+        let r = request(url, "POST", token, Some(&alices), Some(LIST)).await;
+        assert_eq!(r.status, 404, "{}", r.headers);
+    }
+
+    // rmcp's own client still opens and uses sessions as before.
+    let alice = client(url, ALICE).await;
+    assert!(!alice.list_all_tools().await.expect("tools/list").is_empty());
+    alice.cancel().await.expect("close");
 }
 
 #[test]

@@ -12,8 +12,10 @@
 //! - `--mcp http` serves streamable HTTP at `http://<listen>/mcp` (`--listen`, loopback
 //!   `127.0.0.1:8787` by default; port 0 picks a free one). Every request needs
 //!   `Authorization: Bearer <token>` with a token of `--tokens FILE` (JSON
-//!   `{"<token>": "Agent::\"id\""}`), which gives its principal; others get `401`. Once
-//!   listening it prints `listening on http://<addr>/mcp` on stderr. SIGINT or SIGTERM stops it.
+//!   `{"<token>": "Agent::\"id\""}`), which gives its principal; others get `401`. Each MCP
+//!   session serves only the principal whose token opened it; another principal naming its
+//!   `Mcp-Session-Id` gets `404` ([`crate::mcp::sessions`]). Once listening it prints
+//!   `listening on http://<addr>/mcp` on stderr. SIGINT or SIGTERM stops it.
 //!
 //! `--listing partial-eval|scope` chooses how tools are listed ([`crate::mcp::listing`]; the
 //! default is the most precise one built in).

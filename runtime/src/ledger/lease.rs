@@ -7,15 +7,18 @@
 //! would both append transitions and both run the next step).
 //!
 //! [`LocalLeases`] hold leases in this process (the in-memory ledger's); [`FileLeases`] hold
-//! them on the machine as open-file-description byte locks on one lock file beside the ledger
-//! (`<ledger>.leases`), at an offset derived from the run id's SHA-256 (62 bits: two run ids
-//! meet with probability 2⁻⁶²). The kernel drops such a lock when its holder's file closes, so a
+//! them on the machine as open-file-description byte locks (`F_OFD_SETLK`) on the SQLite
+//! database file itself, at an offset derived from the run id's SHA-256 ([`lock_offset`]) far
+//! above the bytes SQLite locks. No other file is involved, so deleting files beside the
+//! ledger lets no second driver in. The kernel drops such a lock when its holder dies, so a
 //! crashed driver leaves no stale lease: `escepine resume` after a SIGKILL just works.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -84,51 +87,140 @@ impl LocalLeases {
     }
 }
 
-/// Leases held on the machine through the lock file `path`.
+/// Leases held on the machine as byte locks on the ledger's database file itself.
+///
+/// A lock on the database file cannot be taken from under a live driver by deleting a file:
+/// removing the ledger's path leaves the driver's file (and its lock) in place, and whoever
+/// opens the path afterwards opens another file — another ledger, which does not hold the run.
+///
+/// The lock descriptor of a ledger file is opened once per process and stays open until the
+/// process exits: closing any descriptor of a file drops every POSIX lock the process holds
+/// on it, and SQLite's connections to the ledger hold theirs through other descriptors of the
+/// same file. Leases of one process are told apart by a table beside the descriptor (an open
+/// file description may re-take its own lock, so the kernel alone would not refuse them).
 #[derive(Debug, Clone)]
 pub struct FileLeases {
-    path: PathBuf,
+    file: Arc<LockedFile>,
+}
+
+/// The lock descriptor of one ledger file and the offsets this process holds on it.
+#[derive(Debug)]
+struct LockedFile {
+    file: File,
+    held: Mutex<HashSet<u64>>,
+}
+
+/// Lock descriptors by the (device, inode) of their file.
+type OpenFiles = HashMap<(u64, u64), Arc<LockedFile>>;
+
+/// The lock descriptors of this process.
+fn open_files() -> &'static Mutex<OpenFiles> {
+    static FILES: OnceLock<Mutex<OpenFiles>> = OnceLock::new();
+    FILES.get_or_init(Mutex::default)
 }
 
 impl FileLeases {
-    /// Leases through the lock file at `path` (created on first use).
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
-    }
-
-    /// The lock file beside the ledger file `ledger`: `<ledger>.leases`.
-    pub fn beside(ledger: &Path) -> Self {
-        let mut name = ledger.as_os_str().to_owned();
-        name.push(".leases");
-        Self::new(PathBuf::from(name))
-    }
-
-    /// The lease of `run_id`. Each lease opens the lock file anew, so two leases of one run
-    /// exclude each other in one process as across processes.
+    /// The leases of the existing database file at `path`, which must be the file `expected`
+    /// (its `(device, inode)`, as the ledger's connection found it) when `Some`.
     ///
     /// # Errors
-    /// [`LedgerError::RunLeased`] while another lease of it is held anywhere on the machine;
-    /// [`LedgerError::Unavailable`] when the lock file cannot be opened or locked.
-    pub fn acquire(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+    /// [`LedgerError::Unavailable`] when the file cannot be opened for writing, or when the
+    /// path now names another file than `expected` (it was replaced while being opened).
+    pub fn of_file(path: &Path, expected: Option<(u64, u64)>) -> Result<Self, LedgerError> {
         let unavailable =
-            |e: std::io::Error| LedgerError::Unavailable(format!("{}: {e}", self.path.display()));
-        let file = ofd_lock::open(&self.path).map_err(unavailable)?;
-        if !ofd_lock::try_lock(&file, offset(run_id)).map_err(unavailable)? {
+            |e: std::io::Error| LedgerError::Unavailable(format!("{}: {e}", path.display()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(unavailable)?;
+        let meta = file.metadata().map_err(unavailable)?;
+        let id = (meta.dev(), meta.ino());
+        let now = std::fs::metadata(path).map_err(unavailable)?;
+        if expected.is_some_and(|e| e != id) || (now.dev(), now.ino()) != id {
+            return Err(LedgerError::Unavailable(format!(
+                "{}: the file was replaced while the ledger opened it",
+                path.display()
+            )));
+        }
+        let mut files = open_files()
+            .lock()
+            .map_err(|_| LedgerError::Unavailable("the lease table is poisoned".into()))?;
+        // An entry's descriptor keeps its inode alive, so an inode number in the table is
+        // never reused by another file.
+        let file = Arc::clone(files.entry(id).or_insert_with(|| {
+            Arc::new(LockedFile {
+                file,
+                held: Mutex::default(),
+            })
+        }));
+        Ok(Self { file })
+    }
+
+    /// The lease of `run_id`: a write lock on one byte of the database file, at
+    /// [`lock_offset`]`(run_id)`.
+    ///
+    /// # Errors
+    /// [`LedgerError::RunLeased`] while another lease of it (or of a run id at the same
+    /// offset) is held anywhere on the machine; [`LedgerError::Unavailable`] when the lock
+    /// cannot be set.
+    pub fn acquire(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+        let offset = lock_offset(run_id);
+        let mut held = self
+            .file
+            .held
+            .lock()
+            .map_err(|_| LedgerError::Unavailable("the lease table is poisoned".into()))?;
+        if held.contains(&offset) {
             return Err(LedgerError::RunLeased(run_id.to_string()));
         }
-        // Closing the file releases the lock.
+        let locked = ofd_lock::try_lock(&self.file.file, offset)
+            .map_err(|e| LedgerError::Unavailable(format!("cannot lock the ledger file: {e}")))?;
+        if !locked {
+            return Err(LedgerError::RunLeased(run_id.to_string()));
+        }
+        held.insert(offset);
         Ok(RunLease {
-            _held: Box::new(file),
+            _held: Box::new(FileHeld {
+                file: Arc::clone(&self.file),
+                offset,
+            }),
         })
     }
 }
 
-/// The lock offset of `run_id`: 62 bits of its SHA-256.
-fn offset(run_id: &str) -> u64 {
+struct FileHeld {
+    file: Arc<LockedFile>,
+    offset: u64,
+}
+
+impl Drop for FileHeld {
+    fn drop(&mut self) {
+        let Ok(mut held) = self.file.held.lock() else {
+            return;
+        };
+        match ofd_lock::unlock(&self.file.file, self.offset) {
+            Ok(()) => {
+                held.remove(&self.offset);
+            }
+            // Still locked: keep refusing it here too (the process's exit frees it).
+            Err(e) => tracing::warn!(error = %e, "could not release a run lease"),
+        }
+    }
+}
+
+/// The first byte of the lease locks: 2⁶², far above SQLite's lock bytes (the pending byte at
+/// 2³⁰, then the reserved byte and 510 shared bytes), so the two never overlap.
+pub const LOCK_BASE: u64 = 1 << 62;
+
+/// The byte of the database file whose lock is the lease of `run_id`: [`LOCK_BASE`] plus the
+/// first 8 bytes of SHA-256(`run_id`), big-endian, shifted right by 3 (61 bits: two run ids
+/// meet with probability 2⁻⁶¹, and then refuse each other rather than share a lease).
+pub fn lock_offset(run_id: &str) -> u64 {
     let digest = Sha256::digest(run_id.as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
-    u64::from_be_bytes(first) >> 2
+    LOCK_BASE + (u64::from_be_bytes(first) >> 3)
 }
 
 #[cfg(test)]
@@ -149,15 +241,62 @@ mod tests {
     fn a_run_has_one_lease_at_a_time_on_the_machine() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = dir.path().join("ledger.db");
-        // Two handles, as two processes would have.
-        let a = FileLeases::beside(&ledger);
-        let b = FileLeases::beside(&ledger);
+        std::fs::write(&ledger, b"").unwrap();
+        // Two handles, as two ledgers of this process would have.
+        let a = FileLeases::of_file(&ledger, None).unwrap();
+        let b = FileLeases::of_file(&ledger, None).unwrap();
+        // Another open file description of the file, as another process would hold.
+        let elsewhere = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&ledger)
+            .unwrap();
         let held = a.acquire("run-1").unwrap();
         assert!(matches!(b.acquire("run-1"), Err(LedgerError::RunLeased(_))));
         assert!(matches!(a.acquire("run-1"), Err(LedgerError::RunLeased(_))));
-        let _other = b.acquire("run-2").unwrap();
+        assert!(!ofd_lock::try_lock(&elsewhere, lock_offset("run-1")).unwrap());
+        let other = b.acquire("run-2").unwrap();
         drop(held);
+        assert!(ofd_lock::try_lock(&elsewhere, lock_offset("run-1")).unwrap());
+        assert!(matches!(b.acquire("run-1"), Err(LedgerError::RunLeased(_))));
+        ofd_lock::unlock(&elsewhere, lock_offset("run-1")).unwrap();
         b.acquire("run-1").unwrap();
-        assert!(dir.path().join("ledger.db.leases").is_file());
+        drop(other);
+        // Nothing but the ledger file: no lock file beside it, and the file is unchanged.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["ledger.db"]);
+        assert_eq!(std::fs::metadata(&ledger).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_replaced_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = dir.path().join("ledger.db");
+        std::fs::write(&ledger, b"").unwrap();
+        let meta = std::fs::metadata(&ledger).unwrap();
+        let first = (meta.dev(), meta.ino());
+        // Keep the first file alive so that its inode number cannot be reused.
+        let _kept = std::fs::File::open(&ledger).unwrap();
+        std::fs::remove_file(&ledger).unwrap();
+        std::fs::write(&ledger, b"").unwrap();
+        assert!(matches!(
+            FileLeases::of_file(&ledger, Some(first)),
+            Err(LedgerError::Unavailable(_))
+        ));
+        FileLeases::of_file(&ledger, None).unwrap();
+    }
+
+    #[test]
+    fn lease_bytes_never_meet_sqlite_lock_bytes() {
+        // SQLite's unix VFS locks [2^30, 2^30 + 512) of the database file.
+        let sqlite_end = (1u64 << 30) + 512;
+        for id in ["", "r", "run-1", "a much longer run id than most"] {
+            let at = lock_offset(id);
+            assert!(at >= LOCK_BASE && at > sqlite_end, "{id}");
+            assert!(i64::try_from(at).is_ok(), "{id}");
+        }
     }
 }

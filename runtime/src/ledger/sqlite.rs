@@ -10,6 +10,7 @@
 //! each transaction, the chain stays gap-free after a failure (and even if another process
 //! appends to the same file).
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -83,6 +84,7 @@ pub struct SqliteLedger {
     jobs: Option<mpsc::Sender<Job>>,
     writer: Option<JoinHandle<()>>,
     reader: Mutex<Option<Connection>>,
+    leases: FileLeases,
 }
 
 impl std::fmt::Debug for SqliteLedger {
@@ -111,6 +113,8 @@ impl SqliteLedger {
     /// Open (or create) the ledger at `path` with explicit options.
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, LedgerError> {
         let path = path.as_ref().to_path_buf();
+        // The file as it was before SQLite opened it, to check that the leases lock that file.
+        let existing = std::fs::metadata(&path).ok().map(|m| (m.dev(), m.ino()));
         let conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -155,6 +159,7 @@ impl SqliteLedger {
         conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")
             .map_err(|e| unavailable(&path, "cannot write", e))?;
 
+        let leases = FileLeases::of_file(&path, existing)?;
         let reader = open_read_only(&path)?;
         reader
             .busy_timeout(options.busy_timeout)
@@ -172,6 +177,7 @@ impl SqliteLedger {
             jobs: Some(jobs),
             writer: Some(writer),
             reader: Mutex::new(Some(reader)),
+            leases,
         })
     }
 
@@ -246,10 +252,10 @@ impl Ledger for SqliteLedger {
         Ok(head.map(|(seq, hash)| Committed { seq, hash }))
     }
 
-    /// Leases live in `<ledger>.leases` beside the database: every process driving runs of
-    /// this ledger file sees them ([`FileLeases`]).
+    /// Leases are byte locks on the database file itself: every process driving runs of this
+    /// ledger file sees them, and no file beside it is involved ([`FileLeases`]).
     fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
-        FileLeases::beside(&self.path).acquire(run_id)
+        self.leases.acquire(run_id)
     }
 }
 

@@ -8,7 +8,8 @@
 //!   principal the tools some request of theirs could be permitted to call (decided from the
 //!   policies, [`listing::Listing`]), in exactly the form `escepine export --format mcp` writes;
 //!   `tools/call` runs the governed path. Over HTTP (streamable HTTP, loopback by default) the
-//!   principal comes from a bearer token ([`tokens`]).
+//!   principal comes from a bearer token ([`tokens`]), and each session serves only the
+//!   principal that opened it ([`sessions`]).
 //! - [`import`]: `escepine import mcp -- <command …>` reads an existing server's `tools/list` and
 //!   writes draft records for `escepine check` to finish.
 //! - [`names`]: the mapping between MCP tool names and tool ids both directions share.
@@ -17,5 +18,6 @@ pub mod import;
 pub mod listing;
 pub mod names;
 pub mod server;
+pub mod sessions;
 pub mod tokens;
 pub mod transport;

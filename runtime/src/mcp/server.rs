@@ -19,7 +19,10 @@
 //! - The principal is fixed for stdio ([`GovernedServer::for_principal`]); over HTTP it is the
 //!   one the request's bearer token maps to ([`super::tokens`]), checked on every request before
 //!   rmcp sees it: a missing or unknown token is refused with `401` and
-//!   `WWW-Authenticate: Bearer`.
+//!   `WWW-Authenticate: Bearer`. Each session serves only the principal whose token opened it
+//!   ([`super::sessions`]): a request of another principal naming its `Mcp-Session-Id` — a
+//!   `POST` into it, the `GET` of its event stream, its `DELETE` — gets `404`, as for a session
+//!   that does not exist.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -43,6 +46,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::listing::Listing;
+use super::sessions::{named_session, SessionOwners};
 use super::tokens::Tokens;
 use crate::error::CallError;
 use crate::export;
@@ -335,14 +339,14 @@ pub fn http_router(
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_cancellation_token(ct);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let owners = Arc::new(SessionOwners::new(Arc::clone(&sessions)));
     let service: StreamableHttpService<GovernedServer, LocalSessionManager> =
-        StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+    // The last layer added runs first: authentication, then the session's owner, then rmcp.
     axum::Router::new()
         .nest_service(HTTP_PATH, service)
+        .layer(middleware::from_fn_with_state(owners, bind_sessions))
         .layer(middleware::from_fn_with_state(tokens, authenticate))
 }
 
@@ -402,6 +406,40 @@ async fn authenticate(State(tokens): State<Arc<Tokens>>, mut req: Request, next:
     req.extensions_mut()
         .insert(Authenticated(principal.clone()));
     next.run(req).await
+}
+
+/// Sessions bound to their principals ([`super::sessions`]): a request naming a session reaches
+/// it only for the principal that opened it, others get `404`, as for a session that does not
+/// exist; the answer's effect on sessions (opened, ended) is recorded.
+async fn bind_sessions(
+    State(owners): State<Arc<SessionOwners>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>().cloned() else {
+        return refuse("a bearer token is required (Authorization: Bearer <token>)");
+    };
+    let named = match named_session(req.headers()) {
+        Ok(named) => named,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                json!({ "error": e.to_string() }).to_string(),
+            )
+                .into_response()
+        }
+    };
+    if let Some(id) = &named {
+        if !owners.admits(id, &principal) {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+    }
+    let response = next.run(req).await;
+    owners
+        .observe(&principal, named.as_deref(), response.headers())
+        .await;
+    response
 }
 
 /// The token of an `Authorization` value of the `Bearer` scheme (case-insensitive).
