@@ -91,10 +91,10 @@ fn catalog() -> Vec<ToolRecord> {
         record(
             "tavily_crawl",
             ReadOnly,
-            &[],
-            json!({"query": {"type": "string"}, "max_results": {"type": "integer"},
+            &["page-read"],
+            json!({"url": uri, "max_results": {"type": "integer"},
                    "max_depth": {"type": "integer"}}),
-            &["query"],
+            &["url"],
         ),
         record(
             "firecrawl_scrape",

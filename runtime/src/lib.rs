@@ -14,6 +14,7 @@ mod error;
 pub mod executor;
 pub mod export;
 pub mod gate;
+pub mod host_class;
 pub mod ledger;
 pub mod mcp;
 mod ofd_lock;

@@ -170,7 +170,11 @@ fn bulk_elements_get_the_tool_specific_forbids_too() {
     assert!(!d.allowed);
     assert_eq!(
         d.policy_ids,
-        ["bulk-fetch-https-only", "bulk-fetch-no-internal-hosts"]
+        [
+            "bulk-fetch-https-only",
+            "bulk-fetch-no-internal-addresses",
+            "bulk-fetch-no-internal-hosts"
+        ]
     );
     assert_eq!(d.reasons.len(), 4, "{d:?}");
     assert!(d.reasons[0].contains("element 0") && d.reasons[3].contains("element 3"));
@@ -202,13 +206,88 @@ fn the_payload_and_facts_never_panic() {
 fn slicing_keeps_only_the_policies_of_each_action() {
     let r = catalog();
     let a = authorizer(&r);
-    assert_eq!(r.cedar.policies.policies().count(), 6);
+    assert_eq!(r.cedar.policies.policies().count(), 7);
     // firecrawl_scrape: read-only-tools and page-read-no-linkedin.
     assert_eq!(a.policy_count("firecrawl_scrape"), Some(2));
-    // web_fetch_exa: those and its two bulk-fetch forbids.
-    assert_eq!(a.policy_count("web_fetch_exa"), Some(4));
+    // web_fetch_exa: those and its three bulk-fetch forbids.
+    assert_eq!(a.policy_count("web_fetch_exa"), Some(5));
+    // tavily_crawl reads its start page: read-only-tools and page-read-no-linkedin.
+    assert_eq!(a.policy_count("tavily_crawl"), Some(2));
     assert_eq!(a.policy_count("note_publish"), Some(1));
     assert_eq!(a.policy_count("web_search"), Some(1));
     // url_normalize: read-only-tools and its own url-normalize-web-only.
     assert_eq!(a.policy_count("url_normalize"), Some(2));
+}
+
+#[test]
+fn internal_hosts_are_denied_however_they_are_spelled() {
+    let a = authorizer(&catalog());
+    // Addresses: the policy's `ipaddr` ranges and the `public` fact both hold.
+    for host in [
+        "127.0.0.2",
+        "0",
+        "127.1",
+        "2130706433",
+        "[::ffff:127.0.0.1]",
+        "169.254.170.2",
+        "169.254.169.254",
+        "10.1.2.3",
+        "172.20.0.1",
+        "192.168.1.1",
+        "100.100.100.200",
+        "[fd00::1]",
+        "[fe80::1]",
+    ] {
+        let url = format!("https://{host}/x");
+        let d = a.authorize(&alice(), "web_fetch_exa", &json!({ "urls": [url] }));
+        assert!(!d.allowed, "{url}: {d:?}");
+        assert!(
+            d.policy_ids
+                .contains(&"bulk-fetch-no-internal-hosts".to_string())
+                && d.policy_ids
+                    .contains(&"bulk-fetch-no-internal-addresses".to_string()),
+            "{url}: {d:?}"
+        );
+    }
+    // Names a private network resolves: the `public` fact.
+    for host in [
+        "kubernetes.default.svc",
+        "api.default.svc.cluster.local",
+        "printer.lan",
+        "nas.home.arpa",
+        "metadata.google.internal",
+        "intranet",
+        "app.localhost",
+        "box.local",
+    ] {
+        let url = format!("https://{host}/x");
+        let d = a.authorize(&alice(), "web_fetch_exa", &json!({ "urls": [url] }));
+        assert!(!d.allowed, "{url}: {d:?}");
+        assert_eq!(d.policy_ids, ["bulk-fetch-no-internal-hosts"], "{url}");
+    }
+    // Public names and addresses pass.
+    let d = a.authorize(
+        &alice(),
+        "web_fetch_exa",
+        &json!({"urls": ["https://docs.rs/x", "https://93.184.216.34/", "https://user.github.io/"]}),
+    );
+    assert!(d.allowed, "{d:?}");
+}
+
+#[test]
+fn a_crawl_start_is_authorized_as_a_page_read() {
+    let a = authorizer(&catalog());
+    let d = a.authorize(
+        &alice(),
+        "tavily_crawl",
+        &json!({"url": "https://www.linkedin.com/in/someone"}),
+    );
+    assert!(!d.allowed, "{d:?}");
+    assert_eq!(d.policy_ids, ["page-read-no-linkedin"]);
+    let d = a.authorize(
+        &alice(),
+        "tavily_crawl",
+        &json!({"url": "https://docs.rs/"}),
+    );
+    assert!(d.allowed, "{d:?}");
 }

@@ -78,7 +78,7 @@ fn a_forbid_on_a_class_group_denies_the_real_catalog_tools() {
     let d = a.authorize(
         &Principal::agent("mallory"),
         "web_fetch_exa",
-        &json!({"urls": ["https://a.example/"]}),
+        &json!({"urls": ["https://a.example.com/"]}),
     );
     assert!(!d.allowed);
     assert_eq!(d.policy_ids, ["freeze-read-only"]);
@@ -324,4 +324,36 @@ fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
             r.tool_id
         );
     }
+}
+
+#[test]
+fn a_marked_list_of_objects_is_authorized_on_each_objects_url() {
+    // The URL field has no `format`: its name makes it one, and the list is marked.
+    let schema = json!({"type": "object", "additionalProperties": false, "required": ["pages"],
+        "properties": {"pages": {"type": "array", "x-authorize-each": true,
+            "items": {"$ref": "#/$defs/page"}}},
+        "$defs": {"page": {"type": "object", "additionalProperties": false, "required": ["link"],
+            "properties": {"link": {"type": "string"}, "title": {"type": "string"}}}}});
+    let a = temp_authorizer(
+        &[record("pages", "read-only", &["page-read"], schema)],
+        r#"@id("all") permit (principal, action, resource);
+           @id("no-bad") forbid (principal, action in Action::"page-read", resource)
+           when { context has url && context.url.host == "bad.example.com" };
+        "#,
+    );
+    let ok = json!({"pages": [{"link": "https://good.example.com/"}, {"link": "https://ok.example.com/", "title": "t"}]});
+    let d = a.authorize(&alice(), "pages", &ok);
+    assert!(d.allowed && d.requests == 3, "{d:?}");
+    let bad = json!({"pages": [{"link": "https://good.example.com/"}, {"link": "https://BAD.example.com./x"}]});
+    let d = a.authorize(&alice(), "pages", &bad);
+    assert!(!d.allowed, "{d:?}");
+    assert_eq!(d.policy_ids, ["no-bad"]);
+    assert!(d.reasons[0].contains("element 1 of `/pages`"), "{d:?}");
+    // A constrained tool's URL that Cedar cannot judge denies: no scheme, no host.
+    let d = a.authorize(
+        &alice(),
+        "pages",
+        &json!({"pages": [{"link": "bad.example.com/x"}]}),
+    );
+    assert!(!d.allowed, "{d:?}");
 }

@@ -264,7 +264,7 @@ async fn tavily_crawl_through_the_governed_path() {
     });
     let c = Catalog::new(&[], &[("tavily_crawl", &site)]);
     let start = format!("{}/", site.url());
-    let r = c.ok("tavily_crawl", json!({ "query": start })).await;
+    let r = c.ok("tavily_crawl", json!({ "url": start })).await;
     assert_eq!(
         r.output,
         json!({"start": start, "truncated": false, "pages": [
@@ -361,7 +361,7 @@ async fn a_linkedin_page_is_denied_before_any_request() {
     let err = c
         .call(
             "web_fetch_exa",
-            json!({"urls": ["https://docs.example/a", "https://www.linkedin.com/feed"]}),
+            json!({"urls": ["https://docs.example.com/a", "https://www.linkedin.com/feed"]}),
         )
         .await
         .expect_err("denied");
@@ -391,11 +391,11 @@ async fn web_fetch_exa_through_the_governed_path() {
         &[("EXA_BASE_URL", &base), ("EXA_API_KEY", KEY)],
         &[("web_fetch_exa", &api)],
     );
-    let urls = ["https://docs.example/a", "https://docs.example/b"];
+    let urls = ["https://docs.example.com/a", "https://docs.example.com/b"];
     let r = c.ok("web_fetch_exa", json!({ "urls": urls })).await;
     assert_eq!(
         r.output["results"][1]["markdown"],
-        "Text of https://docs.example/b"
+        "Text of https://docs.example.com/b"
     );
     assert_eq!(api.requests()[0].header("x-api-key"), Some(KEY));
     let (intent, _) = c.evidence(&r.call_id);

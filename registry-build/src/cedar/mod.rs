@@ -7,7 +7,7 @@
 //! - the class groups `Action::"read-only"`, `Action::"compensatable"`, `Action::"supersede"`,
 //!   every group a record names in `action_groups`, and one action per tool in its groups;
 //! - each tool action's context: `input` typed from the input schema ([`types`]), and `url`
-//!   (`{ raw, scheme, host, port, path }`) for tools with per-URL requests, optional where some
+//!   (`{ raw, scheme, host, port, path, ip?, public }`) for tools with per-URL requests, optional where some
 //!   requests of the tool lack it — so one policy on a group covers a single-URL tool and a bulk
 //!   tool with `x-authorize-each`:
 //!

@@ -25,6 +25,8 @@ pub enum CedarType {
     Bool,
     /// The `decimal` extension type.
     Decimal,
+    /// The `ipaddr` extension type (only in `context.url.ip`; no input schema maps to it).
+    IpAddr,
     /// `Set<T>`.
     Set(Box<CedarType>),
     /// A record type, attributes in the schema's property order.
@@ -198,6 +200,7 @@ impl CedarType {
             Self::Long => out.push_str("Long"),
             Self::Bool => out.push_str("Bool"),
             Self::Decimal => out.push_str("decimal"),
+            Self::IpAddr => out.push_str("ipaddr"),
             Self::Set(element) => {
                 out.push_str("Set<");
                 element.write(out, indent);
@@ -230,20 +233,26 @@ pub(crate) fn write_record(out: &mut String, attributes: &[Attribute], indent: u
     let _ = write!(out, "{:width$}}}", "", width = indent);
 }
 
-/// The type of `context.url`: the parsed facts of the one URL a request authorizes.
+/// The type of `context.url`: the parsed facts of the one URL a request authorizes —
+/// `raw`, `scheme`, `host`, `port`, `path`; `ip` (Cedar's `ipaddr`) when the host is an address
+/// literal, IPv4-mapped IPv6 addresses as their IPv4 address; and `public`, whether the host is
+/// a public address or a name under a public suffix (not `localhost`, a single label, or a
+/// special-use or internal suffix such as `.internal`, `.svc`, `.local`, `.lan`, `.home.arpa`).
 pub fn url_type() -> CedarType {
     CedarType::Record(
         [
-            ("raw", CedarType::String),
-            ("scheme", CedarType::String),
-            ("host", CedarType::String),
-            ("port", CedarType::Long),
-            ("path", CedarType::String),
+            ("raw", CedarType::String, true),
+            ("scheme", CedarType::String, true),
+            ("host", CedarType::String, true),
+            ("port", CedarType::Long, true),
+            ("path", CedarType::String, true),
+            ("ip", CedarType::IpAddr, false),
+            ("public", CedarType::Bool, true),
         ]
         .into_iter()
-        .map(|(name, ty)| Attribute {
+        .map(|(name, ty, required)| Attribute {
             name: name.to_string(),
-            required: true,
+            required,
             ty,
         })
         .collect(),

@@ -78,6 +78,7 @@ fn convert(value: &Value, ty: &CedarType, depth: usize) -> Result<RestrictedExpr
         (CedarType::Bool, Value::Bool(b)) => Ok(RestrictedExpression::new_bool(*b)),
         (CedarType::Long, Value::Number(n)) => long(n).map(RestrictedExpression::new_long),
         (CedarType::Decimal, Value::Number(n)) => decimal(n).map(RestrictedExpression::new_decimal),
+        (CedarType::IpAddr, Value::String(s)) => Ok(RestrictedExpression::new_ip(s.clone())),
         (CedarType::Set(element), Value::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {

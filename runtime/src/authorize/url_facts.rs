@@ -6,8 +6,12 @@
 //! (`linkedin.com.` is `linkedin.com`). A URL without a host, or whose host cannot be
 //! normalised, has no facts and its request is denied.
 
+use std::net::IpAddr;
+
 use cedar_policy::RestrictedExpression;
 use url::{Host, Url};
+
+use crate::host_class;
 
 /// The facts of one URL, as `context.url` carries them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +26,13 @@ pub struct UrlFacts {
     pub port: u16,
     /// The path, percent-encoded and with dot segments resolved (`/a/b`).
     pub path: String,
+    /// The host as an address, when it is an address literal (in any form the URL parser
+    /// reads: `0`, `0x7f.1`, `[::ffff:127.0.0.1]`); an IPv4-mapped IPv6 address is its IPv4
+    /// address. `context.url.ip`, Cedar's `ipaddr`.
+    pub ip: Option<IpAddr>,
+    /// Whether the host is public: a public unicast address, or a name under a public suffix
+    /// ([`crate::host_class`]). `context.url.public`.
+    pub public: bool,
 }
 
 /// Why a URL has no facts (its request is denied).
@@ -103,12 +114,19 @@ impl UrlFacts {
                 raw: raw.to_string(),
                 scheme: url.scheme().to_string(),
             })?;
+        let ip = address_of(&host);
+        let public = match ip {
+            Some(ip) => host_class::non_public_address(ip).is_none(),
+            None => host_class::non_public_name(&host).is_none(),
+        };
         Ok(Self {
             raw: raw.to_string(),
             scheme: url.scheme().to_string(),
             host,
             port,
             path: url.path().to_string(),
+            ip,
+            public,
         })
     }
 
@@ -123,12 +141,35 @@ impl UrlFacts {
             ("host", RestrictedExpression::new_string(self.host.clone())),
             ("port", RestrictedExpression::new_long(i64::from(self.port))),
             ("path", RestrictedExpression::new_string(self.path.clone())),
+            ("public", RestrictedExpression::new_bool(self.public)),
         ];
-        // The five keys are distinct, so the record always builds; the fallback is unreachable
-        // but keeps this function total.
-        RestrictedExpression::new_record(fields.map(|(k, v)| (k.to_string(), v)))
-            .unwrap_or_else(|_| RestrictedExpression::new_string(self.raw.clone()))
+        let ip = self.ip.map(|ip| {
+            (
+                "ip".to_string(),
+                RestrictedExpression::new_ip(ip.to_string()),
+            )
+        });
+        // The keys are distinct, so the record always builds; the fallback is unreachable but
+        // keeps this function total.
+        RestrictedExpression::new_record(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .chain(ip),
+        )
+        .unwrap_or_else(|_| RestrictedExpression::new_string(self.raw.clone()))
     }
+}
+
+/// The address a normalised host names, if it is an address literal. Opaque hosts (of
+/// non-special schemes) are read as a web URL's host would be (`0x7f.1` is `127.0.0.1`).
+fn address_of(host: &str) -> Option<IpAddr> {
+    let ip = match Host::parse(host).ok()? {
+        Host::Ipv4(a) => IpAddr::V4(a),
+        Host::Ipv6(a) => IpAddr::V6(a),
+        Host::Domain(_) => return None,
+    };
+    Some(host_class::canonical_ip(ip))
 }
 
 /// Normalise an opaque (non-special scheme) host: percent-decode, then UTS #46 to A-labels
@@ -182,6 +223,42 @@ mod tests {
             host("foo://B%C3%BCcher.example:1/"),
             "xn--bcher-kva.example"
         );
+    }
+
+    #[test]
+    fn address_and_public_facts() {
+        let facts = |raw: &str| {
+            let f = UrlFacts::parse(raw).expect("parses");
+            (f.ip.map(|i| i.to_string()), f.public)
+        };
+        assert_eq!(facts("https://example.com/"), (None, true));
+        assert_eq!(
+            facts("https://93.184.216.34/"),
+            (Some("93.184.216.34".into()), true)
+        );
+        for (raw, ip) in [
+            ("http://127.0.0.2/", "127.0.0.2"),
+            ("http://0/", "0.0.0.0"),
+            ("http://[::ffff:127.0.0.1]/", "127.0.0.1"),
+            ("http://169.254.170.2/", "169.254.170.2"),
+            ("http://10.0.0.1/", "10.0.0.1"),
+            ("http://172.16.5.4/", "172.16.5.4"),
+            ("http://192.168.0.1/", "192.168.0.1"),
+            ("http://100.100.100.200/", "100.100.100.200"),
+            ("http://2130706433/", "127.0.0.1"),
+            ("foo://0x7f.1:1/", "127.0.0.1"),
+        ] {
+            assert_eq!(facts(raw), (Some(ip.to_string()), false), "{raw}");
+        }
+        for raw in [
+            "https://kubernetes.default.svc/",
+            "http://printer.lan/",
+            "http://intranet/",
+            "https://metadata.google.internal/",
+            "https://nas.home.arpa/",
+        ] {
+            assert_eq!(facts(raw), (None, false), "{raw}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `tavily_crawl`: map a target's public footprint — the URLs (with titles) reachable from it.
 //!
-//! The target (`query`) is a URL (`http`/`https`) or a host name, optionally with a path
-//! (`docs.example/guide`), which is read as `https://…`. From it, a breadth-first crawl:
+//! The target (`url`) is an `http` or `https` URL — a page read, so Cedar authorizes it as
+//! `context.url` like any other (the tool joins `page-read`); a host name alone is read as
+//! `https://…` when the tool is run outside the governed path. From it, a breadth-first crawl:
 //!
 //! - **Scope**: the start URL's origin (scheme, host, port), the same host over the other web
 //!   scheme on default ports, and any sub-domain of the start host (a leading `www.` dropped:
@@ -53,8 +54,8 @@ const ROBOTS_LIMIT: u64 = 512 * 1024;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// The target: a host name or a URL.
-    pub query: String,
+    /// The page to start from (an `http` or `https` URL; authorized as a page read).
+    pub url: String,
     /// At most this many URLs.
     pub max_results: Option<u64>,
     /// Link depth from the start page.
@@ -144,7 +145,7 @@ impl Scope {
 /// # Errors
 /// A target naming no host; the start page failing.
 pub fn run(input: Input, ctx: &Context) -> Result<Output, ToolError> {
-    let start = start_url(&input.query)?;
+    let start = start_url(&input.url)?;
     let max_results = input
         .max_results
         .unwrap_or(DEFAULT_MAX_RESULTS)

@@ -8,7 +8,7 @@
 //!   (and port), and such an entry is the explicit naming that exempts it from [`forbidden`].
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
 use registry_build::{EgressEntry, EgressHost};
@@ -179,86 +179,10 @@ pub(crate) fn admitted(entries: &[EgressEntry], target: &Target) -> bool {
     }
 }
 
-/// The class of an address the proxy never dials for a name, or `None` for a public address.
-///
-/// Loopback, private (RFC 1918, unique-local), link-local, shared (CGNAT), unspecified, broadcast,
-/// multicast, reserved ranges and cloud metadata addresses. IPv6 forms that carry an IPv4 address
-/// (mapped, NAT64, 6to4) are judged by the address they carry.
+/// The class of an address the proxy never dials for a name, or `None` for a public address
+/// ([`crate::host_class::non_public_address`], the one classification the URL facts share).
 pub(crate) fn forbidden(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(a) => forbidden_v4(a),
-        IpAddr::V6(a) => forbidden_v6(a),
-    }
-}
-
-fn in_v4(a: Ipv4Addr, net: [u8; 4], prefix: u32) -> bool {
-    let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
-    u32::from(a) & mask == u32::from(Ipv4Addr::from(net)) & mask
-}
-
-fn forbidden_v4(a: Ipv4Addr) -> Option<&'static str> {
-    const TABLE: &[([u8; 4], u32, &str)] = &[
-        ([169, 254, 169, 254], 32, "metadata"),
-        ([0, 0, 0, 0], 32, "unspecified"),
-        ([0, 0, 0, 0], 8, "reserved"),
-        ([127, 0, 0, 0], 8, "loopback"),
-        ([10, 0, 0, 0], 8, "private"),
-        ([172, 16, 0, 0], 12, "private"),
-        ([192, 168, 0, 0], 16, "private"),
-        ([100, 64, 0, 0], 10, "shared (CGNAT)"),
-        ([169, 254, 0, 0], 16, "link-local"),
-        ([255, 255, 255, 255], 32, "broadcast"),
-        ([224, 0, 0, 0], 4, "multicast"),
-        ([240, 0, 0, 0], 4, "reserved"),
-    ];
-    TABLE
-        .iter()
-        .find(|(net, prefix, _)| in_v4(a, *net, *prefix))
-        .map(|(_, _, class)| *class)
-}
-
-fn in_v6(a: Ipv6Addr, net: [u16; 8], prefix: u32) -> bool {
-    let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
-    u128::from(a) & mask == u128::from(Ipv6Addr::from(net)) & mask
-}
-
-fn forbidden_v6(a: Ipv6Addr) -> Option<&'static str> {
-    const TABLE: &[([u16; 8], u32, &str)] = &[
-        ([0, 0, 0, 0, 0, 0, 0, 0], 96, "reserved (IPv4-compatible)"),
-        (
-            [0x64, 0xff9b, 1, 0, 0, 0, 0, 0],
-            48,
-            "private (local-use NAT64)",
-        ),
-        ([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7, "private"),
-        ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10, "link-local"),
-        ([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10, "site-local"),
-        ([0xff00, 0, 0, 0, 0, 0, 0, 0], 8, "multicast"),
-    ];
-    let bits = u128::from(a);
-    let low_v4 = Ipv4Addr::from((bits & 0xffff_ffff) as u32);
-    if a == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
-        return Some("metadata");
-    }
-    if a.is_unspecified() {
-        return Some("unspecified");
-    }
-    if a.is_loopback() {
-        return Some("loopback");
-    }
-    // ::ffff:a.b.c.d (mapped) and 64:ff9b::a.b.c.d (NAT64): the IPv4 address is the destination.
-    if in_v6(a, [0, 0, 0, 0, 0, 0xffff, 0, 0], 96) || in_v6(a, [0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96)
-    {
-        return forbidden_v4(low_v4);
-    }
-    // 2002:a.b.c.d::/48 (6to4) carries its IPv4 address in bits 16-47.
-    if in_v6(a, [0x2002, 0, 0, 0, 0, 0, 0, 0], 16) {
-        return forbidden_v4(Ipv4Addr::from(((bits >> 80) & 0xffff_ffff) as u32));
-    }
-    TABLE
-        .iter()
-        .find(|(net, prefix, _)| in_v6(a, *net, *prefix))
-        .map(|(_, _, class)| *class)
+    crate::host_class::non_public_address(ip)
 }
 
 #[cfg(test)]

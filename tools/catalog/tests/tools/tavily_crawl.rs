@@ -46,7 +46,7 @@ fn maps_the_site_within_scope_robots_and_depth() {
     let ext = Server::start(|_| Reply::html("<title>External</title>"));
     let s = site(ext.url());
     let start = format!("{}/", s.url());
-    let out = run_ok("tavily_crawl", &json!({ "query": start }), &[]);
+    let out = run_ok("tavily_crawl", &json!({ "url": start }), &[]);
     let u = |p: &str| format!("{}{p}", s.url());
     assert_eq!(out["start"], start.as_str());
     let pages: Vec<(String, Option<String>, u64)> = out["pages"]
@@ -91,23 +91,19 @@ fn page_and_depth_limits() {
     let start = format!("{}/", s.url());
     let out = run_ok(
         "tavily_crawl",
-        &json!({"query": start, "max_results": 2}),
+        &json!({"url": start, "max_results": 2}),
         &[],
     );
     assert_eq!(out["pages"].as_array().unwrap().len(), 2);
     assert_eq!(out["truncated"], true);
 
-    let out = run_ok(
-        "tavily_crawl",
-        &json!({"query": start, "max_depth": 0}),
-        &[],
-    );
+    let out = run_ok("tavily_crawl", &json!({"url": start, "max_depth": 0}), &[]);
     assert_eq!(out["pages"].as_array().unwrap().len(), 1);
     assert_eq!(out["truncated"], true);
 
     let out = run_ok(
         "tavily_crawl",
-        &json!({"query": format!("{}/c", s.url()), "max_depth": 5}),
+        &json!({"url": format!("{}/c", s.url()), "max_depth": 5}),
         &[],
     );
     assert_eq!(out["pages"].as_array().unwrap().len(), 2, "/c and /d");
@@ -120,7 +116,7 @@ fn robots_txt_failures_disallow_and_missing_files_allow() {
         "/robots.txt" => Reply::status(500),
         _ => page("Home", &[]),
     });
-    let out = run_ok("tavily_crawl", &json!({"query": down.url()}), &[]);
+    let out = run_ok("tavily_crawl", &json!({"url": down.url()}), &[]);
     assert_eq!(out["pages"], json!([]));
     assert!(
         down.requests_to("/").is_empty(),
@@ -131,7 +127,7 @@ fn robots_txt_failures_disallow_and_missing_files_allow() {
         "/" => page("Home", &[]),
         _ => Reply::status(404),
     });
-    let out = run_ok("tavily_crawl", &json!({"query": none.url()}), &[]);
+    let out = run_ok("tavily_crawl", &json!({"url": none.url()}), &[]);
     assert_eq!(out["pages"][0]["title"], "Home");
     assert_eq!(out["truncated"], false);
 }
@@ -141,11 +137,11 @@ fn a_failing_start_page_fails_the_call() {
     let port = crate::closed_port();
     run(
         "tavily_crawl",
-        &json!({"query": format!("http://127.0.0.1:{port}/")}),
+        &json!({"url": format!("http://127.0.0.1:{port}/")}),
         &[],
     )
     .failed(75);
-    assert!(run("tavily_crawl", &json!({"query": "not a host!"}), &[])
+    assert!(run("tavily_crawl", &json!({"url": "not a host!"}), &[])
         .failed(65)
         .contains("names no web host"));
 }
