@@ -301,6 +301,7 @@ fn the_catalog_policies_validate_strictly() {
         ids(&b),
         [
             "bulk-fetch-https-only",
+            "bulk-fetch-no-internal-addresses",
             "bulk-fetch-no-internal-hosts",
             "page-read-no-linkedin",
             "publishing-editors",
@@ -548,7 +549,12 @@ impl Authz {
     }
 }
 
+/// The facts of a URL with a public host (the runtime computes `public`; here it is given).
 fn url_facts(raw: &str) -> Value {
+    url_facts_of(raw, true)
+}
+
+fn url_facts_of(raw: &str, public: bool) -> Value {
     let u = url::Url::parse(raw).expect("url");
     json!({
         "raw": raw,
@@ -556,6 +562,7 @@ fn url_facts(raw: &str) -> Value {
         "host": u.host_str().unwrap_or_default(),
         "port": u.port_or_known_default().unwrap_or(0),
         "path": u.path(),
+        "public": public,
     })
 }
 
@@ -618,11 +625,29 @@ fn the_bulk_fetch_bounds_hold() {
         ),
         ("https://example.org/x", Decision::Allow, "read-only-tools"),
     ] {
-        let ctx = json!({"input": {"urls": [raw]}, "url": url_facts(raw)});
+        let public = expected == Decision::Allow || raw.starts_with("http:");
+        let ctx = json!({"input": {"urls": [raw]}, "url": url_facts_of(raw, public)});
         let (decision, reasons) = a.decide("reader", "web_fetch_exa", ctx);
         assert_eq!(decision, expected, "{raw}: {reasons:?}");
         assert_eq!(reasons, [policy], "{raw}");
     }
+    // An address literal: the `ipaddr` fact meets the policy's ranges.
+    let raw = "https://10.1.2.3/x";
+    let mut facts = url_facts_of(raw, false);
+    facts["ip"] = json!({"__extn": {"fn": "ip", "arg": "10.1.2.3"}});
+    let (decision, reasons) = a.decide(
+        "reader",
+        "web_fetch_exa",
+        json!({"input": {"urls": [raw]}, "url": facts}),
+    );
+    assert_eq!(decision, Decision::Deny);
+    assert_eq!(
+        reasons,
+        [
+            "bulk-fetch-no-internal-addresses",
+            "bulk-fetch-no-internal-hosts"
+        ]
+    );
     // The single-URL tool is not bound by them.
     let raw = "http://example.com/";
     let (decision, _) = a.decide(

@@ -42,10 +42,11 @@ pub fn non_public_name(host: &str) -> Option<&'static str> {
     if !host.contains('.') {
         return Some("a single-label name");
     }
-    if NON_PUBLIC_SUFFIXES
-        .iter()
-        .any(|s| host == *s || host.ends_with(&format!(".{s}")))
-    {
+    let under = |suffix: &str| {
+        host.strip_suffix(suffix)
+            .is_some_and(|rest| rest.is_empty() || rest.ends_with('.'))
+    };
+    if NON_PUBLIC_SUFFIXES.iter().any(|s| under(s)) {
         return Some("a special-use or internal suffix");
     }
     match psl::suffix(host.as_bytes()) {
