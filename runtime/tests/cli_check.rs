@@ -145,6 +145,30 @@ fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
         ("web_search", "version/semver", |v| {
             v["version"] = "one".into();
         }),
+        ("tavily_search", "retry/max-attempts-bound", |v| {
+            v["retry"]["max_attempts"] = 4_294_967_295u64.into();
+        }),
+        ("tavily_search", "retry/backoff-bound", |v| {
+            v["retry"]["backoff_ms"] = 3_600_000.into();
+        }),
+        // A `format` beside `$ref`: the gate would enforce it, the per-URL analysis would not
+        // see it, and the LinkedIn forbid would never fire.
+        ("firecrawl_scrape", "schema/ref-siblings", |v| {
+            v["input_schema"]["$defs"] = serde_json::json!({"u": {"type": "string"}});
+            v["input_schema"]["properties"]["url"] =
+                serde_json::json!({"$ref": "#/$defs/u", "format": "uri"});
+        }),
+        // A page reader with a second URL field, which `context.url` would never carry.
+        ("firecrawl_scrape", "input/per-url-shape", |v| {
+            v["input_schema"]["properties"]["mirror"] =
+                serde_json::json!({"type": "string", "format": "uri"});
+        }),
+        // URLs in a list of objects, not marked: no element would be authorized.
+        ("web_fetch_exa", "input/per-url-shape", |v| {
+            v["input_schema"]["properties"]["also"] = serde_json::json!({
+                "type": "array", "maxItems": 4, "items": {"type": "object",
+                "additionalProperties": false, "properties": {"link": {"type": "string"}}}});
+        }),
     ];
     for (tool, rule, edit) in cases {
         let copy = Copy::new();
