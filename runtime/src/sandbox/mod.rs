@@ -38,8 +38,10 @@
 //!   process in it; when the tool exits, PID 1 exits, killing whatever the tool left running.
 
 mod backend;
+mod cgroup;
 mod deps;
 mod executor;
+mod image;
 pub mod init;
 mod linux;
 mod pool;
@@ -50,6 +52,7 @@ mod slots;
 pub use backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
+pub use cgroup::CgroupError;
 pub use executor::SandboxExecutor;
 pub use linux::{LinuxBackend, INIT_BIN};
 pub use pool::WarmPool;
@@ -62,7 +65,11 @@ pub struct Limits {
     /// `RLIMIT_NPROC`: tasks (processes and threads) of the sandbox's user, its PID 1 and relay
     /// included.
     pub processes: u64,
-    /// `RLIMIT_DATA`: bytes of data segment and private writable mappings per process.
+    /// The sandbox's memory bound: all of its processes' memory together — private and shared
+    /// mappings, memfds, tmpfs files (the workspace's included), page cache — through a memory
+    /// cgroup of its own (reaching it gets a process killed, and the call fails permanently,
+    /// naming the bound); also each process's `RLIMIT_DATA`, so that a private allocation
+    /// beyond it fails before that.
     pub memory_bytes: u64,
     /// `RLIMIT_NOFILE`: open file descriptors per process.
     pub open_files: u64,
@@ -122,6 +129,23 @@ pub enum SandboxError {
     /// The attempt's deadline passed; everything in the sandbox was killed.
     #[error("the deadline passed")]
     TimedOut,
+    /// The sandbox's memory cgroup could not be set up.
+    #[error("cannot bound the sandbox's memory: {0}")]
+    Cgroup(#[from] cgroup::CgroupError),
+    /// The copy of a pinned binary made for the sandbox does not have the pinned digest (the
+    /// file changed after the first check).
+    #[error(
+        "refusing to run {}: its SHA-256 digest is {actual}, the record expects {expected}",
+        path.display()
+    )]
+    DigestMismatch {
+        /// The binary.
+        path: std::path::PathBuf,
+        /// The digest of what was read.
+        actual: String,
+        /// The record's pin.
+        expected: String,
+    },
     /// The sandbox was already used or is not this backend's.
     #[error("sandbox misuse: {0}")]
     Misuse(&'static str),
