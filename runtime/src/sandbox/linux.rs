@@ -35,7 +35,7 @@ pub const INIT_BIN: &str = "escepine-sandbox-init";
 pub const DEFAULT_UID_BASE: u32 = 100_000;
 /// How long destroy waits for the init process to be reaped after the kill.
 const REAP_GRACE: Duration = Duration::from_secs(5);
-/// How many root images a backend keeps (one per spec in use).
+/// How many root images a backend keeps (one per program).
 const IMAGES_KEPT: usize = 32;
 /// How long a sandbox's cgroup may stay busy after its processes were seen to end.
 const CGROUP_GRACE: Duration = Duration::from_secs(5);
@@ -55,8 +55,9 @@ pub struct LinuxBackend {
     /// The runtime's memory cgroup, below which each sandbox gets its own, or why there is
     /// none (reported by every provisioning: no sandbox runs without its memory bound).
     memory: Result<cgroup::Parent, String>,
-    /// The root images of the specs provisioned lately (see [`super::image`]).
-    images: std::sync::Mutex<std::collections::HashMap<String, Arc<Image>>>,
+    /// The root image of each program provisioned lately, with the key of the spec it was made
+    /// for (see [`super::image`]).
+    images: std::sync::Mutex<std::collections::HashMap<PathBuf, (String, Arc<Image>)>>,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -179,8 +180,13 @@ impl LinuxBackend {
             spec.program_sha256.as_deref().unwrap_or(""),
             spec.read_only
         );
-        if let Some(found) = self.images.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(found);
+        if let Some(found) = self
+            .images
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&spec.program).filter(|(k, _)| *k == key).cloned())
+        {
+            return Ok(found.1);
         }
         let for_build = Arc::clone(spec);
         let made = tokio::task::spawn_blocking(move || image::build(&for_build))
@@ -188,12 +194,13 @@ impl LinuxBackend {
             .map_err(|e| SandboxError::Protocol(format!("making the root image: {e}")))??;
         let made = Arc::new(made);
         if let Ok(mut images) = self.images.lock() {
-            if images.len() >= IMAGES_KEPT {
+            // One image per program: a newer version replaces the older.
+            if images.len() >= IMAGES_KEPT && !images.contains_key(&spec.program) {
                 if let Some(old) = images.keys().next().cloned() {
                     images.remove(&old);
                 }
             }
-            images.insert(key, Arc::clone(&made));
+            images.insert(spec.program.clone(), (key, Arc::clone(&made)));
         }
         Ok(made)
     }

@@ -51,7 +51,11 @@ impl PinRace {
                 let mut swaps = 0u64;
                 let next = dir.join("next.sh");
                 while !stop.load(Ordering::Relaxed) {
-                    let from = if swaps % 2 == 0 { &swapped } else { &pinned };
+                    let from = if swaps.is_multiple_of(2) {
+                        &swapped
+                    } else {
+                        &pinned
+                    };
                     // A new name for one of the two files, renamed over the tool's path: the
                     // path names one complete script at every instant.
                     let _ = std::fs::remove_file(&next);

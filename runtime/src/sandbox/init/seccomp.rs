@@ -262,7 +262,7 @@ mod tests {
     /// Runs one classic BPF program on a `seccomp_data` (the instructions seccompiler and
     /// [`x32_guard`] emit).
     fn run(program: &BpfProgram, arch: u32, nr: u32, args: [u64; 6]) -> u32 {
-        let mut data = vec![0u8; 64];
+        let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_ne_bytes());
         data[4..8].copy_from_slice(&arch.to_ne_bytes());
         for (i, a) in args.iter().enumerate() {
