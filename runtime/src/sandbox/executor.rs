@@ -89,7 +89,8 @@ impl SandboxExecutor {
         self
     }
 
-    /// Also bind `path` (a host file or directory) read-only into every sandbox, at its own path.
+    /// Also put `path` (a host file or directory, copied into each spec's root image) read-only
+    /// into every sandbox, at its own path.
     pub fn with_read_only(mut self, path: impl Into<PathBuf>) -> Self {
         self.extra_read_only.push(path.into());
         self

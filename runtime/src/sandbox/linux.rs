@@ -42,6 +42,10 @@ const CGROUP_GRACE: Duration = Duration::from_secs(5);
 
 /// Sandboxes from Linux namespaces, on this machine, with nothing installed but this crate's
 /// `escepine-sandbox-init` (see the [module documentation](super)).
+///
+/// The runtime must be root (as CI is): it makes each spec's root image as a tmpfs of its own and
+/// each sandbox's memory cgroup below its own cgroup; without either, provisioning fails and
+/// names what is missing.
 pub struct LinuxBackend {
     init: PathBuf,
     /// The zygote that forks each sandbox's outer process (started on first use, restarted if
