@@ -28,7 +28,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 
-pub use self::resolve::{check_digest, copy_hashing, PinnedCopy};
+pub(crate) use self::resolve::copy_hashing;
+pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
 use super::bounded::{read_bounded, read_stderr, Bounded};
 use super::{BoxFuture, ExecError, Execution, Executor, Invocation};

@@ -152,7 +152,7 @@ impl PinnedCopy {
 ///
 /// # Errors
 /// A read or write error.
-pub fn copy_hashing(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
+pub(crate) fn copy_hashing(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -249,15 +249,7 @@ pub(super) fn verify_digest(
 }
 
 /// Refuses `path` unless `actual` is `expected` (hex, any case).
-///
-/// # Errors
-/// [`ExecError::Spawn`] naming both digests.
-pub fn check_digest(
-    tool_id: &str,
-    path: &Path,
-    actual: &str,
-    expected: &str,
-) -> Result<(), ExecError> {
+fn check_digest(tool_id: &str, path: &Path, actual: &str, expected: &str) -> Result<(), ExecError> {
     if actual.eq_ignore_ascii_case(expected.trim()) {
         Ok(())
     } else {
