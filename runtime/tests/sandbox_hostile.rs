@@ -501,6 +501,20 @@ async fn procfs_shows_nothing_of_the_host() {
             );
         }
     }
+    // No file system is as large as a share of the host's memory (a tmpfs of the kernel's
+    // default size is half of it, in bytes and in inodes).
+    let host_bytes: u64 = host_total.parse::<u64>().unwrap() * 1024;
+    for (path, size) in out["sizes"].as_object().unwrap() {
+        if let Some(bytes) = size["bytes"].as_u64() {
+            assert!(bytes < host_bytes / 8, "{path} is {bytes} bytes: {size}");
+        }
+        if let Some(inodes) = size["inodes"].as_u64() {
+            assert!(
+                inodes < host_bytes / 4096 / 8,
+                "{path} has {inodes} inodes: {size}"
+            );
+        }
+    }
     // PID 1 has a neutral name: no path at all.
     let pid1 = &out["files"]["/proc/1/cmdline"];
     if let Some(t) = pid1["text"].as_str() {

@@ -173,7 +173,20 @@ fn write(root: &OwnedFd, rel: &str, text: &str) -> Result<(), SandboxError> {
 /// [`SandboxError::Io`] for anything that cannot be read or made (the image needs the
 /// privilege to make a tmpfs: root).
 pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
-    let mount = detached_tmpfs(&[("mode", "0755")], MountAttrFlags::empty()).map_err(errno(
+    // Sized to its content (a tmpfs of the kernel's default size and inode count would show a
+    // share of the host's memory to `statfs`).
+    let (bytes, inodes) = spec
+        .read_only
+        .iter()
+        .filter(|p| p.is_absolute())
+        .map(|p| content(p))
+        .fold((0u64, 0u64), |(b, i), (pb, pi)| (b + pb, i + pi));
+    let (size, nr_inodes) = sized(bytes, inodes);
+    let mount = detached_tmpfs(
+        &[("mode", "0755"), ("size", &size), ("nr_inodes", &nr_inodes)],
+        MountAttrFlags::empty(),
+    )
+    .map_err(errno(
         "image: a tmpfs of the runtime's own (needs root)".into(),
     ))?;
     let digest = copy_file(&mount, &spec.program)?;
@@ -250,6 +263,31 @@ pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
     Ok(Image { mount })
 }
 
+/// Bytes and inodes `path` takes (a file, or a directory and everything beneath it), each file
+/// rounded up to whole pages, and one inode for each directory on the way to it.
+fn content(path: &Path) -> (u64, u64) {
+    let page = |len: u64| len.div_ceil(4096) * 4096;
+    let on_the_way = path.components().count() as u64;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let mut total = (0, on_the_way);
+            for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                let (b, i) = content(&entry.path());
+                total = (total.0 + b, total.1 + i);
+            }
+            total
+        }
+        Ok(m) => (page(m.len()), on_the_way + 1),
+        Err(_) => (0, 0),
+    }
+}
+
+/// The `size` and `nr_inodes` of an image holding `bytes` in `inodes`, with room for the
+/// devices, `/etc` and the mount points.
+fn sized(bytes: u64, inodes: u64) -> (String, String) {
+    ((bytes + (1 << 20)).to_string(), (inodes + 64).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +300,19 @@ mod tests {
         );
         assert_eq!(relative(Path::new("/a/../b/./c")), PathBuf::from("b/c"));
         assert_eq!(relative(Path::new("/../../etc")), PathBuf::from("etc"));
+    }
+
+    #[test]
+    fn an_image_is_sized_to_its_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("f");
+        std::fs::write(&file, vec![1u8; 5000]).expect("write");
+        let (bytes, inodes) = content(&file);
+        assert_eq!(bytes, 8192);
+        assert_eq!(inodes, file.components().count() as u64 + 1);
+        let (all, _) = content(dir.path());
+        assert_eq!(all, 8192);
+        assert_eq!(sized(8192, 3), ("1056768".to_string(), "67".to_string()));
     }
 
     #[test]

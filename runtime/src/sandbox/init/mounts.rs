@@ -33,9 +33,13 @@ pub(super) struct Sources {
 /// root, so that its options name no user-namespace owner) and given to the outside id, mounted
 /// `nosuid`, `nodev` and `noexec`. Detached until PID 1 mounts it.
 pub(super) fn workspace(p: &Provision) -> Result<OwnedFd, String> {
-    let size = p.limits.workspace_bytes.max(4096).to_string();
+    let bytes = p.limits.workspace_bytes.max(4096);
+    let size = bytes.to_string();
+    // One inode per page of the workspace: not the kernel's default, a share of the host's
+    // memory that `statfs` would show.
+    let inodes = (bytes / 4096).max(1024).to_string();
     let fd = detached_tmpfs(
-        &[("mode", "0700"), ("size", &size)],
+        &[("mode", "0700"), ("size", &size), ("nr_inodes", &inodes)],
         MountAttrFlags::MOUNT_ATTR_NOSUID
             | MountAttrFlags::MOUNT_ATTR_NODEV
             | MountAttrFlags::MOUNT_ATTR_NOEXEC,

@@ -629,5 +629,25 @@ fn procfs() -> Value {
             }
         }
     }
-    json!({ "files": files, "entries": entries, "readable": others })
+    // What the file systems say of their size: a tmpfs of the kernel's default size would
+    // show the host's memory.
+    let mut sizes = Map::new();
+    for path in ["/", "/workspace", "/proc", "/dev"] {
+        let Ok(c) = std::ffi::CString::new(path) else {
+            continue;
+        };
+        // SAFETY: `st` is a plain C struct the call fills in; `c` is a valid C string.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; both pointers are valid for the call.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+        sizes.insert(
+            path.into(),
+            if rc == 0 {
+                json!({ "bytes": st.f_blocks as u64 * st.f_frsize as u64, "inodes": st.f_files as u64 })
+            } else {
+                errno_result(-1)
+            },
+        );
+    }
+    json!({ "files": files, "entries": entries, "readable": others, "sizes": sizes })
 }
