@@ -518,9 +518,10 @@ async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() 
     record.endpoint.sha256 = Some(race.digest().to_string());
     let executor = ProcessExecutor::new();
     let (mut ran, mut refused) = (0, 0);
-    // Bounded: until both outcomes were seen a few times, or 400 calls.
-    for _ in 0..400 {
-        if ran >= 5 && refused >= 5 {
+    // Bounded: at least 300 calls, then until both outcomes were seen a few times, at most
+    // 2000.
+    for i in 0..2000 {
+        if i >= 300 && ran >= 5 && refused >= 5 {
             break;
         }
         match run_with(
@@ -546,5 +547,5 @@ async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() 
     }
     let swaps = race.stop();
     assert!(ran > 0 && refused > 0, "ran {ran}, refused {refused}");
-    assert!(swaps > 100, "{swaps} swaps");
+    assert!(swaps >= 10, "{swaps} swaps");
 }
