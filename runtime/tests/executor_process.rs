@@ -1,6 +1,8 @@
 //! The process executor against real processes (`escepine-testtool`, see `common`).
 
 mod common;
+#[path = "pin_support/mod.rs"]
+mod pin_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -503,4 +505,47 @@ async fn many_attempts_run_concurrently() {
     for (i, r) in results.into_iter().enumerate() {
         assert_eq!(r.expect("echo").output, json!({ "echo": { "i": i } }));
     }
+}
+
+#[tokio::test]
+async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() {
+    tool();
+    let race = pin_support::PinRace::start();
+    let mut record = testtool_record("pinned_script", "echo");
+    record.endpoint.resolved = ResolvedCommand::Path(race.path().to_path_buf());
+    record.endpoint.command = race.path().display().to_string();
+    record.endpoint.args = Vec::new();
+    record.endpoint.sha256 = Some(race.digest().to_string());
+    let executor = ProcessExecutor::new();
+    let (mut ran, mut refused) = (0, 0);
+    // Bounded: at least 300 calls, then until both outcomes were seen a few times, at most
+    // 2000.
+    for i in 0..2000 {
+        if i >= 300 && ran >= 5 && refused >= 5 {
+            break;
+        }
+        match run_with(
+            &executor,
+            &record,
+            json!({}),
+            &BTreeMap::new(),
+            Duration::from_secs(20),
+        )
+        .await
+        {
+            Ok(done) => {
+                assert_eq!(
+                    done.output,
+                    json!({ "marker": pin_support::PINNED }),
+                    "a call ran content other than the pinned one"
+                );
+                ran += 1;
+            }
+            Err(ExecError::Spawn(m)) if m.contains("refusing to run") => refused += 1,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let swaps = race.stop();
+    assert!(ran > 0 && refused > 0, "ran {ran}, refused {refused}");
+    assert!(swaps >= 10, "{swaps} swaps");
 }

@@ -1,6 +1,8 @@
 //! A hostile tool against the Linux sandbox, as root with real namespaces: every escape it tries
 //! fails, each outcome asserted, and the host is checked clean after each scenario.
 
+#[path = "pin_support/mod.rs"]
+mod pin_support;
 mod sandbox_support;
 
 use std::collections::BTreeMap;
@@ -119,8 +121,7 @@ async fn every_escape_of_the_probe_fails() {
                 "no /{present} in {root:?}"
             );
         }
-        // No raw, packet or netlink sockets; no ptrace, namespaces, mounts, io_uring, bpf,
-        // keyrings.
+        // No raw sockets; no ptrace, namespaces, mounts, io_uring, bpf, keyrings.
         for (name, r) in out["sockets"].as_object().unwrap() {
             assert_eperm(r, name);
         }
@@ -141,6 +142,11 @@ async fn every_escape_of_the_probe_fails() {
         assert_eq!(id["seccomp"], "2", "{id}");
         assert_eq!(id["cwd"], "/workspace", "{id}");
         assert_eq!(id["hostname"], "escepine-sandbox", "{id}");
+        assert_eq!(
+            id["uid"].as_str().and_then(|u| u.split_whitespace().next()),
+            Some("0"),
+            "{id}"
+        );
         // The environment is exactly the tool's.
         let env = out["env"].as_object().unwrap();
         let mut names: Vec<&str> = env.keys().map(String::as_str).collect();
@@ -297,4 +303,291 @@ async fn a_missing_init_is_a_clear_error() {
         matches!(err, ExecError::Spawn(ref m) if m.contains("/nonexistent/init")),
         "{err:?}"
     );
+}
+
+/// The kernel's answer to a tool that asks for an address family it may not use.
+const EAFNOSUPPORT: i64 = libc::EAFNOSUPPORT as i64;
+
+#[tokio::test]
+async fn shared_tmpfs_and_memfd_memory_count_against_the_bound() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    // The bomb: 1.5 GiB of MAP_SHARED|MAP_ANONYMOUS, touched, under the default bound.
+    let ex = executor(MapResolver::default(), dir.path());
+    let bound_mib = Limits::default().memory_bytes >> 20;
+    let mut cases = vec![(ex, "shared", 1536, bound_mib)];
+    // Other memory the kernel does not count in RLIMIT_DATA: a memfd, and a file in the
+    // workspace tmpfs (made larger than the bound for this).
+    for kind in ["shared", "memfd", "workspace"] {
+        let small = executor(MapResolver::default(), dir.path()).with_limits(Limits {
+            memory_bytes: 192 << 20,
+            workspace_bytes: 1 << 30,
+            ..Limits::default()
+        });
+        cases.push((small, kind, 512, 192));
+    }
+    for (ex, kind, mb, bound) in &cases {
+        let err = run(
+            ex,
+            &hostile_record("hostile_shm", "shm"),
+            json!({ "kind": kind, "mb": mb }),
+            &no_secrets(),
+            &[],
+            Duration::from_secs(60),
+        )
+        .await
+        .expect_err(&format!(
+            "{mb} MiB of {kind} memory under a {bound} MiB bound"
+        ));
+        let ExecError::Permanent { message, .. } = &err else {
+            panic!("{kind}: not a permanent failure: {err:?}")
+        };
+        assert!(
+            message.contains(&format!("{bound} MiB")) && message.contains("memory"),
+            "{kind}: the failure does not name the bound: {message}"
+        );
+    }
+    // Within the bound the same tool runs.
+    let out = run(
+        &cases[1].0,
+        &hostile_record("hostile_shm", "shm"),
+        json!({ "kind": "shared", "mb": 32 }),
+        &no_secrets(),
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("32 MiB under a 192 MiB bound")
+    .output;
+    assert_eq!(out["touched_mb"], json!(32), "{out}");
+    drop(cases);
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn only_unix_and_internet_sockets_exist() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path());
+    let allowed = [libc::AF_UNIX, libc::AF_INET, libc::AF_INET6];
+    // vsock, packet, netlink, alg, key, bluetooth, can, tipc, xdp, rds, llc, appletalk, ax25,
+    // ipx, nfc, kcm, qipcrtr, smc, mctp, and numbers no family has (yet).
+    let refused = [
+        libc::AF_VSOCK,
+        libc::AF_PACKET,
+        libc::AF_NETLINK,
+        libc::AF_ALG,
+        libc::AF_KEY,
+        libc::AF_BLUETOOTH,
+        libc::AF_CAN,
+        libc::AF_TIPC,
+        libc::AF_XDP,
+        libc::AF_RDS,
+        libc::AF_LLC,
+        libc::AF_APPLETALK,
+        libc::AF_AX25,
+        libc::AF_IPX,
+        libc::AF_NFC,
+        41, // AF_KCM
+        42, // AF_QIPCRTR
+        43, // AF_SMC
+        45, // AF_MCTP
+        46,
+        255,
+        0x1_0001,
+    ];
+    let families: Vec<i32> = allowed.iter().chain(refused.iter()).copied().collect();
+    let out = run(
+        &ex,
+        &hostile_record("hostile_families", "families"),
+        json!({ "families": families }),
+        &no_secrets(),
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("the probe reports")
+    .output;
+    for f in refused {
+        let key = f.to_string();
+        for (ty, r) in out["sockets"][&key].as_object().unwrap() {
+            assert_eq!(r["errno"], json!(EAFNOSUPPORT), "family {f}, {ty}: {r}");
+        }
+        let pair = &out["socketpair"][&key];
+        assert_eq!(
+            pair["errno"],
+            json!(EAFNOSUPPORT),
+            "socketpair of {f}: {pair}"
+        );
+    }
+    for f in allowed {
+        let r = &out["sockets"][&f.to_string()]["stream"];
+        assert_eq!(r["ok"], json!(true), "family {f}: {r}");
+    }
+    assert_eq!(out["socketpair"]["1"]["ok"], json!(true), "{out}");
+    for f in [libc::AF_INET, libc::AF_INET6] {
+        let pair = &out["socketpair"][&f.to_string()];
+        assert_eq!(
+            pair["errno"],
+            json!(EAFNOSUPPORT),
+            "socketpair of {f}: {pair}"
+        );
+    }
+    // The x32 ABI's system calls are refused whatever they are.
+    assert_eq!(out["x32_socket"]["errno"], json!(libc::EPERM), "{out}");
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn procfs_shows_nothing_of_the_host() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path());
+    let out = run(
+        &ex,
+        &hostile_record("hostile_procfs", "procfs"),
+        json!({}),
+        &no_secrets(),
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("the probe reports")
+    .output;
+    let host_cmdline = std::fs::read_to_string("/proc/cmdline").unwrap();
+    let host_cmdline = host_cmdline.trim();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let host_total = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for (path, r) in out["files"].as_object().unwrap() {
+        if let Some(t) = r["text"].as_str() {
+            texts.push((path.clone(), t.to_string()));
+        }
+    }
+    for (path, t) in out["readable"].as_object().unwrap() {
+        texts.push((path.clone(), t.as_str().unwrap_or("").to_string()));
+    }
+    let init = init().display().to_string();
+    let hostile = hostile().display().to_string();
+    let target_dir = hostile
+        .rsplit_once("/debug/")
+        .or_else(|| hostile.rsplit_once("/release/"))
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_else(|| hostile.clone());
+    for (path, text) in &texts {
+        assert!(
+            host_cmdline.is_empty() || !text.contains(host_cmdline),
+            "{path} shows the host's kernel command line"
+        );
+        assert!(
+            !text.contains(&host_total),
+            "{path} shows the host's memory size ({host_total} kB): {text}"
+        );
+        assert!(!text.contains(&init), "{path} shows the init's host path");
+        for id in UID_RANGE.start..UID_RANGE.start + 1000 {
+            assert!(
+                !text.contains(&format!("={id}")),
+                "{path} shows an outside id {id}: {text}"
+            );
+        }
+    }
+    // No file system is as large as a share of the host's memory (a tmpfs of the kernel's
+    // default size is half of it, in bytes and in inodes).
+    let host_bytes: u64 = host_total.parse::<u64>().unwrap() * 1024;
+    for (path, size) in out["sizes"].as_object().unwrap() {
+        if let Some(bytes) = size["bytes"].as_u64() {
+            assert!(bytes < host_bytes / 8, "{path} is {bytes} bytes: {size}");
+        }
+        if let Some(inodes) = size["inodes"].as_u64() {
+            assert!(
+                inodes < host_bytes / 4096 / 8,
+                "{path} has {inodes} inodes: {size}"
+            );
+        }
+    }
+    // PID 1 has a neutral name: no path at all.
+    let pid1 = &out["files"]["/proc/1/cmdline"];
+    if let Some(t) = pid1["text"].as_str() {
+        assert!(!t.contains('/'), "PID 1's command line holds a path: {t:?}");
+    }
+    if let Some(t) = out["files"]["/proc/1/exe"]["text"].as_str() {
+        assert!(
+            !t.contains(&target_dir),
+            "PID 1's executable shows a host path: {t}"
+        );
+    }
+    // The mount table holds nothing bound from the host: every mount is the root of a file
+    // system of the sandbox's own (no host directory, file or device beneath it), at a path of
+    // the sandbox's layout.
+    let mountinfo = out["files"]["/proc/self/mountinfo"]["text"]
+        .as_str()
+        .expect("the mount table is readable");
+    for line in mountinfo.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (root, point) = (fields[3], fields[4]);
+        let after = line.split(" - ").nth(1).unwrap_or("");
+        let source = after.split(' ').nth(1).unwrap_or("");
+        assert_eq!(root, "/", "a host subtree is mounted: {line}");
+        assert!(!source.starts_with('/'), "a host device is mounted: {line}");
+        assert!(
+            ["/", "/proc", "/workspace"].contains(&point),
+            "a mount at {point}: {line}"
+        );
+        assert!(!line.contains(&target_dir), "a host path: {line}");
+    }
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path());
+    let race = pin_support::PinRace::start();
+    let mut rec = record_for("pinned_script", race.path(), &[]);
+    rec.endpoint.sha256 = Some(race.digest().to_string());
+    let (mut ran, mut refused) = (0, 0);
+    // Bounded: at least 100 calls, then until both outcomes were seen a few times, at most
+    // 400.
+    for i in 0..400 {
+        if i >= 100 && ran >= 5 && refused >= 5 {
+            break;
+        }
+        match run(
+            &ex,
+            &rec,
+            json!({}),
+            &no_secrets(),
+            &[],
+            Duration::from_secs(20),
+        )
+        .await
+        {
+            Ok(done) => {
+                assert_eq!(
+                    done.output,
+                    json!({ "marker": pin_support::PINNED }),
+                    "a call ran content other than the pinned one"
+                );
+                ran += 1;
+            }
+            Err(ExecError::Spawn(m)) if m.contains("refusing to run") => refused += 1,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    let swaps = race.stop();
+    assert!(ran > 0 && refused > 0, "ran {ran}, refused {refused}");
+    assert!(swaps >= 10, "{swaps} swaps");
+    host.assert_clean().await;
 }

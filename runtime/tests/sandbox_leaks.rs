@@ -1,6 +1,6 @@
 //! Nothing is left behind: 1,000 quick sandboxed calls, 64 concurrent ones with a proxy each,
 //! and a warm pool that never hands out a sandbox twice — then no leftover process, child,
-//! mount or directory on the host.
+//! mount, directory or memory cgroup on the host.
 
 mod sandbox_support;
 
@@ -262,4 +262,10 @@ fn a_killed_runtime_leaves_no_sandbox_behind() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The killed runtime's memory cgroups outlive it (nobody was left to remove them): the next
+    // backend below the same cgroup removes them.
+    let left = sandbox_cgroups_of(child.id());
+    assert!(!left.is_empty(), "the sandbox had no memory cgroup");
+    drop(backend(MapResolver::default(), dir.path()));
+    assert_eq!(sandbox_cgroups_of(child.id()), Vec::<String>::new());
 }

@@ -7,7 +7,7 @@ pub mod process;
 
 #[cfg(feature = "in-process")]
 pub use inprocess::InProcessExecutor;
-pub use process::ProcessExecutor;
+pub use process::{ProcessExecutor, Program};
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The process executor: one process per attempt, speaking design.md's `stdio-json` protocol.
 //!
-//! Each attempt resolves the tool's binary (refusing it if the record's `sha256` differs), starts
+//! Each attempt resolves the tool's binary (refusing it if the record's `sha256` differs; a pinned
+//! binary runs from a sealed private copy of exactly the bytes hashed, so swapping or rewriting
+//! the file after the check changes nothing), starts
 //! it in a new process group with a cleared environment, writes the payload JSON on its stdin and
 //! closes it, and reads its stdout and stderr, both bounded. Exit 0 with exactly one JSON value on
 //! stdout is success; exit 75 (`EX_TEMPFAIL`) is a transient failure; any other status or a signal
@@ -26,7 +28,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 
-use self::resolve::{DigestCache, SearchDirs};
+pub(crate) use self::resolve::copy_hashing;
+pub use self::resolve::PinnedCopy;
+use self::resolve::{PinCache, SearchDirs};
 use super::bounded::{read_bounded, read_stderr, Bounded};
 use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
 
@@ -52,7 +56,17 @@ pub struct ProcessExecutor {
     dirs: SearchDirs,
     stdout_limit: usize,
     stderr_limit: usize,
-    digests: Arc<DigestCache>,
+    pins: Arc<PinCache>,
+}
+
+/// A tool's binary as resolved for one attempt.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Where the endpoint's binary is.
+    pub path: PathBuf,
+    /// For a record with a `sha256` pin: the sealed copy of the binary whose digest matched,
+    /// which is what runs.
+    pub pinned: Option<PinnedCopy>,
 }
 
 impl Default for ProcessExecutor {
@@ -68,7 +82,7 @@ impl ProcessExecutor {
             dirs: SearchDirs::default(),
             stdout_limit: DEFAULT_STDOUT_LIMIT,
             stderr_limit: DEFAULT_STDERR_LIMIT,
-            digests: Arc::default(),
+            pins: Arc::default(),
         }
     }
 
@@ -107,27 +121,35 @@ impl ProcessExecutor {
     /// Fails with [`ExecError::Spawn`] for a binary that cannot be found, or a digest that
     /// differs (naming the expected and the actual digest).
     pub async fn program(&self, tool: &ToolRecord) -> Result<PathBuf, ExecError> {
-        self.binary(tool).await
+        Ok(self.resolve(tool).await?.path)
     }
 
-    /// The binary of `tool`'s endpoint, whatever its transport (see [`ProcessExecutor::program`]).
-    async fn binary(&self, tool: &ToolRecord) -> Result<PathBuf, ExecError> {
+    /// The binary of `tool`'s endpoint, whatever its transport, and for a pinned record the
+    /// sealed copy whose digest matched (see [`ProcessExecutor::program`]).
+    ///
+    /// # Errors
+    /// As [`ProcessExecutor::program`].
+    pub async fn resolve(&self, tool: &ToolRecord) -> Result<Program, ExecError> {
         let path = resolve::locate(tool, &self.dirs)?;
-        if let Some(expected) = &tool.endpoint.sha256 {
-            // Hashing reads the whole binary: keep it off the async workers.
-            let (digests, tool_id, path, expected) = (
-                Arc::clone(&self.digests),
-                tool.tool_id.clone(),
-                path.clone(),
-                expected.clone(),
-            );
-            tokio::task::spawn_blocking(move || {
-                resolve::verify_digest(&digests, &tool_id, &path, &expected)
-            })
-            .await
-            .map_err(|e| ExecError::Spawn(format!("the digest check failed: {e}")))??;
-        }
-        Ok(path)
+        let Some(expected) = &tool.endpoint.sha256 else {
+            return Ok(Program { path, pinned: None });
+        };
+        // Hashing reads the whole binary: keep it off the async workers.
+        let (pins, tool_id, at, expected) = (
+            Arc::clone(&self.pins),
+            tool.tool_id.clone(),
+            path.clone(),
+            expected.clone(),
+        );
+        let copy = tokio::task::spawn_blocking(move || {
+            resolve::verify_digest(&pins, &tool_id, &at, &expected)
+        })
+        .await
+        .map_err(|e| ExecError::Spawn(format!("the digest check failed: {e}")))??;
+        Ok(Program {
+            path,
+            pinned: Some(copy),
+        })
     }
 
     /// The command for one attempt: `program` with the endpoint's `args` and the tool's
@@ -138,7 +160,40 @@ impl ProcessExecutor {
     /// it. Fails with [`ExecError::Spawn`] if a declared secret's name is reserved (`PATH`,
     /// `LANG`, the two `ESCEPINE_` variables) or not a valid variable name.
     pub fn command(&self, program: &Path, inv: &Invocation<'_>) -> Result<Command, ExecError> {
-        let mut cmd = Command::new(program);
+        self.command_at(Command::new(program), inv)
+    }
+
+    /// As [`ProcessExecutor::command`] for a resolved [`Program`]: a pinned one executes its
+    /// sealed copy (`/proc/self/fd/N`, kept open across the exec so that a `#!` script's
+    /// interpreter reads the copy too), with the binary's path as `argv[0]`.
+    ///
+    /// # Errors
+    /// As [`ProcessExecutor::command`].
+    pub fn program_command(
+        &self,
+        program: &Program,
+        inv: &Invocation<'_>,
+    ) -> Result<Command, ExecError> {
+        let Some(copy) = &program.pinned else {
+            return self.command(&program.path, inv);
+        };
+        use std::os::fd::AsRawFd;
+        let fd = copy.fd().as_raw_fd();
+        let mut cmd = Command::new(format!("/proc/self/fd/{fd}"));
+        cmd.arg0(&program.path);
+        let keep = copy.clone();
+        // SAFETY: the closure runs in the child between fork and exec and makes one
+        // async-signal-safe call (fcntl) on a descriptor the child inherited open.
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::io::fcntl_setfd(keep.fd(), rustix::io::FdFlags::empty())?;
+                Ok(())
+            });
+        }
+        self.command_at(cmd, inv)
+    }
+
+    fn command_at(&self, mut cmd: Command, inv: &Invocation<'_>) -> Result<Command, ExecError> {
         cmd.args(&inv.tool.endpoint.args)
             .env_clear()
             .env("PATH", SAFE_PATH)
@@ -253,10 +308,10 @@ impl ProcessExecutor {
 
     async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
         let deadline = Instant::now() + inv.timeout;
-        let program = tokio::time::timeout_at(deadline, self.binary(inv.tool))
+        let program = tokio::time::timeout_at(deadline, self.resolve(inv.tool))
             .await
             .map_err(|_| ExecError::TimedOut(inv.timeout))??;
-        let command = self.command(&program, &inv)?;
+        let command = self.program_command(&program, &inv)?;
         match inv.tool.endpoint.transport {
             Transport::StdioJson => self.run(command, &inv, deadline).await,
             // One MCP session per attempt: see `crate::mcp::transport`.

@@ -31,8 +31,11 @@ pub struct SandboxSpec {
     /// The identity of the binary's file when the spec was made (device, inode, size, mtime and
     /// ctime), so that a sandbox provisioned for an older file is never used for a newer one.
     pub program_identity: String,
-    /// Host paths bound read-only at the same path inside: the binary, its interpreter and
-    /// libraries, CA certificates.
+    /// The record's `sha256` pin of the binary: the sandbox runs a copy of it made while its
+    /// digest was computed, and refuses one with another digest.
+    pub program_sha256: Option<String>,
+    /// Host paths present read-only at the same path inside (copied into the sandbox's root):
+    /// the binary, its interpreter and libraries, CA certificates.
     pub read_only: Vec<PathBuf>,
     /// The egress entries in force (profile plus overlay); empty means no network at all.
     pub egress: Vec<EgressEntry>,
@@ -162,6 +165,8 @@ pub struct JobOutput {
     pub stderr: String,
     /// Egress the sandbox's proxy refused while the job ran.
     pub egress_refusals: Vec<String>,
+    /// Whether the sandbox reached its memory bound and the kernel killed a process of it.
+    pub memory_exhausted: bool,
 }
 
 /// What destroying a sandbox found.
@@ -171,6 +176,8 @@ pub struct Teardown {
     pub egress_refusals: Vec<String>,
     /// Anything that did not go cleanly (already logged).
     pub problems: Vec<String>,
+    /// Whether the sandbox reached its memory bound and the kernel killed a process of it.
+    pub memory_exhausted: bool,
 }
 
 /// A job started with [`SandboxBackend::attach`]: its standard streams, for an interactive

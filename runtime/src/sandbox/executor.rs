@@ -19,7 +19,9 @@ use crate::mcp::transport::{self, SHUTDOWN_GRACE};
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
 ///
 /// The binary is found and its `sha256` checked by a [`ProcessExecutor`] (whose bin
-/// directories and workspace root apply), before any sandbox is provisioned; the tool's argv and
+/// directories and workspace root apply), before any sandbox is provisioned; the sandbox runs a
+/// copy of the binary whose digest is checked again as it is made, so that what runs is what
+/// was hashed. The tool's argv and
 /// environment are the ones that executor builds (`PATH`, `LANG`, the call id, the idempotency
 /// key, the declared secrets), plus `HOME` and `TMPDIR` (the workspace) and, when the tool has
 /// egress, `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and `https_proxy`
@@ -87,7 +89,8 @@ impl SandboxExecutor {
         self
     }
 
-    /// Also bind `path` (a host file or directory) read-only into every sandbox, at its own path.
+    /// Also put `path` (a host file or directory, copied into each spec's root image) read-only
+    /// into every sandbox, at its own path.
     pub fn with_read_only(mut self, path: impl Into<PathBuf>) -> Self {
         self.extra_read_only.push(path.into());
         self
@@ -137,7 +140,9 @@ impl SandboxExecutor {
         egress: &[EgressEntry],
     ) -> Result<Arc<SandboxSpec>, ExecError> {
         let program = self.process.program(tool).await?;
-        self.spec_for(&program, egress).await.map_err(spawn_error)
+        self.spec_for(tool, &program, egress)
+            .await
+            .map_err(spawn_error)
     }
 
     /// Fill the warm pool for `tool` (no-op without a pool).
@@ -158,6 +163,7 @@ impl SandboxExecutor {
 
     async fn spec_for(
         &self,
+        tool: &ToolRecord,
         program: &Path,
         egress: &[EgressEntry],
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
@@ -177,6 +183,7 @@ impl SandboxExecutor {
         Ok(Arc::new(SandboxSpec {
             program: program.to_path_buf(),
             program_identity: identity,
+            program_sha256: tool.endpoint.sha256.clone(),
             read_only,
             egress: egress.to_vec(),
             limits: self.limits,
@@ -236,7 +243,7 @@ impl SandboxExecutor {
         let program = tokio::time::timeout_at(deadline, self.process.program(inv.tool))
             .await
             .map_err(|_| timed_out())??;
-        let spec = tokio::time::timeout_at(deadline, self.spec_for(&program, inv.egress))
+        let spec = tokio::time::timeout_at(deadline, self.spec_for(inv.tool, &program, inv.egress))
             .await
             .map_err(|_| timed_out())?
             .map_err(spawn_error)?;
@@ -268,7 +275,7 @@ impl SandboxExecutor {
                 tokio::spawn(async move {
                     backend.destroy(sandbox).await;
                 });
-                classify(tool, out, self.stdout_limit)
+                classify(tool, out, self.stdout_limit, &self.limits)
             }
             Err(e) => {
                 let teardown = self.backend.destroy(sandbox).await;
@@ -349,6 +356,12 @@ impl SandboxExecutor {
         } else {
             with_refusals(stderr, &refusals)
         };
+        if teardown.memory_exhausted && outcome.is_err() {
+            return Err(ExecError::Permanent {
+                message: out_of_memory(tool, &self.limits),
+                stderr,
+            });
+        }
         let mut result = transport::classify(tool, outcome, ended, stderr);
         if let Ok(execution) = &mut result {
             execution.egress_refusals = refusals;
@@ -376,13 +389,24 @@ fn with_refusals(mut text: String, refusals: &[String]) -> String {
 }
 
 /// The outcome of a job that ran to its end (as the process executor classifies it).
-fn classify(tool: &str, out: JobOutput, stdout_limit: usize) -> Result<Execution, ExecError> {
+fn classify(
+    tool: &str,
+    out: JobOutput,
+    stdout_limit: usize,
+    limits: &Limits,
+) -> Result<Execution, ExecError> {
+    let stderr = || with_refusals(out.stderr.clone(), &out.egress_refusals);
+    if out.memory_exhausted && out.status != JobStatus::Exited(0) {
+        return Err(ExecError::Permanent {
+            message: out_of_memory(tool, limits),
+            stderr: stderr(),
+        });
+    }
     if out.stdout_overflow {
         return Err(ExecError::Protocol(format!(
             "`{tool}` wrote more than {stdout_limit} bytes on stdout"
         )));
     }
-    let stderr = || with_refusals(out.stderr.clone(), &out.egress_refusals);
     match out.status {
         JobStatus::Exited(0) => {
             if out.stdout.iter().all(u8::is_ascii_whitespace) {
@@ -414,6 +438,16 @@ fn classify(tool: &str, out: JobOutput, stdout_limit: usize) -> Result<Execution
             stderr: stderr(),
         }),
     }
+}
+
+/// The failure of a tool the kernel killed for the sandbox's memory bound.
+fn out_of_memory(tool: &str, limits: &Limits) -> String {
+    format!(
+        "`{tool}` ran out of memory: the sandbox reached its memory bound of {} MiB \
+         (`memory_bytes`, {} bytes) and the kernel killed it",
+        limits.memory_bytes >> 20,
+        limits.memory_bytes
+    )
 }
 
 fn signal_name(sig: i32) -> &'static str {

@@ -3,7 +3,7 @@
 //! call's egress proxy, and kills everything on destroy, on timeout and on drop.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -20,6 +20,8 @@ use tokio::process::{Child, Command};
 use super::backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
+use super::cgroup::{self, Cgroup};
+use super::image::{self, Image};
 use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
 use super::proxy::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
 use super::slots::{SlotGuard, Slots};
@@ -33,9 +35,17 @@ pub const INIT_BIN: &str = "escepine-sandbox-init";
 pub const DEFAULT_UID_BASE: u32 = 100_000;
 /// How long destroy waits for the init process to be reaped after the kill.
 const REAP_GRACE: Duration = Duration::from_secs(5);
+/// How many root images a backend keeps (one per program).
+const IMAGES_KEPT: usize = 32;
+/// How long a sandbox's cgroup may stay busy after its processes were seen to end.
+const CGROUP_GRACE: Duration = Duration::from_secs(5);
 
 /// Sandboxes from Linux namespaces, on this machine, with nothing installed but this crate's
 /// `escepine-sandbox-init` (see the [module documentation](super)).
+///
+/// The runtime must be root (as CI is): it makes each spec's root image as a tmpfs of its own and
+/// each sandbox's memory cgroup below its own cgroup; without either, provisioning fails and
+/// names what is missing.
 pub struct LinuxBackend {
     init: PathBuf,
     /// The zygote that forks each sandbox's outer process (started on first use, restarted if
@@ -46,6 +56,12 @@ pub struct LinuxBackend {
     uid_base: u32,
     /// The slot table, or why it could not be set up (reported by every provisioning).
     slots: Result<Arc<Slots>, String>,
+    /// The runtime's memory cgroup, below which each sandbox gets its own, or why there is
+    /// none (reported by every provisioning: no sandbox runs without its memory bound).
+    memory: Result<cgroup::Parent, String>,
+    /// The root image of each program provisioned lately, with the key of the spec it was made
+    /// for (see [`super::image`]).
+    images: std::sync::Mutex<std::collections::HashMap<PathBuf, (String, Arc<Image>)>>,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -84,6 +100,8 @@ impl LinuxBackend {
             } else {
                 Ok(Arc::new(Slots::process_local()))
             },
+            memory: cgroup::Parent::discover().map_err(|e| e.to_string()),
+            images: std::sync::Mutex::default(),
         }
     }
 
@@ -157,6 +175,40 @@ impl LinuxBackend {
         })
     }
 
+    /// The root image of `spec`, made on first use (off the async workers).
+    async fn image(&self, spec: &Arc<SandboxSpec>) -> Result<Arc<Image>, SandboxError> {
+        let key = format!(
+            "{}\0{}\0{}\0{:?}",
+            spec.program.display(),
+            spec.program_identity,
+            spec.program_sha256.as_deref().unwrap_or(""),
+            spec.read_only
+        );
+        if let Some(found) = self
+            .images
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&spec.program).filter(|(k, _)| *k == key).cloned())
+        {
+            return Ok(found.1);
+        }
+        let for_build = Arc::clone(spec);
+        let made = tokio::task::spawn_blocking(move || image::build(&for_build))
+            .await
+            .map_err(|e| SandboxError::Protocol(format!("making the root image: {e}")))??;
+        let made = Arc::new(made);
+        if let Ok(mut images) = self.images.lock() {
+            // One image per program: a newer version replaces the older.
+            if images.len() >= IMAGES_KEPT && !images.contains_key(&spec.program) {
+                if let Some(old) = images.keys().next().cloned() {
+                    images.remove(&old);
+                }
+            }
+            images.insert(spec.program.clone(), (key, Arc::clone(&made)));
+        }
+        Ok(made)
+    }
+
     fn outside_ids(&self, slot: u32) -> (u32, u32) {
         let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
         if uid.is_root() {
@@ -214,6 +266,7 @@ impl LinuxBackend {
             }
         };
         let (uid, gid) = self.outside_ids(slot.slot);
+        let image = self.image(&spec).await?;
         let mut state = LinuxSandbox::default();
         state.slot = Some(slot);
         let proxy_dir = if spec.egress.is_empty() {
@@ -245,17 +298,35 @@ impl LinuxBackend {
         let started = std::time::Instant::now();
         let (host_end, init_end) = std::os::unix::net::UnixStream::pair()
             .map_err(|e| SandboxError::io("socketpair", e))?;
+        // The tool's stdout and stderr: pipes whose write ends go to the sandbox.
+        let (stdout_r, stdout_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| SandboxError::io("pipe", e.into()))?;
+        let (stderr_r, stderr_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| SandboxError::io("pipe", e.into()))?;
+        // The zygote forks the outer process, which waits for the provision, while the memory
+        // cgroup is made here.
+        self.start_outer([OwnedFd::from(init_end), stdout_w, stderr_w])?;
+        let memory = self.memory.as_ref().map_err(|why| {
+            SandboxError::Init(format!("cannot bound the sandbox's memory: {why}"))
+        })?;
+        let cgroup = memory.create(
+            &format!("{}{}-{id}", cgroup::PREFIX, std::process::id()),
+            spec.limits.memory_bytes,
+        )?;
         let provision = Provision {
             outside_uid: uid,
             outside_gid: gid,
             read_only: spec.read_only.clone(),
             proxy_dir,
             limits: spec.limits,
+            cgroup: Some(cgroup.dir().to_path_buf()),
         };
+        state.cgroup = Some(cgroup);
         // The tool's stdin: a pipe whose read end travels with the first message.
         let (stdin_r, stdin_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|e| SandboxError::io("pipe", e.into()))?;
-        send_with_fd(&host_end, &provision, stdin_r)?;
+        send_with_fds(&host_end, &provision, [stdin_r.as_fd(), image.fd().as_fd()])?;
+        drop(stdin_r);
         state.stdin = Some(
             tokio::net::unix::pipe::Sender::from_owned_fd(stdin_w)
                 .map_err(|e| SandboxError::io("the stdin pipe", e))?,
@@ -265,12 +336,6 @@ impl LinuxBackend {
             .map_err(|e| SandboxError::io("socketpair", e))?;
         let host_end = tokio::net::UnixStream::from_std(host_end)
             .map_err(|e| SandboxError::io("socketpair", e))?;
-        // The tool's stdout and stderr: pipes whose write ends go to the sandbox.
-        let (stdout_r, stdout_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| SandboxError::io("pipe", e.into()))?;
-        let (stderr_r, stderr_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| SandboxError::io("pipe", e.into()))?;
-        self.start_outer([OwnedFd::from(init_end), stdout_w, stderr_w])?;
         state.stdout = Some(
             pipe::Receiver::from_owned_fd(stdout_r)
                 .map_err(|e| SandboxError::io("the stdout pipe", e))?,
@@ -334,7 +399,10 @@ impl Zygote {
             None,
         )
         .map_err(|e| SandboxError::io("socketpair", e.into()))?;
+        // A neutral name: every sandbox's PID 1 is a fork of this process, and its command
+        // line is what a tool reads in /proc/1/cmdline.
         let process = Command::new(init)
+            .arg0(super::init::PROCESS_NAME)
             .arg(super::init::SERVER_FLAG)
             .env_clear()
             .stdin(Stdio::from(theirs))
@@ -353,7 +421,6 @@ impl Zygote {
     /// One request: a byte with the three descriptors attached.
     fn send(&self, fds: &[OwnedFd; 3]) -> Result<(), rustix::io::Errno> {
         use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-        use std::os::fd::AsFd;
         let borrowed = [fds[0].as_fd(), fds[1].as_fd(), fds[2].as_fd()];
         let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
         let mut ancillary = SendAncillaryBuffer::new(&mut space);
@@ -370,23 +437,21 @@ impl Zygote {
     }
 }
 
-/// Sends `msg` as one line with `fd` attached (`SCM_RIGHTS`), on the still-blocking socket.
-fn send_with_fd<T: serde::Serialize>(
+/// Sends `msg` as one line with `fds` attached (`SCM_RIGHTS`), on the still-blocking socket.
+fn send_with_fds<T: serde::Serialize>(
     socket: &std::os::unix::net::UnixStream,
     msg: &T,
-    fd: OwnedFd,
+    fds: [std::os::fd::BorrowedFd<'_>; 2],
 ) -> Result<(), SandboxError> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    use std::os::fd::AsFd;
     let mut line = serde_json::to_vec(msg)
         .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
     line.push(b'\n');
-    let fds = [fd.as_fd()];
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut ancillary = SendAncillaryBuffer::new(&mut space);
     if !ancillary.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(SandboxError::Protocol(
-            "no room for the stdin descriptor".into(),
+            "no room for the provision's descriptors".into(),
         ));
     }
     let sent = rustix::net::sendmsg(
@@ -456,6 +521,8 @@ struct LinuxSandbox {
     proxy: Option<ProxyHandle>,
     proxy_dir: Option<PathBuf>,
     slot: Option<SlotGuard>,
+    /// The sandbox's memory cgroup, removed once its processes are gone.
+    cgroup: Option<Cgroup>,
 }
 
 impl LinuxSandbox {
@@ -498,6 +565,11 @@ impl LinuxSandbox {
         }
     }
 
+    /// Whether the kernel killed a process of the sandbox for its memory bound.
+    fn memory_exhausted(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(|c| c.oom_kills() > 0)
+    }
+
     fn remove_dir(&mut self) -> Option<String> {
         let dir = self.proxy_dir.take()?;
         match std::fs::remove_dir_all(&dir) {
@@ -516,6 +588,18 @@ impl Drop for LinuxSandbox {
         self.kill();
         self.proxy.take();
         let _ = self.remove_dir();
+        if let Some(cgroup) = self.cgroup.take() {
+            // Its processes are dying: remove it once they are gone, off this thread.
+            if cgroup.remove(Duration::ZERO).is_err() {
+                let _ = std::thread::Builder::new()
+                    .name("escepine-cgroup-rm".into())
+                    .spawn(move || {
+                        if let Err(e) = cgroup.remove(CGROUP_GRACE) {
+                            tracing::warn!(cgroup = %cgroup.dir().display(), "cannot remove: {e}");
+                        }
+                    });
+            }
+        }
     }
 }
 
@@ -569,8 +653,11 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
     };
     let stdout = out.map_err(|e| SandboxError::io("reading the tool's stdout", e))?;
     let stderr = err;
+    // A process killed for the memory bound may have been PID 1 itself (then no status came).
+    let memory_exhausted = state.memory_exhausted();
     let status = match status {
         _ if stdout.dropped > 0 => JobStatus::Signaled(libc::SIGKILL),
+        _ if memory_exhausted => JobStatus::Signaled(libc::SIGKILL),
         Ok(FromInit::Exited { code }) => JobStatus::Exited(code),
         Ok(FromInit::Signaled { signal }) => JobStatus::Signaled(signal),
         Ok(FromInit::Failed { message }) => return Err(SandboxError::Init(message)),
@@ -593,6 +680,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
         stdout: stdout.kept,
         stderr,
         egress_refusals,
+        memory_exhausted,
     })
 }
 
@@ -632,6 +720,23 @@ async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, Sandb
     })
 }
 
+/// Removes a sandbox's cgroup whose processes have ended, waiting briefly for the last of them
+/// to leave it.
+async fn remove_cgroup(cgroup: &Cgroup) -> io::Result<()> {
+    let deadline = tokio::time::Instant::now() + CGROUP_GRACE;
+    loop {
+        match cgroup.remove(Duration::ZERO) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(e);
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Resolves when the process of `pidfd` has exited (the pidfd becomes readable).
 async fn exited(pidfd: OwnedFd) -> io::Result<()> {
     // SAFETY: the `OwnedFd` owns the pidfd, which stays open and unchanged for as long as the
@@ -668,6 +773,15 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
         }
     }
     let reaped = started.elapsed();
+    teardown.memory_exhausted = state.memory_exhausted();
+    if let Some(cgroup) = state.cgroup.take() {
+        if let Err(e) = remove_cgroup(&cgroup).await {
+            teardown.problems.push(format!(
+                "cannot remove the cgroup {}: {e}",
+                cgroup.dir().display()
+            ));
+        }
+    }
     if let Some(proxy) = state.proxy.take() {
         teardown.egress_refusals = proxy.shutdown().await;
     }

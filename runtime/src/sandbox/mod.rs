@@ -16,21 +16,35 @@
 //!   (`100000 + slot` when the runtime is root, after `setgroups` is denied; slots are unique on
 //!   the machine through byte locks on one lock file), so `RLIMIT_NPROC` holds although CI runs
 //!   as root;
-//! - the root is a fresh tmpfs holding only what the tool needs, read-only: its binary, the
-//!   shared libraries its ELF dependency walk finds (interpreter, `DT_NEEDED`, recursively), the
-//!   CA certificates, `/dev/{null,zero,full,random,urandom}`, a `/proc` of its own PID namespace
-//!   and a minimal `/etc` — never the host's file system;
-//! - `/workspace`, a fresh size-limited tmpfs, is the working directory, `$HOME` and `$TMPDIR`,
-//!   and the only writable place; it disappears with the sandbox's mount namespace;
+//! - the root is a read-only clone of a tmpfs the runtime makes once per spec with the new mount
+//!   API, never attached to the host's tree (`sandbox/image.rs`): **copies** of only what the tool needs —
+//!   its binary, the shared libraries its ELF dependency walk finds (interpreter, `DT_NEEDED`,
+//!   recursively), the CA certificates — `/dev/{null,zero,full,random,urandom}` nodes and a
+//!   minimal `/etc`. Nothing of the host is mounted, so the tool's mount table names no host
+//!   path, device or mount option; a pinned (`sha256`) binary's copy is hashed as it is made, so
+//!   what runs is what was hashed;
+//! - `/proc` is a procfs of the sandbox's PID namespace with its processes only (`subset=pid`):
+//!   no host kernel command line, memory, CPUs, sysctls, kcore or keys; PID 1 is a fork of the
+//!   zygote, whose command line is `escepine-init --server`;
+//! - `/workspace`, a fresh size-limited tmpfs (made by the outer process as the host's root, so
+//!   its options show no outside uid), is the working directory, `$HOME` and `$TMPDIR`, and the
+//!   only writable place; it disappears with the sandbox's mount namespace;
+//! - a memory cgroup of its own, below the runtime's ([`Limits::memory_bytes`], 1 GiB by
+//!   default), counts everything its processes use — shared and private mappings, memfds, tmpfs
+//!   files, page cache; the kernel kills a process that would exceed it, and the call fails
+//!   permanently, naming the bound;
 //! - the tool runs with `no_new_privs`, no capabilities (empty bounding set, `SECBIT_NOROOT`),
 //!   `RLIMIT_NPROC`, `RLIMIT_DATA`, `RLIMIT_NOFILE`, `RLIMIT_FSIZE` and no core dumps, a landlock
-//!   ruleset (read and execute beneath the mounted paths, read-write in the workspace, TCP
+//!   ruleset (read and execute beneath the tool's paths, read-write in the workspace, TCP
 //!   connect only to the relay's port, no signals or abstract sockets outside its domain) and a
-//!   seccomp filter answering `EPERM` to ptrace, io_uring, raw/packet/netlink sockets, mount and
-//!   the new mount API, keyrings, bpf, perf events, namespace changes, kexec and module loading;
+//!   seccomp filter answering `EPERM` to ptrace, io_uring, raw sockets, mount and the new mount
+//!   API, keyrings, bpf, perf events, namespace changes, kexec, module loading and every x32
+//!   system call, and `EAFNOSUPPORT` to sockets of any family but `AF_UNIX`, `AF_INET` and
+//!   `AF_INET6`;
 //! - the network namespace has nothing but loopback. With a non-empty egress profile, PID 1
-//!   runs a relay from `127.0.0.1:3128` to the call's [`proxy::EgressProxy`] (its Unix socket
-//!   bind-mounted at `/run/escepine/proxy.sock`) and the tool gets `HTTP_PROXY`/`HTTPS_PROXY`;
+//!   runs a relay from `127.0.0.1:3128` to the call's [`proxy::EgressProxy`] (through a
+//!   descriptor of its Unix socket's directory, which the tool never gets) and the tool gets
+//!   `HTTP_PROXY`/`HTTPS_PROXY`;
 //!   with an empty profile loopback stays down and there is no relay;
 //! - the tool's environment is exactly `PATH`, `LANG`, `HOME`, `TMPDIR`, the call id and
 //!   idempotency key, its declared secrets (never argv) and the proxy variables;
@@ -38,8 +52,10 @@
 //!   process in it; when the tool exits, PID 1 exits, killing whatever the tool left running.
 
 mod backend;
+mod cgroup;
 mod deps;
 mod executor;
+mod image;
 pub mod init;
 mod linux;
 mod pool;
@@ -50,6 +66,7 @@ mod slots;
 pub use backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
+pub use cgroup::CgroupError;
 pub use executor::SandboxExecutor;
 pub use linux::{LinuxBackend, INIT_BIN};
 pub use pool::WarmPool;
@@ -62,7 +79,11 @@ pub struct Limits {
     /// `RLIMIT_NPROC`: tasks (processes and threads) of the sandbox's user, its PID 1 and relay
     /// included.
     pub processes: u64,
-    /// `RLIMIT_DATA`: bytes of data segment and private writable mappings per process.
+    /// The sandbox's memory bound: all of its processes' memory together — private and shared
+    /// mappings, memfds, tmpfs files (the workspace's included), page cache — through a memory
+    /// cgroup of its own (reaching it gets a process killed, and the call fails permanently,
+    /// naming the bound); also each process's `RLIMIT_DATA`, so that a private allocation
+    /// beyond it fails before that.
     pub memory_bytes: u64,
     /// `RLIMIT_NOFILE`: open file descriptors per process.
     pub open_files: u64,
@@ -122,6 +143,23 @@ pub enum SandboxError {
     /// The attempt's deadline passed; everything in the sandbox was killed.
     #[error("the deadline passed")]
     TimedOut,
+    /// The sandbox's memory cgroup could not be set up.
+    #[error("cannot bound the sandbox's memory: {0}")]
+    Cgroup(#[from] cgroup::CgroupError),
+    /// The copy of a pinned binary made for the sandbox does not have the pinned digest (the
+    /// file changed after the first check).
+    #[error(
+        "refusing to run {}: its SHA-256 digest is {actual}, the record expects {expected}",
+        path.display()
+    )]
+    DigestMismatch {
+        /// The binary.
+        path: std::path::PathBuf,
+        /// The digest of what was read.
+        actual: String,
+        /// The record's pin.
+        expected: String,
+    },
     /// The sandbox was already used or is not this backend's.
     #[error("sandbox misuse: {0}")]
     Misuse(&'static str),

@@ -2,7 +2,8 @@
 //!
 //! The init process gets one end of a Unix stream socket as its standard input; every message is
 //! one line of JSON. The host sends [`Provision`] first, with the read end of the tool's stdin
-//! pipe attached (`SCM_RIGHTS`); the outer init answers
+//! pipe and the spec's root image (a detached mount) attached (`SCM_RIGHTS`); the outer init
+//! answers
 //! [`FromInit::Spawned`] once the sandbox's PID 1 exists and its identity maps are written, and
 //! PID 1 answers [`FromInit::Ready`] (or [`FromInit::Failed`]) once the sandbox is built. Then
 //! the sandbox waits — a warm pool keeps it waiting — until the host sends [`Exec`], after which
@@ -15,9 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Limits;
 
-/// Where the proxy socket directory appears inside the sandbox.
-pub const PROXY_DIR: &str = "/run/escepine";
-/// The proxy socket's file name inside [`PROXY_DIR`] (and in the host directory bound there).
+/// The proxy socket's file name in its host directory.
 pub const PROXY_SOCKET: &str = "proxy.sock";
 /// The loopback port of the relay inside the sandbox.
 pub const RELAY_PORT: u16 = 3128;
@@ -35,13 +34,18 @@ pub struct Provision {
     pub outside_uid: u32,
     /// The outside group id the sandbox's gid 0 maps to.
     pub outside_gid: u32,
-    /// Host files and directories bound read-only, each at its own path inside.
+    /// Host files and directories present read-only (copied into the root image), each at its
+    /// own path inside.
     pub read_only: Vec<PathBuf>,
-    /// The host directory holding the proxy socket, bound read-only at [`PROXY_DIR`]; `None`
+    /// The host directory holding the proxy socket, which PID 1 opens (never mounted); `None`
     /// means no network at all (loopback stays down, no relay).
     pub proxy_dir: Option<PathBuf>,
     /// Resource limits of the tool.
     pub limits: Limits,
+    /// The sandbox's memory cgroup (a directory of the host's cgroup file system), which the
+    /// outer process joins before it creates PID 1.
+    #[serde(default)]
+    pub cgroup: Option<PathBuf>,
 }
 
 /// Run the tool (host → init, second line).

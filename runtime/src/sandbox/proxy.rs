@@ -1,8 +1,8 @@
 //! The egress proxy: the only way out of a sandbox.
 //!
 //! A sandbox has no network of its own. Its tool reaches the outside through this host-side
-//! proxy, which listens on a Unix socket that the sandbox executor bind-mounts into the sandbox
-//! (a relay on the sandbox's loopback, `127.0.0.1:3128`, forwards to it, so ordinary
+//! proxy, which listens on a Unix socket that the sandbox's PID 1 reaches through a descriptor of
+//! its directory (a relay on the sandbox's loopback, `127.0.0.1:3128`, forwards to it, so ordinary
 //! `HTTP_PROXY`/`HTTPS_PROXY` clients work). One proxy serves one call: it admits only that
 //! call's egress entries (profile plus overlay) and records every refusal, which the executor
 //! returns as the attempt's `egress_refusals`.
@@ -180,8 +180,8 @@ impl EgressProxy {
     ///
     /// Must be called inside a tokio runtime; the proxy runs on it until
     /// [`ProxyHandle::shutdown`] (or until the handle is dropped). The socket is created with
-    /// mode 0666 so that the sandbox's unprivileged user can connect to it once it is
-    /// bind-mounted; keep it in a directory only that sandbox (and the host) can reach.
+    /// mode 0666 so that the sandbox's unprivileged user can connect to it; keep it in a
+    /// directory only that sandbox (and the host) can reach.
     ///
     /// # Errors
     /// When the socket cannot be created — in particular when `socket_path` already exists

@@ -1,11 +1,12 @@
-//! Finding a tool's binary at run time and checking its digest.
+//! Finding a tool's binary at run time, and the verified copy of a pinned one.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use registry_build::endpoint::WorkspaceBins;
 use registry_build::{ResolvedCommand, ToolRecord};
@@ -108,7 +109,7 @@ fn cwd_root() -> Option<PathBuf> {
     .clone()
 }
 
-/// What identifies one version of a file on disk: a digest computed for one stamp is reused
+/// What identifies one version of a file on disk: a copy verified for one stamp is reused
 /// while the stamp is unchanged (`ctime` moves on every write and cannot be set back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -120,73 +121,135 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(path: &Path) -> std::io::Result<Self> {
-        let m = std::fs::metadata(path)?;
-        Ok(Self {
+    fn of(m: &std::fs::Metadata) -> Self {
+        Self {
             dev: m.dev(),
             ino: m.ino(),
             len: m.len(),
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
-        })
+        }
     }
 }
 
-/// SHA-256 digests of binaries already hashed, by path and stamp.
-#[derive(Debug, Default)]
-pub(super) struct DigestCache {
-    known: Mutex<HashMap<PathBuf, (Stamp, String)>>,
+/// A private, sealed copy (a memfd) of a pinned binary, made while its digest was computed:
+/// what runs is exactly what was hashed, whatever happens to the file afterwards.
+#[derive(Debug, Clone)]
+pub struct PinnedCopy {
+    fd: Arc<OwnedFd>,
 }
 
-impl DigestCache {
-    /// The lower-case hex SHA-256 digest of the file at `path` (blocking: call off the runtime).
-    pub(super) fn digest(&self, path: &Path) -> std::io::Result<String> {
-        let stamp = Stamp::of(path)?;
-        if let Ok(known) = self.known.lock() {
-            if let Some((s, d)) = known.get(path) {
-                if *s == stamp {
-                    return Ok(d.clone());
-                }
-            }
-        }
-        let digest = sha256_file(path)?;
-        // Only remember the digest if the file did not change while it was read.
-        if Stamp::of(path)? == stamp {
-            if let Ok(mut known) = self.known.lock() {
-                known.insert(path.to_path_buf(), (stamp, digest.clone()));
-            }
-        }
-        Ok(digest)
+impl PinnedCopy {
+    /// The copy's descriptor (close-on-exec; the process executor executes it through
+    /// `/proc/self/fd/N`, keeping it open across the exec for a script's interpreter).
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = File::open(path)?;
+/// Reads all of `src` into `dst`, returning the lower-case hex SHA-256 digest of what was
+/// copied.
+///
+/// # Errors
+/// A read or write error.
+pub(crate) fn copy_hashing(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; 256 * 1024];
     loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         hasher.update(&buf[..n]);
+        dst.write_all(&buf[..n])?;
     }
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Refuses the binary at `path` unless its digest is `expected` (hex, any case).
+/// A new memfd holding a copy of `file`, sealed against any change; with its digest.
+fn sealed_copy(file: &mut File, name: &Path) -> std::io::Result<(String, PinnedCopy)> {
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let label = format!(
+        "escepine-pinned:{}",
+        name.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
+    let flags = MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING;
+    // MFD_EXEC (Linux 6.3) says the copy is meant to be executed; older kernels refuse the flag
+    // and allow it anyway.
+    let fd = match rustix::fs::memfd_create(&label, flags | MemfdFlags::EXEC) {
+        Err(rustix::io::Errno::INVAL) => rustix::fs::memfd_create(&label, flags)?,
+        other => other?,
+    };
+    let mut copy = File::from(fd);
+    let digest = copy_hashing(file, &mut copy)?;
+    rustix::fs::fcntl_add_seals(
+        &copy,
+        SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE | SealFlags::SEAL,
+    )?;
+    Ok((
+        digest,
+        PinnedCopy {
+            fd: Arc::new(OwnedFd::from(copy)),
+        },
+    ))
+}
+
+/// Verified copies of pinned binaries (and the digests of mismatching ones), by path and stamp.
+#[derive(Debug, Default)]
+pub(super) struct PinCache {
+    known: Mutex<HashMap<PathBuf, (Stamp, String, PinnedCopy)>>,
+}
+
+impl PinCache {
+    /// The digest of the file at `path` and a sealed copy of exactly the bytes hashed
+    /// (blocking: call off the runtime). The file is opened once; its stamp is taken from the
+    /// open file, so a cached copy is only reused for the version it was made from.
+    fn copy(&self, path: &Path) -> std::io::Result<(String, PinnedCopy)> {
+        let now = Stamp::of(&std::fs::metadata(path)?);
+        if let Ok(known) = self.known.lock() {
+            if let Some((stamp, digest, copy)) = known.get(path) {
+                if *stamp == now {
+                    return Ok((digest.clone(), copy.clone()));
+                }
+            }
+        }
+        let mut file = File::open(path)?;
+        let opened = Stamp::of(&file.metadata()?);
+        let (digest, copy) = sealed_copy(&mut file, path)?;
+        // Remembered only if the file did not change while it was read.
+        if Stamp::of(&file.metadata()?) == opened {
+            if let Ok(mut known) = self.known.lock() {
+                known.insert(path.to_path_buf(), (opened, digest.clone(), copy.clone()));
+            }
+        }
+        Ok((digest, copy))
+    }
+}
+
+/// The sealed copy of the binary at `path`, refused unless its digest is `expected` (hex, any
+/// case).
 pub(super) fn verify_digest(
-    cache: &DigestCache,
+    cache: &PinCache,
     tool_id: &str,
     path: &Path,
     expected: &str,
-) -> Result<(), ExecError> {
-    let actual = cache.digest(path).map_err(|e| {
+) -> Result<PinnedCopy, ExecError> {
+    let (actual, copy) = cache.copy(path).map_err(|e| {
         ExecError::Spawn(format!(
             "cannot hash the endpoint binary {} of `{tool_id}`: {e}",
             path.display()
         ))
     })?;
+    check_digest(tool_id, path, &actual, expected)?;
+    Ok(copy)
+}
+
+/// Refuses `path` unless `actual` is `expected` (hex, any case).
+fn check_digest(tool_id: &str, path: &Path, actual: &str, expected: &str) -> Result<(), ExecError> {
     if actual.eq_ignore_ascii_case(expected.trim()) {
         Ok(())
     } else {
@@ -203,19 +266,33 @@ pub(super) fn verify_digest(
 mod tests {
     use super::*;
 
+    fn read_all(copy: &PinnedCopy) -> Vec<u8> {
+        let mut f = File::from(copy.fd().try_clone_to_owned().expect("dup"));
+        let mut out = Vec::new();
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).expect("seek");
+        f.read_to_end(&mut out).expect("read");
+        out
+    }
+
     #[test]
-    fn digest_is_cached_until_the_file_changes() {
+    fn the_copy_is_what_was_hashed_and_is_reused_until_the_file_changes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("bin");
         std::fs::write(&p, b"abc").expect("write");
-        let cache = DigestCache::default();
+        let cache = PinCache::default();
         let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-        assert_eq!(cache.digest(&p).expect("digest"), abc);
-        assert_eq!(cache.digest(&p).expect("digest"), abc);
+        let first = verify_digest(&cache, "t", &p, abc).expect("the pinned content");
+        assert_eq!(read_all(&first), b"abc");
+        let again = verify_digest(&cache, "t", &p, &abc.to_uppercase()).expect("cached");
+        assert!(Arc::ptr_eq(&first.fd, &again.fd));
         std::fs::write(&p, b"abd").expect("write");
-        assert_ne!(cache.digest(&p).expect("digest"), abc);
         assert!(verify_digest(&cache, "t", &p, abc).is_err());
+        // The copy made before is sealed: the file's change did not reach it, nor can a write.
+        assert_eq!(read_all(&first), b"abc");
+        let mut f = File::from(first.fd().try_clone_to_owned().expect("dup"));
+        assert!(f.write_all(b"x").is_err());
         std::fs::write(&p, b"abc").expect("write");
-        assert!(verify_digest(&cache, "t", &p, &abc.to_uppercase()).is_ok());
+        let third = verify_digest(&cache, "t", &p, abc).expect("the pinned content again");
+        assert_eq!(read_all(&third), b"abc");
     }
 }

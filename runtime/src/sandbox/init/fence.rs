@@ -1,5 +1,5 @@
-//! Landlock, the second fence behind the mount namespace: read and execute beneath the bound
-//! host paths, read-write (no execute) in the workspace, read-write on the device nodes, TCP
+//! Landlock, the second fence behind the mount namespace: read and execute beneath the tool's
+//! paths (copied into the root), read-write (no execute) in the workspace, read-write on the device nodes, TCP
 //! connect only to the relay's port, and no signals or abstract sockets beyond the tool's own
 //! processes. Best effort: a kernel without some Landlock feature enforces the rest.
 

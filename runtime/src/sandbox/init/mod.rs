@@ -27,7 +27,7 @@ mod seccomp;
 
 use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -46,6 +46,8 @@ pub fn main() -> ! {
 
 /// The argument that makes `escepine-sandbox-init` the zygote.
 pub const SERVER_FLAG: &str = "--server";
+/// The zygote's `argv[0]`, which every sandbox's PID 1 inherits: no host path.
+pub const PROCESS_NAME: &str = "escepine-init";
 
 /// The zygote: one long-lived, single-threaded process per backend that forks the outer
 /// process of each sandbox, so that no sandbox pays for starting a program (exec, dynamic
@@ -203,15 +205,15 @@ fn outer() -> i32 {
         Ok(c) => c,
         Err(_) => return 70,
     };
-    let provision: Provision = match first {
-        Ok(Some((p, stdin))) => {
+    let (provision, image): (Provision, OwnedFd) = match first {
+        Ok(Some((p, stdin, image))) => {
             if let Err(e) = rustix::stdio::dup2_stdin(&stdin) {
                 ctl.send(&FromInit::Failed {
                     message: format!("dup2 of the tool's stdin: {e}"),
                 });
                 return 70;
             }
-            p
+            (p, image)
         }
         Ok(None) => return 0,
         Err(message) => {
@@ -219,6 +221,28 @@ fn outer() -> i32 {
             return 70;
         }
     };
+    // The workspace, made with the host's root's credentials (before the user namespace).
+    let workspace = match mounts::workspace(&provision) {
+        Ok(fd) => fd,
+        Err(message) => {
+            ctl.send(&FromInit::Failed { message });
+            return 70;
+        }
+    };
+    // Into the sandbox's memory cgroup, before PID 1 exists: every process of the sandbox is
+    // created inside it.
+    if let Some(dir) = &provision.cgroup {
+        let procs = dir.join("cgroup.procs");
+        if let Err(e) = std::fs::write(
+            &procs,
+            rustix::process::getpid().as_raw_nonzero().to_string(),
+        ) {
+            ctl.send(&FromInit::Failed {
+                message: format!("cannot join the memory cgroup {}: {e}", procs.display()),
+            });
+            return 70;
+        }
+    }
     let (sync_r, sync_w) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
         Ok(p) => p,
         Err(e) => {
@@ -260,9 +284,10 @@ fn outer() -> i32 {
     }
     if pid == 0 {
         drop(sync_w);
-        pid1(ctl, provision, sync_r);
+        pid1(ctl, provision, sync_r, image, workspace);
     }
     drop(sync_r);
+    drop((image, workspace));
     let pid = pid as i32;
     if let Err(message) = write_maps(pid, &provision) {
         if let Some(p) = Pid::from_raw(pid) {
@@ -292,15 +317,15 @@ fn outer() -> i32 {
     }
 }
 
-/// Reads the [`Provision`] line and the stdin pipe that comes with it (`SCM_RIGHTS`); `None`
-/// if the host closed the socket first.
-fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd)>, String> {
+/// Reads the [`Provision`] line and the two descriptors that come with it (`SCM_RIGHTS`): the
+/// tool's stdin pipe and the root image; `None` if the host closed the socket first.
+fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd, OwnedFd)>, String> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut line: Vec<u8> = Vec::new();
-    let mut stdin: Option<OwnedFd> = None;
+    let mut fds: Vec<OwnedFd> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     while !line.ends_with(b"\n") {
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
         let mut ancillary = RecvAncillaryBuffer::new(&mut space);
         let got = rustix::net::recvmsg(
             control,
@@ -310,10 +335,8 @@ fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd)>, 
         )
         .map_err(|e| format!("cannot read the control socket: {e}"))?;
         for msg in ancillary.drain() {
-            if let RecvAncillaryMessage::ScmRights(fds) = msg {
-                for fd in fds {
-                    stdin.get_or_insert(fd);
-                }
+            if let RecvAncillaryMessage::ScmRights(received) = msg {
+                fds.extend(received);
             }
         }
         if got.bytes == 0 {
@@ -326,8 +349,11 @@ fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd)>, 
     }
     let provision =
         serde_json::from_slice(&line).map_err(|e| format!("malformed provision: {e}"))?;
-    let stdin = stdin.ok_or("the provision came without the tool's stdin")?;
-    Ok(Some((provision, stdin)))
+    let mut fds = fds.into_iter();
+    let (Some(stdin), Some(image)) = (fds.next(), fds.next()) else {
+        return Err("the provision came without the tool's stdin and the root image".into());
+    };
+    Ok(Some((provision, stdin, image)))
 }
 
 /// Maps uid and gid 0 of the new user namespace to the outside ids.
@@ -343,8 +369,14 @@ fn write_maps(pid: i32, p: &Provision) -> Result<(), String> {
 }
 
 /// PID 1 of the sandbox: never returns.
-fn pid1(mut ctl: Control, provision: Provision, sync: OwnedFd) -> ! {
-    match build(&mut ctl, &provision, sync) {
+fn pid1(
+    mut ctl: Control,
+    provision: Provision,
+    sync: OwnedFd,
+    image: OwnedFd,
+    workspace: OwnedFd,
+) -> ! {
+    match build(&mut ctl, &provision, sync, image, workspace) {
         Ok(Some(prepared)) => {
             let exec: Exec = match ctl.recv() {
                 Ok(Some(e)) => e,
@@ -373,13 +405,21 @@ fn pid1(mut ctl: Control, provision: Provision, sync: OwnedFd) -> ! {
 struct Prepared {
     fence: landlock::RulesetCreated,
     filters: Vec<seccompiler::BpfProgram>,
+    /// The proxy's socket directory, for the relay (egress only).
+    proxy: Option<OwnedFd>,
 }
 
 /// Builds the sandbox; `None` if the host went away first.
-fn build(ctl: &mut Control, p: &Provision, sync: OwnedFd) -> Result<Option<Prepared>, String> {
-    // Open every bind source while this process still has the host's root credentials
+fn build(
+    ctl: &mut Control,
+    p: &Provision,
+    sync: OwnedFd,
+    image: OwnedFd,
+    workspace: OwnedFd,
+) -> Result<Option<Prepared>, String> {
+    // Open the proxy's directory while this process still has the host's root credentials
     // (uid 0 outside, so owner permissions of root's files apply); nothing is mounted yet.
-    let sources = mounts::open_sources(p)?;
+    let proxy = mounts::open_proxy(p)?;
     let mut go = [0u8; 1];
     match rustix::io::read(&sync, &mut go) {
         Ok(1) => {}
@@ -395,7 +435,7 @@ fn build(ctl: &mut Control, p: &Provision, sync: OwnedFd) -> Result<Option<Prepa
     // Credentials changed, which clears the parent-death signal: set it now.
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
         .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
-    mounts::build(p, sources)?;
+    mounts::build(&mounts::Sources { image, workspace })?;
     // From here on nothing in the sandbox may read this process's memory or descriptors.
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
@@ -406,12 +446,20 @@ fn build(ctl: &mut Control, p: &Provision, sync: OwnedFd) -> Result<Option<Prepa
     let filters = seccomp::compile()?;
     let fence = fence::ruleset(p)?;
     ctl.send(&FromInit::Ready);
-    Ok(Some(Prepared { fence, filters }))
+    Ok(Some(Prepared {
+        fence,
+        filters,
+        proxy,
+    }))
 }
 
 /// Starts the tool and reports how it ended.
 fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
-    let Prepared { fence, filters } = prepared;
+    let Prepared {
+        fence,
+        filters,
+        proxy,
+    } = prepared;
     if exec.argv.is_empty() {
         return Err("no program to run".into());
     }
@@ -459,7 +507,9 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
         return Err(why);
     }
     if let Some(listener) = listener {
-        relay::spawn(listener);
+        if let Some(dir) = proxy {
+            relay::spawn(listener, dir);
+        }
     }
     // The tool holds the stdio pipes now; PID 1 lets go of them.
     null_stdio(0);
@@ -522,9 +572,4 @@ fn child(
         argv[0].to_string_lossy(),
         std::io::Error::last_os_error()
     )
-}
-
-/// `fd` as the path `/proc/self/fd/N`.
-fn fd_path(fd: &OwnedFd) -> String {
-    format!("/proc/self/fd/{}", fd.as_raw_fd())
 }

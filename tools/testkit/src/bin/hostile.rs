@@ -10,6 +10,9 @@
 //! | `forkbomb` | forks children that wait forever until a fork fails (or `max` succeed) |
 //! | `alloc` | allocates and touches `mb` MiB in 16 MiB steps until an allocation is refused |
 //! | `hang` | starts children that leave the session and ignore SIGTERM, then sleeps forever |
+//! | `shm` | maps and touches `mb` MiB of `kind` memory: `shared` (`MAP_SHARED|MAP_ANONYMOUS`), `memfd`, `workspace` (a file in /workspace) |
+//! | `families` | opens a socket (and a socket pair) of each of `families`, tries the x32 ABI |
+//! | `procfs` | reports what `/proc` shows of the host (see [`procfs`]) |
 //! | `env` | outputs `{"env": {…}}`, its whole environment |
 //!
 //! Every attempt is reported, never assumed: `{"ok": true, …}` or `{"ok": false, "error": …}`.
@@ -50,6 +53,12 @@ fn main() -> ExitCode {
         "alloc" => alloc(payload["mb"].as_u64().unwrap_or(4096)),
         "hang" => hang(&payload),
         "env" => json!({ "env": env() }),
+        "shm" => shm(
+            payload["kind"].as_str().unwrap_or("shared"),
+            payload["mb"].as_u64().unwrap_or(1536),
+        ),
+        "families" => families(&payload),
+        "procfs" => procfs(),
         other => {
             eprintln!("escepine-hostile: unknown mode `{other}`");
             return ExitCode::from(2);
@@ -97,6 +106,17 @@ fn env() -> Map<String, Value> {
         .collect()
 }
 
+/// The host name of the UTS namespace.
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is valid for `buf.len()` bytes, which `gethostname` does not exceed.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 fn list(dir: &str) -> Value {
     match fs::read_dir(dir) {
         Ok(rd) => {
@@ -131,7 +151,7 @@ fn connect(addr: &str) -> Value {
 ///   and over its own binary, and in each of `write_also`;
 /// - `workspace_before` (the workspace's entries on arrival), `workspace_write` (a marker);
 /// - `proc` (the pids it can see), `kill_host` (`kill(host_pid, 0)`), `root` (what `/` holds);
-/// - `sockets`: raw IPv4, raw IPv6, packet and netlink sockets;
+/// - `sockets`: raw IPv4 and raw IPv6 sockets;
 /// - `connect_host`: a TCP connection to `loopback_port` on 127.0.0.1;
 /// - `connect_own`: a TCP connection to a listener of its own on loopback (Landlock allows only
 ///   the relay's port); `signal_init`: `kill(1, SIGTERM)` (Landlock scopes signals);
@@ -229,13 +249,6 @@ fn probe(p: &Value) -> Value {
             libc::SOCK_RAW,
             libc::IPPROTO_ICMPV6,
         ),
-        ("packet", libc::AF_PACKET, libc::SOCK_RAW, 0x0300),
-        (
-            "netlink",
-            libc::AF_NETLINK,
-            libc::SOCK_RAW,
-            libc::NETLINK_ROUTE,
-        ),
     ] {
         // SAFETY: `socket` takes plain integers; a returned descriptor is closed right away.
         let fd = unsafe { libc::socket(domain, ty, proto) };
@@ -316,7 +329,7 @@ fn probe(p: &Value) -> Value {
             "cap_bnd": field("CapBnd:"),
             "no_new_privs": field("NoNewPrivs:"),
             "seccomp": field("Seccomp:"),
-            "hostname": fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim(),
+            "hostname": hostname(),
             "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         }),
     );
@@ -451,4 +464,190 @@ fn hang(p: &Value) -> Value {
     loop {
         std::thread::sleep(Duration::from_secs(1000));
     }
+}
+
+/// Maps `mb` MiB of `kind` memory that `RLIMIT_DATA` does not count (`shared`: an anonymous
+/// shared mapping; `memfd`: memfds mapped shared; `workspace`: files in /workspace, a tmpfs) and
+/// touches every page. Files are made 32 MiB each, below the file size limit. Reports how much
+/// it touched if it lives to tell.
+fn shm(kind: &str, mb: u64) -> Value {
+    const FILE_MB: u64 = 32;
+    let mut touched_mb = 0u64;
+    let mut n = 0u32;
+    while touched_mb < mb {
+        let chunk = if kind == "shared" {
+            mb
+        } else {
+            FILE_MB.min(mb - touched_mb)
+        };
+        let len = (chunk as usize) << 20;
+        let fd = match kind {
+            "shared" => -1,
+            // SAFETY: the name is a valid C string; the flags are plain integers.
+            "memfd" => unsafe { libc::memfd_create(c"escepine-hostile".as_ptr(), 0) },
+            "workspace" => match fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(format!("/workspace/hostile-mapped-{n}"))
+            {
+                Ok(f) => std::os::fd::IntoRawFd::into_raw_fd(f),
+                Err(e) => return failed(e),
+            },
+            other => return failed(format!("unknown memory kind {other}")),
+        };
+        n += 1;
+        // SAFETY: `fd` is a descriptor of this process; ftruncate takes plain integers.
+        if kind != "shared" && (fd < 0 || unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0) {
+            return errno_result(-1);
+        }
+        let flags = if fd < 0 {
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS
+        } else {
+            libc::MAP_SHARED
+        };
+        // SAFETY: a fresh mapping at an address the kernel chooses; nothing else refers to it.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return errno_result(-1);
+        }
+        let base = addr.cast::<u8>();
+        let mut at = 0usize;
+        while at < len {
+            // SAFETY: `at < len`, within the mapping made above, which stays mapped.
+            unsafe { base.add(at).write_volatile(1) };
+            at += 4096;
+        }
+        touched_mb += chunk;
+    }
+    ok(json!({ "touched_mb": touched_mb }))
+}
+
+/// `socket` of each of the payload's `families` (numbers) as a stream and a datagram socket, and
+/// `socketpair` of each; then `socket` through the x32 ABI (`__X32_SYSCALL_BIT`).
+fn families(p: &Value) -> Value {
+    let mut sockets = Map::new();
+    let mut pairs = Map::new();
+    for family in p["families"].as_array().into_iter().flatten() {
+        let Some(f) = family.as_i64() else { continue };
+        let mut per_type = Map::new();
+        for (name, ty) in [
+            ("stream", libc::SOCK_STREAM),
+            ("dgram", libc::SOCK_DGRAM),
+            ("seqpacket", libc::SOCK_SEQPACKET),
+        ] {
+            // SAFETY: `socket` takes plain integers; a returned descriptor is closed right away.
+            let fd = unsafe { libc::socket(f as libc::c_int, ty, 0) };
+            let r = errno_result(fd as i64);
+            if fd >= 0 {
+                // SAFETY: `fd` was just returned by `socket` and is owned here.
+                unsafe { libc::close(fd) };
+            }
+            per_type.insert(name.into(), r);
+        }
+        sockets.insert(f.to_string(), Value::Object(per_type));
+        let mut sv = [-1 as libc::c_int; 2];
+        // SAFETY: `sv` has room for the two descriptors `socketpair` writes.
+        let rc =
+            unsafe { libc::socketpair(f as libc::c_int, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+        let r = errno_result(rc as i64);
+        for fd in sv.into_iter().filter(|&fd| fd >= 0) {
+            // SAFETY: written by a successful `socketpair`, owned here.
+            unsafe { libc::close(fd) };
+        }
+        pairs.insert(f.to_string(), r);
+    }
+    const X32_SYSCALL_BIT: libc::c_long = 0x4000_0000;
+    // SAFETY: a system call with plain integer arguments; a returned descriptor is closed.
+    let x32 = unsafe {
+        libc::syscall(
+            X32_SYSCALL_BIT | libc::SYS_socket,
+            libc::AF_VSOCK,
+            libc::SOCK_STREAM,
+            0,
+        )
+    };
+    let x32_result = errno_result(x32);
+    if x32 >= 0 {
+        // SAFETY: a descriptor this process owns.
+        unsafe { libc::close(x32 as libc::c_int) };
+    }
+    json!({ "sockets": sockets, "socketpair": pairs, "x32_socket": x32_result })
+}
+
+/// What `/proc` shows: the kernel command line, memory, PID 1's command line, environment and
+/// executable, the mount table, and every top-level entry that is not a process.
+fn procfs() -> Value {
+    let read = |path: &str| match fs::read(path) {
+        Ok(bytes) => ok(json!({ "text": String::from_utf8_lossy(&bytes) })),
+        Err(e) => failed(e),
+    };
+    let mut files = Map::new();
+    for path in [
+        "/proc/cmdline",
+        "/proc/meminfo",
+        "/proc/1/cmdline",
+        "/proc/1/environ",
+        "/proc/self/mountinfo",
+        "/proc/self/mounts",
+        "/proc/1/mountinfo",
+    ] {
+        files.insert(path.into(), read(path));
+    }
+    let exe = match fs::read_link("/proc/1/exe") {
+        Ok(p) => ok(json!({ "text": p.display().to_string() })),
+        Err(e) => failed(e),
+    };
+    files.insert("/proc/1/exe".into(), exe);
+    let entries: Vec<String> = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    // Every other top-level file, read: whatever of the host one of them shows.
+    let mut others = Map::new();
+    for name in &entries {
+        let path = format!("/proc/{name}");
+        if Path::new(&path).is_file() {
+            if let Ok(bytes) = fs::read(&path) {
+                others.insert(
+                    path,
+                    Value::from(String::from_utf8_lossy(&bytes).into_owned()),
+                );
+            }
+        }
+    }
+    // What the file systems say of their size: a tmpfs of the kernel's default size would
+    // show the host's memory.
+    let mut sizes = Map::new();
+    for path in ["/", "/workspace", "/proc", "/dev"] {
+        let Ok(c) = std::ffi::CString::new(path) else {
+            continue;
+        };
+        // SAFETY: `st` is a plain C struct the call fills in; `c` is a valid C string.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; both pointers are valid for the call.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+        sizes.insert(
+            path.into(),
+            if rc == 0 {
+                json!({ "bytes": st.f_blocks as u64 * st.f_frsize as u64, "inodes": st.f_files as u64 })
+            } else {
+                errno_result(-1)
+            },
+        );
+    }
+    json!({ "files": files, "entries": entries, "readable": others, "sizes": sizes })
 }

@@ -1,0 +1,389 @@
+//! The memory bound of each sandbox: a memory cgroup of its own, created below the runtime's
+//! own memory cgroup (never at the root of the hierarchy), which every process of the sandbox
+//! joins before PID 1 exists.
+//!
+//! The cgroup counts what `RLIMIT_DATA` does not: shared anonymous mappings, memfds, tmpfs
+//! files (the workspace included) and the page cache the sandbox's processes bring in. When the
+//! sandbox's processes together reach the bound, the kernel's OOM killer kills one of them in
+//! the cgroup, and its `oom_kill` counter tells the host that this is what happened.
+//!
+//! - cgroup v1 (the memory controller's own hierarchy): `memory.limit_in_bytes`, and
+//!   `memory.memsw.limit_in_bytes` (memory plus swap) to the same value when swap accounting
+//!   is on, so that swap cannot extend the bound; the OOM kills are in `memory.oom_control`.
+//! - cgroup v2: `memory.max`, `memory.swap.max` = 0; the OOM kills are in `memory.events`.
+//!   Under v2 a cgroup that delegates a controller to its children may hold no process: when the
+//!   runtime's cgroup refuses to enable `memory` for its children for that reason, the runtime
+//!   moves itself into a leaf child, `escepine-runtime`, first.
+//!
+//! Each sandbox's cgroup is named `escepine-sbx-<runtime pid>-<n>` and removed at destroy; the
+//! cgroups a killed runtime left behind (its pid gone) are removed by the next backend that
+//! finds the same parent.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The prefix of every sandbox cgroup's name.
+pub(super) const PREFIX: &str = "escepine-sbx-";
+/// The leaf a cgroup v2 runtime moves itself into, so that its own cgroup may delegate.
+const RUNTIME_LEAF: &str = "escepine-runtime";
+
+/// Why a sandbox's memory cgroup could not be set up or read.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    /// The runtime's memory cgroup could not be found.
+    #[error("cannot find this process's memory cgroup: {0}")]
+    NotFound(String),
+    /// A cgroup file operation failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> CgroupError + 'a {
+    move |source| CgroupError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Which cgroup interface holds the memory controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Version {
+    /// The memory controller's own v1 hierarchy.
+    V1,
+    /// The unified hierarchy.
+    V2,
+}
+
+/// The runtime's own memory cgroup, under which sandboxes get theirs.
+#[derive(Debug, Clone)]
+pub(super) struct Parent {
+    version: Version,
+    dir: PathBuf,
+}
+
+/// The memory controller's entry of `/proc/self/cgroup`: the v1 `memory` hierarchy's path if
+/// there is one, else the unified (`0::`) path.
+pub(super) fn own_path(proc_self_cgroup: &str) -> Option<(Version, String)> {
+    let mut unified = None;
+    for line in proc_self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if controllers.split(',').any(|c| c == "memory") {
+            return Some((Version::V1, path.to_string()));
+        }
+        if id == "0" && controllers.is_empty() {
+            unified = Some((Version::V2, path.to_string()));
+        }
+    }
+    unified
+}
+
+/// The mount of the hierarchy of `version` in `/proc/self/mountinfo`: its root within the
+/// hierarchy and its mount point.
+pub(super) fn mount_of(mountinfo: &str, version: Version) -> Option<(String, PathBuf)> {
+    for line in mountinfo.lines() {
+        let Some((before, after)) = line.split_once(" - ") else {
+            continue;
+        };
+        let fields: Vec<&str> = before.split(' ').collect();
+        let tail: Vec<&str> = after.split(' ').collect();
+        let (Some(root), Some(point), Some(fstype)) = (fields.get(3), fields.get(4), tail.first())
+        else {
+            continue;
+        };
+        let found = match version {
+            Version::V1 => {
+                *fstype == "cgroup"
+                    && tail
+                        .get(2)
+                        .is_some_and(|o| o.split(',').any(|o| o == "memory"))
+            }
+            Version::V2 => *fstype == "cgroup2",
+        };
+        if found {
+            return Some((unescape(root), PathBuf::from(unescape(point))));
+        }
+    }
+    None
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space) decoded.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            let digits = std::str::from_utf8(&bytes[i + 1..i + 4]).unwrap_or("");
+            if let Ok(v) = u8::from_str_radix(digits, 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The `oom_kill` count of a `memory.oom_control` (v1) or `memory.events` (v2) text.
+pub(super) fn oom_kills(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+impl Parent {
+    /// This process's memory cgroup (from `/proc/self/cgroup` and `/proc/self/mountinfo`).
+    ///
+    /// # Errors
+    /// [`CgroupError::NotFound`] when no hierarchy holds the memory controller for it.
+    pub(super) fn discover() -> Result<Self, CgroupError> {
+        let read = |p: &str| {
+            std::fs::read_to_string(p).map_err(|e| CgroupError::NotFound(format!("{p}: {e}")))
+        };
+        let (version, path) = own_path(&read("/proc/self/cgroup")?)
+            .ok_or_else(|| CgroupError::NotFound("no memory controller".into()))?;
+        let (root, point) = mount_of(&read("/proc/self/mountinfo")?, version).ok_or_else(|| {
+            CgroupError::NotFound(format!("the {version:?} hierarchy is not mounted"))
+        })?;
+        // The mount may show a subtree of the hierarchy (a container's cgroup namespace).
+        let relative = path
+            .strip_prefix(root.trim_end_matches('/'))
+            .unwrap_or(&path)
+            .trim_start_matches('/');
+        let mut dir = point.join(relative);
+        if version == Version::V2 {
+            if dir.file_name().is_some_and(|n| n == RUNTIME_LEAF) {
+                if let Some(up) = dir.parent() {
+                    dir = up.to_path_buf();
+                }
+            }
+            let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"))
+                .map_err(io_err("reading", &dir.join("cgroup.controllers")))?;
+            if !controllers.split_whitespace().any(|c| c == "memory") {
+                return Err(CgroupError::NotFound(format!(
+                    "the memory controller is not available in {}",
+                    dir.display()
+                )));
+            }
+        }
+        if !dir.is_dir() {
+            return Err(CgroupError::NotFound(format!(
+                "{} is not a directory",
+                dir.display()
+            )));
+        }
+        let parent = Self { version, dir };
+        parent.sweep();
+        Ok(parent)
+    }
+
+    /// Removes the sandbox cgroups of runtimes that are gone (best effort: a cgroup still in
+    /// use cannot be removed).
+    fn sweep(&self) {
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(owner) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(PREFIX))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !Path::new(&format!("/proc/{owner}")).exists() {
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
+    }
+
+    /// Lets children of the runtime's cgroup use the memory controller (v2 only).
+    fn delegate(&self) -> Result<(), CgroupError> {
+        let control = self.dir.join("cgroup.subtree_control");
+        let enabled = std::fs::read_to_string(&control).unwrap_or_default();
+        if enabled.split_whitespace().any(|c| c == "memory") {
+            return Ok(());
+        }
+        match std::fs::write(&control, "+memory") {
+            Ok(()) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                // Processes in this cgroup: move this one into a leaf of its own, then delegate.
+                let leaf = self.dir.join(RUNTIME_LEAF);
+                match std::fs::create_dir(&leaf) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(io_err("creating", &leaf)(e)),
+                }
+                let procs = leaf.join("cgroup.procs");
+                std::fs::write(&procs, std::process::id().to_string())
+                    .map_err(io_err("moving the runtime into", &procs))?;
+                std::fs::write(&control, "+memory").map_err(io_err("writing", &control))
+            }
+            Err(e) => Err(io_err("writing", &control)(e)),
+        }
+    }
+
+    /// A new cgroup for one sandbox, bounded to `bytes` of memory.
+    ///
+    /// # Errors
+    /// [`CgroupError::Io`] naming the file that could not be created or written (the cgroup is
+    /// removed again then).
+    pub(super) fn create(&self, name: &str, bytes: u64) -> Result<Cgroup, CgroupError> {
+        if self.version == Version::V2 {
+            self.delegate()?;
+        }
+        let dir = self.dir.join(name);
+        std::fs::create_dir(&dir).map_err(io_err("creating", &dir))?;
+        let cgroup = Cgroup {
+            version: self.version,
+            dir,
+        };
+        let bound = bytes.to_string();
+        let settings: &[(&str, &str, bool)] = match self.version {
+            // memsw exists only with swap accounting; it must not be below the memory limit,
+            // so it is written second.
+            Version::V1 => &[
+                ("memory.limit_in_bytes", &bound, true),
+                ("memory.memsw.limit_in_bytes", &bound, false),
+            ],
+            Version::V2 => &[
+                ("memory.max", &bound, true),
+                ("memory.swap.max", "0", false),
+            ],
+        };
+        for (file, value, required) in settings {
+            let path = cgroup.dir.join(file);
+            if !required && !path.exists() {
+                continue;
+            }
+            if let Err(e) = std::fs::write(&path, value) {
+                let _ = std::fs::remove_dir(&cgroup.dir);
+                return Err(io_err("writing", &path)(e));
+            }
+        }
+        Ok(cgroup)
+    }
+}
+
+/// One sandbox's memory cgroup.
+#[derive(Debug)]
+pub(super) struct Cgroup {
+    version: Version,
+    dir: PathBuf,
+}
+
+impl Cgroup {
+    /// Its directory (the sandbox's outer process writes itself into `cgroup.procs` there).
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// How many processes of the sandbox the OOM killer has killed.
+    pub(super) fn oom_kills(&self) -> u64 {
+        let file = match self.version {
+            Version::V1 => "memory.oom_control",
+            Version::V2 => "memory.events",
+        };
+        std::fs::read_to_string(self.dir.join(file))
+            .map(|t| oom_kills(&t))
+            .unwrap_or(0)
+    }
+
+    /// Removes the cgroup once its last process has gone (a few retries: an exiting process
+    /// leaves the cgroup just after its parent sees it exit).
+    ///
+    /// # Errors
+    /// The last `rmdir` error, when the cgroup is still busy after the retries.
+    pub(super) fn remove(&self, patience: Duration) -> io::Result<()> {
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_hierarchy_is_found_in_proc_self_cgroup() {
+        let v1 = "9:name=systemd:/\n4:memory:/process_api/abc\n0::/\n";
+        assert_eq!(
+            own_path(v1),
+            Some((Version::V1, "/process_api/abc".to_string()))
+        );
+        let v1_joined = "5:cpu,memory:/a/b\n";
+        assert_eq!(own_path(v1_joined), Some((Version::V1, "/a/b".to_string())));
+        let v2 = "0::/user.slice/session-1.scope\n";
+        assert_eq!(
+            own_path(v2),
+            Some((Version::V2, "/user.slice/session-1.scope".to_string()))
+        );
+        assert_eq!(own_path("3:cpu:/x\n"), None);
+    }
+
+    #[test]
+    fn the_hierarchy_mount_is_found_in_mountinfo() {
+        let info = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+33 30 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+36 30 0:32 /docker/x /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+40 30 0:36 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+        assert_eq!(
+            mount_of(info, Version::V1),
+            Some((
+                "/docker/x".to_string(),
+                PathBuf::from("/sys/fs/cgroup/memory")
+            ))
+        );
+        assert_eq!(
+            mount_of(info, Version::V2),
+            Some(("/".to_string(), PathBuf::from("/sys/fs/cgroup/unified")))
+        );
+        assert_eq!(
+            mount_of("1 0 0:1 / /a\\040b rw - cgroup2 cgroup2 rw\n", Version::V2),
+            Some(("/".to_string(), PathBuf::from("/a b")))
+        );
+    }
+
+    #[test]
+    fn oom_kills_are_counted_in_either_format() {
+        assert_eq!(
+            oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"),
+            3
+        );
+        assert_eq!(
+            oom_kills("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\noom_group_kill 0\n"),
+            2
+        );
+        assert_eq!(oom_kills("oom_kill_disable 0\nunder_oom 0\n"), 0);
+    }
+}

@@ -1,0 +1,324 @@
+//! The root file system image of a sandbox spec: a tmpfs made by the runtime with the new mount
+//! API and never attached to the host's tree, holding **copies** of exactly the files the tool
+//! needs (its binary, interpreter, libraries, CA certificates, and any extra read-only path) at
+//! their own paths, the device nodes, a minimal `/etc` and the mount points of `/proc` and
+//! `/workspace`. Every sandbox of the spec mounts a clone of it, read-only, as its root.
+//!
+//! Copies rather than bind mounts, so that the sandbox's mount table shows only file systems of
+//! its own — never a host directory, file, device or mount option (a bind mount's root is its
+//! path in the host's file system) — and so that a pinned binary runs from the copy whose bytes
+//! were hashed: the digest is computed while the binary is copied, and a mismatch refuses the
+//! image. The image is made once per spec and shared by its sandboxes; nobody can write to it
+//! (its files belong to the host's root, and each sandbox mounts it read-only).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
+
+use super::backend::SandboxSpec;
+use super::protocol::WORKSPACE;
+use super::SandboxError;
+use crate::executor::process::copy_hashing;
+
+/// Device nodes made in every image, as on the host.
+pub(super) const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+/// The name every sandbox file system shows as its source.
+pub(super) const SOURCE: &str = "escepine";
+
+/// One image: the detached mount's descriptor.
+#[derive(Debug)]
+pub(super) struct Image {
+    mount: OwnedFd,
+}
+
+impl Image {
+    /// The detached mount (each sandbox clones it).
+    pub(super) fn fd(&self) -> &OwnedFd {
+        &self.mount
+    }
+}
+
+fn io(what: String) -> impl FnOnce(io::Error) -> SandboxError {
+    move |e| SandboxError::io(what, e)
+}
+
+fn errno(what: String) -> impl FnOnce(rustix::io::Errno) -> SandboxError {
+    move |e| SandboxError::io(what, e.into())
+}
+
+/// A new, empty tmpfs, detached, made with the credentials of this process (so that no owner
+/// of a user namespace appears in its options), mounted with `attrs`.
+pub(crate) fn detached_tmpfs(
+    options: &[(&str, &str)],
+    attrs: MountAttrFlags,
+) -> rustix::io::Result<OwnedFd> {
+    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    rustix::mount::fsconfig_set_string(&fs, "source", SOURCE)?;
+    for (key, value) in options {
+        rustix::mount::fsconfig_set_string(&fs, *key, *value)?;
+    }
+    rustix::mount::fsconfig_create(&fs)?;
+    rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attrs)
+}
+
+/// `path` relative to the image's root (`.` and `..` resolved lexically).
+fn relative(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Makes every directory of `rel` (relative to the image's root).
+fn mkdirs(root: &OwnedFd, rel: &Path) -> Result<(), SandboxError> {
+    let mut at = PathBuf::new();
+    for c in rel.components() {
+        at.push(c);
+        match rustix::fs::mkdirat(root, &at, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(errno(format!("image: mkdir {}", at.display()))(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Creates `rel` in the image with `mode` and returns it for writing.
+fn create(root: &OwnedFd, rel: &Path, mode: u32) -> Result<File, SandboxError> {
+    if let Some(parent) = rel.parent() {
+        mkdirs(root, parent)?;
+    }
+    let fd = rustix::fs::openat(
+        root,
+        rel,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )
+    .map_err(errno(format!("image: create {}", rel.display())))?;
+    Ok(File::from(fd))
+}
+
+/// The permission bits a copy keeps: read and execute, never set-id or write.
+fn copy_mode(mode: u32) -> u32 {
+    mode & 0o555
+}
+
+/// Copies the host file `src` (symbolic links followed) to the same path in the image; returns
+/// the digest of what was copied.
+fn copy_file(root: &OwnedFd, src: &Path) -> Result<String, SandboxError> {
+    let rel = relative(src);
+    let mut from = File::open(src).map_err(io(format!("image: open {}", src.display())))?;
+    let meta = from
+        .metadata()
+        .map_err(io(format!("image: stat {}", src.display())))?;
+    let mut to = create(root, &rel, copy_mode(meta.mode()))?;
+    copy_hashing(&mut from, &mut to).map_err(io(format!("image: copy {}", src.display())))
+}
+
+/// Copies the host directory `src` and everything beneath it (symbolic links as links).
+fn copy_tree(root: &OwnedFd, src: &Path) -> Result<(), SandboxError> {
+    mkdirs(root, &relative(src))?;
+    let entries = std::fs::read_dir(src).map_err(io(format!("image: list {}", src.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(io(format!("image: list {}", src.display())))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(io(format!("image: stat {}", path.display())))?;
+        if kind.is_dir() {
+            copy_tree(root, &path)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path)
+                .map_err(io(format!("image: readlink {}", path.display())))?;
+            rustix::fs::symlinkat(&target, root, relative(&path))
+                .map_err(errno(format!("image: symlink {}", path.display())))?;
+        } else if kind.is_file() {
+            copy_file(root, &path)?;
+        }
+    }
+    Ok(())
+}
+
+fn write(root: &OwnedFd, rel: &str, text: &str) -> Result<(), SandboxError> {
+    use std::io::Write;
+    match create(root, Path::new(rel), 0o444) {
+        Ok(mut f) => f
+            .write_all(text.as_bytes())
+            .map_err(io(format!("image: write {rel}"))),
+        // A host file of the same path (an extra read-only path) was copied already.
+        Err(SandboxError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes the image of `spec`: the program first (its digest checked against the spec's pin),
+/// then every other read-only path, the devices, `/etc` and the mount points. Blocking: call it
+/// off the runtime's workers.
+///
+/// # Errors
+/// [`SandboxError::DigestMismatch`] when the program's copy does not have the pinned digest;
+/// [`SandboxError::Io`] for anything that cannot be read or made (the image needs the
+/// privilege to make a tmpfs: root).
+pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
+    // Sized to its content (a tmpfs of the kernel's default size and inode count would show a
+    // share of the host's memory to `statfs`).
+    let (bytes, inodes) = spec
+        .read_only
+        .iter()
+        .filter(|p| p.is_absolute())
+        .map(|p| content(p))
+        .fold((0u64, 0u64), |(b, i), (pb, pi)| (b + pb, i + pi));
+    let (size, nr_inodes) = sized(bytes, inodes);
+    let mount = detached_tmpfs(
+        &[("mode", "0755"), ("size", &size), ("nr_inodes", &nr_inodes)],
+        MountAttrFlags::empty(),
+    )
+    .map_err(errno(
+        "image: a tmpfs of the runtime's own (needs root)".into(),
+    ))?;
+    let digest = copy_file(&mount, &spec.program)?;
+    if let Some(expected) = &spec.program_sha256 {
+        if !digest.eq_ignore_ascii_case(expected.trim()) {
+            return Err(SandboxError::DigestMismatch {
+                path: spec.program.clone(),
+                actual: digest,
+                expected: expected.trim().to_string(),
+            });
+        }
+    }
+    let program = relative(&spec.program);
+    for path in &spec.read_only {
+        if !path.is_absolute() || relative(path) == program {
+            continue;
+        }
+        let meta =
+            std::fs::metadata(path).map_err(io(format!("image: stat {}", path.display())))?;
+        if meta.is_dir() {
+            copy_tree(&mount, path)?;
+        } else {
+            match copy_file(&mount, path) {
+                // Beneath a directory copied already.
+                Err(SandboxError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::AlreadyExists => {}
+                other => {
+                    other?;
+                }
+            }
+        }
+    }
+    mkdirs(&mount, Path::new("dev"))?;
+    for dev in DEVICES {
+        let host = Path::new("/dev").join(dev);
+        let meta =
+            std::fs::metadata(&host).map_err(io(format!("image: stat {}", host.display())))?;
+        let rel = Path::new("dev").join(dev);
+        rustix::fs::mknodat(
+            &mount,
+            &rel,
+            rustix::fs::FileType::CharacterDevice,
+            Mode::from_raw_mode(0o666),
+            meta.rdev(),
+        )
+        .map_err(errno(format!("image: mknod {}", rel.display())))?;
+        // The umask applied to mknod.
+        rustix::fs::chmodat(
+            &mount,
+            &rel,
+            Mode::from_raw_mode(0o666),
+            rustix::fs::AtFlags::empty(),
+        )
+        .map_err(errno(format!("image: chmod {}", rel.display())))?;
+    }
+    for (name, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        rustix::fs::symlinkat(to, &mount, Path::new("dev").join(name))
+            .map_err(errno(format!("image: symlink /dev/{name}")))?;
+    }
+    write(&mount, "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")?;
+    write(
+        &mount,
+        "etc/passwd",
+        "root:x:0:0:sandbox:/workspace:/nonexistent\n",
+    )?;
+    write(&mount, "etc/group", "root:x:0:\n")?;
+    mkdirs(&mount, Path::new("proc"))?;
+    mkdirs(&mount, &relative(Path::new(WORKSPACE)))?;
+    Ok(Image { mount })
+}
+
+/// Bytes and inodes `path` takes (a file, or a directory and everything beneath it), each file
+/// rounded up to whole pages, and one inode for each directory on the way to it.
+fn content(path: &Path) -> (u64, u64) {
+    let page = |len: u64| len.div_ceil(4096) * 4096;
+    let on_the_way = path.components().count() as u64;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let mut total = (0, on_the_way);
+            for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                let (b, i) = content(&entry.path());
+                total = (total.0 + b, total.1 + i);
+            }
+            total
+        }
+        Ok(m) => (page(m.len()), on_the_way + 1),
+        Err(_) => (0, 0),
+    }
+}
+
+/// The `size` and `nr_inodes` of an image holding `bytes` in `inodes`, with room for the
+/// devices, `/etc` and the mount points.
+fn sized(bytes: u64, inodes: u64) -> (String, String) {
+    ((bytes + (1 << 20)).to_string(), (inodes + 64).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_relative_to_the_image() {
+        assert_eq!(
+            relative(Path::new("/usr/lib/x.so")),
+            PathBuf::from("usr/lib/x.so")
+        );
+        assert_eq!(relative(Path::new("/a/../b/./c")), PathBuf::from("b/c"));
+        assert_eq!(relative(Path::new("/../../etc")), PathBuf::from("etc"));
+    }
+
+    #[test]
+    fn an_image_is_sized_to_its_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("f");
+        std::fs::write(&file, vec![1u8; 5000]).expect("write");
+        let (bytes, inodes) = content(&file);
+        assert_eq!(bytes, 8192);
+        assert_eq!(inodes, file.components().count() as u64 + 1);
+        let (all, _) = content(dir.path());
+        assert_eq!(all, 8192);
+        assert_eq!(sized(8192, 3), ("1056768".to_string(), "67".to_string()));
+    }
+
+    #[test]
+    fn copies_keep_read_and_execute_only() {
+        assert_eq!(copy_mode(0o104755), 0o555);
+        assert_eq!(copy_mode(0o100644), 0o444);
+        assert_eq!(copy_mode(0o100700), 0o500);
+    }
+}

@@ -1,0 +1,113 @@
+//! The pin race (`mod pin_support;`): a pinned `#!` script whose path is swapped, every half
+//! millisecond, between the pinned content and another script, while calls run.
+//!
+//! Both scripts print one JSON object naming their content (`{"marker": "pinned"}` or
+//! `{"marker": "swapped"}`); a call that ran must have run the pinned one.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+/// The marker of the pinned script.
+pub const PINNED: &str = "pinned";
+/// The marker of the script swapped in.
+pub const SWAPPED: &str = "swapped";
+
+/// Two scripts and a path swapped between them until this value is dropped.
+pub struct PinRace {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    digest: String,
+    stop: Arc<AtomicBool>,
+    swapper: Option<std::thread::JoinHandle<u64>>,
+}
+
+fn script(marker: &str) -> String {
+    format!("#!/bin/sh\necho '{{\"marker\": \"{marker}\"}}'\n")
+}
+
+impl PinRace {
+    /// Starts swapping: the tool's path holds the pinned script first.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pinned = dir.path().join("pinned.sh");
+        let swapped = dir.path().join("swapped.sh");
+        let path = dir.path().join("tool.sh");
+        for (file, marker) in [(&pinned, PINNED), (&swapped, SWAPPED)] {
+            std::fs::write(file, script(marker)).expect("write a script");
+            set_executable(file);
+        }
+        let digest = hex::encode(Sha256::digest(script(PINNED).as_bytes()));
+        std::fs::hard_link(&pinned, &path).expect("link the tool");
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, path, dir) = (Arc::clone(&stop), path.clone(), dir.path().to_path_buf());
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                let next = dir.join("next.sh");
+                while !stop.load(Ordering::Relaxed) {
+                    let from = if swaps.is_multiple_of(2) {
+                        &swapped
+                    } else {
+                        &pinned
+                    };
+                    // A new name for one of the two files, renamed over the tool's path: the
+                    // path names one complete script at every instant.
+                    let _ = std::fs::remove_file(&next);
+                    if std::fs::hard_link(from, &next).is_ok()
+                        && std::fs::rename(&next, &path).is_ok()
+                    {
+                        swaps += 1;
+                    }
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+                swaps
+            })
+        };
+        Self {
+            _dir: dir,
+            path,
+            digest,
+            stop,
+            swapper: Some(swapper),
+        }
+    }
+
+    /// The path the record names.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pinned script's SHA-256 digest.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Stops swapping; returns how many swaps were made.
+    pub fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.swapper
+            .take()
+            .map(|h| h.join().expect("the swapper"))
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for PinRace {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.swapper.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn set_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
