@@ -226,6 +226,7 @@ impl SandboxExecutor {
             deadline,
             stdout_limit: self.stdout_limit,
             stderr_limit: self.stderr_limit,
+            scrubber: inv.scrubber(),
         })
     }
 
@@ -336,8 +337,9 @@ impl SandboxExecutor {
             let teardown = self.backend.destroy(sandbox).await;
             (finished, teardown)
         };
+        let scrubber = inv.scrubber();
         let ((finished, teardown), stderr) =
-            tokio::join!(driven, read_stderr(stderr, self.stderr_limit));
+            tokio::join!(driven, read_stderr(stderr, self.stderr_limit, &scrubber));
         let Ok((outcome, ended)) = finished else {
             return Err(ExecError::TimedOut(inv.timeout));
         };
@@ -349,7 +351,7 @@ impl SandboxExecutor {
         } else {
             with_refusals(stderr, &refusals)
         };
-        let mut result = transport::classify(tool, outcome, ended, stderr);
+        let mut result = transport::classify(tool, outcome, ended, stderr, &scrubber);
         if let Ok(execution) = &mut result {
             execution.egress_refusals = refusals;
         }
