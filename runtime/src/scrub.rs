@@ -10,10 +10,11 @@
 //!   form-encoded (`+` for a space), byte-escaped (`\xXX`) or JSON-escaped (`\uXXXX`, `\"`,
 //!   `\/`, …), each character independently (see [`escaped`]);
 //! - from [`MIN_ENCODED_LEN`] bytes on, also **case-changed** (ASCII letters upper-, lower- or
-//!   mixed-case, literal or escaped), **hex** (either case) and **base64 / base64url** at each
-//!   of the three alignments inside a longer stream, padded or not (the stable core of each
-//!   alignment, widened over the characters that mix the secret's bits with its neighbours':
-//!   see [`binary`]).
+//!   mixed-case, literal or escaped; other letters upper- or lower-cased, the whole secret
+//!   literally, each character where escaped), **hex** (either case) and **base64 /
+//!   base64url** at each of the three alignments inside a longer stream, padded or not (the
+//!   stable core of each alignment, widened over the characters that mix the secret's bits
+//!   with its neighbours': see [`binary`]).
 //!
 //! Below [`MIN_ENCODED_LEN`] a hex or base64 core is a handful of characters that ordinary
 //! encoded text contains by chance, and a case-folded match would redact ordinary words; a short
@@ -110,6 +111,14 @@ impl Scrubber {
             escaped.push(e);
             if long {
                 folded.push(s.to_string());
+                // ASCII case is folded by the automaton; other letters, upper- or lower-cased
+                // as a whole, are patterns of their own.
+                for cased in [s.to_uppercase(), s.to_lowercase()] {
+                    if !cased.eq_ignore_ascii_case(s) {
+                        margin = margin.max(cased.len());
+                        folded.push(cased);
+                    }
+                }
                 folded.push(binary::hex(s.as_bytes()));
                 margin = margin.max(2 * s.len());
                 for core in binary::base64_cores(s.as_bytes()) {
@@ -402,6 +411,14 @@ mod tests {
                 assert!(out.contains(REDACTED) && left <= 8, "{form}: {out}");
             }
         }
+    }
+
+    #[test]
+    fn other_letters_change_case_as_a_whole_or_where_escaped() {
+        let s = Scrubber::new(["Grüße aus Köln"]);
+        assert_eq!(s.text("<GRÜSSE AUS KÖLN>"), "<[REDACTED]>");
+        assert_eq!(s.text("<grüße aus köln>"), "<[REDACTED]>");
+        assert_eq!(s.text("<GR%C3%9C%C3%9Fe+aus+k%C3%B6ln>"), "<[REDACTED]>");
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! - a space as `+` (form encoding);
 //! - the character as a JSON escape: `\uXXXX` (either hex case, a surrogate pair beyond the
 //!   BMP), or `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`;
-//! - when the secret is long enough to fold ([`super::MIN_ENCODED_LEN`]), ASCII letters in
-//!   either case, literal or decoded.
+//! - when the secret is long enough to fold ([`super::MIN_ENCODED_LEN`]), letters in either
+//!   case, literal or decoded (ASCII letters, and non-ASCII letters whose other case is one
+//!   character).
 //!
 //! The matcher is run from candidate starts only (see [`Escaped::candidates`]): a place where
 //! an occurrence holding at least one escape can begin. Occurrences without any escape are
@@ -24,8 +25,9 @@ pub(super) const INTRODUCERS: [u8; 3] = [b'%', b'\\', b'+'];
 /// One secret, ready to be matched in its escaped forms.
 #[derive(Debug, Clone)]
 pub(super) struct Escaped {
-    /// The secret's characters.
-    chars: Vec<char>,
+    /// The secret's characters, each with its other cases when folding (a non-ASCII letter
+    /// whose upper or lower case is one character).
+    chars: Vec<Vec<char>>,
     /// The secret's bytes (for the literal prefix of a candidate).
     bytes: Vec<u8>,
     /// Whether ASCII letters match in either case.
@@ -38,8 +40,24 @@ pub(super) struct Escaped {
 impl Escaped {
     /// The matcher for `secret` (non-empty), folding ASCII case if `fold`.
     pub(super) fn new(secret: &str, fold: bool) -> Self {
+        let cases = |c: char| {
+            let mut all = vec![c];
+            if fold && !c.is_ascii() {
+                let single = |s: String| {
+                    let mut chars = s.chars();
+                    chars.next().filter(|_| chars.next().is_none())
+                };
+                let others = [c.to_uppercase().collect(), c.to_lowercase().collect()];
+                for other in others.into_iter().filter_map(single) {
+                    if !all.contains(&other) {
+                        all.push(other);
+                    }
+                }
+            }
+            all
+        };
         Self {
-            chars: secret.chars().collect(),
+            chars: secret.chars().map(cases).collect(),
             bytes: secret.as_bytes().to_vec(),
             fold,
             ambiguous: secret
@@ -52,10 +70,16 @@ impl Escaped {
     pub(super) fn max_len(&self) -> usize {
         self.chars
             .iter()
-            .map(|c| {
-                let bytes = 4 * c.len_utf8();
-                let json = if c.len_utf16() == 2 { 12 } else { 6 };
-                bytes.max(json)
+            .map(|cases| {
+                cases
+                    .iter()
+                    .map(|c| {
+                        let bytes = 4 * c.len_utf8();
+                        let json = if c.len_utf16() == 2 { 12 } else { 6 };
+                        bytes.max(json)
+                    })
+                    .max()
+                    .unwrap_or(0)
             })
             .sum()
     }
@@ -87,7 +111,9 @@ impl Escaped {
                 continue;
             }
             let mut ends = Ends::default();
-            self.char_ends(self.chars[i], text, q, &mut ends);
+            for &c in &self.chars[i] {
+                self.char_ends(c, text, q, &mut ends);
+            }
             for &end in ends.as_slice() {
                 stack.push((i + 1, end));
             }
@@ -188,16 +214,17 @@ impl Escaped {
     }
 }
 
-/// At most four ends of one character's forms (literal, `%XX` or `\xXX`, `+`, a JSON escape).
+/// The distinct ends of one character's forms (literal, `%XX` or `\xXX`, `+`, a JSON escape,
+/// in each of its cases).
 #[derive(Debug, Default)]
 struct Ends {
-    ends: [usize; 4],
+    ends: [usize; 8],
     len: usize,
 }
 
 impl Ends {
     fn push(&mut self, end: usize) {
-        if self.len < self.ends.len() {
+        if self.len < self.ends.len() && !self.as_slice().contains(&end) {
             self.ends[self.len] = end;
             self.len += 1;
         }
