@@ -52,8 +52,8 @@ impl Invocation<'_> {
 pub struct Execution {
     /// The tool's output JSON (not yet gated).
     pub output: Value,
-    /// Diagnostics the tool wrote (bounded: scrubbed where cut, and scrubbed again whole by the
-    /// governed path).
+    /// Diagnostics the tool wrote: bounded, the attempt's secrets scrubbed before the cut (the
+    /// governed path scrubs what it records again).
     pub stderr: String,
     /// Egress refusals observed during the attempt.
     pub egress_refusals: Vec<String>,

@@ -53,8 +53,8 @@ fn core(secret: &[u8], offset: usize, alphabet: &Alphabet) -> Core {
     let end = end_bit / 6;
     Core {
         text: encoded.get(first..end).unwrap_or_default().to_string(),
-        lead: first_bit % 6 != 0,
-        trail: end_bit % 6 != 0,
+        lead: !first_bit.is_multiple_of(6),
+        trail: !end_bit.is_multiple_of(6),
     }
 }
 
