@@ -33,8 +33,8 @@
 //!   `credential`, `login`, `username`, `clientsecret`; one-time codes (`otp`, `totp`, `hotp`,
 //!   `2fa`, `pin`);
 //! - **is a qualified key**: `<qualifier> key` for a qualifier naming what only a holder has —
-//!   api, pass, private/priv, signing, encryption, decryption, master, hmac, consumer, client,
-//!   app, auth, session, ssh, subscription, access, secret, license, shared;
+//!   api, pass, private/priv, signing/sign, encryption, decryption, master, hmac, consumer,
+//!   client, app, auth, session, ssh, subscription, access, secret, license, shared;
 //! - **is a qualified code**: `<qualifier> code` for pin, mfa, otp, totp, 2fa, sms, auth,
 //!   access, verification, security, recovery, backup, one time;
 //! - **ends in a credential word** written as one word: `accesstoken`, `mypassword`,
@@ -78,11 +78,13 @@ const WORDS: &[&str] = &[
     "passwort",
     "kennwort",
     "motdepasse",
+    "motsdepasse",
     "mdp",
     "contrasena",
     "clave",
     "senha",
     "palavrapasse",
+    "palavraspasse",
     "wachtwoord",
     // Secrets, tokens, sessions.
     "secret",
@@ -121,6 +123,7 @@ const KEY_QUALIFIERS: &[&str] = &[
     "private",
     "priv",
     "signing",
+    "sign",
     "encryption",
     "decryption",
     "master",
@@ -693,6 +696,11 @@ mod tests {
         "mot_de_passe",
         "motDePasse",
         "mot de passe",
+        "mots_de_passe",
+        "palavras-passe",
+        "Benutzerkennwort",
+        "Passw\u{f6}rter",
+        "contrase\u{f1}as",
         "mdp",
         "contrase\u{00f1}a",
         "contrasena",
