@@ -26,14 +26,15 @@
 //!
 //! # How
 //!
-//! Two Aho-Corasick automata find the fixed forms in one pass each, overlapping matches
-//! included: one ASCII-case-insensitive (the folded secrets, their hex), one exact (the short
-//! secrets, the base64 cores). Escaped occurrences are found from the escape introducers
-//! (`%`, `\`, `+`) only: the first escape of an occurrence is preceded by a literal prefix of
-//! the secret, so each introducer yields a few candidate starts, each tried by the
-//! character-by-character matcher of [`escaped`]. Every match is a byte span; overlapping spans
-//! are merged and each merged span becomes one marker, so no part of any secret is left beside
-//! another's.
+//! Two Aho-Corasick automata find the fixed forms, overlapping matches included: one in the
+//! ASCII-lower-cased text (the folded secrets, their hex), one in the text as is (the short
+//! secrets, the base64 cores). Escaped occurrences are found from the escape introducers only
+//! (`%`, `\`, and `+` when a secret holds a space): the first escape of an occurrence is
+//! preceded by a literal prefix of the secret, so each introducer yields a few candidate starts
+//! (one for each place in the secret of the byte the escape stands for), each tried by the
+//! character-by-character matcher of [`escaped`]. Every match is a byte span; overlapping
+//! spans are merged and each merged span becomes one marker, so no part of any secret is left
+//! beside another's.
 //!
 //! # Bounds
 //!
@@ -47,7 +48,7 @@ mod escaped;
 
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
 use serde_json::Value;
 
 use escaped::{Escaped, INTRODUCERS};
@@ -69,7 +70,7 @@ pub struct Scrubber {
 /// The matchers of a non-empty scrubber.
 #[derive(Debug)]
 struct Matchers {
-    /// ASCII-case-insensitive: folded secrets and their hex forms.
+    /// Searched in the ASCII-lower-cased text: folded secrets and their hex forms, lower-cased.
     folded: Option<AhoCorasick>,
     /// Exact: short secrets and base64 cores.
     exact: Option<AhoCorasick>,
@@ -77,6 +78,8 @@ struct Matchers {
     widen: Vec<(bool, bool)>,
     /// The escaped-form matcher of each secret.
     escaped: Vec<Escaped>,
+    /// Whether a secret holds a space (so that `+`, its form encoding, introduces an escape).
+    spaces: bool,
     /// [`Scrubber::margin`].
     margin: usize,
 }
@@ -110,13 +113,13 @@ impl Scrubber {
             margin = margin.max(e.max_len());
             escaped.push(e);
             if long {
-                folded.push(s.to_string());
+                folded.push(s.to_ascii_lowercase());
                 // ASCII case is folded by the automaton; other letters, upper- or lower-cased
                 // as a whole, are patterns of their own.
                 for cased in [s.to_uppercase(), s.to_lowercase()] {
                     if !cased.eq_ignore_ascii_case(s) {
                         margin = margin.max(cased.len());
-                        folded.push(cased);
+                        folded.push(cased.to_ascii_lowercase());
                     }
                 }
                 folded.push(binary::hex(s.as_bytes()));
@@ -131,22 +134,24 @@ impl Scrubber {
                 widen.push((false, false));
             }
         }
-        let build = |patterns: &[String], fold: bool| {
+        let build = |patterns: &[String]| {
             (!patterns.is_empty())
                 .then(|| {
                     AhoCorasickBuilder::new()
-                        .match_kind(MatchKind::Standard)
-                        .ascii_case_insensitive(fold)
+                        .match_kind(MatchKind::LeftmostLongest)
+                        .kind(Some(AhoCorasickKind::ContiguousNFA))
                         .build(patterns)
                         .ok()
                 })
                 .flatten()
         };
+        let spaces = secrets.iter().any(|s| s.contains(' '));
         let matchers = Matchers {
-            folded: build(&folded, true),
-            exact: build(&exact, false),
+            folded: build(&folded),
+            exact: build(&exact),
             widen,
             escaped,
+            spaces,
             margin,
         };
         Self {
@@ -260,13 +265,13 @@ impl Scrubber {
         let bytes = text.as_bytes();
         let mut spans = Vec::new();
         if let Some(ac) = &m.folded {
-            spans.extend(
-                ac.find_overlapping_iter(bytes)
-                    .map(|h| (h.start(), h.end())),
-            );
+            // Lower-cased text against lower-cased patterns: the same spans as an ASCII
+            // case-insensitive search, at the speed of an exact one (its prefilter applies).
+            let lower = bytes.to_ascii_lowercase();
+            for_each_match(ac, &lower, |h| spans.push((h.start(), h.end())));
         }
         if let Some(ac) = &m.exact {
-            for h in ac.find_overlapping_iter(bytes) {
+            for_each_match(ac, bytes, |h| {
                 let (lead, trail) = m.widen[h.pattern().as_usize()];
                 let start = match h.start() {
                     s if lead && s > 0 && binary::in_alphabet(bytes[s - 1]) => s - 1,
@@ -281,11 +286,26 @@ impl Scrubber {
                     end += 1;
                 }
                 spans.push((start, end));
-            }
+            });
         }
-        for at in memchr::memchr3_iter(INTRODUCERS[0], INTRODUCERS[1], INTRODUCERS[2], bytes) {
+        let introducers: Box<dyn Iterator<Item = usize>> = match m.spaces {
+            true => Box::new(memchr::memchr3_iter(
+                INTRODUCERS[0],
+                INTRODUCERS[1],
+                INTRODUCERS[2],
+                bytes,
+            )),
+            false => Box::new(memchr::memchr2_iter(INTRODUCERS[0], INTRODUCERS[1], bytes)),
+        };
+        let mut starts = Vec::new();
+        for at in introducers {
+            let Some(lead) = escaped::lead_byte(bytes, at) else {
+                continue;
+            };
             for e in &m.escaped {
-                for start in e.candidates(bytes, at) {
+                starts.clear();
+                e.candidates(bytes, at, lead, &mut starts);
+                for &start in &starts {
                     if let Some(end) = e.match_at(bytes, start) {
                         spans.push((start, end));
                     }
@@ -293,6 +313,21 @@ impl Scrubber {
             }
         }
         merge(text, spans)
+    }
+}
+
+/// Every match of `ac` in `bytes`, overlapping ones included: each search resumes one byte
+/// after the last match's start (a leftmost-longest match hides only matches inside it).
+fn for_each_match(ac: &AhoCorasick, bytes: &[u8], mut found: impl FnMut(aho_corasick::Match)) {
+    let mut at = 0;
+    while at < bytes.len() {
+        match ac.find(Input::new(bytes).span(at..bytes.len())) {
+            Some(h) => {
+                at = h.start() + 1;
+                found(h);
+            }
+            None => break,
+        }
     }
 }
 

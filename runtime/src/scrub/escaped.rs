@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 
-/// The bytes that begin an escape.
+/// The bytes that begin an escape (`+` only stands for a space).
 pub(super) const INTRODUCERS: [u8; 3] = [b'%', b'\\', b'+'];
 
 /// One secret, ready to be matched in its escaped forms.
@@ -30,6 +30,8 @@ pub(super) struct Escaped {
     chars: Vec<Vec<char>>,
     /// The secret's bytes (for the literal prefix of a candidate).
     bytes: Vec<u8>,
+    /// For each byte (lower-cased when folding), its offsets in the secret.
+    offsets: Vec<Vec<u32>>,
     /// Whether ASCII letters match in either case.
     fold: bool,
     /// Whether a character of the secret is itself an introducer, so that its literal and
@@ -56,9 +58,15 @@ impl Escaped {
             }
             all
         };
+        let mut offsets = vec![Vec::new(); 256];
+        for (k, &b) in secret.as_bytes().iter().enumerate() {
+            let key = if fold { b.to_ascii_lowercase() } else { b };
+            offsets[usize::from(key)].push(k as u32);
+        }
         Self {
             chars: secret.chars().map(cases).collect(),
             bytes: secret.as_bytes().to_vec(),
+            offsets,
             fold,
             ambiguous: secret
                 .bytes()
@@ -84,21 +92,37 @@ impl Escaped {
             .sum()
     }
 
-    /// Starts of an occurrence whose first escape is the introducer at `at`: the places `p`
-    /// at or before `at` where the text from `p` to `at` is a literal prefix of the secret.
-    pub(super) fn candidates<'t>(
-        &'t self,
-        text: &'t [u8],
-        at: usize,
-    ) -> impl Iterator<Item = usize> + 't {
-        let longest = at.min(self.bytes.len().saturating_sub(1));
-        (0..=longest)
-            .map(move |k| at - k)
-            .filter(move |&p| eq(&text[p..at], &self.bytes[..at - p], self.fold))
+    /// Starts of an occurrence whose first escape is the introducer at `at`, which stands for
+    /// a character beginning with the byte `lead` ([`lead_byte`]), pushed to `out`: the places
+    /// `p = at - k` for each offset `k` of that byte in the secret where the text from `p` to
+    /// `at` is the secret's first `k` bytes, literally.
+    pub(super) fn candidates(&self, text: &[u8], at: usize, lead: u8, out: &mut Vec<usize>) {
+        let key = if self.fold { lead.to_ascii_lowercase() } else { lead };
+        for &k in &self.offsets[usize::from(key)] {
+            let k = k as usize;
+            if let Some(p) = at.checked_sub(k) {
+                if eq(&text[p..at], &self.bytes[..k], self.fold) {
+                    out.push(p);
+                }
+            }
+        }
     }
 
     /// The end of the longest occurrence of the secret starting at `start`, if any.
     pub(super) fn match_at(&self, text: &[u8], start: usize) -> Option<usize> {
+        if !self.ambiguous {
+            // No character of the secret is an introducer: at each place at most one form of
+            // a character applies (they begin with different bytes), so there is one path.
+            let mut q = start;
+            for cases in &self.chars {
+                let mut ends = Ends::default();
+                for &c in cases {
+                    self.char_ends(c, text, q, &mut ends);
+                }
+                q = ends.as_slice().iter().copied().max()?;
+            }
+            return Some(q);
+        }
         let mut best = None;
         let mut stack = vec![(0usize, start)];
         let mut seen = HashSet::new();
@@ -214,6 +238,48 @@ impl Escaped {
     }
 }
 
+/// The first byte of what the escape at `at` stands for (`%XX`, `\\xXX`: that byte; `\\uXXXX`
+/// and the short JSON escapes: the character's first UTF-8 byte; `+`: a space), if `at` holds
+/// one.
+pub(super) fn lead_byte(text: &[u8], at: usize) -> Option<u8> {
+    match text.get(at..)? {
+        [b'%', h, l, ..] | [b'\\', b'x', h, l, ..] => hex_byte(*h, *l),
+        [b'+', ..] => Some(b' '),
+        [b'\\', b'u', d @ ..] => {
+            let unit = d
+                .get(..4)?
+                .iter()
+                .try_fold(0u32, |acc, &d| hex_digit(d).map(|v| acc * 16 + u32::from(v)))?;
+            let c = match unit {
+                0xd800..=0xdbff => {
+                    // A high surrogate: the character is the pair's.
+                    let low = match d.get(4..10)? {
+                        [b'\\', b'u', l @ ..] => l
+                            .iter()
+                            .try_fold(0u32, |acc, &d| hex_digit(d).map(|v| acc * 16 + u32::from(v)))?,
+                        _ => return None,
+                    };
+                    char::decode_utf16([unit as u16, low as u16]).next()?.ok()?
+                }
+                u => char::from_u32(u)?,
+            };
+            let mut buf = [0u8; 4];
+            c.encode_utf8(&mut buf);
+            Some(buf[0])
+        }
+        [b'\\', e, ..] => match e {
+            b'"' | b'\\' | b'/' => Some(*e),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The distinct ends of one character's forms (literal, `%XX` or `\xXX`, `+`, a JSON escape,
 /// in each of its cases).
 #[derive(Debug, Default)]
@@ -260,7 +326,13 @@ mod tests {
         let t = text.as_bytes();
         (0..t.len())
             .filter(|&i| INTRODUCERS.contains(&t[i]))
-            .flat_map(|i| m.candidates(t, i).collect::<Vec<_>>())
+            .flat_map(|i| {
+                let mut starts = Vec::new();
+                if let Some(lead) = lead_byte(t, i) {
+                    m.candidates(t, i, lead, &mut starts);
+                }
+                starts
+            })
             .find_map(|p| m.match_at(t, p).map(|e| e - p))
     }
 
