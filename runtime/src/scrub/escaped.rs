@@ -97,7 +97,11 @@ impl Escaped {
     /// `p = at - k` for each offset `k` of that byte in the secret where the text from `p` to
     /// `at` is the secret's first `k` bytes, literally.
     pub(super) fn candidates(&self, text: &[u8], at: usize, lead: u8, out: &mut Vec<usize>) {
-        let key = if self.fold { lead.to_ascii_lowercase() } else { lead };
+        let key = if self.fold {
+            lead.to_ascii_lowercase()
+        } else {
+            lead
+        };
         for &k in &self.offsets[usize::from(key)] {
             let k = k as usize;
             if let Some(p) = at.checked_sub(k) {
@@ -222,9 +226,7 @@ impl Escaped {
                 Some([b'\\', b'u', d @ ..]) => d,
                 _ => return None,
             };
-            let value = digits.iter().try_fold(0u32, |acc, &d| {
-                hex_digit(d).map(|v| acc * 16 + u32::from(v))
-            })?;
+            let value = hex_value(digits)?;
             let matches = value == u32::from(unit)
                 || (self.fold
                     && char::from_u32(value)
@@ -246,17 +248,12 @@ pub(super) fn lead_byte(text: &[u8], at: usize) -> Option<u8> {
         [b'%', h, l, ..] | [b'\\', b'x', h, l, ..] => hex_byte(*h, *l),
         [b'+', ..] => Some(b' '),
         [b'\\', b'u', d @ ..] => {
-            let unit = d
-                .get(..4)?
-                .iter()
-                .try_fold(0u32, |acc, &d| hex_digit(d).map(|v| acc * 16 + u32::from(v)))?;
+            let unit = hex_value(d.get(..4)?)?;
             let c = match unit {
                 0xd800..=0xdbff => {
                     // A high surrogate: the character is the pair's.
                     let low = match d.get(4..10)? {
-                        [b'\\', b'u', l @ ..] => l
-                            .iter()
-                            .try_fold(0u32, |acc, &d| hex_digit(d).map(|v| acc * 16 + u32::from(v)))?,
+                        [b'\\', b'u', l @ ..] => hex_value(l)?,
                         _ => return None,
                     };
                     char::decode_utf16([unit as u16, low as u16]).next()?.ok()?
@@ -311,6 +308,13 @@ fn eq(a: &[u8], b: &[u8], fold: bool) -> bool {
 
 fn hex_digit(d: u8) -> Option<u8> {
     (d as char).to_digit(16).map(|v| v as u8)
+}
+
+/// The value of a run of hex digits (at most eight).
+fn hex_value(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |acc, &d| {
+        hex_digit(d).map(|v| acc * 16 + u32::from(v))
+    })
 }
 
 fn hex_byte(h: u8, l: u8) -> Option<u8> {
