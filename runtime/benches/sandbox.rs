@@ -271,6 +271,7 @@ fn main() {
                 deadline: tokio::time::Instant::now() + Duration::from_secs(10),
                 stdout_limit: 1 << 20,
                 stderr_limit: 1 << 16,
+                scrubber: Default::default(),
             };
             let out = backend.execute(&mut sandbox, job).await.unwrap();
             backend.destroy(sandbox).await;

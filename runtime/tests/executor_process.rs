@@ -466,8 +466,14 @@ async fn declared_secrets_reach_the_tool_and_reserved_names_are_refused() {
     )
     .await
     .expect_err("fails on purpose");
-    // The executor hands the tool's words back unscrubbed; scrubbing is the path's job.
-    assert!(err.stderr().contains("s3cr3t-value"), "{err:?}");
+    // The tool had the value (it printed it), and the executor scrubbed the stderr it kept
+    // before cutting it to its bound.
+    assert!(
+        err.stderr()
+            .contains("the value of TEST_API_KEY is [REDACTED]"),
+        "{err:?}"
+    );
+    assert!(!err.stderr().contains("s3cr3t-value"), "{err:?}");
 
     record.secrets = vec!["PATH".into()];
     let secrets = BTreeMap::from([("PATH".to_string(), "/evil".to_string())]);

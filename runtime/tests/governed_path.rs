@@ -19,6 +19,8 @@ use escepine_runtime::{CallError, CallOptions, Runtime};
 use serde_json::{json, Value};
 
 const SECRET: &str = "sup3r-s3cret-V4LUE";
+/// A secret with spaces, reserved URL characters and non-ASCII letters.
+const RICH_SECRET: &str = "Rich s3cret: \u{fc}n\u{ef}/\u{e7}\u{f8}d\u{e9}+=?&%~";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/path")
@@ -55,10 +57,10 @@ impl Fixture {
     fn with_ledger(make: impl FnOnce(&Path) -> Arc<dyn Ledger>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ledger = make(dir.path());
-        let secrets = MapSecrets(BTreeMap::from([(
-            "T_SECRET".to_string(),
-            SECRET.to_string(),
-        )]));
+        let secrets = MapSecrets(BTreeMap::from([
+            ("T_SECRET".to_string(), SECRET.to_string()),
+            ("T_SECRET_RICH".to_string(), RICH_SECRET.to_string()),
+        ]));
         let runtime = Runtime::builder(registry())
             .ledger(ledger)
             .executor(Arc::new(executor()))
@@ -535,6 +537,160 @@ async fn a_secret_never_reaches_the_ledger_the_logs_or_the_caller() {
         "spans are logged: {logged}"
     );
     assert!(!logged.contains(SECRET), "the logs hold the secret");
+}
+
+/// Which form of `secret`, if any, `text` holds: as is in any case, percent- or form-decoded in
+/// any case, hex, JSON `\u` escapes, or a base64 or base64url core at any alignment (the
+/// characters made only of the secret's bits, whatever surrounds it).
+fn form_of(text: &str, secret: &str) -> Option<&'static str> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    let wanted = secret.to_lowercase();
+    let decoded = |t: &str| {
+        percent_encoding::percent_decode_str(t)
+            .decode_utf8_lossy()
+            .to_lowercase()
+    };
+    if text.to_lowercase().contains(&wanted) {
+        return Some("as is");
+    }
+    if decoded(text).contains(&wanted) {
+        return Some("percent-encoded");
+    }
+    if decoded(&text.replace('+', " ")).contains(&wanted) {
+        return Some("form-encoded");
+    }
+    if text.to_lowercase().contains(&hex::encode(secret)) {
+        return Some("hex");
+    }
+    let escaped: String = secret
+        .encode_utf16()
+        .map(|u| format!("\\u{u:04x}"))
+        .collect();
+    if text.to_lowercase().contains(&escaped) {
+        return Some("JSON-escaped");
+    }
+    for offset in 0..3 {
+        let mut bytes = vec![0u8; offset];
+        bytes.extend_from_slice(secret.as_bytes());
+        let (first, end) = ((8 * offset).div_ceil(6), 8 * bytes.len() / 6);
+        for encoded in [
+            STANDARD_NO_PAD.encode(&bytes),
+            URL_SAFE_NO_PAD.encode(&bytes),
+        ] {
+            if text.contains(&encoded[first..end]) {
+                return Some("base64");
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_form_check_sees_every_form() {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    for secret in [SECRET, RICH_SECRET] {
+        let pct: String = secret.bytes().map(|b| format!("%{b:02x}")).collect();
+        for text in [
+            secret.to_uppercase(),
+            pct.clone(),
+            pct.to_uppercase(),
+            hex::encode_upper(secret),
+            STANDARD.encode(format!("<{secret}>")),
+            URL_SAFE_NO_PAD.encode(format!("<<{secret}")),
+        ] {
+            assert!(form_of(&text, secret).is_some(), "{text}");
+        }
+        assert_eq!(form_of("[REDACTED]", secret), None);
+    }
+}
+
+#[tokio::test]
+async fn a_secret_in_any_plausible_encoding_reaches_neither_the_caller_nor_the_ledger() {
+    let f = Fixture::new();
+    for (name, secret) in [("T_SECRET", SECRET), ("T_SECRET_RICH", RICH_SECRET)] {
+        // The tool prints every form on stderr and returns them as its output.
+        let out = f
+            .call("alice", "t_encoded", json!({ "name": name }))
+            .await
+            .unwrap();
+        let forms = out["forms"].as_array().unwrap();
+        assert_eq!(forms.len(), 17, "{out}");
+        for form in forms {
+            let form = form.as_str().unwrap();
+            assert!(form.contains("[REDACTED]"), "{name}: {form}");
+            assert_eq!(form_of(form, secret), None, "{name}: {form}");
+        }
+        // In a failure's message (and its stderr).
+        let err = f
+            .call("alice", "t_encoded", json!({ "name": name, "fail": true }))
+            .await
+            .unwrap_err();
+        assert_eq!(form_of(&err.to_string(), secret), None, "{name}: {err}");
+    }
+    drop(f.runtime.clone());
+    let mut attempts_with_stderr = 0;
+    for e in f.entries() {
+        let text = serde_json::to_string(&e.record).unwrap();
+        if let Record::Outcome(o) = &e.record {
+            attempts_with_stderr += o.attempts.iter().filter(|a| a.stderr.is_some()).count();
+        }
+        for secret in [SECRET, RICH_SECRET] {
+            assert_eq!(form_of(&text, secret), None, "{text}");
+        }
+    }
+    assert_eq!(attempts_with_stderr, 4, "every attempt recorded its stderr");
+    for entry in fs::read_dir(f.dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        let text = String::from_utf8_lossy(&fs::read(&p).unwrap()).into_owned();
+        for secret in [SECRET, RICH_SECRET] {
+            assert_eq!(form_of(&text, secret), None, "{} holds it", p.display());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_secret_straddling_the_stderr_bound_is_not_half_kept() {
+    use escepine_runtime::executor::process::DEFAULT_STDERR_LIMIT;
+    let f = Fixture::new();
+    for straddle in [1, 4, 9, 10, SECRET.len() - 1] {
+        // The secret starts `straddle` bytes before the bound.
+        let pad = DEFAULT_STDERR_LIMIT - straddle;
+        let err = f
+            .call(
+                "alice",
+                "t_secret",
+                json!({ "name": "T_SECRET", "pad": pad, "fail": true }),
+            )
+            .await
+            .unwrap_err();
+        let CallError::Failed { call_id, .. } = &err else {
+            panic!("not a failure: {err:?}")
+        };
+        let outcome = outcome_of(&f.entries(), call_id);
+        let stderr = outcome.attempts[0].stderr.as_deref().unwrap_or_default();
+        assert!(stderr.starts_with(&"x".repeat(pad)), "{straddle}");
+        // Right after the padding: the marker, or the truncation note — no part of the secret.
+        let rest = &stderr[pad..];
+        assert!(
+            rest.starts_with("[REDACTED]") || rest.starts_with("\n[stderr truncated"),
+            "{straddle}: {}",
+            &rest[..rest.len().min(40)]
+        );
+        assert!(stderr.len() <= DEFAULT_STDERR_LIMIT + 100);
+    }
+    drop(f.runtime.clone());
+    for entry in fs::read_dir(f.dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        let bytes = fs::read(&p).unwrap();
+        let needle = format!("xxxx{}", &SECRET[..4]);
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+            "{} holds the start of the secret",
+            p.display()
+        );
+    }
 }
 
 /// A ledger that cannot be written: the call must stop before execution.

@@ -17,11 +17,12 @@ use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::executor::{ExecError, Executor, Invocation};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
+use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallError, Runtime};
 use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::{json, Value};
 
-use mcp_support::{demo_server, fixture, workspace_root};
+use mcp_support::{demo_server, fixture, probe_server, workspace_root};
 
 fn runtime(dir: &std::path::Path) -> Runtime {
     let registry = registry_build::load(
@@ -148,6 +149,87 @@ async fn the_demo_mcp_server_runs_as_governed_tools() {
         .find(|o| o.result == CallResult::Failed)
         .expect("the failed call");
     assert_eq!(failed.attempts[0].error_class.as_deref(), Some("permanent"));
+}
+
+const SECRET: &str = "sup3r-s3cret-V4LUE";
+
+/// The record of `escepine-mcp-probe`'s tool `leak`, which is given `T_SECRET`.
+const LEAK_RECORD: &str = r#"{
+  "tool_id": "leak",
+  "version": "1.0.0",
+  "description": "Fail with a secret at a chosen offset of the error text.",
+  "input_schema": {
+    "type": "object",
+    "additionalProperties": false,
+    "required": ["name", "pad"],
+    "properties": {
+      "name": {"type": "string"},
+      "pad": {"type": "integer", "minimum": 0}
+    }
+  },
+  "output_schema": {"type": "object", "additionalProperties": false},
+  "side_effect_class": "read-only",
+  "accepts_credentials": false,
+  "timeout_ms": 10000,
+  "retry": {"max_attempts": 1, "backoff_ms": 0},
+  "on_failure": ["halt"],
+  "endpoint": {"transport": "mcp-stdio", "command": "escepine-mcp-probe"},
+  "auth": {"secrets": ["T_SECRET"]},
+  "sandbox_profile": {"egress": [], "filesystem": "workspace"}
+}"#;
+
+#[tokio::test]
+async fn a_secret_straddling_the_error_text_bound_is_not_half_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let records = dir.path().join("records");
+    std::fs::create_dir(&records).expect("records dir");
+    std::fs::write(records.join("leak.json"), LEAK_RECORD).expect("record");
+    let registry = registry_build::load(
+        &registry_build::Sources::new()
+            .records(&records)
+            .policies(fixture("policies-open"))
+            .workspace_root(workspace_root()),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()));
+    let bin_dir = probe_server().parent().expect("a directory").to_path_buf();
+    let secrets = MapSecrets(BTreeMap::from([(
+        "T_SECRET".to_string(),
+        SECRET.to_string(),
+    )]));
+    let rt = Runtime::builder(registry)
+        .ledger(Arc::new(
+            SqliteLedger::open(dir.path().join("ledger.db"), Durability::Full).expect("ledger"),
+        ))
+        .executor(Arc::new(ProcessExecutor::new().with_bin_dir(bin_dir)))
+        .secrets(Arc::new(secrets))
+        .build()
+        .expect("runtime");
+    // The error text is kept to 4096 bytes; the secret starts `straddle` bytes before that.
+    for straddle in [1, 4, 9, 10, SECRET.len() - 1] {
+        let err = rt
+            .dispatch(
+                &agent(),
+                "leak",
+                json!({ "name": "T_SECRET", "pad": 4096 - straddle }),
+            )
+            .await
+            .expect_err("leak fails");
+        let CallError::Failed { last_error, .. } = &err else {
+            panic!("not a failure: {err:?}")
+        };
+        let after = last_error.rfind('x').map_or("", |at| &last_error[at + 1..]);
+        assert!(
+            after == " […]" || after.starts_with("[REDACTED]"),
+            "{straddle}: the error text ends {after:?}"
+        );
+    }
+    drop(rt);
+    let bytes = std::fs::read(dir.path().join("ledger.db")).expect("ledger file");
+    let needle = format!("xxxx{}", &SECRET[..4]);
+    assert!(
+        !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "the ledger holds the start of the secret"
+    );
 }
 
 /// A record speaking `mcp-stdio` to `command args…`.

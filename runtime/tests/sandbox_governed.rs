@@ -175,6 +175,42 @@ impl std::io::Write for Captured {
 }
 
 #[tokio::test]
+async fn a_secret_straddling_the_stderr_bound_is_not_half_kept() {
+    use escepine_runtime::executor::process::DEFAULT_STDERR_LIMIT;
+    let f = Fixture::new();
+    let straddles = [1, 9, 10, SECRET.len() - 1];
+    for straddle in straddles {
+        // The secret starts `straddle` bytes before the sandbox backend's stderr bound.
+        let pad = DEFAULT_STDERR_LIMIT - straddle;
+        let err = f
+            .call(
+                "alice",
+                "t_secret",
+                json!({"name": "T_SECRET", "pad": pad, "fail": true}),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::Failed { .. }), "{err:?}");
+    }
+    let padded: Vec<String> = outcomes(&f.entries())
+        .into_iter()
+        .flat_map(|o| o.attempts)
+        .filter_map(|a| a.stderr)
+        .filter(|s| s.starts_with("xxxx"))
+        .collect();
+    assert_eq!(padded.len(), straddles.len());
+    for stderr in padded {
+        // Right after the padding: the marker, or the truncation note — no part of the secret.
+        let rest = stderr.trim_start_matches('x');
+        assert!(
+            rest.starts_with("[REDACTED]") || rest.starts_with("\n[stderr truncated"),
+            "{}",
+            &rest[..rest.len().min(40)]
+        );
+    }
+}
+
+#[tokio::test]
 async fn declared_secrets_only_and_never_recorded_or_returned() {
     let logs = Captured::default();
     let writer = logs.clone();

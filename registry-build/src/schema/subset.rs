@@ -112,6 +112,24 @@ pub fn check(
     if which == Which::Input && walker.diags.len() == before {
         walker.authorize_each_placement();
     }
+    if which == Which::Input {
+        // Every property name of the document, wherever declared (not only where the subset
+        // walk goes).
+        for p in names::credential_properties(schema) {
+            diags.push(
+                Diagnostic::at(
+                    Rule::CredentialName,
+                    src,
+                    &format!("{base}{}", p.pointer),
+                    format!(
+                        "the input property `{}` names a credential ({}); governed tools accept no credentials",
+                        p.name, p.word
+                    ),
+                )
+                .help("secrets are declared by name in `auth.secrets` and injected by the sandbox; rename a pagination token to `cursor`"),
+            );
+        }
+    }
     if diags.len() == before {
         if let Err(e) = jsonschema::options()
             .should_validate_formats(true)
@@ -367,14 +385,6 @@ impl Walker<'_, '_> {
         if let Some(props) = props {
             for (name, sub) in props {
                 let here = format!("{at}/properties/{}", escape(name));
-                if self.which == Which::Input {
-                    if let Some(word) = names::credential_word(name) {
-                        self.diags.push(
-                            Diagnostic::at(Rule::CredentialName, self.src, &here, format!("the input property `{name}` names a credential ({word}); governed tools accept no credentials"))
-                                .help("secrets are declared by name in `auth.secrets` and injected by the sandbox; rename a pagination token to `cursor`"),
-                        );
-                    }
-                }
                 self.node(sub, &here, false);
             }
         }
@@ -484,7 +494,4 @@ fn reaches(
         .any(|sub| reaches(root, sub, target, seen, depth + 1))
 }
 
-/// Escape a JSON pointer token.
-pub fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
+pub use super::walk::escape;

@@ -68,6 +68,11 @@ impl JsonType {
     }
 }
 
+/// Escape a JSON pointer token (`~` as `~0`, `/` as `~1`).
+pub fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
 /// Follow `$ref` (into the root's `$defs`) until a schema without one; `None` if dangling or
 /// cyclic.
 pub fn resolve<'a>(root: &'a Value, mut schema: &'a Value) -> Option<&'a Value> {

@@ -309,10 +309,10 @@ fn one_line(s: &str) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if line.chars().count() > 160 {
-        format!("{}…", line.chars().take(160).collect::<String>())
-    } else {
-        line
+    // 160 characters, never ending inside a `[REDACTED]` marker.
+    match line.char_indices().nth(160) {
+        Some((at, _)) => format!("{}…", crate::scrub::prefix(&line, at)),
+        None => line,
     }
 }
 

@@ -5,6 +5,8 @@ use std::io;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::scrub::Scrubber;
+
 /// A stream read to its end, of which at most a bound was kept.
 #[derive(Debug, Default)]
 pub(crate) struct Bounded {
@@ -12,20 +14,6 @@ pub(crate) struct Bounded {
     pub(crate) kept: Vec<u8>,
     /// Bytes read beyond the bound and thrown away.
     pub(crate) dropped: u64,
-}
-
-impl Bounded {
-    /// The kept bytes as text (invalid UTF-8 replaced), with a note if some were dropped.
-    pub(crate) fn into_text(self) -> String {
-        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
-        if self.dropped > 0 {
-            text.push_str(&format!(
-                "\n[stderr truncated: {} more bytes not kept]",
-                self.dropped
-            ));
-        }
-        text
-    }
 }
 
 /// Reads `r` to its end, keeping at most `limit` bytes. With `drain` the rest is read and
@@ -53,11 +41,29 @@ pub(crate) async fn read_bounded<R: AsyncRead + Unpin>(
     }
 }
 
-/// [`read_bounded`] of a stderr stream, drained, as text ([`Bounded::into_text`]); an
-/// unreadable stream becomes a note.
-pub(crate) async fn read_stderr<R: AsyncRead + Unpin>(r: R, limit: usize) -> String {
-    match read_bounded(r, limit, true).await {
-        Ok(b) => b.into_text(),
+/// A stderr stream read to its end and kept to `limit` bytes, scrubbed before it is cut: the
+/// stream is read to `limit` plus the scrubber's [margin](Scrubber::margin), scrubbed, and then
+/// cut ([`Scrubber::text_within`]), so that a secret straddling the bound is replaced whole
+/// rather than half kept. Invalid UTF-8 is replaced; what was not kept is noted. An unreadable
+/// stream becomes a note.
+pub(crate) async fn read_stderr<R: AsyncRead + Unpin>(
+    r: R,
+    limit: usize,
+    scrubber: &Scrubber,
+) -> String {
+    match read_bounded(r, limit.saturating_add(scrubber.margin()), true).await {
+        Ok(b) => {
+            let text = String::from_utf8_lossy(&b.kept);
+            let within = scrubber.text_within(&text, limit);
+            let mut text = within.text;
+            let dropped = b.dropped + within.dropped as u64;
+            if dropped > 0 {
+                text.push_str(&format!(
+                    "\n[stderr truncated: {dropped} more bytes not kept]"
+                ));
+            }
+            text
+        }
         Err(e) => format!("[stderr unreadable: {e}]"),
     }
 }

@@ -16,6 +16,7 @@ use registry_build::{EgressEntry, ToolRecord};
 use serde_json::Value;
 
 pub use crate::ledger::BoxFuture;
+use crate::scrub::Scrubber;
 
 /// One attempt of one call, as handed to an [`Executor`].
 #[derive(Debug, Clone)]
@@ -38,12 +39,21 @@ pub struct Invocation<'a> {
     pub egress: &'a [EgressEntry],
 }
 
+impl Invocation<'_> {
+    /// A scrubber of this attempt's secret values, for text an executor cuts to a bound: it
+    /// scrubs before it cuts (see [`Scrubber::text_within`]).
+    pub fn scrubber(&self) -> Scrubber {
+        Scrubber::new(self.secrets.values().map(String::as_str))
+    }
+}
+
 /// What a successful attempt produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Execution {
     /// The tool's output JSON (not yet gated).
     pub output: Value,
-    /// Diagnostics the tool wrote (bounded, not yet scrubbed).
+    /// Diagnostics the tool wrote: bounded, the attempt's secrets scrubbed before the cut (the
+    /// governed path scrubs what it records again).
     pub stderr: String,
     /// Egress refusals observed during the attempt.
     pub egress_refusals: Vec<String>,

@@ -109,7 +109,8 @@ impl ProcessExecutor {
     }
 
     /// Keep at most `bytes` of the tool's stderr (default [`DEFAULT_STDERR_LIMIT`]); the rest is
-    /// read, counted and noted as truncated.
+    /// read, counted and noted as truncated. The cut comes after scrubbing, so that a secret
+    /// straddling it is not half kept.
     pub fn with_stderr_limit(mut self, bytes: usize) -> Self {
         self.stderr_limit = bytes;
         self
@@ -272,7 +273,8 @@ impl ProcessExecutor {
                 }
                 read
             };
-            let err = read_stderr(stderr, self.stderr_limit);
+            let scrubber = inv.scrubber();
+            let err = read_stderr(stderr, self.stderr_limit, &scrubber);
             let status = async {
                 let status = child.wait().await;
                 // The leader is gone: kill what it left in its group, which also closes the

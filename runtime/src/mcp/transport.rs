@@ -32,7 +32,9 @@
 //! is bounded by the attempt's deadline; on expiry the process group is killed and the attempt
 //! times out. A message line longer than the stdout bound is dropped by the client (and the
 //! attempt then times out). stderr is read concurrently, bounded, and kept as the attempt's
-//! diagnostics.
+//! diagnostics. A tool's error text and stderr are cut to their bounds only after the
+//! attempt's secrets are scrubbed from them ([`Scrubber::text_within`]), so that no part of a
+//! secret straddling a bound is kept.
 //!
 //! The session itself ([`call_over`]) works over any pair of byte streams:
 //! [`crate::sandbox::SandboxExecutor`] runs the same session, with the same classification, on
@@ -58,6 +60,7 @@ use crate::executor::process::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOU
 use crate::executor::{ExecError, Execution, Invocation};
 use crate::gate::drop_null_optionals;
 use crate::sandbox::JobStatus;
+use crate::scrub::Scrubber;
 
 /// The `_meta` key of an error result (`isError: true`) that marks the failure transient: the
 /// retry budget may try again.
@@ -66,7 +69,7 @@ pub const TRANSIENT_META: &str = "dev.escepine/transient";
 /// How long the server gets to exit once its stdin is closed, before its group is killed.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
-/// Most of a tool's error text kept in the failure message.
+/// Most of a tool's error text kept in the failure message (scrubbed before it is cut).
 const ERROR_TEXT_LIMIT: usize = 4096;
 
 /// Bounds of one `mcp-stdio` attempt.
@@ -102,7 +105,7 @@ pub enum SessionError {
     /// The tool reported an error (`isError: true`).
     #[error("the MCP tool reported an error: {message}")]
     Tool {
-        /// The tool's text content (bounded).
+        /// The tool's text content (whole: [`classify`] bounds it).
         message: String,
         /// Whether its `_meta` marked it transient.
         transient: bool,
@@ -135,6 +138,7 @@ pub async fn run_with(
     limits: Limits,
 ) -> Result<Execution, ExecError> {
     let tool = inv.tool.tool_id.as_str();
+    let scrubber = inv.scrubber();
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -172,11 +176,11 @@ pub async fn run_with(
             group.kill();
             (outcome, status)
         };
-        tokio::join!(work, read_stderr(stderr, limits.stderr_bytes))
+        tokio::join!(work, read_stderr(stderr, limits.stderr_bytes, &scrubber))
     };
 
     match tokio::time::timeout_at(deadline, attempt).await {
-        Ok(((outcome, status), stderr)) => classify(tool, outcome, status, stderr),
+        Ok(((outcome, status), stderr)) => classify(tool, outcome, status, stderr, &scrubber),
         Err(_) => {
             group.kill();
             let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
@@ -284,12 +288,11 @@ pub fn output_of(result: CallToolResult) -> Result<Value, SessionError> {
             .and_then(|m| m.0.get(TRANSIENT_META))
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let mut message = if texts.is_empty() {
+        let message = if texts.is_empty() {
             "(no text)".to_string()
         } else {
             texts.join("\n")
         };
-        truncate(&mut message, ERROR_TEXT_LIMIT);
         return Err(SessionError::Tool { message, transient });
     }
     if let Some(v) = result.structured_content {
@@ -321,12 +324,14 @@ fn service_error(method: &str, e: ServiceError) -> SessionError {
 }
 
 /// The attempt's result from the session's outcome and the server's exit status (`None`: it
-/// had not exited within the grace and was killed).
+/// had not exited within the grace and was killed). A tool's error text is kept to
+/// [`ERROR_TEXT_LIMIT`] bytes, scrubbed by `scrubber` before it is cut.
 pub(crate) fn classify(
     tool: &str,
     outcome: Result<Value, SessionError>,
     status: Option<JobStatus>,
     stderr: String,
+    scrubber: &Scrubber,
 ) -> Result<Execution, ExecError> {
     match outcome {
         Ok(output) => Ok(Execution {
@@ -335,7 +340,9 @@ pub(crate) fn classify(
             egress_refusals: Vec::new(),
         }),
         Err(SessionError::Tool { message, transient }) => {
-            let message = format!("`{tool}` reported an error: {message}");
+            let within = scrubber.text_within(&message, ERROR_TEXT_LIMIT);
+            let more = if within.dropped > 0 { " […]" } else { "" };
+            let message = format!("`{tool}` reported an error: {}{more}", within.text);
             Err(if transient {
                 ExecError::Transient { message, stderr }
             } else {
@@ -388,17 +395,6 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-fn truncate(s: &mut String, limit: usize) {
-    if s.len() > limit {
-        let mut cut = limit;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        s.push_str(" […]");
     }
 }
 

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::{Limits, SandboxError};
 use crate::executor::BoxFuture;
+use crate::scrub::Scrubber;
 
 /// Everything a backend needs to provision a sandbox for one tool, before any call is known.
 ///
@@ -141,6 +142,9 @@ pub struct Job {
     pub stdout_limit: usize,
     /// Bytes of stderr kept; the rest is counted and noted.
     pub stderr_limit: usize,
+    /// The secrets of the job's environment, scrubbed from its stderr before the cut to
+    /// `stderr_limit`.
+    pub scrubber: Scrubber,
 }
 
 /// How the tool ended.

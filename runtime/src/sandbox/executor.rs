@@ -233,6 +233,7 @@ impl SandboxExecutor {
             deadline,
             stdout_limit: self.stdout_limit,
             stderr_limit: self.stderr_limit,
+            scrubber: inv.scrubber(),
         })
     }
 
@@ -343,8 +344,9 @@ impl SandboxExecutor {
             let teardown = self.backend.destroy(sandbox).await;
             (finished, teardown)
         };
+        let scrubber = inv.scrubber();
         let ((finished, teardown), stderr) =
-            tokio::join!(driven, read_stderr(stderr, self.stderr_limit));
+            tokio::join!(driven, read_stderr(stderr, self.stderr_limit, &scrubber));
         let Ok((outcome, ended)) = finished else {
             return Err(ExecError::TimedOut(inv.timeout));
         };
@@ -362,7 +364,7 @@ impl SandboxExecutor {
                 stderr,
             });
         }
-        let mut result = transport::classify(tool, outcome, ended, stderr);
+        let mut result = transport::classify(tool, outcome, ended, stderr, &scrubber);
         if let Ok(execution) = &mut result {
             execution.egress_refusals = refusals;
         }

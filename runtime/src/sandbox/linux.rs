@@ -637,7 +637,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
             }
             read
         };
-        let err = read_stderr(stderr, job.stderr_limit);
+        let err = read_stderr(stderr, job.stderr_limit, &job.scrubber);
         // PID 1 reports the tool's status and exits, which ends every process of the sandbox
         // and so closes the pipes.
         let status = ctl.recv();

@@ -34,6 +34,13 @@ pub fn demo_server() -> PathBuf {
         .clone()
 }
 
+/// The path of a current `escepine-mcp-probe` (`tools/testkit`), built the same way.
+pub fn probe_server() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| bins::workspace_bin(bins::MCP_PROBE))
+        .clone()
+}
+
 /// The testtool (`escepine-testtool`), built the same way (tests that do not use `common`).
 pub fn testtool() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();

@@ -10,7 +10,8 @@
 //! | `flaky` | appends to `counter` like `count`; the first `fail_times` invocations (those that find fewer than `fail_times` lines in the file before appending) exit 75, later ones output `{"count": …}` |
 //! | `fail` | exits 1 with a message on stderr |
 //! | `sleep` | spawns a grandchild `sleep` (its pid written to the payload's `pidfile`, when given), sleeps `ms` milliseconds, outputs `{"slept": ms}` |
-//! | `secret` | reads the environment variable named by `name`; prints it on stderr; exits 1 with it in the message if `fail` is true, else outputs `{"leak": <value>}` |
+//! | `secret` | reads the environment variable named by `name`; prints it on stderr (right after `pad` bytes of `x`, when given); exits 1 with it in the message if `fail` is true, else outputs `{"leak": <value>}` |
+//! | `encodings` | reads the environment variable named by `name`; prints each of its encodings (see `encodings`) on stderr; exits 1 with them in the message if `fail` is true, else outputs `{"forms": [<each encoding>]}` |
 //! | `bad_output` | outputs `{"unexpected": true}` |
 //! | `garbage` | prints text that is not JSON, exits 0 |
 //! | `env` | outputs `{"env": {<every environment variable>}}` |
@@ -106,6 +107,66 @@ fn run(mode: &str) -> Result<Output, Exit> {
     respond(mode, &payload).map(Output::from)
 }
 
+/// The forms a tool could print `value` in (mode `encodings`): as is, upper and lower case,
+/// percent-encoded (path style and all bytes, either hex case, every other byte), form-encoded,
+/// base64 and base64url (padded or not, at each alignment of a longer stream), hex in either
+/// case, JSON `\u` escapes, and upper-cased then percent-encoded.
+fn encodings(value: &str) -> Vec<String> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    let pct = |b: u8, upper: bool| match upper {
+        true => format!("%{b:02X}"),
+        false => format!("%{b:02x}"),
+    };
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+    let path: String = value
+        .bytes()
+        .map(|b| match unreserved(b) {
+            true => (b as char).to_string(),
+            false => pct(b, true),
+        })
+        .collect();
+    let every_other: String = value
+        .bytes()
+        .enumerate()
+        .map(|(i, b)| match (i % 2, b.is_ascii()) {
+            (0, true) => (b as char).to_string(),
+            _ => pct(b, i % 4 == 1),
+        })
+        .collect();
+    let form: String = value
+        .bytes()
+        .map(|b| match b {
+            b' ' => "+".to_string(),
+            b if unreserved(b) => (b as char).to_string(),
+            b => pct(b, true),
+        })
+        .collect();
+    let hex: String = value.bytes().map(|b| format!("{b:02x}")).collect();
+    vec![
+        value.to_string(),
+        value.to_uppercase(),
+        value.to_lowercase(),
+        path.clone(),
+        path.to_lowercase(),
+        value.bytes().map(|b| pct(b, false)).collect(),
+        every_other,
+        form,
+        STANDARD.encode(value),
+        URL_SAFE_NO_PAD.encode(value),
+        STANDARD.encode(format!("<{value}>")),
+        STANDARD.encode(format!("<<{value}>>")),
+        URL_SAFE_NO_PAD.encode(format!("<{value}")),
+        hex.clone(),
+        hex.to_uppercase(),
+        value
+            .encode_utf16()
+            .map(|u| format!("\\u{u:04x}"))
+            .collect(),
+        value.to_uppercase().bytes().map(|b| pct(b, true)).collect(),
+    ]
+}
+
 fn respond(mode: &str, payload: &Value) -> Result<Value, Exit> {
     match mode {
         "echo" => Ok(json!({ "echo": payload.clone() })),
@@ -147,11 +208,28 @@ fn respond(mode: &str, payload: &Value) -> Result<Value, Exit> {
         "secret" => {
             let name = str_field(payload, "name")?;
             let value = std::env::var(name).unwrap_or_default();
-            eprintln!("escepine-testtool secret: the value of {name} is {value}");
+            match payload.get("pad").and_then(Value::as_u64) {
+                // Exactly `pad` bytes before the value: it straddles a bound the test chose.
+                Some(pad) => eprintln!("{}{value}", "x".repeat(usize::try_from(pad).unwrap_or(0))),
+                None => eprintln!("escepine-testtool secret: the value of {name} is {value}"),
+            }
             if payload.get("fail").and_then(Value::as_bool) == Some(true) {
                 Err(exit(1, format!("failing on purpose, secret {value}")))
             } else {
                 Ok(json!({ "leak": value }))
+            }
+        }
+        "encodings" => {
+            let name = str_field(payload, "name")?;
+            let value = std::env::var(name).unwrap_or_default();
+            let forms = encodings(&value);
+            for f in &forms {
+                eprintln!("encoded: {f}");
+            }
+            if payload.get("fail").and_then(Value::as_bool) == Some(true) {
+                Err(exit(1, format!("failing on purpose: {}", forms.join(" "))))
+            } else {
+                Ok(json!({ "forms": forms }))
             }
         }
         "bad_output" => Ok(json!({ "unexpected": true })),

@@ -1,7 +1,8 @@
-//! `escepine-mcp-probe`: an MCP server (rmcp, stdio) for the sandbox's `mcp-stdio` tests. Its one
-//! tool, `probe`, reports where the server runs — host name, working directory, the processes
-//! it can see, its environment's names, what it can read and write — so a test can prove the
-//! server ran inside a fresh sandbox and not on the host.
+//! `escepine-mcp-probe`: an MCP server (rmcp, stdio) for the `mcp-stdio` tests. Its tool `probe`
+//! reports where the server runs — host name, working directory, the processes it can see, its
+//! environment's names, what it can read and write — so a test can prove the server ran inside a
+//! fresh sandbox and not on the host; its tool `leak` fails with a secret it was given at a
+//! chosen offset of its error text, for the scrubbing of a bounded error text.
 //!
 //! Its FIRST ARGUMENT, if any, makes it misbehave instead: `silent` never answers (it sleeps
 //! without reading stdin), `tempfail` exits 75 (`EX_TEMPFAIL`) before the handshake, `linger`
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{schemars, tool, tool_handler, tool_router, Json, ServerHandler, ServiceExt};
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,15 @@ struct ProbeReport {
     wrote_workspace: bool,
     /// The process's own uid map.
     uid_map: String,
+}
+
+/// Arguments of `leak`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct LeakRequest {
+    /// The environment variable whose value the error text ends with.
+    name: String,
+    /// Bytes of `x` before the value.
+    pad: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -94,6 +104,17 @@ impl Probe {
                 .trim()
                 .to_string(),
         })
+    }
+
+    /// Fail with an error text of `pad` bytes of `x` followed by the value of the variable
+    /// `name` (a secret the server was given), so that it straddles a bound the test chose.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn leak(&self, Parameters(req): Parameters<LeakRequest>) -> CallToolResult {
+        let value = std::env::var(&req.name).unwrap_or_default();
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "{}{value}",
+            "x".repeat(req.pad)
+        ))])
     }
 }
 
