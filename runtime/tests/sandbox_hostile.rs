@@ -557,37 +557,25 @@ async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() 
     let race = pin_support::PinRace::start();
     let mut rec = record_for("pinned_script", race.path(), &[]);
     rec.endpoint.sha256 = Some(race.digest().to_string());
-    let (mut ran, mut refused) = (0, 0);
+    let mut outcomes = pin_support::Outcomes::default();
     // Bounded: at least 100 calls, then until both outcomes were seen a few times, at most
     // 400.
     for i in 0..400 {
-        if i >= 100 && ran >= 5 && refused >= 5 {
+        if outcomes.enough(i, 100) {
             break;
         }
-        match run(
-            &ex,
-            &rec,
-            json!({}),
-            &no_secrets(),
-            &[],
-            Duration::from_secs(20),
-        )
-        .await
-        {
-            Ok(done) => {
-                assert_eq!(
-                    done.output,
-                    json!({ "marker": pin_support::PINNED }),
-                    "a call ran content other than the pinned one"
-                );
-                ran += 1;
-            }
-            Err(ExecError::Spawn(m)) if m.contains("refusing to run") => refused += 1,
-            Err(e) => panic!("{e:?}"),
-        }
+        outcomes.count(
+            run(
+                &ex,
+                &rec,
+                json!({}),
+                &no_secrets(),
+                &[],
+                Duration::from_secs(20),
+            )
+            .await,
+        );
     }
-    let swaps = race.stop();
-    assert!(ran > 0 && refused > 0, "ran {ran}, refused {refused}");
-    assert!(swaps >= 10, "{swaps} swaps");
+    outcomes.assert_raced(race.stop());
     host.assert_clean().await;
 }

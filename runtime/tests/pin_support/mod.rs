@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use escepine_runtime::executor::{ExecError, Execution};
 use sha2::{Digest, Sha256};
 
 /// The marker of the pinned script.
@@ -110,4 +111,48 @@ impl Drop for PinRace {
 fn set_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// What the calls of a race did: each ran the pinned content, or was refused before running.
+#[derive(Debug, Default)]
+pub struct Outcomes {
+    /// Calls that ran (the pinned content).
+    pub ran: usize,
+    /// Calls refused because the file was not the pinned one.
+    pub refused: usize,
+}
+
+impl Outcomes {
+    /// Whether the race has gone on long enough: at least `min` calls, and both outcomes seen
+    /// a few times.
+    pub fn enough(&self, calls: usize, min: usize) -> bool {
+        calls >= min && self.ran >= 5 && self.refused >= 5
+    }
+
+    /// Count one call; a call that ran other content, or failed otherwise, fails the test.
+    pub fn count(&mut self, result: Result<Execution, ExecError>) {
+        match result {
+            Ok(done) => {
+                assert_eq!(
+                    done.output,
+                    serde_json::json!({ "marker": PINNED }),
+                    "a call ran content other than the pinned one"
+                );
+                self.ran += 1;
+            }
+            Err(ExecError::Spawn(m)) if m.contains("refusing to run") => self.refused += 1,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    /// Both outcomes were seen while the path was swapped at least ten times.
+    pub fn assert_raced(&self, swaps: u64) {
+        assert!(
+            self.ran > 0 && self.refused > 0,
+            "ran {}, refused {}",
+            self.ran,
+            self.refused
+        );
+        assert!(swaps >= 10, "{swaps} swaps");
+    }
 }
