@@ -240,6 +240,9 @@ fn main() {
                     attempt: 1,
                     timeout: Duration::from_secs(10),
                     secrets: &secrets,
+                    scrubber: &escepine_runtime::scrub::Scrubber::new(
+                        secrets.values().map(String::as_str),
+                    ),
                     egress: &egress,
                 };
                 let start = Instant::now();
@@ -314,6 +317,9 @@ fn main() {
                     attempt: 1,
                     timeout: Duration::from_secs(10),
                     secrets: &secrets,
+                    scrubber: &escepine_runtime::scrub::Scrubber::new(
+                        secrets.values().map(String::as_str),
+                    ),
                     egress: &[],
                 };
                 let start = Instant::now();
@@ -335,6 +341,7 @@ fn main() {
     let (round_times, left) = rt.block_on(async {
         let ex = SandboxExecutor::with_backend(backend());
         let secrets = BTreeMap::new();
+        let scrubber = escepine_runtime::scrub::Scrubber::default();
         let payload = json!({});
         let mut times = Vec::with_capacity(rounds);
         for _ in 0..rounds {
@@ -348,6 +355,7 @@ fn main() {
                     attempt: 1,
                     timeout: Duration::from_secs(30),
                     secrets: &secrets,
+                    scrubber: &scrubber,
                     egress: &proxy_egress,
                 })
             });

@@ -212,6 +212,7 @@ pub async fn execute(
             attempt,
             timeout,
             secrets,
+            scrubber,
             egress: &tool.egress,
         };
         let result = match tokio::time::timeout(timeout + BACKSTOP, executor.execute(inv)).await {

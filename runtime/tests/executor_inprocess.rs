@@ -58,6 +58,7 @@ async fn call(
         attempt: 1,
         timeout: Duration::from_secs(1),
         secrets: &secrets,
+        scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress: &[],
     };
     executor.execute(inv).await.map(|e| e.output)

@@ -44,6 +44,7 @@ async fn run_with(
         attempt: 1,
         timeout,
         secrets,
+        scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress: &[],
     };
     executor.execute(inv).await

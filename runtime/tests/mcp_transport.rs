@@ -283,6 +283,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             attempt: 1,
             timeout: Duration::from_millis(record.timeout_ms),
             secrets: &secrets,
+            scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
             egress: &[],
         })
         .await

@@ -207,6 +207,7 @@ async fn probe(sandbox: &SandboxExecutor, registry: &Registry) -> Result<(), Str
         attempt: 1,
         timeout: Duration::from_secs(20),
         secrets: &secrets,
+        scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress: &[],
     };
     let out = sandbox.execute(inv).await.map_err(|e| e.to_string())?;

@@ -35,15 +35,18 @@ pub struct Invocation<'a> {
     pub timeout: Duration,
     /// Secret values the tool declared, by name (never recorded).
     pub secrets: &'a BTreeMap<String, String>,
+    /// The scrubber of exactly those values (the governed path's own, built once per call).
+    pub scrubber: &'a Scrubber,
     /// The egress entries in force (profile plus overlay).
     pub egress: &'a [EgressEntry],
 }
 
 impl Invocation<'_> {
-    /// A scrubber of this attempt's secret values, for text an executor cuts to a bound: it
-    /// scrubs before it cuts (see [`Scrubber::text_within`]).
+    /// The scrubber of this attempt's secret values, for text an executor cuts to a bound: it
+    /// scrubs before it cuts (see [`Scrubber::text_within`]). A cheap clone of
+    /// [`Invocation::scrubber`].
     pub fn scrubber(&self) -> Scrubber {
-        Scrubber::new(self.secrets.values().map(String::as_str))
+        self.scrubber.clone()
     }
 }
 

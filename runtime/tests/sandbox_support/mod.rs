@@ -160,6 +160,7 @@ pub async fn run(
         attempt: 1,
         timeout,
         secrets,
+        scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress,
     };
     executor.execute(inv).await
