@@ -106,17 +106,6 @@ fn env() -> Map<String, Value> {
         .collect()
 }
 
-/// The host name of the UTS namespace.
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is valid for `buf.len()` bytes, which `gethostname` does not exceed.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
 fn list(dir: &str) -> Value {
     match fs::read_dir(dir) {
         Ok(rd) => {
@@ -329,7 +318,7 @@ fn probe(p: &Value) -> Value {
             "cap_bnd": field("CapBnd:"),
             "no_new_privs": field("NoNewPrivs:"),
             "seccomp": field("Seccomp:"),
-            "hostname": hostname(),
+            "hostname": escepine_testkit::hostname(),
             "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
         }),
     );

@@ -84,7 +84,7 @@ impl Probe {
             .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
             .collect();
         Json(ProbeReport {
-            hostname: hostname(),
+            hostname: escepine_testkit::hostname(),
             cwd: std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
@@ -163,15 +163,4 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The host name of the UTS namespace.
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is valid for `buf.len()` bytes, which `gethostname` does not exceed.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
