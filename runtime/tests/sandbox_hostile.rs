@@ -10,7 +10,7 @@ use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use escepine_runtime::executor::ExecError;
+use escepine_runtime::executor::{ExecError, Execution};
 use escepine_runtime::sandbox::{Limits, SandboxExecutor};
 use sandbox_support::*;
 use serde_json::{json, Value};
@@ -25,6 +25,45 @@ fn no_secrets() -> BTreeMap<String, String> {
     BTreeMap::new()
 }
 
+/// One scenario's hold on the machine: the serial lock, its run directory and the host as it
+/// was before (checked clean at the end).
+struct Scenario {
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    host: HostSnapshot,
+}
+
+impl Scenario {
+    async fn start() -> Self {
+        let serial = SERIAL.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let host = HostSnapshot::take(dir.path());
+        Self {
+            _serial: serial,
+            dir,
+            host,
+        }
+    }
+}
+
+/// One call of the hostile tool in `mode`: no secrets, no egress, 20 s.
+async fn probe(
+    ex: &SandboxExecutor,
+    tool_id: &str,
+    mode: &str,
+    payload: Value,
+) -> Result<Execution, ExecError> {
+    run(
+        ex,
+        &hostile_record(tool_id, mode),
+        payload,
+        &no_secrets(),
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+}
+
 fn assert_failed(v: &Value, what: &str) {
     assert_eq!(v["ok"], json!(false), "{what} succeeded: {v}");
 }
@@ -36,9 +75,8 @@ fn assert_eperm(v: &Value, what: &str) {
 
 #[tokio::test]
 async fn every_escape_of_the_probe_fails() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let planted = format!("/root/escepine-planted-{}", std::process::id());
     std::fs::write(&planted, "host secret file").unwrap();
     // SAFETY of the test: set once, before any sandbox starts, read by nobody else.
@@ -177,20 +215,17 @@ async fn every_escape_of_the_probe_fails() {
 
 #[tokio::test]
 async fn a_fork_bomb_stops_at_the_process_limit() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path()).with_limits(Limits {
         processes: 16,
         ..Limits::default()
     });
-    let out = run(
+    let out = probe(
         &ex,
-        &hostile_record("hostile_forkbomb", "forkbomb"),
+        "hostile_forkbomb",
+        "forkbomb",
         json!({ "max": 100_000 }),
-        &no_secrets(),
-        &[],
-        Duration::from_secs(20),
     )
     .await
     .expect("the bomb reports")
@@ -208,24 +243,16 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
 
 #[tokio::test]
 async fn memory_beyond_the_limit_is_refused() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path()).with_limits(Limits {
         memory_bytes: 256 << 20,
         ..Limits::default()
     });
-    let out = run(
-        &ex,
-        &hostile_record("hostile_alloc", "alloc"),
-        json!({ "mb": 4096 }),
-        &no_secrets(),
-        &[],
-        Duration::from_secs(20),
-    )
-    .await
-    .expect("the allocation reports")
-    .output;
+    let out = probe(&ex, "hostile_alloc", "alloc", json!({ "mb": 4096 }))
+        .await
+        .expect("the allocation reports")
+        .output;
     let got = out["allocated_mb"].as_u64().unwrap();
     assert!(got < 256, "{out}");
     assert!(out["refused"].is_string(), "{out}");
@@ -234,9 +261,8 @@ async fn memory_beyond_the_limit_is_refused() {
 
 #[tokio::test]
 async fn a_tool_cannot_outlive_its_timeout() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path());
     let started = Instant::now();
     let err = run(
@@ -261,9 +287,8 @@ async fn a_tool_cannot_outlive_its_timeout() {
 
 #[tokio::test]
 async fn a_digest_mismatch_refuses_before_any_sandbox() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path());
     let mut rec = hostile_record("hostile_noop", "noop");
     rec.endpoint.sha256 = Some("0".repeat(64));
@@ -289,16 +314,9 @@ async fn a_missing_init_is_a_clear_error() {
     let _serial = SERIAL.lock().await;
     let backend = escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init");
     let ex = SandboxExecutor::with_backend(std::sync::Arc::new(backend));
-    let err = run(
-        &ex,
-        &hostile_record("hostile_noop", "noop"),
-        json!({}),
-        &no_secrets(),
-        &[],
-        Duration::from_secs(20),
-    )
-    .await
-    .expect_err("no init");
+    let err = probe(&ex, "hostile_noop", "noop", json!({}))
+        .await
+        .expect_err("no init");
     assert!(
         matches!(err, ExecError::Spawn(ref m) if m.contains("/nonexistent/init")),
         "{err:?}"
@@ -310,9 +328,8 @@ const EAFNOSUPPORT: i64 = libc::EAFNOSUPPORT as i64;
 
 #[tokio::test]
 async fn shared_tmpfs_and_memfd_memory_count_against_the_bound() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     // The bomb: 1.5 GiB of MAP_SHARED|MAP_ANONYMOUS, touched, under the default bound.
     let ex = executor(MapResolver::default(), dir.path());
     let bound_mib = Limits::default().memory_bytes >> 20;
@@ -367,9 +384,8 @@ async fn shared_tmpfs_and_memfd_memory_count_against_the_bound() {
 
 #[tokio::test]
 async fn only_unix_and_internet_sockets_exist() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path());
     let allowed = [libc::AF_UNIX, libc::AF_INET, libc::AF_INET6];
     // vsock, packet, netlink, alg, key, bluetooth, can, tipc, xdp, rds, llc, appletalk, ax25,
@@ -399,13 +415,11 @@ async fn only_unix_and_internet_sockets_exist() {
         0x1_0001,
     ];
     let families: Vec<i32> = allowed.iter().chain(refused.iter()).copied().collect();
-    let out = run(
+    let out = probe(
         &ex,
-        &hostile_record("hostile_families", "families"),
+        "hostile_families",
+        "families",
         json!({ "families": families }),
-        &no_secrets(),
-        &[],
-        Duration::from_secs(20),
     )
     .await
     .expect("the probe reports")
@@ -442,21 +456,13 @@ async fn only_unix_and_internet_sockets_exist() {
 
 #[tokio::test]
 async fn procfs_shows_nothing_of_the_host() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path());
-    let out = run(
-        &ex,
-        &hostile_record("hostile_procfs", "procfs"),
-        json!({}),
-        &no_secrets(),
-        &[],
-        Duration::from_secs(20),
-    )
-    .await
-    .expect("the probe reports")
-    .output;
+    let out = probe(&ex, "hostile_procfs", "procfs", json!({}))
+        .await
+        .expect("the probe reports")
+        .output;
     let host_cmdline = std::fs::read_to_string("/proc/cmdline").unwrap();
     let host_cmdline = host_cmdline.trim();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
@@ -550,9 +556,8 @@ async fn procfs_shows_nothing_of_the_host() {
 
 #[tokio::test]
 async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostSnapshot::take(dir.path());
+    let scenario = Scenario::start().await;
+    let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = executor(MapResolver::default(), dir.path());
     let race = pin_support::PinRace::start();
     let mut rec = record_for("pinned_script", race.path(), &[]);
