@@ -109,36 +109,6 @@ async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> Va
     json!({ "is_error": r.is_error, "structured": r.structured_content })
 }
 
-/// A raw HTTP/1.1 POST of an `initialize` request; returns the status line and headers.
-async fn raw_post(url: &str, authorization: Option<&str>) -> String {
-    let authority = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    if let Some(a) = authorization {
-        req.push_str(&format!("Authorization: {a}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    let mut s = tokio::net::TcpStream::connect(&authority)
-        .await
-        .expect("connect");
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
-    let text = String::from_utf8_lossy(&out).into_owned();
-    text.split("\r\n\r\n")
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[tokio::test]
 async fn streamable_http_serves_principals_by_bearer_token() {
     let server = start();
@@ -190,18 +160,21 @@ async fn streamable_http_serves_principals_by_bearer_token() {
 async fn a_missing_or_wrong_token_is_refused() {
     let server = start();
 
-    let head = raw_post(&server.url, None).await;
-    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let initialize =
+        |authorization| send(&server.url, "POST", authorization, None, Some(INITIALIZE));
+    let r = initialize(None).await;
+    assert_eq!(r.status, 401, "{}", r.headers);
     assert!(
-        head.to_ascii_lowercase()
-            .contains("www-authenticate: bearer"),
-        "{head}"
+        r.headers.contains("www-authenticate: bearer"),
+        "{}",
+        r.headers
     );
 
-    let head = raw_post(&server.url, Some("Bearer not-a-valid-token-at-all")).await;
-    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
-    let head = raw_post(&server.url, Some(&format!("Basic {ALICE}"))).await;
-    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let r = initialize(Some("Bearer not-a-valid-token-at-all")).await;
+    assert_eq!(r.status, 401, "{}", r.headers);
+    let basic = format!("Basic {ALICE}");
+    let r = initialize(Some(&basic)).await;
+    assert_eq!(r.status, 401, "{}", r.headers);
 
     // rmcp's client sees the refusal and its challenge.
     let transport = StreamableHttpClientTransport::from_config(
@@ -216,8 +189,8 @@ async fn a_missing_or_wrong_token_is_refused() {
     );
 
     // With the right token the same request is served.
-    let head = raw_post(&server.url, Some(&format!("Bearer {ALICE}"))).await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let r = request(&server.url, "POST", ALICE, None, Some(INITIALIZE)).await;
+    assert_eq!(r.status, 200, "{}", r.headers);
 }
 
 /// One HTTP/1.1 answer: status, lower-cased headers, and as much of the body as came.
@@ -236,12 +209,25 @@ impl Reply {
     }
 }
 
-/// A raw request to the MCP endpoint with `token`, naming `session` if given. A `GET` returns
-/// once its headers are in (an event stream does not end); other verbs read to the end.
+/// A raw request to the MCP endpoint with `token`, naming `session` if given.
 async fn request(
     url: &str,
     method: &str,
     token: &str,
+    session: Option<&str>,
+    body: Option<&str>,
+) -> Reply {
+    let authorization = format!("Bearer {token}");
+    send(url, method, Some(&authorization), session, body).await
+}
+
+/// A raw HTTP/1.1 request to the MCP endpoint with this `Authorization` header (if any), naming
+/// `session` if given. A `GET` returns once its headers are in (an event stream does not end);
+/// other verbs read to the end.
+async fn send(
+    url: &str,
+    method: &str,
+    authorization: Option<&str>,
     session: Option<&str>,
     body: Option<&str>,
 ) -> Reply {
@@ -256,9 +242,12 @@ async fn request(
         "application/json, text/event-stream"
     };
     let mut req = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\n\
          Accept: {accept}\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n"
     );
+    if let Some(a) = authorization {
+        req.push_str(&format!("Authorization: {a}\r\n"));
+    }
     if !body.is_empty() {
         req.push_str(&format!(
             "Content-Type: application/json\r\nContent-Length: {}\r\n",
