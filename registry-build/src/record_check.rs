@@ -485,30 +485,22 @@ fn check_one(
         });
     let retry = rec.object("retry", diags).and_then(|r| {
         r.closed(&["max_attempts", "backoff_ms"], "`retry`", diags);
-        let attempts = r.require("max_attempts", diags).and_then(|v| {
+        // A non-negative integer, else `retry/budget` naming the field and what it must be.
+        let mut count = |field: &str, must: &str| {
+            let v = r.require(field, diags)?;
             let n = v.as_u64();
             if n.is_none() {
                 diags.push(Diagnostic::at(
                     Rule::Retry,
                     src,
-                    "/retry/max_attempts",
-                    format!("`max_attempts` is {v}; it must be an integer >= 1 (1 means no retry)"),
+                    &format!("/retry/{field}"),
+                    format!("`{field}` is {v}; it must be {must}"),
                 ));
             }
             n
-        });
-        let backoff = r.require("backoff_ms", diags).and_then(|v| {
-            let n = v.as_u64();
-            if n.is_none() {
-                diags.push(Diagnostic::at(
-                    Rule::Retry,
-                    src,
-                    "/retry/backoff_ms",
-                    format!("`backoff_ms` is {v}; it must be an integer >= 0"),
-                ));
-            }
-            n
-        });
+        };
+        let attempts = count("max_attempts", "an integer >= 1 (1 means no retry)");
+        let backoff = count("backoff_ms", "an integer >= 0");
         let (attempts, backoff) = (attempts?, backoff?);
         match RetryPolicy::check(attempts, backoff) {
             Ok(()) => Some(RetryPolicy {
