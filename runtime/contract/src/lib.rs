@@ -20,6 +20,7 @@ pub use url;
 
 mod contract;
 mod host;
+pub mod image;
 pub mod payload;
 mod principal;
 mod sop;
@@ -29,6 +30,7 @@ pub use contract::{
     SideEffectClass, Transport,
 };
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
+pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use payload::Payload;
 pub use principal::{Principal, PrincipalParseError};
 pub use sop::{SopDefinition, SopStep};
