@@ -270,6 +270,7 @@ fn main() {
             let job = Job {
                 argv: vec![tool.display().to_string(), "noop".into()],
                 env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: None,
                 stdin: "{}".into(),
                 deadline: tokio::time::Instant::now() + Duration::from_secs(10),
                 stdout_limit: 1 << 20,

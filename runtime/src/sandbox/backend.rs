@@ -38,6 +38,12 @@ pub struct SandboxSpec {
     /// Host paths present read-only at the same path inside (copied into the sandbox's root):
     /// the binary, its interpreter and libraries, CA certificates.
     pub read_only: Vec<PathBuf>,
+    /// Host paths bound read-only at the same path (the record's `sandbox_profile.read_only`):
+    /// never copied, so a large interpreter installation costs nothing per spec.
+    pub binds: Vec<PathBuf>,
+    /// An unpacked OCI image whose whole tree is copied into the sandbox's root (then
+    /// `program` is a path inside it, and nothing of the host is copied).
+    pub root_tree: Option<PathBuf>,
     /// The egress entries in force (profile plus overlay); empty means no network at all.
     pub egress: Vec<EgressEntry>,
     /// The tool's resource limits.
@@ -134,6 +140,8 @@ pub struct Job {
     pub argv: Vec<String>,
     /// The tool's entire environment (secrets travel here).
     pub env: Vec<(String, String)>,
+    /// The tool's working directory; the workspace when absent.
+    pub cwd: Option<String>,
     /// The tool's standard input.
     pub stdin: String,
     /// When everything in the sandbox is killed.

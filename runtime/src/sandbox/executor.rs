@@ -1,5 +1,6 @@
 //! [`SandboxExecutor`]: every attempt in a fresh sandbox — provision, execute, destroy.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use tokio::time::Instant;
 use super::backend::{Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec};
 use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
+use super::tool_image::ToolImage;
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
 use crate::executor::bounded::read_stderr;
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
@@ -38,6 +40,7 @@ pub struct SandboxExecutor {
     pool: Option<Arc<WarmPool>>,
     limits: Limits,
     extra_read_only: Vec<PathBuf>,
+    images: HashMap<String, Arc<ToolImage>>,
     deps: Arc<DepCache>,
     stdout_limit: usize,
     stderr_limit: usize,
@@ -71,6 +74,7 @@ impl SandboxExecutor {
             pool: None,
             limits: Limits::default(),
             extra_read_only: Vec::new(),
+            images: HashMap::new(),
             deps: Arc::default(),
             stdout_limit: DEFAULT_STDOUT_LIMIT,
             stderr_limit: DEFAULT_STDERR_LIMIT,
@@ -94,6 +98,35 @@ impl SandboxExecutor {
     pub fn with_read_only(mut self, path: impl Into<PathBuf>) -> Self {
         self.extra_read_only.push(path.into());
         self
+    }
+
+    /// Run the tools whose `endpoint.image` is `image.reference` on that image's root (fetched
+    /// and unpacked beforehand: see [`crate::images`]).
+    pub fn with_image(mut self, image: ToolImage) -> Self {
+        self.images.insert(image.reference.clone(), Arc::new(image));
+        self
+    }
+
+    /// The image `tool` runs on, if its endpoint names one.
+    ///
+    /// # Errors
+    /// [`ExecError::Permanent`] when the endpoint names an image that was not fetched when the
+    /// runtime was built (never fetched inside a call's timeout).
+    pub fn image_of(&self, tool: &ToolRecord) -> Result<Option<Arc<ToolImage>>, ExecError> {
+        let Some(reference) = record_image(tool) else {
+            return Ok(None);
+        };
+        match self.images.get(&reference.raw) {
+            Some(image) => Ok(Some(Arc::clone(image))),
+            None => Err(ExecError::Permanent {
+                message: format!(
+                    "the image `{}` of `{}` was not fetched when the runtime was built (images \
+                     are fetched at start-up, never inside a call)",
+                    reference.raw, tool.tool_id
+                ),
+                stderr: String::new(),
+            }),
+        }
     }
 
     /// Keep `size` sandboxes provisioned ahead of demand per tool (0: no pool). Each is used
@@ -139,6 +172,9 @@ impl SandboxExecutor {
         tool: &ToolRecord,
         egress: &[EgressEntry],
     ) -> Result<Arc<SandboxSpec>, ExecError> {
+        if let Some(image) = self.image_of(tool)? {
+            return image_spec(tool, &image, egress, self.limits).map_err(spawn_error);
+        }
         let program = self.process.program(tool).await?;
         self.spec_for(tool, &program, egress)
             .await
@@ -185,6 +221,8 @@ impl SandboxExecutor {
             program_identity: identity,
             program_sha256: tool.endpoint.sha256.clone(),
             read_only,
+            binds: record_binds(tool),
+            root_tree: None,
             egress: egress.to_vec(),
             limits: self.limits,
         }))
@@ -194,24 +232,44 @@ impl SandboxExecutor {
     fn job(
         &self,
         spec: &SandboxSpec,
+        image: Option<&ToolImage>,
         inv: &Invocation<'_>,
         deadline: Instant,
     ) -> Result<Job, ExecError> {
         let command = self.process.command(&spec.program, inv)?;
         let std = command.as_std();
         let mut argv = vec![spec.program.to_string_lossy().into_owned()];
-        argv.extend(std.get_args().map(|a| a.to_string_lossy().into_owned()));
-        let mut env: Vec<(String, String)> = std
-            .get_envs()
-            .filter_map(|(k, v)| {
-                v.map(|v| {
-                    (
-                        k.to_string_lossy().into_owned(),
-                        v.to_string_lossy().into_owned(),
-                    )
-                })
+        let own_env = std.get_envs().filter_map(|(k, v)| {
+            v.map(|v| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
             })
-            .collect();
+        });
+        let (mut env, cwd): (Vec<(String, String)>, Option<String>) = match image {
+            Some(image) => {
+                let launch = image
+                    .launch(&inv.tool.endpoint.command, &inv.tool.endpoint.args)
+                    .map_err(spawn_error)?;
+                argv.extend(launch.args);
+                // The image's environment, then the runtime's (the image's `PATH` kept).
+                let mut env = image.env.clone();
+                let image_path = env.iter().any(|(k, _)| k == "PATH");
+                for (k, v) in own_env {
+                    if image_path && k == "PATH" {
+                        continue;
+                    }
+                    env.retain(|(old, _)| *old != k);
+                    env.push((k, v));
+                }
+                (env, image.working_dir.clone())
+            }
+            None => {
+                argv.extend(std.get_args().map(|a| a.to_string_lossy().into_owned()));
+                (own_env.collect(), None)
+            }
+        };
         env.push(("HOME".into(), WORKSPACE.into()));
         env.push(("TMPDIR".into(), WORKSPACE.into()));
         if !spec.egress.is_empty() {
@@ -229,6 +287,7 @@ impl SandboxExecutor {
         Ok(Job {
             argv,
             env,
+            cwd,
             stdin,
             deadline,
             stdout_limit: self.stdout_limit,
@@ -240,15 +299,23 @@ impl SandboxExecutor {
     async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
         let deadline = Instant::now() + inv.timeout;
         let timed_out = || ExecError::TimedOut(inv.timeout);
-        // The binary's digest is checked before any sandbox exists.
-        let program = tokio::time::timeout_at(deadline, self.process.program(inv.tool))
-            .await
-            .map_err(|_| timed_out())??;
-        let spec = tokio::time::timeout_at(deadline, self.spec_for(inv.tool, &program, inv.egress))
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(spawn_error)?;
-        let job = self.job(&spec, &inv, deadline)?;
+        let image = self.image_of(inv.tool)?;
+        let spec = match &image {
+            Some(image) => {
+                image_spec(inv.tool, image, inv.egress, self.limits).map_err(spawn_error)?
+            }
+            None => {
+                // The binary's digest is checked before any sandbox exists.
+                let program = tokio::time::timeout_at(deadline, self.process.program(inv.tool))
+                    .await
+                    .map_err(|_| timed_out())??;
+                tokio::time::timeout_at(deadline, self.spec_for(inv.tool, &program, inv.egress))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(spawn_error)?
+            }
+        };
+        let job = self.job(&spec, image.as_deref(), &inv, deadline)?;
         let provision = async {
             match &self.pool {
                 Some(pool) => pool.take(Arc::clone(&spec)).await,
@@ -376,6 +443,37 @@ impl Executor for SandboxExecutor {
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
         Box::pin(self.attempt(inv))
     }
+}
+
+/// The spec of sandboxes for `tool` on `image`: the image's tree is the root, the program a
+/// path inside it; nothing of the host is copied, only the record's read-only paths bound.
+fn image_spec(
+    tool: &ToolRecord,
+    image: &ToolImage,
+    egress: &[EgressEntry],
+    limits: Limits,
+) -> Result<Arc<SandboxSpec>, SandboxError> {
+    let launch = image.launch(&tool.endpoint.command, &tool.endpoint.args)?;
+    Ok(Arc::new(SandboxSpec {
+        program: launch.program,
+        program_identity: image.reference.clone(),
+        program_sha256: None,
+        read_only: image.top_level(),
+        binds: record_binds(tool),
+        root_tree: Some(image.rootfs.clone()),
+        egress: egress.to_vec(),
+        limits,
+    }))
+}
+
+/// The record's `endpoint.image`.
+fn record_image(_tool: &ToolRecord) -> Option<&escepine_contract::ImageRef> {
+    None
+}
+
+/// The record's `sandbox_profile.read_only`.
+fn record_binds(_tool: &ToolRecord) -> Vec<PathBuf> {
+    Vec::new()
 }
 
 fn spawn_error(e: SandboxError) -> ExecError {

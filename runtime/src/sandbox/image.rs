@@ -126,28 +126,59 @@ fn copy_file(root: &OwnedFd, src: &Path) -> Result<String, SandboxError> {
     copy_hashing(&mut from, &mut to).map_err(io(format!("image: copy {}", src.display())))
 }
 
-/// Copies the host directory `src` and everything beneath it (symbolic links as links).
-fn copy_tree(root: &OwnedFd, src: &Path) -> Result<(), SandboxError> {
-    mkdirs(root, &relative(src))?;
+/// Copies the regular file `src` to `rel` in the image (no digest: nothing pins it).
+fn copy_plain(root: &OwnedFd, src: &Path, rel: &Path) -> Result<(), SandboxError> {
+    let mut from = File::open(src).map_err(io(format!("image: open {}", src.display())))?;
+    let meta = from
+        .metadata()
+        .map_err(io(format!("image: stat {}", src.display())))?;
+    let mut to = create(root, rel, copy_mode(meta.mode()))?;
+    io::copy(&mut from, &mut to)
+        .map(|_| ())
+        .map_err(io(format!("image: copy {}", src.display())))
+}
+
+/// Copies the host directory `src` and everything beneath it (symbolic links as links, other
+/// special files left out) to `rel` in the image.
+fn copy_tree(root: &OwnedFd, src: &Path, rel: &Path) -> Result<(), SandboxError> {
+    mkdirs(root, rel)?;
     let entries = std::fs::read_dir(src).map_err(io(format!("image: list {}", src.display())))?;
     for entry in entries {
         let entry = entry.map_err(io(format!("image: list {}", src.display())))?;
         let path = entry.path();
+        let to = rel.join(entry.file_name());
         let kind = entry
             .file_type()
             .map_err(io(format!("image: stat {}", path.display())))?;
         if kind.is_dir() {
-            copy_tree(root, &path)?;
+            copy_tree(root, &path, &to)?;
         } else if kind.is_symlink() {
             let target = std::fs::read_link(&path)
                 .map_err(io(format!("image: readlink {}", path.display())))?;
-            rustix::fs::symlinkat(&target, root, relative(&path))
+            rustix::fs::symlinkat(&target, root, &to)
                 .map_err(errno(format!("image: symlink {}", path.display())))?;
         } else if kind.is_file() {
-            copy_file(root, &path)?;
+            copy_plain(root, &path, &to)?;
         }
     }
     Ok(())
+}
+
+/// The mount point of the read-only bind of host path `path`: a directory, or an empty file
+/// for a file (PID 1 binds the host's path over it).
+fn mount_point(root: &OwnedFd, path: &Path) -> Result<(), SandboxError> {
+    let rel = relative(path);
+    let meta = std::fs::metadata(path).map_err(io(format!("image: stat {}", path.display())))?;
+    if meta.is_dir() {
+        return mkdirs(root, &rel);
+    }
+    match create(root, &rel, 0o444) {
+        Ok(_) => Ok(()),
+        Err(SandboxError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn write(root: &OwnedFd, rel: &str, text: &str) -> Result<(), SandboxError> {
@@ -175,13 +206,16 @@ fn write(root: &OwnedFd, rel: &str, text: &str) -> Result<(), SandboxError> {
 pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
     // Sized to its content (a tmpfs of the kernel's default size and inode count would show a
     // share of the host's memory to `statfs`).
-    let (bytes, inodes) = spec
-        .read_only
-        .iter()
-        .filter(|p| p.is_absolute())
-        .map(|p| content(p))
-        .fold((0u64, 0u64), |(b, i), (pb, pi)| (b + pb, i + pi));
-    let (size, nr_inodes) = sized(bytes, inodes);
+    let (bytes, inodes) = match &spec.root_tree {
+        Some(tree) => content(tree),
+        None => spec
+            .read_only
+            .iter()
+            .filter(|p| p.is_absolute())
+            .map(|p| content(p))
+            .fold((0u64, 0u64), |(b, i), (pb, pi)| (b + pb, i + pi)),
+    };
+    let (size, nr_inodes) = sized(bytes, inodes + 2 * spec.binds.len() as u64);
     let mount = detached_tmpfs(
         &[("mode", "0755"), ("size", &size), ("nr_inodes", &nr_inodes)],
         MountAttrFlags::empty(),
@@ -189,25 +223,37 @@ pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
     .map_err(errno(
         "image: a tmpfs of the runtime's own (needs root)".into(),
     ))?;
-    let digest = copy_file(&mount, &spec.program)?;
-    if let Some(expected) = &spec.program_sha256 {
-        if !digest.eq_ignore_ascii_case(expected.trim()) {
-            return Err(SandboxError::DigestMismatch {
-                path: spec.program.clone(),
-                actual: digest,
-                expected: expected.trim().to_string(),
-            });
+    if let Some(tree) = &spec.root_tree {
+        // An OCI image's unpacked tree (verified and unpacked by the image store): the root.
+        copy_tree(&mount, tree, Path::new(""))?;
+    } else {
+        let digest = copy_file(&mount, &spec.program)?;
+        if let Some(expected) = &spec.program_sha256 {
+            if !digest.eq_ignore_ascii_case(expected.trim()) {
+                return Err(SandboxError::DigestMismatch {
+                    path: spec.program.clone(),
+                    actual: digest,
+                    expected: expected.trim().to_string(),
+                });
+            }
         }
     }
     let program = relative(&spec.program);
-    for path in &spec.read_only {
+    // With an image root, `read_only` names the image's own top-level entries (for the
+    // Landlock fence), never host paths to copy.
+    let host_paths = if spec.root_tree.is_some() {
+        &[][..]
+    } else {
+        &spec.read_only[..]
+    };
+    for path in host_paths {
         if !path.is_absolute() || relative(path) == program {
             continue;
         }
         let meta =
             std::fs::metadata(path).map_err(io(format!("image: stat {}", path.display())))?;
         if meta.is_dir() {
-            copy_tree(&mount, path)?;
+            copy_tree(&mount, path, &relative(path))?;
         } else {
             match copy_file(&mount, path) {
                 // Beneath a directory copied already.
@@ -219,12 +265,17 @@ pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
             }
         }
     }
+    for path in &spec.binds {
+        mount_point(&mount, path)?;
+    }
     mkdirs(&mount, Path::new("dev"))?;
     for dev in DEVICES {
         let host = Path::new("/dev").join(dev);
         let meta =
             std::fs::metadata(&host).map_err(io(format!("image: stat {}", host.display())))?;
         let rel = Path::new("dev").join(dev);
+        // An image's own entry of that name gives way to the host's device.
+        let _ = rustix::fs::unlinkat(&mount, &rel, rustix::fs::AtFlags::empty());
         rustix::fs::mknodat(
             &mount,
             &rel,
@@ -248,8 +299,10 @@ pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
         ("stdout", "/proc/self/fd/1"),
         ("stderr", "/proc/self/fd/2"),
     ] {
-        rustix::fs::symlinkat(to, &mount, Path::new("dev").join(name))
-            .map_err(errno(format!("image: symlink /dev/{name}")))?;
+        match rustix::fs::symlinkat(to, &mount, Path::new("dev").join(name)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(errno(format!("image: symlink /dev/{name}"))(e)),
+        }
     }
     write(&mount, "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")?;
     write(

@@ -178,17 +178,24 @@ impl LinuxBackend {
     /// The root image of `spec`, made on first use (off the async workers).
     async fn image(&self, spec: &Arc<SandboxSpec>) -> Result<Arc<Image>, SandboxError> {
         let key = format!(
-            "{}\0{}\0{}\0{:?}",
+            "{}\0{}\0{}\0{:?}\0{:?}\0{:?}",
             spec.program.display(),
             spec.program_identity,
             spec.program_sha256.as_deref().unwrap_or(""),
-            spec.read_only
+            spec.read_only,
+            spec.binds,
+            spec.root_tree
         );
+        // One image per program, or per OCI image for an image root.
+        let slot = spec
+            .root_tree
+            .clone()
+            .unwrap_or_else(|| spec.program.clone());
         if let Some(found) = self
             .images
             .lock()
             .ok()
-            .and_then(|m| m.get(&spec.program).filter(|(k, _)| *k == key).cloned())
+            .and_then(|m| m.get(&slot).filter(|(k, _)| *k == key).cloned())
         {
             return Ok(found.1);
         }
@@ -199,12 +206,12 @@ impl LinuxBackend {
         let made = Arc::new(made);
         if let Ok(mut images) = self.images.lock() {
             // One image per program: a newer version replaces the older.
-            if images.len() >= IMAGES_KEPT && !images.contains_key(&spec.program) {
+            if images.len() >= IMAGES_KEPT && !images.contains_key(&slot) {
                 if let Some(old) = images.keys().next().cloned() {
                     images.remove(&old);
                 }
             }
-            images.insert(spec.program.clone(), (key, Arc::clone(&made)));
+            images.insert(slot, (key, Arc::clone(&made)));
         }
         Ok(made)
     }
@@ -317,6 +324,7 @@ impl LinuxBackend {
             outside_uid: uid,
             outside_gid: gid,
             read_only: spec.read_only.clone(),
+            binds: spec.binds.clone(),
             proxy_dir,
             limits: spec.limits,
             cgroup: Some(cgroup.dir().to_path_buf()),
@@ -619,6 +627,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
     let exec = Exec {
         argv: job.argv,
         env: job.env,
+        cwd: job.cwd,
     };
     let payload = job.stdin.into_bytes();
     let state = &*state;
@@ -700,6 +709,7 @@ async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, Sandb
     ctl.send(&Exec {
         argv: job.argv,
         env: job.env,
+        cwd: job.cwd,
     })
     .await?;
     let status = async move {

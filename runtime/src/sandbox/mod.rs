@@ -62,6 +62,7 @@ mod pool;
 pub mod protocol;
 pub mod proxy;
 mod slots;
+mod tool_image;
 
 pub use backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
@@ -70,6 +71,7 @@ pub use cgroup::CgroupError;
 pub use executor::SandboxExecutor;
 pub use linux::{LinuxBackend, INIT_BIN};
 pub use pool::WarmPool;
+pub use tool_image::{ImageLaunch, ToolImage};
 
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +165,14 @@ pub enum SandboxError {
     /// The sandbox was already used or is not this backend's.
     #[error("sandbox misuse: {0}")]
     Misuse(&'static str),
+    /// A tool's OCI image cannot start it, or was not fetched.
+    #[error("the image `{image}`: {why}")]
+    Image {
+        /// The reference.
+        image: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl SandboxError {

@@ -37,6 +37,10 @@ pub struct Provision {
     /// Host files and directories present read-only (copied into the root image), each at its
     /// own path inside.
     pub read_only: Vec<PathBuf>,
+    /// Host paths bound read-only (never copied) at the same path inside: the record's
+    /// `sandbox_profile.read_only` (an interpreter's installation, a virtualenv, a server's code).
+    #[serde(default)]
+    pub binds: Vec<PathBuf>,
     /// The host directory holding the proxy socket, which PID 1 opens (never mounted); `None`
     /// means no network at all (loopback stays down, no relay).
     pub proxy_dir: Option<PathBuf>,
@@ -55,6 +59,9 @@ pub struct Exec {
     pub argv: Vec<String>,
     /// The tool's entire environment.
     pub env: Vec<(String, String)>,
+    /// The tool's working directory (an image's `WorkingDir`); the workspace when absent.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 /// What init reports (init → host).

@@ -51,6 +51,7 @@ pub(super) fn ruleset(p: &Provision) -> Result<RulesetCreated, String> {
         .map_err(err)?;
     ruleset = rule(ruleset, Path::new("/"), AccessFs::ReadDir.into())?;
     let mut read_only: Vec<PathBuf> = p.read_only.clone();
+    read_only.extend(p.binds.iter().cloned());
     read_only.sort();
     read_only.dedup();
     for path in &read_only {

@@ -420,6 +420,7 @@ fn build(
     // Open the proxy's directory while this process still has the host's root credentials
     // (uid 0 outside, so owner permissions of root's files apply); nothing is mounted yet.
     let proxy = mounts::open_proxy(p)?;
+    let binds = mounts::open_binds(p)?;
     let mut go = [0u8; 1];
     match rustix::io::read(&sync, &mut go) {
         Ok(1) => {}
@@ -435,7 +436,11 @@ fn build(
     // Credentials changed, which clears the parent-death signal: set it now.
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
         .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
-    mounts::build(&mounts::Sources { image, workspace })?;
+    mounts::build(&mounts::Sources {
+        image,
+        workspace,
+        binds,
+    })?;
     // From here on nothing in the sandbox may read this process's memory or descriptors.
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
@@ -463,6 +468,7 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
     if exec.argv.is_empty() {
         return Err("no program to run".into());
     }
+    let cwd = exec.cwd;
     let cstr =
         |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));
     let argv: Vec<CString> = exec
@@ -494,7 +500,7 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
     }
     if pid == 0 {
         drop(err_r);
-        let why = child(&p.limits, fence, &filters, &argv, &envp);
+        let why = child(&p.limits, fence, &filters, cwd.as_deref(), &argv, &envp);
         let _ = rustix::io::write(&err_w, why.as_bytes());
         // SAFETY: `_exit` ends the child at once, without running the parent's exit handlers
         // or flushing buffers it copied.
@@ -537,11 +543,13 @@ fn child(
     limits: &super::Limits,
     fence: landlock::RulesetCreated,
     filters: &[seccompiler::BpfProgram],
+    cwd: Option<&str>,
     argv: &[CString],
     envp: &[CString],
 ) -> String {
-    if let Err(e) = rustix::process::chdir(WORKSPACE) {
-        return format!("chdir {WORKSPACE}: {e}");
+    let cwd = cwd.unwrap_or(WORKSPACE);
+    if let Err(e) = rustix::process::chdir(cwd) {
+        return format!("chdir {cwd}: {e}");
     }
     if let Err(e) = limits::apply(limits) {
         return e;

@@ -7,9 +7,12 @@
 //! table names no host path, device or option: the image and the workspace are tmpfs mounts the
 //! host's root made (the runtime and the outer process, with the new mount API), whose options
 //! show no owner from a user namespace (`uid=`/`gid=` of the outside id), and `/proc` is a new
-//! procfs. Nothing is bind-mounted from the host.
+//! procfs. Nothing is bind-mounted from the host, except the host paths a record lists in
+//! `sandbox_profile.read_only` ([`Provision::binds`]): each is a read-only, `nosuid`, `nodev`
+//! clone of that host path at the same path (an interpreter's installation, a virtualenv, a
+//! server's code), whose mount entries do name the host's device and path.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
@@ -27,6 +30,68 @@ pub(super) struct Sources {
     pub(super) image: OwnedFd,
     /// The workspace (a detached tmpfs, from the outer process).
     pub(super) workspace: OwnedFd,
+    /// Read-only clones of the host paths of [`Provision::binds`], with where each goes.
+    pub(super) binds: Vec<(String, OwnedFd)>,
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Clones of the host paths `p.binds` (detached, not yet mounted), made read-only, `nosuid`
+/// and `nodev`. Called while the host's tree is visible and this process still has the host's
+/// root credentials (so paths beneath root-only directories open).
+pub(super) fn open_binds(p: &Provision) -> Result<Vec<(String, OwnedFd)>, String> {
+    use rustix::mount::OpenTreeFlags;
+    let mut out = Vec::new();
+    for path in &p.binds {
+        let clone = |flags: OpenTreeFlags| {
+            rustix::mount::open_tree(
+                rustix::fs::CWD,
+                path,
+                OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | flags,
+            )
+        };
+        // A path with mounts beneath it that this namespace may not reveal needs them all.
+        let fd = match clone(OpenTreeFlags::empty()) {
+            Err(rustix::io::Errno::INVAL) => clone(OpenTreeFlags::AT_RECURSIVE),
+            other => other,
+        }
+        .map_err(|e| format!("binding {} read-only: {e}", path.display()))?;
+        let attr = MountAttr {
+            attr_set: (libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV)
+                as u64,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        // SAFETY: `fd` is a valid descriptor, the path is a NUL-terminated empty string and
+        // `attr` a `struct mount_attr` of the size passed.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH | libc::AT_RECURSIVE,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            )
+        };
+        if rc != 0 {
+            return Err(format!(
+                "making the bind of {} read-only: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        out.push((path.display().to_string(), fd));
+    }
+    Ok(out)
 }
 
 /// The workspace: a new tmpfs of the provision's size, made by the outer process (the host's
@@ -119,6 +184,9 @@ pub(super) fn build(sources: &Sources) -> Result<(), String> {
     )
     .map_err(|e| format!("mounting /proc: {e}"))?;
     attach(&sources.workspace, &staged(WORKSPACE))?;
+    for (path, fd) in &sources.binds {
+        attach(fd, &staged(path))?;
+    }
 
     // Into the new root; the host's tree is detached and unreachable.
     rustix::process::chdir(STAGING).map_err(|e| format!("chdir {STAGING}: {e}"))?;
