@@ -13,6 +13,10 @@ pub(crate) struct Args {
     /// Directory of SOP files (`*.json`), or one SOP file, checked against the records.
     #[arg(long, value_name = "DIR")]
     sops: Vec<PathBuf>,
+    /// List what the sandbox root of tool TOOL will hold (copies of its binary and libraries,
+    /// bound read-only paths, or its image's tree, and what every sandbox gets). Repeatable.
+    #[arg(long, value_name = "TOOL")]
+    show_root: Vec<String>,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -56,11 +60,50 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                         .join(", ")
                 );
             }
-            exit::OK
+            show_roots(&reg, &args.show_root, io)
         }
         Err(diags) => {
             let _ = write!(io.err, "{}", diags.render());
             exit::INVALID
         }
     }
+}
+
+/// `--show-root`: the root listing of each named tool.
+fn show_roots(reg: &registry_build::Registry, tools: &[String], io: &mut Io<'_>) -> i32 {
+    if tools.is_empty() {
+        return exit::OK;
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
+            return exit::INVALID;
+        }
+    };
+    let process = crate::executor::ProcessExecutor::new();
+    let mut code = exit::OK;
+    for id in tools {
+        let Some(tool) = reg.get(id) else {
+            let _ = writeln!(io.err, "error: --show-root: no tool `{id}` in the records");
+            code = exit::USAGE;
+            continue;
+        };
+        match rt.block_on(crate::sandbox::listing::root_of(tool, &process, None)) {
+            Ok(entries) => {
+                let _ = writeln!(io.out, "root of `{id}`:");
+                for e in entries {
+                    let _ = writeln!(io.out, "  {e}");
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: the root of `{id}`: {e}");
+                code = exit::INVALID;
+            }
+        }
+    }
+    code
 }

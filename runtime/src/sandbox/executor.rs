@@ -472,7 +472,7 @@ fn record_image(_tool: &ToolRecord) -> Option<&escepine_contract::ImageRef> {
 }
 
 /// The record's `sandbox_profile.read_only`.
-fn record_binds(_tool: &ToolRecord) -> Vec<PathBuf> {
+pub(super) fn record_binds(_tool: &ToolRecord) -> Vec<PathBuf> {
     Vec::new()
 }
 

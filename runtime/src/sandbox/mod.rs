@@ -58,6 +58,7 @@ mod executor;
 mod image;
 pub mod init;
 mod linux;
+pub mod listing;
 mod pool;
 pub mod protocol;
 pub mod proxy;
