@@ -324,6 +324,7 @@ fn the_python_image_files_alone_run_the_python_server() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = lay_out(dir.path(), &files);
+    eprintln!("python image: {} files, {bytes} bytes", files.len());
     assert!(
         (30 << 20..120 << 20).contains(&bytes),
         "python image {bytes} bytes"
@@ -361,6 +362,7 @@ fn the_node_image_files_alone_run_the_node_server() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = lay_out(dir.path(), &files);
+    eprintln!("node image: {} files, {bytes} bytes", files.len());
     assert!(
         (40 << 20..200 << 20).contains(&bytes),
         "node image {bytes} bytes"
