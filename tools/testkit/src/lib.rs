@@ -1,5 +1,7 @@
 //! What the testkit's probes share.
 
+pub mod fixtures;
+
 /// The host name of the UTS namespace the process runs in (empty if it cannot be read).
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
