@@ -172,3 +172,34 @@ async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
         "nothing of the host is mounted"
     );
 }
+
+#[tokio::test]
+async fn a_virtualenv_keeps_its_environment_through_its_own_python_link() {
+    use escepine_testkit::fixtures;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = backend(MapResolver::default(), run_dir.path());
+    let python = fixtures::python_bin().expect("the fixtures are installed");
+    let ex = SandboxExecutor::with_backend(Arc::new(sandbox_support::backend(
+        MapResolver::default(),
+        run_dir.path(),
+    )));
+    let record = record_for("venv", &python, &[]);
+    let spec = ex.spec(&record, &[]).await.expect("a spec");
+    let spec = SandboxSpec {
+        binds: fixtures::python_read_only_paths().expect("the fixtures are installed"),
+        ..(*spec).clone()
+    };
+    let code =
+        "import json, sys, mcp; print(json.dumps({'prefix': sys.prefix, 'mcp': mcp.__file__}))";
+    let argv = vec![python.display().to_string(), "-c".into(), code.into()];
+    let (status, facts, stderr) = run(&backend, spec, job(argv, None)).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    let venv = fixtures::python_venv().expect("the venv");
+    assert_eq!(facts["prefix"], venv.display().to_string(), "{facts}");
+    assert!(
+        facts["mcp"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(&venv.display().to_string())),
+        "{facts}"
+    );
+}
