@@ -88,7 +88,14 @@ pub fn remove(dir: impl AsFd, name: &OsStr) -> io::Result<()> {
 pub fn children(dir: impl AsFd) -> io::Result<Vec<std::ffi::OsString>> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
-    for entry in rustix::fs::Dir::read_from(dir)? {
+    // `dir` may be an `O_PATH` descriptor, which cannot be read: reopen it for reading.
+    let readable = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for entry in rustix::fs::Dir::new(readable)? {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name != b"." && name != b".." {

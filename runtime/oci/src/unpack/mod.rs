@@ -142,6 +142,26 @@ fn link_stays_inside(dir: &Path, target: &Path) -> bool {
     true
 }
 
+/// Where the link target `target`, in the directory `dir`, points inside the root: absolute
+/// targets from the root, `..` stopping at the root (as `RESOLVE_IN_ROOT` resolves them).
+fn in_root_lexically(dir: &Path, target: &Path) -> PathBuf {
+    let mut out = if target.is_absolute() {
+        PathBuf::new()
+    } else {
+        dir.to_path_buf()
+    };
+    for c in target.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
 fn split(rel: &Path) -> (&Path, &OsStr) {
     (
         rel.parent().unwrap_or(Path::new("")),
@@ -280,20 +300,42 @@ impl Unpacker {
 
     /// The directory `rel`, created (with its parents) when absent.
     fn dir(&mut self, rel: &Path) -> Result<OwnedFd, EntryError> {
+        self.dir_via(rel, 0)
+    }
+
+    /// [`Self::dir`], `hops` symbolic links deep: a link on the way that points to nothing yet
+    /// gets its target created inside the root (as `mkdir -p` through it would, confined).
+    fn dir_via(&mut self, rel: &Path, hops: u32) -> Result<OwnedFd, EntryError> {
+        const MAX_HOPS: u32 = 40;
         match fsops::open_dir(&self.root, rel) {
             Ok(fd) => Ok(fd),
             Err(e) if e.kind() == io::ErrorKind::NotFound && !rel.as_os_str().is_empty() => {
                 let (parent, name) = split(rel);
-                let pfd = self.dir(parent)?;
+                let pfd = self.dir_via(parent, hops)?;
                 match rustix::fs::mkdirat(&pfd, name, Mode::from_raw_mode(0o700)) {
-                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Ok(()) => {
+                        self.dir_modes.entry(rel.to_path_buf()).or_insert(0o755);
+                        self.this_layer.insert(rel.to_path_buf());
+                    }
+                    Err(rustix::io::Errno::EXIST) => {
+                        if fsops::kind(&pfd, name)? == Some(FileType::Symlink) {
+                            if hops >= MAX_HOPS {
+                                return Err(unsafe_entry(format!(
+                                    "more than {MAX_HOPS} symbolic links on the way to `{}`",
+                                    rel.display()
+                                )));
+                            }
+                            let target = rustix::fs::readlinkat(&pfd, name, Vec::new())?;
+                            let target = Path::new(OsStr::from_bytes(target.to_bytes()));
+                            let resolved = in_root_lexically(parent, target);
+                            self.dir_via(&resolved, hops + 1)?;
+                        }
+                    }
                     Err(e) => return Err(e.into()),
                 }
-                self.dir_modes.entry(rel.to_path_buf()).or_insert(0o755);
-                self.this_layer.insert(rel.to_path_buf());
                 fsops::open_dir(&self.root, rel).map_err(|e| {
                     unsafe_entry(format!(
-                        "its directory `{}` cannot be created ({e}): a link there points nowhere",
+                        "its directory `{}` cannot be opened ({e})",
                         rel.display()
                     ))
                 })
