@@ -32,7 +32,7 @@ pub enum OciError {
         reason: String,
     },
     /// The registry could not be reached or refused a request.
-    #[error("image `{image}`: fetching {what} over {scheme} failed: {source}")]
+    #[error("image `{image}`: fetching {what} over {scheme} failed: {detail}")]
     Registry {
         /// The image reference.
         image: String,
@@ -40,6 +40,8 @@ pub enum OciError {
         what: String,
         /// `HTTPS`, or `plain HTTP` when the caller allowed it.
         scheme: &'static str,
+        /// The client's error with its causes, and a hint for HTTPS.
+        detail: String,
         /// The client's error.
         #[source]
         source: oci_client::errors::OciDistributionError,
@@ -176,4 +178,37 @@ pub enum OciError {
         /// Why.
         reason: String,
     },
+}
+
+impl OciError {
+    /// A registry error, its causes spelled out.
+    pub(crate) fn registry(
+        image: &str,
+        what: String,
+        scheme: &'static str,
+        source: oci_client::errors::OciDistributionError,
+    ) -> Self {
+        let mut detail = source.to_string();
+        let mut cause = std::error::Error::source(&source);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !detail.contains(&text) {
+                detail.push_str(": ");
+                detail.push_str(&text);
+            }
+            cause = c.source();
+        }
+        if scheme == "HTTPS" {
+            detail.push_str(
+                " (plain HTTP is spoken only to a registry the deployment envelope marks `http://`)",
+            );
+        }
+        Self::Registry {
+            image: image.to_string(),
+            what,
+            scheme,
+            detail,
+            source,
+        }
+    }
 }

@@ -52,7 +52,6 @@ impl Origin {
         digest: &str,
         access: Access,
     ) -> Result<Self, OciError> {
-        crate::tls::install_default_provider();
         let (protocol, scheme) = if access.plain_http {
             (ClientProtocol::Http, "plain HTTP")
         } else {
@@ -66,11 +65,13 @@ impl Origin {
             read_timeout: Some(READ_TIMEOUT),
             ..ClientConfig::default()
         };
-        let client = Client::try_from(config).map_err(|source| OciError::Registry {
-            image: image.to_string(),
-            what: "nothing (the HTTP client could not be built)".into(),
-            scheme,
-            source,
+        let client = Client::try_from(config).map_err(|source| {
+            OciError::registry(
+                image,
+                "nothing (the HTTP client could not be built)".into(),
+                scheme,
+                source,
+            )
         })?;
         Ok(Self::Registry {
             client: Box::new(client),
@@ -150,12 +151,12 @@ impl Origin {
                         })
                     }
                     Err(source) => {
-                        return Err(OciError::Registry {
-                            image: image.to_string(),
-                            what: format!("manifest {digest}"),
+                        return Err(OciError::registry(
+                            image,
+                            format!("manifest {digest}"),
                             scheme,
                             source,
-                        })
+                        ))
                     }
                 }
             }
@@ -211,11 +212,8 @@ impl Origin {
                     size: i64::try_from(d.size).unwrap_or(i64::MAX),
                     ..OciDescriptor::default()
                 };
-                let transfer = |source| OciError::Registry {
-                    image: image.to_string(),
-                    what: format!("blob {}", d.digest),
-                    scheme,
-                    source,
+                let transfer = |source| {
+                    OciError::registry(image, format!("blob {}", d.digest), scheme, source)
                 };
                 let mut stream = client
                     .pull_blob_stream(reference, &desc)

@@ -27,7 +27,6 @@ pub mod document;
 mod error;
 mod fetch;
 mod store;
-pub mod tls;
 pub mod unpack;
 
 use std::path::PathBuf;

@@ -116,6 +116,7 @@ async fn a_blob_altered_in_the_registry_is_refused_by_its_digest_and_not_cached(
         .ensure(&reference, PLAIN)
         .await
         .expect_err("the altered layer is refused");
+    eprintln!("refused as expected: {err}");
     match &err {
         OciError::DigestMismatch {
             expected, found, ..
@@ -163,6 +164,7 @@ async fn plain_http_is_spoken_only_when_allowed() {
         .ensure(&reference, Access { plain_http: false })
         .await
         .expect_err("an HTTPS client cannot talk to a plain HTTP registry");
+    eprintln!("refused as expected: {err}");
     assert!(
         matches!(&err, OciError::Registry { scheme: "HTTPS", what, .. } if what.contains(&reference.digest)),
         "{err}"
@@ -203,4 +205,44 @@ async fn an_index_in_the_registry_is_verified_and_resolved_to_this_platform() {
         std::fs::read(unpacked.rootfs.join("bin/server")).expect("server"),
         b"indexed"
     );
+}
+
+#[tokio::test]
+async fn a_config_altered_in_the_registry_is_refused_by_its_digest() {
+    // (The registry checks the manifests it serves itself; blobs it serves as stored.)
+    let registry = Registry::start().expect("registry");
+    let t = tempfile::tempdir().expect("tempdir");
+    let (built, reference) = pushed(
+        &registry,
+        &t.path().join("layout"),
+        image(&[("bin/server", b"x", Compression::Gzip)]),
+        "mcp/altered-config",
+    )
+    .await;
+    let stored = registry.blob_path(&built.config_digest);
+    let text = std::fs::read_to_string(&stored).expect("the registry stores the config");
+    // Same length, another command: what the sandbox would run.
+    let altered = text.replacen("/bin/server", "/bin/evil!!", 1);
+    assert_ne!(altered, text);
+    std::fs::write(&stored, altered).expect("alter the config in place");
+    let root = t.path().join("cache");
+    let err = ImageStore::open(&root)
+        .expect("store")
+        .ensure(&reference, PLAIN)
+        .await
+        .expect_err("the altered config is refused");
+    eprintln!("refused as expected: {err}");
+    assert!(
+        matches!(&err, OciError::DigestMismatch { expected, .. } if expected == &built.config_digest),
+        "{err}"
+    );
+    let hex = built.config_digest.trim_start_matches("sha256:");
+    assert!(
+        !root.join("blobs/sha256").join(hex).exists(),
+        "the lying config is not cached"
+    );
+    assert!(std::fs::read_dir(root.join("images"))
+        .expect("images")
+        .next()
+        .is_none());
 }

@@ -69,6 +69,7 @@ async fn refused(layer: Layer, entry: &str, reason_part: &str) -> Scene {
         .ensure(&built)
         .await
         .expect_err("a hostile layer is refused");
+    eprintln!("refused as expected: {err}");
     match &err {
         OciError::UnsafeEntry {
             layer,
@@ -129,13 +130,14 @@ async fn an_absolute_symlink_is_resolved_inside_the_root() {
     let scene = Scene::new();
     let sentinel = scene.sentinel();
     let target = sentinel.to_str().expect("utf-8 path");
-    let built = scene.build(ImageBuilder::new().layer(
-        Layer::new(Compression::Gzip).symlink("etc", target).file(
-            "etc/passwd",
-            b"root:x:0:0::/:/bin/sh\n",
-            0o644,
+    let built = scene.build(
+        ImageBuilder::new().layer(
+            Layer::new(Compression::Gzip)
+                .symlink("etc", target)
+                .file("etc/passwd", b"root:x:0:0::/:/bin/sh\n", 0o644)
+                .dir("etc/private", 0o750),
         ),
-    ));
+    );
     let unpacked = scene.ensure(&built).await.expect("unpacks");
     let inside = unpacked
         .rootfs
@@ -144,6 +146,19 @@ async fn an_absolute_symlink_is_resolved_inside_the_root() {
     assert_eq!(
         std::fs::read(&inside).expect("landed inside the root"),
         b"root:x:0:0::/:/bin/sh\n"
+    );
+    let private = unpacked
+        .rootfs
+        .join(target.trim_start_matches('/'))
+        .join("private");
+    let mode = std::fs::metadata(&private)
+        .expect("private")
+        .permissions()
+        .mode()
+        & 0o7777;
+    assert_eq!(
+        mode, 0o750,
+        "a directory made through the link gets its mode"
     );
     let link = std::fs::symlink_metadata(unpacked.rootfs.join("etc")).expect("etc");
     assert!(link.file_type().is_symlink(), "etc stays the image's link");
@@ -400,6 +415,7 @@ async fn a_layout_blob_whose_digest_lies_is_refused_and_not_cached() {
         .ensure(&built)
         .await
         .expect_err("a lying blob is refused");
+    eprintln!("refused as expected: {err}");
     match &err {
         OciError::DigestMismatch {
             expected, found, ..

@@ -479,8 +479,6 @@ pub async fn push(layout: &Path, registry_addr: &str, repo: &str) -> io::Result<
     use oci_client::client::{ClientConfig, ClientProtocol};
     use oci_client::{Client, Reference};
 
-    // The client's HTTP stack has no default TLS provider: give it ring.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let err = |e: oci_client::errors::OciDistributionError| io::Error::other(e.to_string());
     let client = Client::try_from(ClientConfig {
         protocol: ClientProtocol::Http,

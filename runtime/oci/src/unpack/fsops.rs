@@ -35,8 +35,8 @@ pub fn open_dir(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
     )?)
 }
 
-/// Open the real directory `rel` (no symbolic link anywhere on the way) for reading.
-pub fn open_dir_exact(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
+/// Open the directory `rel` for reading (to set its mode), resolving links inside the root.
+pub fn open_dir_readable(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
     let rel: &Path = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -47,7 +47,7 @@ pub fn open_dir_exact(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
         rel,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-        in_root() | ResolveFlags::NO_SYMLINKS,
+        in_root(),
     )?)
 }
 

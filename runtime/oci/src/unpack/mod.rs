@@ -284,8 +284,8 @@ impl Unpacker {
         let mut dirs: Vec<_> = self.dir_modes.iter().collect();
         dirs.sort_by_key(|(p, _)| std::cmp::Reverse(p.components().count()));
         for (rel, mode) in dirs {
-            // A directory a later layer replaced (by a link or a file) is skipped.
-            let Ok(fd) = fsops::open_dir_exact(&self.root, rel) else {
+            // A directory a later layer removed or replaced by a file is skipped.
+            let Ok(fd) = fsops::open_dir_readable(&self.root, rel) else {
                 continue;
             };
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(*mode)).map_err(|e| OciError::Io {
