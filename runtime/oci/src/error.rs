@@ -44,7 +44,7 @@ pub enum OciError {
         detail: String,
         /// The client's error.
         #[source]
-        source: oci_client::errors::OciDistributionError,
+        source: Box<oci_client::errors::OciDistributionError>,
     },
     /// A blob whose content does not hash to the digest that names it.
     #[error(
@@ -208,7 +208,7 @@ impl OciError {
             what,
             scheme,
             detail,
-            source,
+            source: Box::new(source),
         }
     }
 }
