@@ -23,11 +23,11 @@
 //! ```
 
 mod blobs;
-pub mod document;
+mod document;
 mod error;
 mod fetch;
 mod store;
-pub mod unpack;
+mod unpack;
 
 use std::path::PathBuf;
 

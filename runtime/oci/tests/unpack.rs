@@ -512,3 +512,43 @@ async fn concurrent_ensures_of_one_image_unpack_it_once() {
         .next()
         .is_none());
 }
+
+#[tokio::test]
+async fn what_a_crashed_unpack_left_is_neither_served_nor_kept() {
+    let scene = Scene::new();
+    let built = scene
+        .build(ImageBuilder::new().layer(Layer::new(Compression::Gzip).file("f", b"whole", 0o644)));
+    let image = reference(&built);
+    let store = scene.store();
+    let hex = image.digest_hex();
+    // A staging directory of a run that died mid-unpack, and an image directory with no marker.
+    let stale = scene.cache().join("tmp").join(format!("image-{hex}.1.0.0"));
+    std::fs::create_dir_all(stale.join("rootfs/half")).expect("stale staging");
+    std::fs::set_permissions(
+        stale.join("rootfs/half"),
+        std::fs::Permissions::from_mode(0o555),
+    )
+    .expect("mode");
+    let partial = scene.cache().join("images").join(hex);
+    std::fs::create_dir_all(partial.join("rootfs")).expect("partial image");
+    std::fs::write(partial.join("image.json"), b"{}").expect("meta");
+    assert!(
+        store.cached(&image).expect("readable").is_none(),
+        "no marker, no image"
+    );
+
+    let unpacked = store
+        .ensure(&image, Access::default())
+        .await
+        .expect("unpacks anew");
+    assert_eq!(
+        std::fs::read(unpacked.rootfs.join("f")).expect("f"),
+        b"whole"
+    );
+    assert!(partial.join("complete").is_file());
+    assert!(!stale.exists(), "the stale staging directory is removed");
+    assert!(std::fs::read_dir(scene.cache().join("tmp"))
+        .expect("tmp")
+        .next()
+        .is_none());
+}
