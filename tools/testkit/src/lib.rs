@@ -12,3 +12,8 @@ pub fn hostname() -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
+
+pub mod registry;
+
+#[cfg(feature = "image")]
+pub mod image;
