@@ -11,7 +11,9 @@ fn record(id: &str, input: Value, output: Value) -> ToolRecord {
         source: format!("/records/{id}.json").into(),
         tool_id: id.to_string(),
         version: semver::Version::new(1, 2, 0),
+        title: None,
         description: format!("Does {id}.\n\n    Indented detail."),
+        open_world: None,
         input_schema: input,
         output_schema: output,
         cedar_action: id.to_string(),
@@ -29,12 +31,15 @@ fn record(id: &str, input: Value, output: Value) -> ToolRecord {
             command: "escepine-catalog".to_string(),
             args: vec![id.to_string()],
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::WorkspaceBin("escepine-catalog".to_string()),
         },
         secrets: vec!["API_KEY".to_string()],
         sandbox_profile: SandboxProfile {
             egress: vec!["api.example.com:443".parse().expect("egress entry")],
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }
