@@ -371,6 +371,82 @@ impl Contract {
 mod tests {
     use super::*;
 
+    const BASE: Contract = Contract {
+        id: "srv_time",
+        version: "1.0.0",
+        title: None,
+        description: "Tell the time.",
+        open_world: None,
+        cedar_action: "srv_time",
+        action_groups: &[],
+        class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 1_000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: &[FailureOutcome::Halt],
+        endpoint: Endpoint {
+            transport: Transport::McpStdio,
+            command: "/usr/bin/python3",
+            args: &[],
+            sha256: None,
+            image: None,
+            definition_sha256: None,
+        },
+        secrets: &[],
+        egress: &[],
+        filesystem: Filesystem::Workspace,
+        read_only: &[],
+        input_schema: "{}",
+        output_schema: "{}",
+    };
+
+    #[test]
+    fn the_record_carries_image_definition_read_only_title_and_open_world() {
+        let plain = BASE.to_record().expect("JSON");
+        assert!(plain.get("title").is_none() && plain.get("open_world").is_none());
+        assert_eq!(
+            plain["endpoint"],
+            json!({"transport": "mcp-stdio", "command": "/usr/bin/python3"})
+        );
+        assert!(plain["sandbox_profile"].get("read_only").is_none());
+
+        let image = "oci:/var/lib/images/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let full = Contract {
+            title: Some("Time"),
+            open_world: Some(false),
+            endpoint: Endpoint {
+                command: "",
+                image: Some(image),
+                definition_sha256: Some(
+                    "abababababababababababababababababababababababababababababababab",
+                ),
+                ..BASE.endpoint
+            },
+            read_only: &["/usr/lib/python3"],
+            ..BASE
+        }
+        .to_record()
+        .expect("JSON");
+        assert_eq!(full["title"], json!("Time"));
+        assert_eq!(full["open_world"], json!(false));
+        assert_eq!(
+            full["endpoint"],
+            json!({
+                "transport": "mcp-stdio",
+                "image": image,
+                "definition_sha256":
+                    "abababababababababababababababababababababababababababababababab",
+            })
+        );
+        assert_eq!(
+            full["sandbox_profile"]["read_only"],
+            json!(["/usr/lib/python3"])
+        );
+    }
+
     #[test]
     fn retry_bounds_and_the_deadline() {
         assert_eq!(RetryPolicy::check(0, 0), Err(RetryBoundError::NoAttempt));
