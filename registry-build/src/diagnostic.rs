@@ -290,7 +290,12 @@ impl Diagnostics {
     /// The warnings and notes only.
     pub fn remarks(&self) -> Diagnostics {
         Diagnostics {
-            items: self.items.iter().filter(|d| !d.is_error()).cloned().collect(),
+            items: self
+                .items
+                .iter()
+                .filter(|d| !d.is_error())
+                .cloned()
+                .collect(),
         }
     }
 

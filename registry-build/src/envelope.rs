@@ -105,7 +105,8 @@ impl fmt::Display for ImageSourceEntry {
 /// The host of a `host[:port]` registry (brackets kept off an IPv6 address).
 fn registry_host(registry: &str) -> Result<String, String> {
     let bad = || "a registry is `host` or `host:port`, nothing else (no path, user or query)";
-    let url = url::Url::parse(&format!("https://{registry}")).map_err(|e| format!("{}: {e}", bad()))?;
+    let url =
+        url::Url::parse(&format!("https://{registry}")).map_err(|e| format!("{}: {e}", bad()))?;
     let plain = url.username().is_empty()
         && url.password().is_none()
         && url.path() == "/"
@@ -114,7 +115,9 @@ fn registry_host(registry: &str) -> Result<String, String> {
         && !registry.ends_with('/')
         && !registry.contains('@');
     match url.host_str() {
-        Some(h) if plain && !h.is_empty() => Ok(h.trim_start_matches('[').trim_end_matches(']').to_string()),
+        Some(h) if plain && !h.is_empty() => {
+            Ok(h.trim_start_matches('[').trim_end_matches(']').to_string())
+        }
         _ => Err(bad().to_string()),
     }
 }

@@ -10,9 +10,7 @@ pub enum HostPathError {
     #[error("`{0}` is not an absolute path")]
     Relative(String),
     /// A `.` or `..` component, an empty component (`//`, a trailing `/`) or a NUL byte.
-    #[error(
-        "`{0}` is not lexically normal: write it without `.`, `..`, `//` or a trailing `/`"
-    )]
+    #[error("`{0}` is not lexically normal: write it without `.`, `..`, `//` or a trailing `/`")]
     NotNormal(String),
 }
 
@@ -53,7 +51,13 @@ mod tests {
         assert_eq!(parse("/usr/lib"), Ok(PathBuf::from("/usr/lib")));
         assert_eq!(parse("/"), Ok(PathBuf::from("/")));
         assert!(matches!(parse("usr/lib"), Err(HostPathError::Relative(_))));
-        for bad in ["/usr/../etc", "/usr/./lib", "/usr//lib", "/usr/lib/", "/a\0b"] {
+        for bad in [
+            "/usr/../etc",
+            "/usr/./lib",
+            "/usr//lib",
+            "/usr/lib/",
+            "/a\0b",
+        ] {
             assert!(
                 matches!(parse(bad), Err(HostPathError::NotNormal(_))),
                 "{bad}"

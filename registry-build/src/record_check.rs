@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use escepine_contract::{
-    FailureOutcome, Filesystem, ImageRef, ImageRefError, ImageSource, RetryBoundError,
-    RetryPolicy, SideEffectClass, Transport,
+    FailureOutcome, Filesystem, ImageRef, ImageRefError, ImageSource, RetryBoundError, RetryPolicy,
+    SideEffectClass, Transport,
 };
 use serde_json::{Map, Value};
 
@@ -820,25 +820,28 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
         }
         Some(d)
     });
-    let definition_sha256 =
-        digest_field(e, "definition_sha256", Rule::EndpointDefinitionDigest, diags).and_then(
-            |d| {
-                if d.is_some() && transport.is_some_and(|t| t != Transport::McpStdio) {
-                    diags.push(
-                        Diagnostic::at(
-                            Rule::EndpointDefinitionDigest,
-                            src,
-                            "/endpoint/definition_sha256",
-                            "`definition_sha256` pins the tool an MCP server lists; it applies \
+    let definition_sha256 = digest_field(
+        e,
+        "definition_sha256",
+        Rule::EndpointDefinitionDigest,
+        diags,
+    )
+    .and_then(|d| {
+        if d.is_some() && transport.is_some_and(|t| t != Transport::McpStdio) {
+            diags.push(
+                Diagnostic::at(
+                    Rule::EndpointDefinitionDigest,
+                    src,
+                    "/endpoint/definition_sha256",
+                    "`definition_sha256` pins the tool an MCP server lists; it applies \
                              only to the `mcp-stdio` transport",
-                        )
-                        .help("remove it, or use the `mcp-stdio` transport"),
-                    );
-                    return None;
-                }
-                Some(d)
-            },
-        );
+                )
+                .help("remove it, or use the `mcp-stdio` transport"),
+            );
+            return None;
+        }
+        Some(d)
+    });
     Some(EndpointSpec {
         transport: transport?,
         command: command?,
@@ -875,8 +878,7 @@ fn digest_field(
 /// Whether `d` is 64 lower-case hex digits.
 fn is_sha256_hex(d: &str) -> bool {
     d.len() == 64
-        && d
-            .bytes()
+        && d.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 

@@ -47,7 +47,13 @@ fn check(record: &Value, envelope: Option<&Envelope>) -> (Vec<ToolRecord>, Diagn
         serde_json::to_string_pretty(record).expect("JSON"),
     )];
     let bins = WorkspaceBins::default();
-    check_records(&files, &Context { envelope, bins: &bins })
+    check_records(
+        &files,
+        &Context {
+            envelope,
+            bins: &bins,
+        },
+    )
 }
 
 fn accepted(record: &Value, envelope: Option<&Envelope>) -> (ToolRecord, Diagnostics) {
@@ -104,7 +110,11 @@ fn envelope_images_and_read_only_are_parsed() {
     // Both stay optional: an envelope of `egress` alone admits no image and no host path.
     let bare = envelope(json!({"egress": []})).expect("valid");
     assert!(bare.images.is_empty() && bare.read_only.is_empty());
-    for loopback in ["http://localhost:5000", "http://[::1]:5000", "http://127.9.0.1"] {
+    for loopback in [
+        "http://localhost:5000",
+        "http://[::1]:5000",
+        "http://127.9.0.1",
+    ] {
         assert!(
             envelope(json!({"egress": [], "images": [loopback]})).is_ok(),
             "{loopback}"
@@ -172,7 +182,10 @@ fn envelope_entries_that_break_a_rule_name_file_pointer_and_rule() {
 fn the_envelope_is_closed_with_a_did_you_mean() {
     let diags = envelope(json!({"egress": [], "image": []})).expect_err("closed");
     let d = diags.iter().next().expect("one problem");
-    assert_eq!((d.rule, d.pointer.as_deref()), (Rule::Envelope, Some("/image")));
+    assert_eq!(
+        (d.rule, d.pointer.as_deref()),
+        (Rule::Envelope, Some("/image"))
+    );
     assert_eq!(d.help.as_deref(), Some("did you mean `images`?"));
 }
 
@@ -191,7 +204,10 @@ fn image_entries_match_registries_exactly_and_layouts_by_component() {
     let http = image("127.0.0.1:5000/mcp/python");
     assert!(e.plain_http(&http));
     // Another port, another host: not admitted.
-    assert_eq!(e.image_entry(&image("registry.example.com:5001/tools/echo")), None);
+    assert_eq!(
+        e.image_entry(&image("registry.example.com:5001/tools/echo")),
+        None
+    );
     assert_eq!(e.image_entry(&image("127.0.0.1/mcp/python")), None);
     assert!(!e.plain_http(&image("127.0.0.2:5000/mcp/python")));
     // Layouts: a path-component prefix, never a string prefix, never through `..`.
@@ -212,7 +228,10 @@ fn an_image_endpoint_needs_no_command_and_round_trips() {
     assert_eq!(e.command, "");
     assert_eq!(e.resolved, ResolvedCommand::InImage(None));
     let json = record.to_json();
-    assert_eq!(json["endpoint"], json!({"transport": "mcp-stdio", "image": raw}));
+    assert_eq!(
+        json["endpoint"],
+        json!({"transport": "mcp-stdio", "image": raw})
+    );
     // The canonical form registers again, as the same record.
     let (again, _) = accepted(&json, Some(&env()));
     assert_eq!(again.to_json(), json);
@@ -231,7 +250,12 @@ fn a_command_inside_an_image_is_absolute_or_a_bare_name_never_resolved_on_the_ho
         assert_eq!(record.to_json()["endpoint"]["command"], json!(command));
     }
     let r = with_endpoint(json!({"transport": "stdio-json", "image": raw, "command": "./srv"}));
-    refused(&r, Some(&env()), Rule::EndpointImageCommand, "/endpoint/command");
+    refused(
+        &r,
+        Some(&env()),
+        Rule::EndpointImageCommand,
+        "/endpoint/command",
+    );
 }
 
 #[test]
@@ -240,7 +264,10 @@ fn without_an_image_the_command_is_still_required() {
     let (records, diags) = check(&r, None);
     assert!(records.is_empty());
     let d = diags.iter().next().expect("a problem");
-    assert_eq!((d.rule, d.pointer.as_deref()), (Rule::MissingField, Some("/endpoint")));
+    assert_eq!(
+        (d.rule, d.pointer.as_deref()),
+        (Rule::MissingField, Some("/endpoint"))
+    );
     assert!(d.message.contains("`command`"), "{}", d.message);
 }
 
@@ -266,7 +293,12 @@ fn unpinned_and_malformed_images_are_refused_by_their_own_rules() {
         format!("oci:relative/dir@{DIGEST}"),
         format!("oci:/var/lib/images/./py@{DIGEST}"),
     ] {
-        refused(&image_record(&bad), Some(&e), Rule::EndpointImage, "/endpoint/image");
+        refused(
+            &image_record(&bad),
+            Some(&e),
+            Rule::EndpointImage,
+            "/endpoint/image",
+        );
     }
     let r = with_endpoint(json!({"transport": "mcp-stdio", "image": 7}));
     refused(&r, None, Rule::FieldType, "/endpoint/image");
@@ -312,7 +344,12 @@ fn sha256_beside_an_image_is_refused() {
         "image": format!("registry.example.com:5000/tools/echo@{DIGEST}"),
         "sha256": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
     }));
-    refused(&r, Some(&env()), Rule::EndpointDigestWithImage, "/endpoint/sha256");
+    refused(
+        &r,
+        Some(&env()),
+        Rule::EndpointDigestWithImage,
+        "/endpoint/sha256",
+    );
 }
 
 // --- Pinned definitions, titles, open world --------------------------------------------------
@@ -325,19 +362,35 @@ fn definition_sha256_is_a_digest_on_mcp_stdio_only() {
     );
     let (record, _) = accepted(&mcp, None);
     assert_eq!(record.endpoint.transport, Transport::McpStdio);
-    assert_eq!(record.endpoint.definition_sha256.as_deref(), Some(digest.as_str()));
-    assert_eq!(record.to_json()["endpoint"]["definition_sha256"], json!(digest));
+    assert_eq!(
+        record.endpoint.definition_sha256.as_deref(),
+        Some(digest.as_str())
+    );
+    assert_eq!(
+        record.to_json()["endpoint"]["definition_sha256"],
+        json!(digest)
+    );
 
     let stdio = with_endpoint(
         json!({"transport": "stdio-json", "command": "/bin/sh", "definition_sha256": digest}),
     );
-    let msg = refused(&stdio, None, Rule::EndpointDefinitionDigest, "/endpoint/definition_sha256");
+    let msg = refused(
+        &stdio,
+        None,
+        Rule::EndpointDefinitionDigest,
+        "/endpoint/definition_sha256",
+    );
     assert!(msg.contains("mcp-stdio"), "{msg}");
     for bad in [json!("AB".repeat(32)), json!("ab"), json!(5)] {
         let r = with_endpoint(
             json!({"transport": "mcp-stdio", "command": "/bin/sh", "definition_sha256": bad}),
         );
-        refused(&r, None, Rule::EndpointDefinitionDigest, "/endpoint/definition_sha256");
+        refused(
+            &r,
+            None,
+            Rule::EndpointDefinitionDigest,
+            "/endpoint/definition_sha256",
+        );
     }
 }
 
@@ -350,7 +403,10 @@ fn title_and_open_world_are_kept() {
     assert_eq!(record.title.as_deref(), Some("Page reader"));
     assert_eq!(record.open_world, Some(true));
     let j = record.to_json();
-    assert_eq!((&j["title"], &j["open_world"]), (&json!("Page reader"), &json!(true)));
+    assert_eq!(
+        (&j["title"], &j["open_world"]),
+        (&json!("Page reader"), &json!(true))
+    );
     let (plain, _) = accepted(&base(), None);
     assert!(plain.to_json().get("title").is_none() && plain.open_world.is_none());
 
@@ -438,15 +494,29 @@ fn a_script_without_a_runtime_is_accepted_with_a_warning() {
     let path = script(dir.path());
     let r = with_endpoint(json!({"transport": "stdio-json", "command": path}));
     let (_, diags) = accepted(&r, None);
-    let warnings: Vec<_> = diags.iter().filter(|d| d.rule == Rule::EndpointScriptRuntime).collect();
+    let warnings: Vec<_> = diags
+        .iter()
+        .filter(|d| d.rule == Rule::EndpointScriptRuntime)
+        .collect();
     assert_eq!(warnings.len(), 1, "{}", diags.render());
     let w = warnings[0];
     assert_eq!(w.severity, Severity::Warning);
     assert_eq!(w.pointer.as_deref(), Some("/endpoint/command"));
-    assert!(w.message.contains("sed") && w.message.contains("interpreter"), "{}", w.message);
-    assert!(w.to_string().contains("warning: [endpoint/script-runtime]"), "{w}");
+    assert!(
+        w.message.contains("sed") && w.message.contains("interpreter"),
+        "{}",
+        w.message
+    );
+    assert!(
+        w.to_string().contains("warning: [endpoint/script-runtime]"),
+        "{w}"
+    );
     assert!(w.render().contains("warning:"), "{}", w.render());
-    assert!(diags.summary().starts_with("error: 0 problems"), "{}", diags.summary());
+    assert!(
+        diags.summary().starts_with("error: 0 problems"),
+        "{}",
+        diags.summary()
+    );
     assert!(diags.summary().contains("1 warning"), "{}", diags.summary());
 
     // Declaring a runtime silences it; so does a binary (not a script).
@@ -489,10 +559,12 @@ fn an_exemption_with_its_reason_admits_that_one_property_and_is_noted() {
             "session_name": {"type": "string", "x-not-credential": why},
             "pages": {"type": "array", "items": {"$ref": "#/$defs/Page"}},
         }),
-        Some(json!({"Page": {"type": "object", "additionalProperties": false, "properties": {
+        Some(
+            json!({"Page": {"type": "object", "additionalProperties": false, "properties": {
             "session_name": {"type": "string", "x-not-credential": why},
             "username": {"$ref": "#/$defs/Name", "x-not-credential": "a GitHub user to look up"},
-        }}, "Name": {"type": "string"}})),
+        }}, "Name": {"type": "string"}}),
+        ),
     );
     let (record, diags) = accepted(&r, None);
     assert_eq!(
@@ -512,7 +584,10 @@ fn an_exemption_with_its_reason_admits_that_one_property_and_is_noted() {
             },
         ]
     );
-    let notes: Vec<_> = diags.iter().filter(|d| d.rule == Rule::CredentialExemption).collect();
+    let notes: Vec<_> = diags
+        .iter()
+        .filter(|d| d.rule == Rule::CredentialExemption)
+        .collect();
     assert_eq!(notes.len(), 3, "{}", diags.render());
     assert!(notes.iter().all(|d| d.severity == Severity::Note));
     assert_eq!(
@@ -520,7 +595,9 @@ fn an_exemption_with_its_reason_admits_that_one_property_and_is_noted() {
         Some("/input_schema/properties/session_name/x-not-credential")
     );
     assert!(notes[0].message.contains(why), "{}", notes[0].message);
-    assert!(notes[0].to_string().contains("note: [input/credential-exemption]"));
+    assert!(notes[0]
+        .to_string()
+        .contains("note: [input/credential-exemption]"));
 }
 
 #[test]
@@ -581,6 +658,9 @@ fn an_exemption_of_a_name_the_rule_does_not_catch_is_a_warning() {
     let (record, diags) = accepted(&r, None);
     assert!(record.credential_exemptions().is_empty());
     let d = diags.iter().next().expect("a warning");
-    assert_eq!((d.rule, d.severity), (Rule::NotCredential, Severity::Warning));
+    assert_eq!(
+        (d.rule, d.severity),
+        (Rule::NotCredential, Severity::Warning)
+    );
     assert!(d.message.contains("exempts nothing"), "{}", d.message);
 }

@@ -284,14 +284,24 @@ fn warnings_and_notes_are_printed_labelled_and_do_not_fail_the_check() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{}{err}", text(&out.stdout));
     assert!(err.contains("input/credential-exemption"), "{err}");
-    assert!(err.contains("note: ") && err.contains("web_search.json"), "{err}");
+    assert!(
+        err.contains("note: ") && err.contains("web_search.json"),
+        "{err}"
+    );
     assert!(
         err.contains("the name of a saved search session, chosen by the user"),
         "{err}"
     );
     assert!(err.contains("endpoint/script-runtime"), "{err}");
-    assert!(err.contains("warning: ") && err.contains("tavily_search.json"), "{err}");
-    assert!(text(&out.stdout).starts_with("ok: "), "{}", text(&out.stdout));
+    assert!(
+        err.contains("warning: ") && err.contains("tavily_search.json"),
+        "{err}"
+    );
+    assert!(
+        text(&out.stdout).starts_with("ok: "),
+        "{}",
+        text(&out.stdout)
+    );
 
     // The same warning beside an error: the error fails the check, the summary counts both.
     c.edit_record("web_search", |v| {

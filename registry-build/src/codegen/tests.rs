@@ -193,7 +193,10 @@ fn image_definition_read_only_title_and_open_world_reach_the_contract() {
         "open_world: ::core::option::Option::Some(false)".to_string(),
         "command: \"\"".to_string(),
     ] {
-        assert!(code.contains(&squeeze(&needle)), "missing {needle:?} in\n{code}");
+        assert!(
+            code.contains(&squeeze(&needle)),
+            "missing {needle:?} in\n{code}"
+        );
     }
     // A record without them: `None` and an empty list.
     let plain = generated(&[scrape()]);

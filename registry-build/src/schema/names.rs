@@ -475,7 +475,13 @@ fn each_schema(
             }
         } else if SCHEMA_MAPS.contains(&k) {
             for (name, sub) in value.as_object().into_iter().flatten() {
-                each_schema(sub, &format!("{here}/{}", escape(name)), None, depth + 1, visit);
+                each_schema(
+                    sub,
+                    &format!("{here}/{}", escape(name)),
+                    None,
+                    depth + 1,
+                    visit,
+                );
             }
         } else if SCHEMA_LISTS.contains(&k) {
             match value {
