@@ -47,6 +47,9 @@ pub use codegen::{BuildError, Builder};
 pub use diagnostic::{Diagnostic, Diagnostics, Severity, SourceFile};
 pub use egress::{EgressEntry, EgressHost};
 pub use envelope::{Envelope, ImageSourceEntry};
-pub use record::{CompensationSpec, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+pub use record::{
+    CompensationSpec, CredentialExemption, EndpointSpec, ResolvedCommand, SandboxProfile,
+    ToolRecord,
+};
 pub use registry::{check_records, load, Registry, Sources};
 pub use rule::Rule;
