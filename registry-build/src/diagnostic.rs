@@ -1,4 +1,7 @@
 //! Diagnostics: what is wrong, where (file, JSON pointer, line and column), and which rule.
+//!
+//! A diagnostic is an error (the input is refused), a warning (accepted, but likely wrong) or
+//! a note (accepted; something a reviewer should see). Only errors fail a check.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,11 +31,42 @@ impl SourceFile {
     }
 }
 
-/// One problem found in one file.
+/// How serious a diagnostic is. Only [`Severity::Error`] refuses the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Severity {
+    /// A rule is broken: the input is refused.
+    #[default]
+    Error,
+    /// Accepted, but probably not what was meant.
+    Warning,
+    /// Accepted; worth a reviewer's attention (a reviewed exemption, say).
+    Note,
+}
+
+impl Severity {
+    /// The label printed before the diagnostic (`error`, `warning`, `note`).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warning => "warning",
+            Self::Note => "note",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One problem (or remark) found in one file.
 #[derive(Debug, Clone)]
 pub struct Diagnostic {
-    /// The rule broken.
+    /// The rule broken (or, for a warning or a note, the rule that remarks).
     pub rule: Rule,
+    /// Error, warning or note.
+    pub severity: Severity,
     /// The file.
     pub file: PathBuf,
     /// The JSON pointer inside the file (for JSON files).
@@ -53,6 +87,7 @@ impl Diagnostic {
     pub fn file(rule: Rule, file: impl AsRef<Path>, message: impl Into<String>) -> Self {
         Self {
             rule,
+            severity: Severity::Error,
             file: file.as_ref().to_path_buf(),
             pointer: None,
             message: message.into(),
@@ -90,6 +125,23 @@ impl Diagnostic {
         self
     }
 
+    /// Make this diagnostic a warning: reported, but the input is accepted.
+    pub fn warning(mut self) -> Self {
+        self.severity = Severity::Warning;
+        self
+    }
+
+    /// Make this diagnostic a note: reported, but the input is accepted.
+    pub fn note(mut self) -> Self {
+        self.severity = Severity::Note;
+        self
+    }
+
+    /// Whether this diagnostic refuses the input.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
     /// Add a hint on how to fix the problem.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
@@ -120,7 +172,11 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: [{}] {}", self.location(), self.rule, self.message)?;
+        write!(f, "{}: ", self.location())?;
+        if !self.is_error() {
+            write!(f, "{}: ", self.severity)?;
+        }
+        write!(f, "[{}] {}", self.rule, self.message)?;
         if let Some(p) = &self.pointer {
             write!(f, " (at {})", if p.is_empty() { "/" } else { p })?;
         }
@@ -140,6 +196,9 @@ impl fmt::Debug for Report<'_> {
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.0;
+        if !d.is_error() {
+            write!(f, "{}: ", d.severity)?;
+        }
         write!(f, "{}: {}", d.location(), d.message)?;
         if let Some(p) = &d.pointer {
             write!(f, " (at {})", if p.is_empty() { "/" } else { p })?;
@@ -153,6 +212,14 @@ impl std::error::Error for Report<'_> {}
 impl miette::Diagnostic for Report<'_> {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         Some(Box::new(self.0.rule.id()))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.0.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Note => miette::Severity::Advice,
+        })
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
@@ -200,14 +267,36 @@ impl Diagnostics {
         self.items.extend(other.items);
     }
 
-    /// Whether nothing was found.
+    /// Whether nothing was found (no error, warning or note).
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
-    /// How many problems were found.
+    /// How many diagnostics were found, warnings and notes included.
     pub fn len(&self) -> usize {
         self.items.len()
+    }
+
+    /// How many errors were found: what refuses the input.
+    pub fn error_count(&self) -> usize {
+        self.items.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// Whether some error was found (warnings and notes do not count).
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(Diagnostic::is_error)
+    }
+
+    /// The warnings and notes only.
+    pub fn remarks(&self) -> Diagnostics {
+        Diagnostics {
+            items: self
+                .items
+                .iter()
+                .filter(|d| !d.is_error())
+                .cloned()
+                .collect(),
+        }
     }
 
     /// The problems.
@@ -215,9 +304,20 @@ impl Diagnostics {
         self.items.iter()
     }
 
-    /// Whether some problem breaks `rule`.
+    /// Whether some diagnostic (of any severity) names `rule`.
     pub fn has(&self, rule: Rule) -> bool {
         self.items.iter().any(|d| d.rule == rule)
+    }
+
+    /// Every diagnostic rendered, without a summary line (for warnings and notes of an input
+    /// that was accepted).
+    pub fn render_each(&self) -> String {
+        let mut out = String::new();
+        for d in &self.items {
+            out.push_str(&d.render());
+            out.push('\n');
+        }
+        out
     }
 
     /// Sort by file, then position, so output is stable.
@@ -226,30 +326,41 @@ impl Diagnostics {
             .sort_by(|a, b| (&a.file, a.span, a.rule).cmp(&(&b.file, b.span, b.rule)));
     }
 
-    /// All problems rendered, then a summary line counting them.
+    /// All diagnostics rendered, then a summary line counting them.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for d in &self.items {
-            out.push_str(&d.render());
-            out.push('\n');
-        }
+        let mut out = self.render_each();
         out.push_str(&self.summary());
         out.push('\n');
         out
     }
 
-    /// `error: 3 problems in 2 files`.
+    /// `error: 3 problems in 2 files` (errors only), then `, 1 warning, 2 notes` when there
+    /// are any.
     pub fn summary(&self) -> String {
-        let mut files: Vec<&PathBuf> = self.items.iter().map(|d| &d.file).collect();
+        let mut files: Vec<&PathBuf> = self
+            .items
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| &d.file)
+            .collect();
         files.sort();
         files.dedup();
-        let n = self.items.len();
-        format!(
+        let n = self.error_count();
+        let mut s = format!(
             "error: {n} problem{} in {} file{}",
             if n == 1 { "" } else { "s" },
             files.len(),
             if files.len() == 1 { "" } else { "s" }
-        )
+        );
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let count = |sev: Severity| self.items.iter().filter(|d| d.severity == sev).count();
+        for (sev, word) in [(Severity::Warning, "warning"), (Severity::Note, "note")] {
+            let k = count(sev);
+            if k > 0 {
+                s.push_str(&format!(", {}", plural(k, word)));
+            }
+        }
+        s
     }
 }
 

@@ -1,5 +1,6 @@
 //! Endpoint resolution: an absolute path that exists, a name on `PATH`, or a binary the
-//! workspace declares (which may not be built yet when `build.rs` runs).
+//! workspace declares (which may not be built yet when `build.rs` runs) — or, for an endpoint
+//! with an image, a command inside the image, which the host cannot resolve.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -150,6 +151,14 @@ pub enum ResolveError {
     /// A bare name found neither on PATH nor among the workspace's binaries.
     #[error("`{0}` is neither on PATH nor a binary this workspace declares")]
     Unknown(String),
+    /// A command inside an image that is neither an absolute, lexically normal path nor a bare
+    /// name.
+    #[error(
+        "`{0}`: a command inside the image must be an absolute path in the image \
+         (`/usr/local/bin/server`) or a bare name on the image's PATH; leave it out to use the \
+         image's Entrypoint and Cmd"
+    )]
+    InImage(String),
 }
 
 /// Resolve an endpoint command at registration.
@@ -172,6 +181,34 @@ pub fn resolve(command: &str, bins: &WorkspaceBins) -> Result<ResolvedCommand, R
         return Ok(ResolvedCommand::OnPath(p));
     }
     Err(ResolveError::Unknown(command.to_string()))
+}
+
+/// Resolve the command of an endpoint with an image: never looked up on the host. Empty means
+/// the image's `Entrypoint` and `Cmd` apply.
+pub fn resolve_in_image(command: &str) -> Result<ResolvedCommand, ResolveError> {
+    if command.is_empty() {
+        return Ok(ResolvedCommand::InImage(None));
+    }
+    let ok = if command.starts_with('/') {
+        crate::host_path::parse(command).is_ok()
+    } else {
+        !command.contains('/') && !command.contains('\0') && command != "." && command != ".."
+    };
+    if ok {
+        Ok(ResolvedCommand::InImage(Some(command.to_string())))
+    } else {
+        Err(ResolveError::InImage(command.to_string()))
+    }
+}
+
+/// Whether the file at `path` is a script: it starts with `#!`.
+pub fn is_script(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == b"#!"
 }
 
 /// The first executable file named `name` on `PATH`.
@@ -221,6 +258,28 @@ mod tests {
             resolve("no-such-tool-xyz", &bins),
             Err(ResolveError::Unknown(_))
         ));
+    }
+
+    #[test]
+    fn commands_in_an_image_are_not_resolved_on_the_host() {
+        assert_eq!(resolve_in_image(""), Ok(ResolvedCommand::InImage(None)));
+        assert_eq!(
+            resolve_in_image("/usr/local/bin/not-on-this-host"),
+            Ok(ResolvedCommand::InImage(Some(
+                "/usr/local/bin/not-on-this-host".into()
+            )))
+        );
+        assert_eq!(
+            resolve_in_image("python3"),
+            Ok(ResolvedCommand::InImage(Some("python3".into())))
+        );
+        for bad in ["bin/server", "./server", "/usr/../bin/sh", ".."] {
+            assert_eq!(
+                resolve_in_image(bad),
+                Err(ResolveError::InImage(bad.into())),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

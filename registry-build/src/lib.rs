@@ -32,6 +32,7 @@ pub mod diagnostic;
 pub mod egress;
 pub mod endpoint;
 pub mod envelope;
+pub mod host_path;
 mod locate;
 pub mod record;
 pub mod record_check;
@@ -43,9 +44,12 @@ pub mod urls;
 
 #[cfg(feature = "codegen")]
 pub use codegen::{BuildError, Builder};
-pub use diagnostic::{Diagnostic, Diagnostics, SourceFile};
+pub use diagnostic::{Diagnostic, Diagnostics, Severity, SourceFile};
 pub use egress::{EgressEntry, EgressHost};
-pub use envelope::Envelope;
-pub use record::{CompensationSpec, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+pub use envelope::{Envelope, ImageSourceEntry};
+pub use record::{
+    CompensationSpec, CredentialExemption, EndpointSpec, ResolvedCommand, SandboxProfile,
+    ToolRecord,
+};
 pub use registry::{check_records, load, Registry, Sources};
 pub use rule::Rule;

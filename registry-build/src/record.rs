@@ -2,10 +2,15 @@
 
 use std::path::PathBuf;
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_contract::{
+    FailureOutcome, Filesystem, ImageRef, RetryPolicy, SideEffectClass, Transport,
+};
 use serde_json::Value;
 
 use crate::egress::EgressEntry;
+use crate::schema::names;
+
+pub use crate::schema::names::CredentialExemption;
 
 /// A registered tool record (the union of both source documents' spellings).
 #[derive(Debug, Clone, PartialEq)]
@@ -16,8 +21,12 @@ pub struct ToolRecord {
     pub tool_id: String,
     /// The semver version.
     pub version: semver::Version,
+    /// A short human-readable name (MCP's `title`).
+    pub title: Option<String>,
     /// What the planner reads.
     pub description: String,
+    /// Whether the tool reaches an open world of external entities (MCP's `openWorldHint`).
+    pub open_world: Option<bool>,
     /// `input_schema` (alias `payload_schema`), as written.
     pub input_schema: Value,
     /// `output_schema`, as written.
@@ -58,12 +67,17 @@ pub struct CompensationSpec {
 pub struct EndpointSpec {
     /// The wire protocol.
     pub transport: Transport,
-    /// The command as written.
+    /// The command as written (empty when an image's `Entrypoint`/`Cmd` apply).
     pub command: String,
     /// Arguments.
     pub args: Vec<String>,
-    /// Expected SHA-256 digest of the binary (lower-case hex).
+    /// Expected SHA-256 digest of the binary (lower-case hex); never beside `image`.
     pub sha256: Option<String>,
+    /// The OCI image whose root the sandbox runs the tool on, pinned by digest.
+    pub image: Option<ImageRef>,
+    /// For `mcp-stdio`: SHA-256 (lower-case hex) of the canonical JSON of the tool as the
+    /// server listed it at import, minus `_meta`.
+    pub definition_sha256: Option<String>,
     /// How the command resolved at registration.
     pub resolved: ResolvedCommand,
 }
@@ -77,6 +91,10 @@ pub enum ResolvedCommand {
     OnPath(PathBuf),
     /// A binary the workspace declares (it may not be built yet).
     WorkspaceBin(String),
+    /// A command inside the endpoint's image, not resolved on the host: an absolute path in
+    /// the image or a bare name on the image's `PATH`; `None` when the image's `Entrypoint` and
+    /// `Cmd` apply.
+    InImage(Option<String>),
 }
 
 /// The sandbox profile: egress allowlist and file-system access.
@@ -86,6 +104,8 @@ pub struct SandboxProfile {
     pub egress: Vec<EgressEntry>,
     /// File-system access.
     pub filesystem: Filesystem,
+    /// Host paths bound read-only at the same path (absolute, lexically normal, distinct).
+    pub read_only: Vec<PathBuf>,
 }
 
 impl ToolRecord {
@@ -94,7 +114,13 @@ impl ToolRecord {
         let mut m = serde_json::Map::new();
         m.insert("tool_id".into(), Value::from(self.tool_id.clone()));
         m.insert("version".into(), Value::from(self.version.to_string()));
+        if let Some(t) = &self.title {
+            m.insert("title".into(), Value::from(t.clone()));
+        }
         m.insert("description".into(), Value::from(self.description.clone()));
+        if let Some(o) = self.open_world {
+            m.insert("open_world".into(), Value::from(o));
+        }
         m.insert("input_schema".into(), self.input_schema.clone());
         m.insert("output_schema".into(), self.output_schema.clone());
         m.insert(
@@ -142,25 +168,61 @@ impl ToolRecord {
             "transport".into(),
             Value::from(self.endpoint.transport.as_str()),
         );
-        ep.insert("command".into(), Value::from(self.endpoint.command.clone()));
+        if let Some(image) = &self.endpoint.image {
+            ep.insert("image".into(), Value::from(image.raw.clone()));
+        }
+        if self.endpoint.image.is_none() || !self.endpoint.command.is_empty() {
+            ep.insert("command".into(), Value::from(self.endpoint.command.clone()));
+        }
         if !self.endpoint.args.is_empty() {
             ep.insert("args".into(), Value::from(self.endpoint.args.clone()));
         }
         if let Some(d) = &self.endpoint.sha256 {
             ep.insert("sha256".into(), Value::from(d.clone()));
         }
+        if let Some(d) = &self.endpoint.definition_sha256 {
+            ep.insert("definition_sha256".into(), Value::from(d.clone()));
+        }
         m.insert("endpoint".into(), Value::Object(ep));
         m.insert(
             "auth".into(),
             serde_json::json!({ "secrets": self.secrets }),
         );
-        m.insert(
-            "sandbox_profile".into(),
-            serde_json::json!({
-                "egress": self.sandbox_profile.egress.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-                "filesystem": self.sandbox_profile.filesystem.as_str(),
-            }),
+        let mut profile = serde_json::Map::new();
+        profile.insert(
+            "egress".into(),
+            Value::from(
+                self.sandbox_profile
+                    .egress
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>(),
+            ),
         );
+        profile.insert(
+            "filesystem".into(),
+            Value::from(self.sandbox_profile.filesystem.as_str()),
+        );
+        if !self.sandbox_profile.read_only.is_empty() {
+            profile.insert(
+                "read_only".into(),
+                Value::from(
+                    self.sandbox_profile
+                        .read_only
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>(),
+                ),
+            );
+        }
+        m.insert("sandbox_profile".into(), Value::Object(profile));
         Value::Object(m)
+    }
+
+    /// The reviewed exemptions from the credential-name rule (`"x-not-credential": "<why>"`)
+    /// of the input schema: each with the pointer of the exempted property in a payload
+    /// (`/session_name`, `/pages/-/session_name` inside a list) and its reason.
+    pub fn credential_exemptions(&self) -> Vec<CredentialExemption> {
+        names::credential_exemptions(&self.input_schema)
     }
 }

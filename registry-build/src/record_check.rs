@@ -6,8 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use std::path::PathBuf;
+
 use escepine_contract::{
-    FailureOutcome, Filesystem, RetryBoundError, RetryPolicy, SideEffectClass, Transport,
+    FailureOutcome, Filesystem, ImageRef, ImageRefError, ImageSource, RetryBoundError, RetryPolicy,
+    SideEffectClass, Transport,
 };
 use serde_json::{Map, Value};
 
@@ -15,7 +18,8 @@ use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::egress::EgressEntry;
 use crate::endpoint::{self, WorkspaceBins};
 use crate::envelope::Envelope;
-use crate::record::{CompensationSpec, EndpointSpec, SandboxProfile, ToolRecord};
+use crate::host_path;
+use crate::record::{CompensationSpec, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use crate::rule::Rule;
 use crate::schema::subset::{self, escape, Which};
 use crate::schema::walk::{self, JsonType};
@@ -23,7 +27,8 @@ use crate::schema::walk::{self, JsonType};
 /// What the record rules need beyond the records themselves.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
-    /// The deployment envelope; `None` skips the coverage rule.
+    /// The deployment envelope; `None` skips the rules that compare with it (egress coverage,
+    /// image sources, read-only prefixes).
     pub envelope: Option<&'a Envelope>,
     /// The workspace's declared binaries, for endpoint resolution.
     pub bins: &'a WorkspaceBins,
@@ -33,7 +38,9 @@ const FIELDS: &[&str] = &[
     "tool_id",
     "name",
     "version",
+    "title",
     "description",
+    "open_world",
     "input_schema",
     "payload_schema",
     "output_schema",
@@ -114,7 +121,11 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
                 .is_some_and(|(s, _)| s.path == c.src.path)
     });
     cross_record(&checked, &declared, &mut diags);
-    let failed: BTreeSet<String> = diags.iter().map(|d| d.file.display().to_string()).collect();
+    let failed: BTreeSet<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.file.display().to_string())
+        .collect();
     let mut records: Vec<ToolRecord> = checked
         .into_iter()
         .filter(|c| !failed.contains(&c.src.path.display().to_string()))
@@ -280,7 +291,7 @@ fn check_one(
     ctx: &Context<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Checked> {
-    let before = diags.len();
+    let before = diags.error_count();
     let Some(map) = value.as_object() else {
         diags.push(Diagnostic::at(
             Rule::RecordShape,
@@ -351,6 +362,30 @@ fn check_one(
                 None
             }
         });
+    let title = match rec.map.get("title") {
+        None => Some(None),
+        Some(Value::String(t)) if !t.trim().is_empty() => Some(Some(t.clone())),
+        Some(t) => {
+            diags.push(
+                Diagnostic::at(
+                    Rule::Title,
+                    src,
+                    &rec.ptr("title"),
+                    format!("`title` is {t}; it must be a non-empty string"),
+                )
+                .help("give a short human-readable name, or leave `title` out"),
+            );
+            None
+        }
+    };
+    let open_world = match rec.map.get("open_world") {
+        None => Some(None),
+        Some(Value::Bool(b)) => Some(Some(*b)),
+        Some(_) => {
+            rec.wrong("open_world", "a boolean (MCP's `openWorldHint`)", diags);
+            None
+        }
+    };
     let description = rec.string("description", diags).and_then(|d| {
         if d.trim().is_empty() {
             diags.push(Diagnostic::at(
@@ -537,7 +572,11 @@ fn check_one(
         .object("sandbox_profile", diags)
         .and_then(|p| check_profile(&p, ctx, diags));
 
-    if diags.len() != before {
+    if let (Some(e), Some(p)) = (&endpoint, &sandbox_profile) {
+        script_runtime(src, e, p, diags);
+    }
+
+    if diags.error_count() != before {
         return None;
     }
     Some(Checked {
@@ -546,7 +585,9 @@ fn check_one(
             source: src.path.clone(),
             tool_id: tool_id?,
             version: version?,
+            title: title?,
             description: description?,
+            open_world: open_world?,
             input_schema: input_schema?,
             output_schema: output_schema?,
             cedar_action: cedar_action?,
@@ -675,7 +716,14 @@ fn check_on_failure(
 fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Option<EndpointSpec> {
     let src = e.src;
     e.closed(
-        &["transport", "command", "args", "sha256"],
+        &[
+            "transport",
+            "image",
+            "command",
+            "args",
+            "sha256",
+            "definition_sha256",
+        ],
         "`endpoint`",
         diags,
     );
@@ -691,21 +739,58 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
         }
         parsed
     });
-    let command = e.string("command", diags).map(str::to_string);
-    let resolved = command
-        .as_ref()
-        .and_then(|c| match endpoint::resolve(c, ctx.bins) {
-            Ok(r) => Some(r),
-            Err(err) => {
-                diags.push(Diagnostic::at(
-                    Rule::EndpointResolvable,
-                    src,
-                    "/endpoint/command",
-                    err.to_string(),
-                ));
+    let image = match e.map.get("image") {
+        None => Some(None),
+        Some(Value::String(raw)) => check_image(e, raw, ctx, diags).map(Some),
+        Some(_) => {
+            e.wrong("image", "a string `host:port/name@sha256:<digest>`", diags);
+            None
+        }
+    };
+    let has_image = e.map.contains_key("image");
+    let (command, resolved) = if has_image {
+        // The image's Entrypoint and Cmd apply when the command is left out.
+        let command = match e.map.get("command") {
+            None => Some(String::new()),
+            Some(Value::String(c)) => Some(c.clone()),
+            Some(_) => {
+                e.wrong("command", "a string", diags);
                 None
             }
-        });
+        };
+        let resolved = command
+            .as_deref()
+            .and_then(|c| match endpoint::resolve_in_image(c) {
+                Ok(r) => Some(r),
+                Err(err) => {
+                    diags.push(Diagnostic::at(
+                        Rule::EndpointImageCommand,
+                        src,
+                        "/endpoint/command",
+                        err.to_string(),
+                    ));
+                    None
+                }
+            });
+        (command, resolved)
+    } else {
+        let command = e.string("command", diags).map(str::to_string);
+        let resolved = command
+            .as_ref()
+            .and_then(|c| match endpoint::resolve(c, ctx.bins) {
+                Ok(r) => Some(r),
+                Err(err) => {
+                    diags.push(Diagnostic::at(
+                        Rule::EndpointResolvable,
+                        src,
+                        "/endpoint/command",
+                        err.to_string(),
+                    ));
+                    None
+                }
+            });
+        (command, resolved)
+    };
     let args = match e.map.get("args") {
         None => Some(Vec::new()),
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => Some(
@@ -719,32 +804,179 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
             None
         }
     };
-    let sha256 = match e.map.get("sha256") {
-        None => Some(None),
-        Some(Value::String(d))
-            if d.len() == 64
-                && d.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
-        {
-            Some(Some(d.clone()))
+    let sha256 = digest_field(e, "sha256", Rule::EndpointDigest, diags).and_then(|d| {
+        if d.is_some() && has_image {
+            diags.push(
+                Diagnostic::at(
+                    Rule::EndpointDigestWithImage,
+                    src,
+                    "/endpoint/sha256",
+                    "`sha256` pins a host binary; with `image`, the image's digest pins \
+                     everything the sandbox runs",
+                )
+                .help("remove `sha256`"),
+            );
+            return None;
         }
-        Some(d) => {
-            diags.push(Diagnostic::at(
-                Rule::EndpointDigest,
-                src,
-                "/endpoint/sha256",
-                format!("{d} is not a SHA-256 digest (64 lower-case hex digits)"),
-            ));
-            None
+        Some(d)
+    });
+    let definition_sha256 = digest_field(
+        e,
+        "definition_sha256",
+        Rule::EndpointDefinitionDigest,
+        diags,
+    )
+    .and_then(|d| {
+        if d.is_some() && transport.is_some_and(|t| t != Transport::McpStdio) {
+            diags.push(
+                Diagnostic::at(
+                    Rule::EndpointDefinitionDigest,
+                    src,
+                    "/endpoint/definition_sha256",
+                    "`definition_sha256` pins the tool an MCP server lists; it applies \
+                             only to the `mcp-stdio` transport",
+                )
+                .help("remove it, or use the `mcp-stdio` transport"),
+            );
+            return None;
         }
-    };
+        Some(d)
+    });
     Some(EndpointSpec {
         transport: transport?,
         command: command?,
         args: args?,
         sha256: sha256?,
+        image: image?,
+        definition_sha256: definition_sha256?,
         resolved: resolved?,
     })
+}
+
+/// An optional SHA-256 field: 64 lower-case hex digits, else `rule` at its pointer.
+fn digest_field(
+    e: &Obj<'_>,
+    key: &str,
+    rule: Rule,
+    diags: &mut Diagnostics,
+) -> Option<Option<String>> {
+    match e.map.get(key) {
+        None => Some(None),
+        Some(Value::String(d)) if is_sha256_hex(d) => Some(Some(d.clone())),
+        Some(d) => {
+            diags.push(Diagnostic::at(
+                rule,
+                e.src,
+                &e.ptr(key),
+                format!("{d} is not a SHA-256 digest (64 lower-case hex digits)"),
+            ));
+            None
+        }
+    }
+}
+
+/// Whether `d` is 64 lower-case hex digits.
+fn is_sha256_hex(d: &str) -> bool {
+    d.len() == 64
+        && d.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Parse `endpoint.image` and, with an envelope, check that one of its `images` entries admits
+/// the image's source.
+fn check_image(
+    e: &Obj<'_>,
+    raw: &str,
+    ctx: &Context<'_>,
+    diags: &mut Diagnostics,
+) -> Option<ImageRef> {
+    let src = e.src;
+    let at = e.ptr("image");
+    let image = match ImageRef::parse(raw) {
+        Ok(i) => i,
+        Err(err) => {
+            let rule = match err {
+                ImageRefError::NotPinned(_) => Rule::EndpointImagePinned,
+                _ => Rule::EndpointImage,
+            };
+            let mut d = Diagnostic::at(rule, src, &at, err.to_string());
+            if rule == Rule::EndpointImagePinned {
+                d = d.help(
+                    "pin the image by its manifest digest: `crane digest`, `skopeo inspect` or \
+                     the registry's `Docker-Content-Digest` header give it",
+                );
+            }
+            diags.push(d);
+            return None;
+        }
+    };
+    if let ImageSource::Layout { dir } = &image.source {
+        if let Err(err) = dir.to_str().map_or(Ok(PathBuf::new()), host_path::parse) {
+            diags.push(Diagnostic::at(
+                Rule::EndpointImage,
+                src,
+                &at,
+                format!("the layout directory of `{raw}`: {err}"),
+            ));
+            return None;
+        }
+    }
+    if let Some(env) = ctx.envelope {
+        if env.image_entry(&image).is_none() {
+            let add = match &image.source {
+                ImageSource::Registry { registry, .. } => format!(
+                    "`\"{registry}\"` (HTTPS), or `\"http://{registry}\"` for a registry on a \
+                     loopback address"
+                ),
+                ImageSource::Layout { dir } => format!("`\"oci:{}\"`", dir.display()),
+            };
+            diags.push(
+                Diagnostic::at(
+                    Rule::EndpointImageSource,
+                    src,
+                    &at,
+                    format!(
+                        "the image `{raw}` comes from a source the deployment envelope {} does \
+                         not admit",
+                        env.source.display()
+                    ),
+                )
+                .help(format!("add {add} to the envelope's `images`")),
+            );
+            return None;
+        }
+    }
+    Some(image)
+}
+
+/// Warn when a script endpoint's sandbox holds only its interpreter: the commands the script
+/// runs (`sed`, `grep`, …) are missing there unless an image or `read_only` paths supply them.
+fn script_runtime(src: &SourceFile, e: &EndpointSpec, p: &SandboxProfile, diags: &mut Diagnostics) {
+    if e.image.is_some() || !p.read_only.is_empty() {
+        return;
+    }
+    let (ResolvedCommand::Path(path) | ResolvedCommand::OnPath(path)) = &e.resolved else {
+        return;
+    };
+    if endpoint::is_script(path) {
+        diags.push(
+            Diagnostic::at(
+                Rule::EndpointScriptRuntime,
+                src,
+                "/endpoint/command",
+                format!(
+                    "`{}` is a script (`#!`): its sandbox holds only the interpreter and its \
+                     libraries, so the commands it runs (`sed`, `grep`, …) are missing there",
+                    path.display()
+                ),
+            )
+            .help(
+                "list the paths the script needs in `sandbox_profile.read_only`, or run it from \
+                 an `endpoint.image`",
+            )
+            .warning(),
+        );
+    }
 }
 
 fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {
@@ -818,7 +1050,11 @@ fn check_profile(
     diags: &mut Diagnostics,
 ) -> Option<SandboxProfile> {
     let src = p.src;
-    p.closed(&["egress", "filesystem"], "`sandbox_profile`", diags);
+    p.closed(
+        &["egress", "filesystem", "read_only"],
+        "`sandbox_profile`",
+        diags,
+    );
     let egress = p.require("egress", diags).and_then(|v| {
         let Some(items) = v.as_array() else {
             p.wrong("egress", "a list of egress entries", diags);
@@ -861,10 +1097,96 @@ fn check_profile(
             None
         }
     });
+    let read_only = match p.map.get("read_only") {
+        None => Some(Vec::new()),
+        Some(Value::Array(items)) => check_read_only(src, items, ctx, diags),
+        Some(_) => {
+            p.wrong("read_only", "a list of absolute host paths", diags);
+            None
+        }
+    };
     Some(SandboxProfile {
         egress: egress?,
         filesystem: filesystem?,
+        read_only: read_only?,
     })
+}
+
+/// `sandbox_profile.read_only`: absolute, lexically normal, distinct host paths that exist,
+/// each under a `read_only` prefix of the envelope (when one is given).
+fn check_read_only(
+    src: &SourceFile,
+    items: &[Value],
+    ctx: &Context<'_>,
+    diags: &mut Diagnostics,
+) -> Option<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let ptr = format!("/sandbox_profile/read_only/{i}");
+        let mut fail = |d: Diagnostic| {
+            diags.push(d);
+            ok = false;
+        };
+        let Some(text) = item.as_str() else {
+            fail(Diagnostic::at(
+                Rule::ReadOnlyPath,
+                src,
+                &ptr,
+                "a `read_only` entry must be a string (an absolute host path)",
+            ));
+            continue;
+        };
+        let path = match host_path::parse(text) {
+            Ok(p) => p,
+            Err(e) => {
+                fail(Diagnostic::at(Rule::ReadOnlyPath, src, &ptr, e.to_string()));
+                continue;
+            }
+        };
+        if out.contains(&path) {
+            fail(Diagnostic::at(
+                Rule::ReadOnlyPath,
+                src,
+                &ptr,
+                format!("`{text}` is listed twice"),
+            ));
+            continue;
+        }
+        if let Some(env) = ctx.envelope {
+            if !env.admits_read_only(&path) {
+                fail(
+                    Diagnostic::at(
+                        Rule::ReadOnlyEnvelope,
+                        src,
+                        &ptr,
+                        format!(
+                            "`{text}` is under no `read_only` prefix of the deployment envelope {}",
+                            env.source.display()
+                        ),
+                    )
+                    .help(format!(
+                        "add `\"{text}\"` (or a directory above it) to the envelope's `read_only`"
+                    )),
+                );
+                continue;
+            }
+        }
+        if !path.exists() {
+            fail(
+                Diagnostic::at(
+                    Rule::ReadOnlyExists,
+                    src,
+                    &ptr,
+                    format!("`{text}` does not exist on this host: the sandbox cannot bind it"),
+                )
+                .help("install what the tool needs there, or remove the entry"),
+            );
+            continue;
+        }
+        out.push(path);
+    }
+    ok.then_some(out)
 }
 
 /// Rules across records: reserved names (action groups) and compensation inverses.

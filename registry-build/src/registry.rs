@@ -109,6 +109,9 @@ pub struct Registry {
     pub sops: Vec<Sop>,
     /// Remarks that are not errors (a skipped rule, say).
     pub notes: Vec<String>,
+    /// The warnings and notes the rules reported about the accepted files (a reviewed
+    /// credential exemption, a script endpoint without a runtime), in file order.
+    pub remarks: Diagnostics,
 }
 
 impl Registry {
@@ -143,9 +146,12 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
             }
         },
         None => {
-            notes.push(
-                "no envelope given: the rule `sandbox/within-envelope` was skipped".to_string(),
-            );
+            notes.push(format!(
+                "no envelope given: the rules `{}`, `{}` and `{}` were skipped",
+                Rule::EgressEnvelope.id(),
+                Rule::EndpointImageSource.id(),
+                Rule::ReadOnlyEnvelope.id()
+            ));
             None
         }
     };
@@ -215,7 +221,7 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
         sops = checked;
     }
 
-    let cedar = if diags.is_empty() {
+    let cedar = if !diags.has_errors() {
         match cedar::bind(&records, sources.policies.as_deref()) {
             Ok(b) => Some(b),
             Err(d) => {
@@ -228,12 +234,16 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     };
 
     match cedar {
-        Some(cedar) if diags.is_empty() => Ok(Registry {
+        Some(cedar) if !diags.has_errors() => Ok(Registry {
             records,
             envelope,
             cedar,
             sops,
             notes,
+            remarks: {
+                diags.sort();
+                diags
+            },
         }),
         _ => {
             diags.sort();

@@ -83,6 +83,25 @@ rules! {
     EndpointResolvable = "endpoint/resolvable",
     /// `endpoint.sha256` is not 64 lower-case hex digits.
     EndpointDigest = "endpoint/sha256",
+    /// `endpoint.image` is not a well-formed image reference (`host:port/name@sha256:…` or
+    /// `oci:/dir@sha256:…`).
+    EndpointImage = "endpoint/image",
+    /// `endpoint.image` is a tag or a bare name, not pinned by a digest.
+    EndpointImagePinned = "endpoint/image-pinned",
+    /// `endpoint.image` comes from a source no `images` entry of the envelope admits.
+    EndpointImageSource = "endpoint/image-source",
+    /// `endpoint.sha256` beside `endpoint.image`: the image's digest pins the command.
+    EndpointDigestWithImage = "endpoint/sha256-with-image",
+    /// A command inside an image that is neither an absolute path nor a bare name.
+    EndpointImageCommand = "endpoint/image-command",
+    /// `endpoint.definition_sha256` is not 64 lower-case hex digits, or is given on a transport
+    /// other than `mcp-stdio`.
+    EndpointDefinitionDigest = "endpoint/definition-sha256",
+    /// A script endpoint (`#!`) with neither an image nor `sandbox_profile.read_only`: its
+    /// sandbox holds only the interpreter (a warning).
+    EndpointScriptRuntime = "endpoint/script-runtime",
+    /// `title` is not a non-empty string.
+    Title = "title/non-empty",
     /// `auth` holds anything but secret names.
     AuthNamesOnly = "auth/names-only",
     /// An egress entry is a URL or malformed.
@@ -91,6 +110,13 @@ rules! {
     EgressEnvelope = "sandbox/within-envelope",
     /// `filesystem` is not `workspace`.
     Filesystem = "sandbox/filesystem",
+    /// A `sandbox_profile.read_only` entry is not an absolute, lexically normal path, or is
+    /// listed twice.
+    ReadOnlyPath = "sandbox/read-only-path",
+    /// A `sandbox_profile.read_only` path outside every `read_only` prefix of the envelope.
+    ReadOnlyEnvelope = "sandbox/read-only-within-envelope",
+    /// A `sandbox_profile.read_only` path that does not exist at registration.
+    ReadOnlyExists = "sandbox/read-only-exists",
     /// A schema is not well-formed against the 2020-12 meta-schema (or cannot be compiled).
     SchemaWellFormed = "schema/well-formed",
     /// A schema declares a draft other than 2020-12.
@@ -120,8 +146,18 @@ rules! {
     PerUrlShape = "input/per-url-shape",
     /// An input property name is a credential word.
     CredentialName = "input/credential-free",
+    /// `x-not-credential` that is not a non-empty reason string on a property of the input
+    /// schema.
+    NotCredential = "input/not-credential-reason",
+    /// A reviewed exemption from the credential-name rule (a note, never an error).
+    CredentialExemption = "input/credential-exemption",
     /// The envelope file is malformed.
     Envelope = "envelope/shape",
+    /// An envelope `images` entry is malformed, or admits plain HTTP from a host that is not a
+    /// loopback address.
+    EnvelopeImages = "envelope/images",
+    /// An envelope `read_only` entry is not an absolute, lexically normal path.
+    EnvelopeReadOnly = "envelope/read-only",
     /// The user `.cedarschema` does not parse or merge.
     CedarSchema = "cedar/schema",
     /// A `.cedar` file does not parse.

@@ -35,7 +35,9 @@ fn record(
         source: PathBuf::from(format!("tools/records/{id}.json")),
         tool_id: id.to_string(),
         version: semver::Version::new(1, 0, 0),
+        title: None,
         description: format!("The {id} tool."),
+        open_world: None,
         input_schema: json!({
             "type": "object",
             "additionalProperties": false,
@@ -58,12 +60,15 @@ fn record(
             command: "/bin/true".to_string(),
             args: Vec::new(),
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(PathBuf::from("/bin/true")),
         },
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }

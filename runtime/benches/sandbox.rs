@@ -72,7 +72,9 @@ fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> 
         source: PathBuf::from("<bench>"),
         tool_id: id.into(),
         version: "1.0.0".parse().unwrap(),
+        title: None,
         description: "no-op".into(),
+        open_world: None,
         input_schema: json!({ "type": "object" }),
         output_schema: json!({ "type": "object" }),
         cedar_action: id.into(),
@@ -90,12 +92,15 @@ fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> 
             command: binary.display().to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(binary.to_path_buf()),
         },
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }

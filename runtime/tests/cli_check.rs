@@ -259,3 +259,57 @@ fn cedar_schema_prints_the_generated_schema() {
         assert!(schema.contains(needle), "{needle} missing from:\n{schema}");
     }
 }
+
+#[test]
+fn warnings_and_notes_are_printed_labelled_and_do_not_fail_the_check() {
+    let c = Copy::new();
+    c.edit_record("web_search", |v| {
+        v["input_schema"]["properties"]["session_name"] = serde_json::json!({
+            "type": "string",
+            "x-not-credential": "the name of a saved search session, chosen by the user"
+        });
+    });
+    let script = c.path("tool.sh");
+    fs::write(&script, "#!/bin/sh\nsed -e s/a/b/\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    c.edit_record("tavily_search", |v| {
+        v["endpoint"]["command"] = script.to_str().unwrap().into();
+        v["endpoint"].as_object_mut().unwrap().remove("sha256");
+        v["endpoint"].as_object_mut().unwrap().remove("args");
+    });
+    let out = c.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}{err}", text(&out.stdout));
+    assert!(err.contains("input/credential-exemption"), "{err}");
+    assert!(
+        err.contains("note: ") && err.contains("web_search.json"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the name of a saved search session, chosen by the user"),
+        "{err}"
+    );
+    assert!(err.contains("endpoint/script-runtime"), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("tavily_search.json"),
+        "{err}"
+    );
+    assert!(
+        text(&out.stdout).starts_with("ok: "),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // The same warning beside an error: the error fails the check, the summary counts both.
+    c.edit_record("web_search", |v| {
+        v["timeout_ms"] = 0.into();
+    });
+    let out = c.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error: 1 problem in 1 file"), "{err}");
+    assert!(err.contains("1 warning") && err.contains("1 note"), "{err}");
+}

@@ -16,7 +16,9 @@ fn record(tool_id: &str) -> ToolRecord {
         source: "<test>".into(),
         tool_id: tool_id.into(),
         version: "1.0.0".parse().expect("semver"),
+        title: None,
         description: "in-process".into(),
+        open_world: None,
         input_schema: json!({ "type": "object" }),
         output_schema: json!({ "type": "object" }),
         cedar_action: tool_id.into(),
@@ -34,12 +36,15 @@ fn record(tool_id: &str) -> ToolRecord {
             command: "unused".into(),
             args: Vec::new(),
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::WorkspaceBin("unused".into()),
         },
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }

@@ -256,6 +256,27 @@ fn mcp_annotations_follow_the_side_effect_class() {
 }
 
 #[test]
+fn titles_and_open_world_reach_mcp_only() {
+    let records = rules::all_records();
+    let get = |id: &str| records.iter().find(|r| r.tool_id == id).expect("loaded");
+    let link = mcp::tool(get("x_link_check"));
+    assert_eq!(link["title"], json!("Link check"));
+    assert_eq!(link["annotations"]["openWorldHint"], json!(true));
+    // A record without them: no title, and the specification's default for the hint.
+    let ping = mcp::tool(get("x_ping"));
+    assert!(ping.get("title").is_none(), "{ping}");
+    assert!(ping["annotations"].get("openWorldHint").is_none(), "{ping}");
+    // The other formats document no title field: it is left out.
+    let o = openai::tool(get("x_link_check")).expect("exports");
+    let a = anthropic::tool(get("x_link_check")).expect("exports");
+    let g = gemini::tool(get("x_link_check")).expect("exports");
+    for (format, t) in [("openai", &o), ("anthropic", &a), ("gemini", &g)] {
+        assert!(t.get("title").is_none(), "{format}: {t}");
+        assert!(!t.to_string().contains("Link check"), "{format}: {t}");
+    }
+}
+
+#[test]
 fn chat_completions_shape_wraps_the_same_function() {
     let records = rules::all_records();
     let tool = openai::tool(&records[0]).expect("exports");

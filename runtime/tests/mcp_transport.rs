@@ -244,7 +244,9 @@ fn record(
         source: PathBuf::from("<test>"),
         tool_id: tool_id.into(),
         version: "1.0.0".parse().expect("semver"),
+        title: None,
         description: "test".into(),
+        open_world: None,
         input_schema: json!({ "type": "object" }),
         output_schema: json!({ "type": "object" }),
         cedar_action: tool_id.into(),
@@ -262,12 +264,15 @@ fn record(
             command: command.display().to_string(),
             args: args.iter().map(ToString::to_string).collect(),
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(command),
         },
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }

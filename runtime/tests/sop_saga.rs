@@ -573,7 +573,9 @@ mod typed {
         Contract {
             id,
             version: "1.0.0",
+            title: None,
             description: "",
+            open_world: None,
             cedar_action: id,
             action_groups: &[],
             class,
@@ -589,10 +591,13 @@ mod typed {
                 command: "escepine-testtool",
                 args: &[],
                 sha256: None,
+                image: None,
+                definition_sha256: None,
             },
             secrets: &[],
             egress: &[],
             filesystem: Filesystem::Workspace,
+            read_only: &[],
             input_schema: "{}",
             output_schema: "{}",
         }

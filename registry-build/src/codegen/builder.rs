@@ -69,8 +69,9 @@ impl Builder {
         self
     }
 
-    /// Set the deployment envelope; without one the rule `sandbox/within-envelope` is skipped
-    /// (and the build says so).
+    /// Set the deployment envelope; without one the rules that compare with it
+    /// (`sandbox/within-envelope`, `endpoint/image-source`, `sandbox/read-only-within-envelope`)
+    /// are skipped (and the build says so).
     pub fn envelope(mut self, file: impl Into<PathBuf>) -> Self {
         self.sources = self.sources.envelope(file);
         self
@@ -136,6 +137,12 @@ impl Builder {
         if self.cargo_directives {
             for note in &registry.notes {
                 println!("cargo:warning=escepine: {}", note.replace('\n', " "));
+            }
+            for remark in registry.remarks.iter() {
+                println!(
+                    "cargo:warning=escepine: {}",
+                    remark.to_string().replace('\n', " ")
+                );
             }
         }
         let code = generate(&registry)?;

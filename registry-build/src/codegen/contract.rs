@@ -178,6 +178,24 @@ fn contract_expr(record: &ToolRecord) -> TokenStream {
         Some(d) => quote! { ::core::option::Option::Some(#d) },
         None => quote! { ::core::option::Option::None },
     };
+    let opt_str = |v: Option<&str>| match v {
+        Some(s) => quote! { ::core::option::Option::Some(#s) },
+        None => quote! { ::core::option::Option::None },
+    };
+    let image = opt_str(record.endpoint.image.as_ref().map(|i| i.raw.as_str()));
+    let definition_sha256 = opt_str(record.endpoint.definition_sha256.as_deref());
+    let title = opt_str(record.title.as_deref());
+    let open_world = match record.open_world {
+        Some(b) => quote! { ::core::option::Option::Some(#b) },
+        None => quote! { ::core::option::Option::None },
+    };
+    let read_only: Vec<String> = record
+        .sandbox_profile
+        .read_only
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let read_only = str_slice(read_only.iter().map(String::as_str));
     let secrets = str_slice(record.secrets.iter().map(String::as_str));
     let egress: Vec<String> = record
         .sandbox_profile
@@ -194,7 +212,9 @@ fn contract_expr(record: &ToolRecord) -> TokenStream {
         ::escepine_contract::Contract {
             id: #id,
             version: #version,
+            title: #title,
             description: #description,
+            open_world: #open_world,
             cedar_action: #cedar_action,
             action_groups: #action_groups,
             class: ::escepine_contract::SideEffectClass::#class,
@@ -210,10 +230,13 @@ fn contract_expr(record: &ToolRecord) -> TokenStream {
                 command: #command,
                 args: #args,
                 sha256: #sha256,
+                image: #image,
+                definition_sha256: #definition_sha256,
             },
             secrets: #secrets,
             egress: #egress,
             filesystem: ::escepine_contract::Filesystem::#filesystem,
+            read_only: #read_only,
             input_schema: INPUT_SCHEMA,
             output_schema: OUTPUT_SCHEMA,
         }

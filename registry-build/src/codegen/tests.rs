@@ -11,7 +11,9 @@ fn record(id: &str, input: Value, output: Value) -> ToolRecord {
         source: format!("/records/{id}.json").into(),
         tool_id: id.to_string(),
         version: semver::Version::new(1, 2, 0),
+        title: None,
         description: format!("Does {id}.\n\n    Indented detail."),
+        open_world: None,
         input_schema: input,
         output_schema: output,
         cedar_action: id.to_string(),
@@ -29,12 +31,15 @@ fn record(id: &str, input: Value, output: Value) -> ToolRecord {
             command: "escepine-catalog".to_string(),
             args: vec![id.to_string()],
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::WorkspaceBin("escepine-catalog".to_string()),
         },
         secrets: vec!["API_KEY".to_string()],
         sandbox_profile: SandboxProfile {
             egress: vec!["api.example.com:443".parse().expect("egress entry")],
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }
@@ -156,6 +161,54 @@ fn contract_actions_ids_and_client() {
         code.contains("/// Does firecrawl_scrape.\n///\n/// Indented detail.\n"),
         "{code}"
     );
+}
+
+#[test]
+fn image_definition_read_only_title_and_open_world_reach_the_contract() {
+    let mut r = record(
+        "srv_time",
+        json!({"type": "object", "additionalProperties": false}),
+        json!({"type": "object", "additionalProperties": false}),
+    );
+    let image = "127.0.0.1:5000/mcp/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    r.endpoint.transport = Transport::McpStdio;
+    r.endpoint.command = String::new();
+    r.endpoint.image = Some(escepine_contract::ImageRef::parse(image).expect("pinned"));
+    r.endpoint.definition_sha256 = Some("ab".repeat(32));
+    r.endpoint.resolved = ResolvedCommand::InImage(None);
+    r.sandbox_profile.read_only = vec!["/usr/lib/python3".into()];
+    r.title = Some("Time".into());
+    r.open_world = Some(false);
+    // Compared without whitespace and trailing commas: the printer breaks long lines.
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>().replace(",)", ")");
+    let code = squeeze(&generated(&[r]));
+    for needle in [
+        format!("image: ::core::option::Option::Some(\"{image}\")"),
+        format!(
+            "definition_sha256: ::core::option::Option::Some(\"{}\")",
+            "ab".repeat(32)
+        ),
+        "read_only: &[\"/usr/lib/python3\"]".to_string(),
+        "title: ::core::option::Option::Some(\"Time\")".to_string(),
+        "open_world: ::core::option::Option::Some(false)".to_string(),
+        "command: \"\"".to_string(),
+    ] {
+        assert!(
+            code.contains(&squeeze(&needle)),
+            "missing {needle:?} in\n{code}"
+        );
+    }
+    // A record without them: `None` and an empty list.
+    let plain = generated(&[scrape()]);
+    for needle in [
+        "image: ::core::option::Option::None",
+        "definition_sha256: ::core::option::Option::None",
+        "read_only: &[]",
+        "title: ::core::option::Option::None",
+        "open_world: ::core::option::Option::None",
+    ] {
+        assert!(plain.contains(needle), "missing {needle:?} in\n{plain}");
+    }
 }
 
 #[test]

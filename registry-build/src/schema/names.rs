@@ -47,6 +47,16 @@
 //! `author`, `secretary`, `possession` and `enclave`. `token_count` fails: `token` is a whole
 //! word there (name a count of tokens `tokens`, `max_tokens` or `num_tokens`).
 //!
+//! # Exemptions
+//!
+//! A property that is not a credential but that the rule catches, and that cannot be renamed
+//! (the server receives the payload verbatim: `session_name` of a browser tool, a GitHub
+//! `username` to look up), may carry a reviewed exemption on its own schema:
+//! `"x-not-credential": "<why>"`. Only a non-empty string counts; it exempts only that property
+//! (not a `$defs` entry's properties, not its siblings). `escepine check` lists every exemption
+//! as a note ([`crate::Rule::CredentialExemption`]); [`credential_exemptions`] gives their
+//! payload pointers. Nothing else relaxes the rule.
+//!
 //! # Where
 //!
 //! [`credential_properties`] walks a whole schema document — every `properties` map under
@@ -267,13 +277,153 @@ pub struct CredentialProperty {
     pub word: String,
 }
 
+/// The keyword of a reviewed exemption from the credential-name rule, written on the schema of
+/// the one property it exempts: `"session_name": {"type": "string", "x-not-credential": "a
+/// browser session's display name, not a session id"}`.
+pub const NOT_CREDENTIAL: &str = "x-not-credential";
+
+/// A reviewed exemption from the credential-name rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialExemption {
+    /// Where the exempted property sits in a payload (a JSON pointer whose list steps are
+    /// `/-`): `/session_name`, `/pages/-/session_name`.
+    pub pointer: String,
+    /// The reason written in `x-not-credential`.
+    pub reason: String,
+}
+
+/// The reason of a property schema's exemption, if it carries a valid one (a non-empty
+/// string).
+pub fn exemption_reason(property: &Value) -> Option<&str> {
+    property
+        .get(NOT_CREDENTIAL)?
+        .as_str()
+        .filter(|r| !r.trim().is_empty())
+}
+
 /// Every property of the schema document `schema` whose name is a credential word, wherever it
 /// is declared: under `properties`, list `items`, `$defs` (so also what `$ref` reaches), and
-/// any other subschema keyword, in document order.
+/// any other subschema keyword, in document order. A property whose schema carries a valid
+/// exemption ([`exemption_reason`]) is not listed: see [`exempted_properties`].
 pub fn credential_properties(schema: &Value) -> Vec<CredentialProperty> {
+    caught(schema)
+        .into_iter()
+        .filter(|(_, reason)| reason.is_none())
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// The properties [`credential_properties`] would list but for their valid exemption, each
+/// with its reason, in document order.
+pub fn exempted_properties(schema: &Value) -> Vec<(CredentialProperty, String)> {
+    caught(schema)
+        .into_iter()
+        .filter_map(|(p, reason)| reason.map(|r| (p, r)))
+        .collect()
+}
+
+/// Every credential-named property of the document, with its exemption's reason if valid.
+fn caught(schema: &Value) -> Vec<(CredentialProperty, Option<String>)> {
     let mut found = Vec::new();
-    walk(schema, "", &mut found, 0);
+    each_schema(schema, "", None, 0, &mut |node, at, name| {
+        if let Some(word) = name.and_then(credential_word) {
+            found.push((
+                CredentialProperty {
+                    pointer: at.to_string(),
+                    name: name.unwrap_or_default().to_string(),
+                    word,
+                },
+                exemption_reason(node).map(str::to_string),
+            ));
+        }
+    });
     found
+}
+
+/// The exemptions of an input schema, at the payload pointers of the properties they exempt
+/// (a `$defs` entry reached from two places gives two pointers). Only exemptions of names the
+/// rule catches count.
+pub fn credential_exemptions(schema: &Value) -> Vec<CredentialExemption> {
+    let mut out = Vec::new();
+    for node in super::visit::nodes(schema) {
+        if node.ty != Some(super::walk::JsonType::Object) {
+            continue;
+        }
+        let props = node.schema.get("properties").and_then(Value::as_object);
+        for (name, sub) in props.into_iter().flatten() {
+            if let (Some(_), Some(reason)) = (credential_word(name), exemption_reason(sub)) {
+                let exemption = CredentialExemption {
+                    pointer: format!("{}/{}", node.pointer, escape(name)),
+                    reason: reason.to_string(),
+                };
+                if !out.contains(&exemption) {
+                    out.push(exemption);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A misplaced or malformed `x-not-credential`, or one that exempts nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExemptionProblem {
+    /// JSON pointer of the keyword from the document root.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+    /// Whether the schema stays acceptable (an exemption of a name the rule does not catch).
+    pub harmless: bool,
+}
+
+/// Every `x-not-credential` of the document that is not a non-empty reason on a property
+/// schema, and every valid one on a name the rule does not catch. In an output schema
+/// (`in_input` false) every `x-not-credential` is a problem: the rule reads input names only.
+pub fn exemption_problems(schema: &Value, in_input: bool) -> Vec<ExemptionProblem> {
+    let mut out = Vec::new();
+    each_schema(schema, "", None, 0, &mut |node, at, name| {
+        let Some(v) = node.get(NOT_CREDENTIAL) else {
+            return;
+        };
+        let pointer = format!("{at}/{NOT_CREDENTIAL}");
+        let (message, harmless) = match name {
+            _ if !in_input => (
+                format!(
+                    "`{NOT_CREDENTIAL}` belongs in the input schema: the credential-name rule \
+                     reads input property names only"
+                ),
+                false,
+            ),
+            None => (
+                format!(
+                    "`{NOT_CREDENTIAL}` exempts one property: write it on the schema of that \
+                     property (under `properties`), not here"
+                ),
+                false,
+            ),
+            Some(_) if exemption_reason(node).is_none() => (
+                format!(
+                    "`{NOT_CREDENTIAL}` is {v}; it must be a non-empty string saying why the \
+                     property is not a credential"
+                ),
+                false,
+            ),
+            Some(n) if credential_word(n).is_none() => (
+                format!(
+                    "the credential-name rule does not catch `{n}`: this `{NOT_CREDENTIAL}` \
+                     exempts nothing; remove it"
+                ),
+                true,
+            ),
+            Some(_) => return,
+        };
+        out.push(ExemptionProblem {
+            pointer,
+            message,
+            harmless,
+        });
+    });
+    out
 }
 
 /// Keywords whose value is one subschema.
@@ -302,40 +452,48 @@ const SCHEMA_LISTS: &[&str] = &["items", "prefixItems", "allOf", "anyOf", "oneOf
 /// Deeper than any schema a JSON parser hands over; a bound for values built in code.
 const MAX_DEPTH: usize = 256;
 
-fn walk(node: &Value, at: &str, found: &mut Vec<CredentialProperty>, depth: usize) {
+/// Visit every subschema of the document (pre-order) with its pointer and, for a property's
+/// schema, the property name.
+fn each_schema(
+    node: &Value,
+    at: &str,
+    name: Option<&str>,
+    depth: usize,
+    visit: &mut dyn FnMut(&Value, &str, Option<&str>),
+) {
     let Some(obj) = node.as_object().filter(|_| depth < MAX_DEPTH) else {
         return;
     };
+    visit(node, at, name);
     for (key, value) in obj {
         let here = format!("{at}/{}", escape(key));
         let k = key.as_str();
         if k == "properties" {
             for (name, sub) in value.as_object().into_iter().flatten() {
                 let pointer = format!("{here}/{}", escape(name));
-                if let Some(word) = credential_word(name) {
-                    found.push(CredentialProperty {
-                        pointer: pointer.clone(),
-                        name: name.clone(),
-                        word,
-                    });
-                }
-                walk(sub, &pointer, found, depth + 1);
+                each_schema(sub, &pointer, Some(name), depth + 1, visit);
             }
         } else if SCHEMA_MAPS.contains(&k) {
             for (name, sub) in value.as_object().into_iter().flatten() {
-                walk(sub, &format!("{here}/{}", escape(name)), found, depth + 1);
+                each_schema(
+                    sub,
+                    &format!("{here}/{}", escape(name)),
+                    None,
+                    depth + 1,
+                    visit,
+                );
             }
         } else if SCHEMA_LISTS.contains(&k) {
             match value {
                 Value::Array(items) => {
                     for (i, sub) in items.iter().enumerate() {
-                        walk(sub, &format!("{here}/{i}"), found, depth + 1);
+                        each_schema(sub, &format!("{here}/{i}"), None, depth + 1, visit);
                     }
                 }
-                sub => walk(sub, &here, found, depth + 1),
+                sub => each_schema(sub, &here, None, depth + 1, visit),
             }
         } else if ONE_SCHEMA.contains(&k) {
-            walk(value, &here, found, depth + 1);
+            each_schema(value, &here, None, depth + 1, visit);
         }
     }
 }

@@ -49,7 +49,7 @@ pub fn check(
     which: Which,
     diags: &mut Diagnostics,
 ) -> bool {
-    let before = diags.len();
+    let before = diags.error_count();
     let Some(root) = schema.as_object() else {
         diags.push(Diagnostic::at(
             Rule::SchemaRootObject,
@@ -109,7 +109,7 @@ pub fn check(
         }
     }
     walker.cycles();
-    if which == Which::Input && walker.diags.len() == before {
+    if which == Which::Input && walker.diags.error_count() == before {
         walker.authorize_each_placement();
     }
     if which == Which::Input {
@@ -126,11 +126,34 @@ pub fn check(
                         p.name, p.word
                     ),
                 )
-                .help("secrets are declared by name in `auth.secrets` and injected by the sandbox; rename a pagination token to `cursor`"),
+                .help("secrets are declared by name in `auth.secrets` and injected by the sandbox; rename a pagination token to `cursor`; a field that is not a credential and cannot be renamed may carry a reviewed `\"x-not-credential\": \"<why>\"`"),
+            );
+        }
+        for (p, reason) in names::exempted_properties(schema) {
+            diags.push(
+                Diagnostic::at(
+                    Rule::CredentialExemption,
+                    src,
+                    &format!("{base}{}/{}", p.pointer, names::NOT_CREDENTIAL),
+                    format!(
+                        "the input property `{}` is exempted from the credential-name rule (it reads as {}): {reason}",
+                        p.name, p.word
+                    ),
+                )
+                .note(),
             );
         }
     }
-    if diags.len() == before {
+    for p in names::exemption_problems(schema, which == Which::Input) {
+        let d = Diagnostic::at(
+            Rule::NotCredential,
+            src,
+            &format!("{base}{}", p.pointer),
+            p.message,
+        );
+        diags.push(if p.harmless { d.warning() } else { d });
+    }
+    if diags.error_count() == before {
         if let Err(e) = jsonschema::options()
             .should_validate_formats(true)
             .build(schema)
@@ -143,7 +166,7 @@ pub fn check(
             ));
         }
     }
-    diags.len() == before
+    diags.error_count() == before
 }
 
 struct Walker<'a, 'd> {
@@ -247,7 +270,9 @@ impl Walker<'_, '_> {
     /// name no rule checks.
     fn ref_siblings(&mut self, obj: &Map<String, Value>, at: &str) {
         for key in obj.keys() {
-            if key == "$ref" || ANNOTATIONS.contains(&key.as_str()) {
+            // `x-not-credential` speaks of the property's name, not its value.
+            if key == "$ref" || ANNOTATIONS.contains(&key.as_str()) || key == names::NOT_CREDENTIAL
+            {
                 continue;
             }
             self.diags.push(

@@ -96,7 +96,9 @@ pub(crate) fn expand(
             const CONTRACT: ::escepine_contract::Contract = ::escepine_contract::Contract {
                 id: #id,
                 version: #version,
+                title: ::core::option::Option::None,
                 description: #description,
+                open_world: ::core::option::Option::None,
                 cedar_action: #id,
                 action_groups: &[#(#action_groups),*],
                 class: ::escepine_contract::SideEffectClass::#class,
@@ -112,10 +114,13 @@ pub(crate) fn expand(
                     command: #command,
                     args: &[#id],
                     sha256: ::core::option::Option::None,
+                    image: ::core::option::Option::None,
+                    definition_sha256: ::core::option::Option::None,
                 },
                 secrets: &[#(#secrets),*],
                 egress: &[#(#egress),*],
                 filesystem: ::escepine_contract::Filesystem::Workspace,
+                read_only: &[],
                 // Derived from the payload types when the program runs: see `contract()`.
                 input_schema: "",
                 output_schema: "",

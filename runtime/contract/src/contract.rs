@@ -220,12 +220,18 @@ impl Filesystem {
 pub struct Endpoint {
     /// The wire protocol.
     pub transport: Transport,
-    /// An absolute path, a name on `PATH`, or a binary the workspace declares.
+    /// An absolute path, a name on `PATH`, or a binary the workspace declares; with an
+    /// image, a path inside it (empty: the image's `Entrypoint` and `Cmd`).
     pub command: &'static str,
     /// Arguments passed to the command.
     pub args: &'static [&'static str],
     /// The binary's expected SHA-256 digest, lower-case hex.
     pub sha256: Option<&'static str>,
+    /// The OCI image the sandbox runs on, as written (pinned by digest; [`crate::ImageRef`]
+    /// parses it).
+    pub image: Option<&'static str>,
+    /// For `mcp-stdio`: SHA-256 (lower-case hex) of the tool definition the server listed.
+    pub definition_sha256: Option<&'static str>,
 }
 
 /// The declared inverse of a compensatable tool.
@@ -244,8 +250,12 @@ pub struct Contract {
     pub id: &'static str,
     /// The semver version.
     pub version: &'static str,
+    /// A short human-readable name (MCP's `title`).
+    pub title: Option<&'static str>,
     /// What the planner reads.
     pub description: &'static str,
+    /// Whether the tool reaches an open world of external entities (MCP's `openWorldHint`).
+    pub open_world: Option<bool>,
     /// The id of the tool's Cedar action: `Action::"<cedar_action>"`.
     pub cedar_action: &'static str,
     /// Extra action groups the tool's action joins, besides its class group.
@@ -268,6 +278,8 @@ pub struct Contract {
     pub egress: &'static [&'static str],
     /// File-system access of the sandbox profile.
     pub filesystem: Filesystem,
+    /// Host paths the sandbox binds read-only at the same path.
+    pub read_only: &'static [&'static str],
     /// The canonical input JSON Schema text: the very bytes the input gate validates against.
     pub input_schema: &'static str,
     /// The canonical output JSON Schema text: the very bytes the output gate validates against.
@@ -283,7 +295,13 @@ impl Contract {
         let mut record = Map::new();
         record.insert("tool_id".into(), json!(self.id));
         record.insert("version".into(), json!(self.version));
+        if let Some(t) = self.title {
+            record.insert("title".into(), json!(t));
+        }
         record.insert("description".into(), json!(self.description));
+        if let Some(o) = self.open_world {
+            record.insert("open_world".into(), json!(o));
+        }
         record.insert(
             "input_schema".into(),
             serde_json::from_str(self.input_schema)?,
@@ -321,19 +339,30 @@ impl Contract {
         );
         let mut endpoint = Map::new();
         endpoint.insert("transport".into(), json!(self.endpoint.transport.as_str()));
-        endpoint.insert("command".into(), json!(self.endpoint.command));
+        if let Some(image) = self.endpoint.image {
+            endpoint.insert("image".into(), json!(image));
+        }
+        if self.endpoint.image.is_none() || !self.endpoint.command.is_empty() {
+            endpoint.insert("command".into(), json!(self.endpoint.command));
+        }
         if !self.endpoint.args.is_empty() {
             endpoint.insert("args".into(), json!(self.endpoint.args));
         }
         if let Some(d) = self.endpoint.sha256 {
             endpoint.insert("sha256".into(), json!(d));
         }
+        if let Some(d) = self.endpoint.definition_sha256 {
+            endpoint.insert("definition_sha256".into(), json!(d));
+        }
         record.insert("endpoint".into(), Value::Object(endpoint));
         record.insert("auth".into(), json!({ "secrets": self.secrets }));
-        record.insert(
-            "sandbox_profile".into(),
-            json!({ "egress": self.egress, "filesystem": self.filesystem.as_str() }),
-        );
+        let mut profile = Map::new();
+        profile.insert("egress".into(), json!(self.egress));
+        profile.insert("filesystem".into(), json!(self.filesystem.as_str()));
+        if !self.read_only.is_empty() {
+            profile.insert("read_only".into(), json!(self.read_only));
+        }
+        record.insert("sandbox_profile".into(), Value::Object(profile));
         Ok(Value::Object(record))
     }
 }
@@ -341,6 +370,82 @@ impl Contract {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BASE: Contract = Contract {
+        id: "srv_time",
+        version: "1.0.0",
+        title: None,
+        description: "Tell the time.",
+        open_world: None,
+        cedar_action: "srv_time",
+        action_groups: &[],
+        class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 1_000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: &[FailureOutcome::Halt],
+        endpoint: Endpoint {
+            transport: Transport::McpStdio,
+            command: "/usr/bin/python3",
+            args: &[],
+            sha256: None,
+            image: None,
+            definition_sha256: None,
+        },
+        secrets: &[],
+        egress: &[],
+        filesystem: Filesystem::Workspace,
+        read_only: &[],
+        input_schema: "{}",
+        output_schema: "{}",
+    };
+
+    #[test]
+    fn the_record_carries_image_definition_read_only_title_and_open_world() {
+        let plain = BASE.to_record().expect("JSON");
+        assert!(plain.get("title").is_none() && plain.get("open_world").is_none());
+        assert_eq!(
+            plain["endpoint"],
+            json!({"transport": "mcp-stdio", "command": "/usr/bin/python3"})
+        );
+        assert!(plain["sandbox_profile"].get("read_only").is_none());
+
+        let image = "oci:/var/lib/images/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let full = Contract {
+            title: Some("Time"),
+            open_world: Some(false),
+            endpoint: Endpoint {
+                command: "",
+                image: Some(image),
+                definition_sha256: Some(
+                    "abababababababababababababababababababababababababababababababab",
+                ),
+                ..BASE.endpoint
+            },
+            read_only: &["/usr/lib/python3"],
+            ..BASE
+        }
+        .to_record()
+        .expect("JSON");
+        assert_eq!(full["title"], json!("Time"));
+        assert_eq!(full["open_world"], json!(false));
+        assert_eq!(
+            full["endpoint"],
+            json!({
+                "transport": "mcp-stdio",
+                "image": image,
+                "definition_sha256":
+                    "abababababababababababababababababababababababababababababababab",
+            })
+        );
+        assert_eq!(
+            full["sandbox_profile"]["read_only"],
+            json!(["/usr/lib/python3"])
+        );
+    }
 
     #[test]
     fn retry_bounds_and_the_deadline() {

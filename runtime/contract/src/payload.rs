@@ -294,7 +294,9 @@ mod tests {
         let base = Contract {
             id: "t",
             version: "1.0.0",
+            title: None,
             description: "A tool.",
+            open_world: None,
             cedar_action: "t",
             action_groups: &[],
             class: crate::SideEffectClass::ReadOnly,
@@ -310,10 +312,13 @@ mod tests {
                 command: "t",
                 args: &[],
                 sha256: None,
+                image: None,
+                definition_sha256: None,
             },
             secrets: &[],
             egress: &[],
             filesystem: crate::Filesystem::Workspace,
+            read_only: &[],
             input_schema: "",
             output_schema: "",
         };

@@ -18,11 +18,13 @@
 //! #     const CONTRACT: Contract = CONTRACT;
 //! # }
 //! # struct A; impl CedarAction for A { const ACTION_ID: &'static str = "s"; const IS_GROUP: bool = false; }
-//! # const CONTRACT: Contract = Contract { id: "s", version: "1.0.0", description: "",
+//! # const CONTRACT: Contract = Contract { id: "s", version: "1.0.0", title: None, description: "",
+//! #     open_world: None,
 //! #     cedar_action: "s", action_groups: &[], class: SideEffectClass::ReadOnly, compensation: None,
 //! #     timeout_ms: 1, retry: RetryPolicy { max_attempts: 1, backoff_ms: 0 }, on_failure: &[],
-//! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None },
-//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, input_schema: "{}",
+//! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None,
+//! #         image: None, definition_sha256: None },
+//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, read_only: &[], input_schema: "{}",
 //! #     output_schema: "{}" };
 //! # #[derive(Clone, Copy)] struct SearchStep;
 //! # impl SopStep for SearchStep {
@@ -46,11 +48,13 @@
 //! #     const CONTRACT: Contract = CONTRACT;
 //! # }
 //! # struct A; impl CedarAction for A { const ACTION_ID: &'static str = "s"; const IS_GROUP: bool = false; }
-//! # const CONTRACT: Contract = Contract { id: "s", version: "1.0.0", description: "",
+//! # const CONTRACT: Contract = Contract { id: "s", version: "1.0.0", title: None, description: "",
+//! #     open_world: None,
 //! #     cedar_action: "s", action_groups: &[], class: SideEffectClass::ReadOnly, compensation: None,
 //! #     timeout_ms: 1, retry: RetryPolicy { max_attempts: 1, backoff_ms: 0 }, on_failure: &[],
-//! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None },
-//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, input_schema: "{}",
+//! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None,
+//! #         image: None, definition_sha256: None },
+//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, read_only: &[], input_schema: "{}",
 //! #     output_schema: "{}" };
 //! # #[derive(Clone, Copy)] struct SearchStep;
 //! # impl SopStep for SearchStep {

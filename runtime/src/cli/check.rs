@@ -36,6 +36,9 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
             for note in &reg.notes {
                 let _ = writeln!(io.err, "note: {note}");
             }
+            // Warnings and notes of accepted records (a reviewed credential exemption, a
+            // script endpoint without a runtime), each labelled by its severity.
+            let _ = write!(io.err, "{}", reg.remarks.render_each());
             let _ = writeln!(
                 io.out,
                 "ok: {} tools, {} policies valid in strict mode ({})",

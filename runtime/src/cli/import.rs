@@ -167,7 +167,9 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     };
     let (_, mut diags) = registry_build::check_records(&files, &ctx);
     let out_dir = a.out.display();
-    if diags.is_empty() {
+    if !diags.has_errors() {
+        diags.sort();
+        let _ = write!(io.err, "{}", diags.render_each());
         let _ = writeln!(
             io.out,
             "ok: {} draft(s) pass every record rule; read their REVIEW notes, then run \

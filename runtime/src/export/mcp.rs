@@ -1,5 +1,5 @@
 //! Model Context Protocol `tools/list` entries:
-//! `{"name", "description", "inputSchema", "outputSchema", "annotations"}`.
+//! `{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}`.
 //!
 //! Rules relied on (MCP specification 2025-11-25, `schema.ts` `Tool` and `ToolAnnotations`,
 //! and "Tool names" in server/tools):
@@ -31,10 +31,15 @@
 //! superseded), so the earlier version is not destroyed — an additive update — and writing the
 //! same version again leaves the same state — idempotent. A compensatable write has an inverse
 //! because it changes something that must be undone: destructive, and not assumed idempotent.
-//! `openWorldHint` is not set: a record cannot tell whether a tool's domain is open (its egress
-//! may be empty until a run-time overlay adds a host, as for a self-hosted search API, the
-//! specification's very example of an open world), so the specification's default (true)
-//! stands.
+//! `openWorldHint` is not derived: a record cannot tell from its profile whether a tool's
+//! domain is open (its egress may be empty until a run-time overlay adds a host, as for a
+//! self-hosted search API, the specification's very example of an open world). It is passed
+//! when the record declares `open_world` (kept from the server's own `openWorldHint` at
+//! import); otherwise the specification's default (true) stands.
+//!
+//! `title` ("intended for UI and end-user contexts", `BaseMetadata`) is the record's `title`,
+//! when it has one. The OpenAI, Anthropic and Gemini formats have no such field, so their
+//! exports leave it out.
 
 use escepine_contract::SideEffectClass;
 use registry_build::ToolRecord;
@@ -51,16 +56,19 @@ pub fn name_ok(name: &str) -> bool {
     name_fits(name, 128, c, c)
 }
 
-/// The `tools/list` entry of `record`: its schemas exactly as registered, annotations from its
-/// side-effect class.
+/// The `tools/list` entry of `record`: its title, its schemas exactly as registered,
+/// annotations from its side-effect class (and its `open_world`).
 pub fn tool(record: &ToolRecord) -> Value {
-    json!({
-        "name": record.tool_id,
-        "description": record.description,
-        "inputSchema": record.input_schema,
-        "outputSchema": record.output_schema,
-        "annotations": annotations(record),
-    })
+    let mut t = Map::new();
+    t.insert("name".into(), json!(record.tool_id));
+    if let Some(title) = &record.title {
+        t.insert("title".into(), json!(title));
+    }
+    t.insert("description".into(), json!(record.description));
+    t.insert("inputSchema".into(), record.input_schema.clone());
+    t.insert("outputSchema".into(), record.output_schema.clone());
+    t.insert("annotations".into(), annotations(record));
+    Value::Object(t)
 }
 
 /// [`tool`], refusing a tool id that breaks the specification's naming rule.
@@ -82,6 +90,9 @@ pub fn checked_tool(record: &ToolRecord) -> Result<Value, ExportError> {
 /// The `ToolAnnotations` of `record` (see the module documentation for the mapping).
 pub fn annotations(record: &ToolRecord) -> Value {
     let mut a = Map::new();
+    if let Some(open) = record.open_world {
+        a.insert("openWorldHint".into(), Value::Bool(open));
+    }
     match record.side_effect_class {
         SideEffectClass::ReadOnly => {
             a.insert("readOnlyHint".into(), Value::Bool(true));

@@ -38,7 +38,9 @@ pub fn testtool_record(tool_id: &str, mode: &str) -> ToolRecord {
         source: PathBuf::from("<test>"),
         tool_id: tool_id.to_string(),
         version: "1.0.0".parse().expect("a semver version"),
+        title: None,
         description: format!("escepine-testtool in mode {mode}"),
+        open_world: None,
         input_schema: json!({ "type": "object" }),
         output_schema: json!({ "type": "object" }),
         cedar_action: tool_id.to_string(),
@@ -56,12 +58,15 @@ pub fn testtool_record(tool_id: &str, mode: &str) -> ToolRecord {
             command: testtool().display().to_string(),
             args: vec![mode.to_string()],
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(testtool()),
         },
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }

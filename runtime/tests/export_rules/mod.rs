@@ -757,7 +757,21 @@ pub fn mcp_matches(tool: &Value, record: &ToolRecord) -> Vec<String> {
     if tool["outputSchema"] != record.output_schema {
         v.push("outputSchema differs from the registered output schema".into());
     }
+    if tool.get("title").and_then(Value::as_str) != record.title.as_deref() {
+        v.push(format!(
+            "title {:?} is not the record's title {:?}",
+            tool.get("title"),
+            record.title
+        ));
+    }
     let a = &tool["annotations"];
+    if a.get("openWorldHint").and_then(Value::as_bool) != record.open_world {
+        v.push(format!(
+            "openWorldHint {:?} is not the record's open_world {:?}",
+            a.get("openWorldHint"),
+            record.open_world
+        ));
+    }
     let want = match record.side_effect_class {
         SideEffectClass::ReadOnly => a["readOnlyHint"] == json!(true),
         SideEffectClass::Compensatable => {

@@ -79,7 +79,9 @@ pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
         source: PathBuf::from("<test>"),
         tool_id: tool_id.to_string(),
         version: "1.0.0".parse().expect("a semver version"),
+        title: None,
         description: format!("{} {}", binary.display(), args.join(" ")),
+        open_world: None,
         input_schema: json!({ "type": "object" }),
         output_schema: json!({ "type": "object" }),
         cedar_action: tool_id.to_string(),
@@ -97,12 +99,15 @@ pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
             command: binary.display().to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             sha256: None,
+            image: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(binary.to_path_buf()),
         },
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
             filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
         },
     }
 }

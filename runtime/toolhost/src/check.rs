@@ -48,7 +48,7 @@ mod imp {
     use std::path::{Path, PathBuf};
 
     use cedar_policy::SchemaFragment;
-    use escepine_contract::{BuildSources, Contract};
+    use escepine_contract::{BuildSources, Contract, ImageRef};
     use registry_build::{
         CompensationSpec, EgressEntry, EndpointSpec, Registry, ResolvedCommand, Rule,
         SandboxProfile, Sources, ToolRecord,
@@ -148,7 +148,9 @@ mod imp {
             source: PathBuf::from(path),
             tool_id: c.id.to_string(),
             version: c.version.parse().map_err(|e| format!("{e}"))?,
+            title: c.title.map(str::to_string),
             description: c.description.to_string(),
+            open_world: c.open_world,
             input_schema: json(c.input_schema)?,
             output_schema: json(c.output_schema)?,
             cedar_action: c.cedar_action.to_string(),
@@ -170,12 +172,20 @@ mod imp {
                 command: c.endpoint.command.to_string(),
                 args: c.endpoint.args.iter().map(|a| a.to_string()).collect(),
                 sha256: c.endpoint.sha256.map(str::to_string),
+                image: c
+                    .endpoint
+                    .image
+                    .map(ImageRef::parse)
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                definition_sha256: c.endpoint.definition_sha256.map(str::to_string),
                 resolved: ResolvedCommand::WorkspaceBin(c.endpoint.command.to_string()),
             },
             secrets: c.secrets.iter().map(|s| s.to_string()).collect(),
             sandbox_profile: SandboxProfile {
                 egress,
                 filesystem: c.filesystem,
+                read_only: c.read_only.iter().map(PathBuf::from).collect(),
             },
         })
     }

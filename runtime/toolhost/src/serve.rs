@@ -312,7 +312,9 @@ mod tests {
         const CONTRACT: Contract = Contract {
             id: "t_double",
             version: "1.0.0",
+            title: None,
             description: "Doubles n.",
+            open_world: None,
             cedar_action: "t_double",
             action_groups: &[],
             class: SideEffectClass::ReadOnly,
@@ -328,10 +330,13 @@ mod tests {
                 command: "host",
                 args: &["t_double"],
                 sha256: None,
+                image: None,
+                definition_sha256: None,
             },
             secrets: &[],
             egress: &[],
             filesystem: Filesystem::Workspace,
+            read_only: &[],
             input_schema: r#"{"type":"object"}"#,
             output_schema: r#"{"type":"object"}"#,
         };

@@ -30,7 +30,9 @@ mod registry {
             const CONTRACT: escepine_contract::Contract = escepine_contract::Contract {
                 id: "echo",
                 version: "1.0.0",
+                title: None,
                 description: "Echo.",
+                open_world: None,
                 cedar_action: "echo",
                 action_groups: &[],
                 class: escepine_contract::SideEffectClass::ReadOnly,
@@ -46,10 +48,13 @@ mod registry {
                     command: "tools",
                     args: &["echo"],
                     sha256: None,
+                    image: None,
+                    definition_sha256: None,
                 },
                 secrets: &[],
                 egress: &[],
                 filesystem: escepine_contract::Filesystem::Workspace,
+                read_only: &[],
                 input_schema: "{}",
                 output_schema: "{}",
             };

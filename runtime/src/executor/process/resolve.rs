@@ -62,6 +62,14 @@ pub(super) fn locate(tool: &ToolRecord, dirs: &SearchDirs) -> Result<PathBuf, Ex
                 looked.join(", ")
             )))
         }
+        ResolvedCommand::InImage(_) => Err(ExecError::Spawn(format!(
+            "`{}` runs inside its image `{}`: its command is not a host binary",
+            tool.tool_id,
+            tool.endpoint
+                .image
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        ))),
     }
 }
 
