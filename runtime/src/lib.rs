@@ -15,6 +15,7 @@ pub mod executor;
 pub mod export;
 pub mod gate;
 pub mod host_class;
+pub mod images;
 pub mod ledger;
 pub mod mcp;
 mod ofd_lock;

@@ -78,7 +78,7 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let result = rt.block_on(async {
         let ledger =
             SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| (5, e.to_string()))?;
-        let executor = args.run.executor().map_err(|e| (5, e))?;
+        let executor = args.run.executor(&registry).await.map_err(|e| (5, e))?;
         let secrets = args.run.secrets().map_err(|e| (exit::INVALID, e))?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))

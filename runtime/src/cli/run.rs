@@ -275,7 +275,13 @@ fn build_runtime(args: &RuntimeArgs) -> Result<Runtime, Failure> {
     let registry = registry_build::load(&args.registry.sources())
         .map_err(|d| (exit::INVALID, d.render().trim_end().to_string()))?;
     let ledger = SqliteLedger::open(&args.ledger, Durability::Full).map_err(not_driven)?;
-    let executor = args.run.executor().map_err(not_driven)?;
+    // Images are fetched before the run starts (never inside a call).
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| not_driven(format!("cannot start the async runtime: {e}")))?
+        .block_on(args.run.executor(&registry))
+        .map_err(not_driven)?;
     let secrets = args.run.secrets().map_err(invalid)?;
     let mut builder = Runtime::builder(registry)
         .ledger(Arc::new(ledger))

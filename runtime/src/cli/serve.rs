@@ -248,7 +248,7 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let result: Result<(), String> = rt.block_on(async {
         let ledger =
             SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| e.to_string())?;
-        let executor = args.run.executor()?;
+        let executor = args.run.executor(&registry).await?;
         let secrets = args.run.secrets()?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))

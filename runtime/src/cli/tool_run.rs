@@ -4,7 +4,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::path::Path;
+
+use escepine_oci::ImageStore;
+use registry_build::Registry;
+
 use crate::executor::{Executor, ProcessExecutor};
+use crate::images;
 use crate::sandbox::SandboxExecutor;
 use crate::secrets::{ChainSecrets, EnvSecrets, MapSecrets, SecretSource};
 
@@ -34,24 +40,51 @@ pub(crate) struct ToolRunArgs {
     /// tools declare in `auth.secrets`. A variable of that name in the environment wins.
     #[arg(long, value_name = "FILE")]
     secrets: Option<PathBuf>,
+    /// The image cache (`endpoint.image`: fetched, verified and unpacked once, shared by every
+    /// runtime on the machine); default `$ESCEPINE_IMAGE_CACHE`, else
+    /// `/var/cache/escepine/images` for root, else `~/.cache/escepine/images`.
+    #[arg(long, value_name = "DIR")]
+    image_cache: Option<PathBuf>,
 }
 
 impl ToolRunArgs {
-    /// The chosen executor.
+    /// The chosen executor, with the images of `registry`'s tools fetched, verified and
+    /// unpacked (before any call: never inside a call's timeout).
     ///
     /// # Errors
-    /// When the sandbox is chosen and its init binary cannot be found.
-    pub(crate) fn executor(&self) -> Result<Arc<dyn Executor>, String> {
+    /// When the sandbox is chosen and its init binary cannot be found, or an image cannot be
+    /// fetched, verified or unpacked.
+    pub(crate) async fn executor(&self, registry: &Registry) -> Result<Arc<dyn Executor>, String> {
         match self.executor {
             ExecutorKind::Process => Ok(Arc::new(ProcessExecutor::new())),
-            ExecutorKind::Sandbox => match SandboxExecutor::new() {
-                Ok(s) => Ok(Arc::new(s)),
-                Err(e) => Err(format!(
-                    "the sandbox is unavailable: {e} (`--executor process` runs tools \
-                     unsandboxed)"
-                )),
-            },
+            ExecutorKind::Sandbox => {
+                let sandbox = SandboxExecutor::new().map_err(|e| {
+                    format!(
+                        "the sandbox is unavailable: {e} (`--executor process` runs tools \
+                         unsandboxed)"
+                    )
+                })?;
+                let prepared = self.images(registry).await?;
+                Ok(Arc::new(images::with_images(sandbox, &prepared)))
+            }
         }
+    }
+
+    /// The images of `registry`'s tools, made ready in the image cache.
+    ///
+    /// # Errors
+    /// The first image that cannot be fetched, verified or unpacked.
+    pub(crate) async fn images(
+        &self,
+        registry: &Registry,
+    ) -> Result<Vec<images::Prepared>, String> {
+        if !registry.records.iter().any(|r| r.endpoint.image.is_some()) {
+            return Ok(Vec::new());
+        }
+        let store = image_store(self.image_cache.as_deref())?;
+        images::prepare(registry, &store)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Where secret values come from: the environment, then the `--secrets` file.
@@ -67,4 +100,13 @@ impl ToolRunArgs {
             ])),
         })
     }
+}
+
+/// The image cache at `dir`, or the default one.
+///
+/// # Errors
+/// When the cache directory cannot be made.
+pub(crate) fn image_store(dir: Option<&Path>) -> Result<ImageStore, String> {
+    let root = dir.map_or_else(ImageStore::default_root, Path::to_path_buf);
+    ImageStore::open(&root).map_err(|e| format!("the image cache {}: {e}", root.display()))
 }

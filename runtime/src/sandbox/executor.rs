@@ -113,7 +113,7 @@ impl SandboxExecutor {
     /// [`ExecError::Permanent`] when the endpoint names an image that was not fetched when the
     /// runtime was built (never fetched inside a call's timeout).
     pub fn image_of(&self, tool: &ToolRecord) -> Result<Option<Arc<ToolImage>>, ExecError> {
-        let Some(reference) = record_image(tool) else {
+        let Some(reference) = tool.endpoint.image.as_ref() else {
             return Ok(None);
         };
         match self.images.get(&reference.raw) {
@@ -221,7 +221,7 @@ impl SandboxExecutor {
             program_identity: identity,
             program_sha256: tool.endpoint.sha256.clone(),
             read_only,
-            binds: record_binds(tool),
+            binds: tool.sandbox_profile.read_only.clone(),
             root_tree: None,
             egress: egress.to_vec(),
             limits: self.limits,
@@ -459,21 +459,11 @@ fn image_spec(
         program_identity: image.reference.clone(),
         program_sha256: None,
         read_only: image.top_level(),
-        binds: record_binds(tool),
+        binds: tool.sandbox_profile.read_only.clone(),
         root_tree: Some(image.rootfs.clone()),
         egress: egress.to_vec(),
         limits,
     }))
-}
-
-/// The record's `endpoint.image`.
-fn record_image(_tool: &ToolRecord) -> Option<&escepine_contract::ImageRef> {
-    None
-}
-
-/// The record's `sandbox_profile.read_only`.
-pub(super) fn record_binds(_tool: &ToolRecord) -> Vec<PathBuf> {
-    Vec::new()
 }
 
 fn spawn_error(e: SandboxError) -> ExecError {

@@ -78,14 +78,10 @@ pub async fn root_of(
             }));
         }
     }
-    out.extend(
-        super::executor::record_binds(tool)
-            .into_iter()
-            .map(|p| RootEntry {
-                path: p,
-                source: RootSource::Bound,
-            }),
-    );
+    out.extend(tool.sandbox_profile.read_only.iter().map(|p| RootEntry {
+        path: p.clone(),
+        source: RootSource::Bound,
+    }));
     let made = DEVICES.iter().map(|d| format!("/dev/{d}")).chain(
         [
             "/etc/hosts",
