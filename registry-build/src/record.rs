@@ -64,6 +64,10 @@ pub struct EndpointSpec {
     pub args: Vec<String>,
     /// Expected SHA-256 digest of the binary (lower-case hex).
     pub sha256: Option<String>,
+    /// `mcp-stdio` only: the SHA-256 (lower-case hex) of the canonical JSON of the tool
+    /// definition the server listed when the record was made, minus `_meta`. A server whose
+    /// current listing of the tool has another digest is refused before any `tools/call`.
+    pub definition_sha256: Option<String>,
     /// How the command resolved at registration.
     pub resolved: ResolvedCommand,
 }
@@ -148,6 +152,9 @@ impl ToolRecord {
         }
         if let Some(d) = &self.endpoint.sha256 {
             ep.insert("sha256".into(), Value::from(d.clone()));
+        }
+        if let Some(d) = &self.endpoint.definition_sha256 {
+            ep.insert("definition_sha256".into(), Value::from(d.clone()));
         }
         m.insert("endpoint".into(), Value::Object(ep));
         m.insert(

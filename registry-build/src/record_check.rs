@@ -675,7 +675,7 @@ fn check_on_failure(
 fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Option<EndpointSpec> {
     let src = e.src;
     e.closed(
-        &["transport", "command", "args", "sha256"],
+        &["transport", "command", "args", "sha256", "definition_sha256"],
         "`endpoint`",
         diags,
     );
@@ -721,13 +721,7 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
     };
     let sha256 = match e.map.get("sha256") {
         None => Some(None),
-        Some(Value::String(d))
-            if d.len() == 64
-                && d.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
-        {
-            Some(Some(d.clone()))
-        }
+        Some(Value::String(d)) if is_sha256_hex(d) => Some(Some(d.clone())),
         Some(d) => {
             diags.push(Diagnostic::at(
                 Rule::EndpointDigest,
@@ -738,13 +732,45 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
             None
         }
     };
+    let definition_sha256 = match e.map.get("definition_sha256") {
+        None => Some(None),
+        Some(Value::String(d)) if is_sha256_hex(d) => {
+            if transport.is_some_and(|t| t != Transport::McpStdio) {
+                diags.push(Diagnostic::at(
+                    Rule::EndpointDefinitionDigest,
+                    src,
+                    "/endpoint/definition_sha256",
+                    "a definition digest pins an MCP tool's listing; it is allowed only with \
+                     the transport mcp-stdio",
+                ));
+                None
+            } else {
+                Some(Some(d.clone()))
+            }
+        }
+        Some(d) => {
+            diags.push(Diagnostic::at(
+                Rule::EndpointDefinitionDigest,
+                src,
+                "/endpoint/definition_sha256",
+                format!("{d} is not a SHA-256 digest (64 lower-case hex digits)"),
+            ));
+            None
+        }
+    };
     Some(EndpointSpec {
         transport: transport?,
         command: command?,
         args: args?,
         sha256: sha256?,
+        definition_sha256: definition_sha256?,
         resolved: resolved?,
     })
+}
+
+/// Whether `d` is a SHA-256 digest as records write it: 64 lower-case hex digits.
+fn is_sha256_hex(d: &str) -> bool {
+    d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {

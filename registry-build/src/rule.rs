@@ -83,6 +83,9 @@ rules! {
     EndpointResolvable = "endpoint/resolvable",
     /// `endpoint.sha256` is not 64 lower-case hex digits.
     EndpointDigest = "endpoint/sha256",
+    /// `endpoint.definition_sha256` is not 64 lower-case hex digits, or is given with a transport
+    /// other than `mcp-stdio`.
+    EndpointDefinitionDigest = "endpoint/definition-sha256",
     /// `auth` holds anything but secret names.
     AuthNamesOnly = "auth/names-only",
     /// An egress entry is a URL or malformed.

@@ -58,6 +58,7 @@ fn record(
             command: "/bin/true".to_string(),
             args: Vec::new(),
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(PathBuf::from("/bin/true")),
         },
         secrets: Vec::new(),

@@ -90,6 +90,7 @@ fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> 
             command: binary.display().to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(binary.to_path_buf()),
         },
         secrets: Vec::new(),

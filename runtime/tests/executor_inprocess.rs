@@ -34,6 +34,7 @@ fn record(tool_id: &str) -> ToolRecord {
             command: "unused".into(),
             args: Vec::new(),
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::WorkspaceBin("unused".into()),
         },
         secrets: Vec::new(),

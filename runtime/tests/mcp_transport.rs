@@ -262,6 +262,7 @@ fn record(
             command: command.display().to_string(),
             args: args.iter().map(ToString::to_string).collect(),
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(command),
         },
         secrets: Vec::new(),

@@ -29,6 +29,7 @@ fn record(id: &str, input: Value, output: Value) -> ToolRecord {
             command: "escepine-catalog".to_string(),
             args: vec![id.to_string()],
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::WorkspaceBin("escepine-catalog".to_string()),
         },
         secrets: vec!["API_KEY".to_string()],

@@ -56,6 +56,7 @@ pub fn testtool_record(tool_id: &str, mode: &str) -> ToolRecord {
             command: testtool().display().to_string(),
             args: vec![mode.to_string()],
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(testtool()),
         },
         secrets: Vec::new(),

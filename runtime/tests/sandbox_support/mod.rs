@@ -97,6 +97,7 @@ pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
             command: binary.display().to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
             sha256: None,
+            definition_sha256: None,
             resolved: ResolvedCommand::Path(binary.to_path_buf()),
         },
         secrets: Vec::new(),

@@ -170,6 +170,7 @@ mod imp {
                 command: c.endpoint.command.to_string(),
                 args: c.endpoint.args.iter().map(|a| a.to_string()).collect(),
                 sha256: c.endpoint.sha256.map(str::to_string),
+                definition_sha256: None,
                 resolved: ResolvedCommand::WorkspaceBin(c.endpoint.command.to_string()),
             },
             secrets: c.secrets.iter().map(|s| s.to_string()).collect(),
