@@ -11,7 +11,7 @@ use super::backend::{Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBacken
 use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
-use crate::executor::bounded::read_stderr;
+use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
@@ -412,8 +412,9 @@ fn classify(
     match out.status {
         JobStatus::Exited(0) => {
             if out.stdout.iter().all(u8::is_ascii_whitespace) {
-                return Err(ExecError::Protocol(format!(
-                    "`{tool}` exited 0 but wrote no output on stdout"
+                return Err(ExecError::Protocol(with_stderr_tail(
+                    format!("`{tool}` exited 0 but wrote no output on stdout"),
+                    &out.stderr,
                 )));
             }
             let output = serde_json::from_slice(&out.stdout).map_err(|e| {
@@ -428,15 +429,21 @@ fn classify(
             })
         }
         JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {
-            message: format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+            message: with_stderr_tail(
+                format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+                &out.stderr,
+            ),
             stderr: stderr(),
         }),
         JobStatus::Exited(code) => Err(ExecError::Permanent {
-            message: format!("`{tool}` exited with status {code}"),
+            message: with_stderr_tail(format!("`{tool}` exited with status {code}"), &out.stderr),
             stderr: stderr(),
         }),
         JobStatus::Signaled(sig) => Err(ExecError::Permanent {
-            message: format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+            message: with_stderr_tail(
+                format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+                &out.stderr,
+            ),
             stderr: stderr(),
         }),
     }
