@@ -167,6 +167,19 @@ impl SandboxExecutor {
         program: &Path,
         egress: &[EgressEntry],
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
+        self.spec_of(program, tool.endpoint.sha256.clone(), &[], egress)
+            .await
+    }
+
+    /// The spec of sandboxes running `program` (pinned to `sha256`), with `more_read_only`
+    /// besides the executor's own read-only paths.
+    async fn spec_of(
+        &self,
+        program: &Path,
+        sha256: Option<String>,
+        more_read_only: &[PathBuf],
+        egress: &[EgressEntry],
+    ) -> Result<Arc<SandboxSpec>, SandboxError> {
         let identity = deps::identity(program)?;
         let (cache, p, id) = (
             Arc::clone(&self.deps),
@@ -180,10 +193,11 @@ impl SandboxExecutor {
                 why: e.to_string(),
             })??;
         read_only.extend(self.extra_read_only.iter().cloned());
+        read_only.extend(more_read_only.iter().cloned());
         Ok(Arc::new(SandboxSpec {
             program: program.to_path_buf(),
             program_identity: identity,
-            program_sha256: tool.endpoint.sha256.clone(),
+            program_sha256: sha256,
             read_only,
             egress: egress.to_vec(),
             limits: self.limits,
@@ -369,6 +383,121 @@ impl SandboxExecutor {
             execution.egress_refusals = refusals;
         }
         result
+    }
+}
+
+impl SandboxExecutor {
+    /// Start an MCP server outside any call (what `escepine import mcp` lists): `program` (an
+    /// absolute path) with `args`, in a fresh sandbox provisioned as for a tool (its binary,
+    /// interpreter and libraries, the executor's read-only paths) plus `read_only`, no network,
+    /// and no host environment — only `PATH`, `LANG`, `HOME` and `TMPDIR` (the workspace).
+    /// The server's streams are handed back; [`ServerSession::destroy`] ends it.
+    ///
+    /// # Errors
+    /// [`ExecError::Spawn`] when the sandbox cannot be provisioned or the server not started.
+    pub async fn attach_server(
+        &self,
+        program: &Path,
+        args: &[String],
+        read_only: &[PathBuf],
+    ) -> Result<ServerSession, ExecError> {
+        let spec = self
+            .spec_of(program, None, read_only, &[])
+            .await
+            .map_err(spawn_error)?;
+        let mut sandbox = self
+            .backend
+            .provision(Arc::clone(&spec))
+            .await
+            .map_err(spawn_error)?;
+        let mut argv = vec![program.to_string_lossy().into_owned()];
+        argv.extend(args.iter().cloned());
+        let env = vec![
+            ("PATH".into(), crate::executor::process::SAFE_PATH.into()),
+            ("LANG".into(), crate::executor::process::TOOL_LANG.into()),
+            ("HOME".into(), WORKSPACE.into()),
+            ("TMPDIR".into(), WORKSPACE.into()),
+        ];
+        let job = Job {
+            argv,
+            env,
+            stdin: String::new(),
+            // The caller bounds the session and then destroys the sandbox.
+            deadline: Instant::now() + std::time::Duration::from_secs(24 * 3600),
+            stdout_limit: self.stdout_limit,
+            stderr_limit: self.stderr_limit,
+            scrubber: crate::scrub::Scrubber::default(),
+        };
+        match self.backend.attach(&mut sandbox, job).await {
+            Ok(attached) => Ok(ServerSession {
+                attached,
+                sandbox,
+                backend: Arc::clone(&self.backend),
+            }),
+            Err(e) => {
+                let _ = self.backend.destroy(sandbox).await;
+                Err(ExecError::Spawn(format!(
+                    "cannot start the MCP server {} in a sandbox: {e}",
+                    program.display()
+                )))
+            }
+        }
+    }
+}
+
+/// An MCP server started by [`SandboxExecutor::attach_server`]: its streams, and its sandbox
+/// until [`ServerSession::destroy`] (dropping it kills everything in the sandbox too).
+pub struct ServerSession {
+    /// The server's standard streams and status.
+    pub attached: Attached,
+    sandbox: Sandbox,
+    backend: Arc<dyn SandboxBackend>,
+}
+
+impl std::fmt::Debug for ServerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSession")
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerSession {
+    /// Split the session into its streams and a handle that destroys the sandbox.
+    pub fn into_parts(self) -> (Attached, SessionSandbox) {
+        (
+            self.attached,
+            SessionSandbox {
+                sandbox: self.sandbox,
+                backend: self.backend,
+            },
+        )
+    }
+
+    /// Kill whatever is left in the sandbox and release it.
+    pub async fn destroy(self) -> super::backend::Teardown {
+        self.into_parts().1.destroy().await
+    }
+}
+
+/// The sandbox of a [`ServerSession`] whose streams were taken.
+pub struct SessionSandbox {
+    sandbox: Sandbox,
+    backend: Arc<dyn SandboxBackend>,
+}
+
+impl std::fmt::Debug for SessionSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionSandbox")
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionSandbox {
+    /// Kill whatever is left in the sandbox and release it.
+    pub async fn destroy(self) -> super::backend::Teardown {
+        self.backend.destroy(self.sandbox).await
     }
 }
 
