@@ -223,10 +223,14 @@ fn rule_decisions(d: &Draft, out: &Path, ctx: &record_check::Context<'_>) -> Vec
     diags
         .iter()
         .filter(|diag| {
-            // A decision the draft already names is not listed twice.
-            !d.decisions
-                .iter()
-                .any(|k| diag.pointer.as_deref() == Some(k.pointer.as_str()))
+            // A decision the draft already names (at its pointer or below) is not listed twice.
+            !d.decisions.iter().any(|k| {
+                diag.pointer.as_deref().is_some_and(|p| {
+                    p == k.pointer
+                        || (p.starts_with(k.pointer.as_str())
+                            && p[k.pointer.len()..].starts_with('/'))
+                })
+            })
         })
         .map(|diag| {
             Decision::new(

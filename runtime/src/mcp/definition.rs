@@ -100,14 +100,14 @@ pub fn changed(record: &ToolRecord, tool: &Value, pinned: &str) -> Option<String
     }
     let what = if found.is_empty() {
         "a part the record does not hold verbatim (its schemas' details, title or \
-         annotations) changed"
+         annotations)"
             .to_string()
     } else {
-        format!("changed: {}", found.join("; "))
+        found.join("; ")
     };
     Some(format!(
-        "the MCP server's definition of `{name}` is not the one the record pins \
-         (definition_sha256 {pinned}, listed now {listed}); {what}; no tools/call was sent — \
+        "the MCP server changed the definition of `{name}` since the record pinned it: {what}; \
+         no tools/call was sent (definition_sha256 pinned {pinned}, listed now {listed}); \
          review the change and import the tool again"
     ))
 }

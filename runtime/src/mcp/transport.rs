@@ -430,7 +430,8 @@ pub(crate) fn classify(
     }
 }
 
-fn describe_status(s: JobStatus) -> String {
+/// How a server ended, for a failure message: `it exited with status 1`.
+pub(crate) fn describe_status(s: JobStatus) -> String {
     match s {
         JobStatus::Exited(code) => format!("it exited with status {code}"),
         JobStatus::Signaled(sig) => format!("it was killed by signal {sig}"),
@@ -439,7 +440,7 @@ fn describe_status(s: JobStatus) -> String {
 
 /// A local process's exit status as a job status (a status with neither code nor signal, which
 /// Unix does not produce, reads as signal 0).
-fn job_status(s: ExitStatus) -> JobStatus {
+pub(crate) fn job_status(s: ExitStatus) -> JobStatus {
     match (s.code(), s.signal()) {
         (Some(code), _) => JobStatus::Exited(code),
         (None, sig) => JobStatus::Signaled(sig.unwrap_or(0)),

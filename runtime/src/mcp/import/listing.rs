@@ -17,8 +17,8 @@ use crate::executor::process::{
     ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT, SAFE_PATH, TOOL_LANG,
 };
 use crate::mcp::rpc::RawClient;
-use crate::mcp::transport::{SessionError, SHUTDOWN_GRACE};
-use crate::sandbox::SandboxExecutor;
+use crate::mcp::transport::{describe_status, job_status, SessionError, SHUTDOWN_GRACE};
+use crate::sandbox::{JobStatus, SandboxExecutor};
 use crate::scrub::Scrubber;
 
 /// Initialize a session on `read`/`write` (the server's stdout and stdin) and read every page
@@ -94,7 +94,7 @@ pub async fn list_unsandboxed(
             .ok()
             .and_then(Result::ok);
         group.kill();
-        (listed, status.map(|s| s.to_string()))
+        (listed, status.map(job_status))
     };
     let ((listed, status), stderr) =
         tokio::join!(work, read_stderr(stderr, DEFAULT_STDERR_LIMIT, &scrubber));
@@ -144,7 +144,7 @@ pub async fn list_sandboxed(
             .and_then(Result::ok);
         // Destroying the sandbox ends every process in it, which closes its stderr.
         let _ = sandbox.destroy().await;
-        (listed, ended.map(|s| format!("{s:?}")))
+        (listed, ended)
     };
     let ((listed, status), stderr) =
         tokio::join!(work, read_stderr(stderr, DEFAULT_STDERR_LIMIT, &scrubber));
@@ -156,7 +156,7 @@ pub async fn list_sandboxed(
 fn outcome(
     program: &str,
     listed: Result<Result<ServerTools, SessionError>, tokio::time::error::Elapsed>,
-    status: Option<String>,
+    status: Option<JobStatus>,
     stderr: &str,
     timeout: Duration,
 ) -> Result<ServerTools, ImportError> {
@@ -168,7 +168,7 @@ fn outcome(
         Ok(Ok(tools)) => Ok(tools),
         Ok(Err(e)) => {
             let ended = match status {
-                Some(s) => format!("; it ended: {s}"),
+                Some(s) => format!("; {}", describe_status(s)),
                 None => String::new(),
             };
             Err(ImportError::Session {
