@@ -454,7 +454,7 @@ async fn a_server_exiting_before_it_answers_names_its_stderr_in_the_error_and_th
         };
         assert!(last_error.contains(ended), "{tool}: {last_error}");
         assert!(
-            last_error.contains(&format!("its stderr ends: ")) && last_error.contains(why),
+            last_error.contains("its stderr ends: ") && last_error.contains(why),
             "{tool}: the error says why: {last_error}"
         );
     }

@@ -291,6 +291,33 @@ async fn import_lists_a_python_server_in_a_sandbox_with_its_read_only_paths() {
         );
     }
 
+    // The draft, checked as imported, is called in a sandbox holding its read-only paths.
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("all.cedar"),
+        "permit(principal, action, resource);\n",
+    )
+    .expect("policy");
+    let called = std::process::Command::new(escepine())
+        .args(["call", "--records"])
+        .arg(&out)
+        .arg("--policies")
+        .arg(&policies)
+        .args(["--principal", "Agent::\"importer\"", "--tool", "echo_text"])
+        .args(["--input", r#"{"text": "boxed"}"#, "--ledger"])
+        .arg(dir.path().join("ledger.db"))
+        .output()
+        .expect("run escepine call");
+    assert_eq!(
+        called.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    let output: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
+    assert_eq!(output, json!({ "text": "boxed\n(echoed)" }));
+
     // A server that cannot start in its sandbox says why.
     let failed = import(&py_fixture("dies.py"), &dir.path().join("none"));
     let stderr = String::from_utf8_lossy(&failed.stderr);
@@ -377,11 +404,11 @@ async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refuse
         .entries()
         .expect("entries")
         .into_iter()
-        .filter_map(|e| match e.record {
+        .rev()
+        .find_map(|e| match e.record {
             Record::Outcome(o) => Some(o),
             _ => None,
         })
-        .last()
         .expect("an outcome");
     assert_eq!(outcome.result, CallResult::Failed);
     assert_eq!(outcome.attempts.len(), 1);
