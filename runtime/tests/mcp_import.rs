@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use escepine_runtime::ledger::{CallResult, Record};
+use escepine_runtime::mcp::rpc::RawClient;
 use serde_json::{json, Value};
 
 use mcp_support::{demo_server, escepine, workspace_root};
@@ -255,8 +256,41 @@ fn every_tool_is_drafted_and_every_decision_named_by_tool_and_pointer() {
     assert!(text(&again.stderr).contains("--force"));
 }
 
-#[test]
-fn a_tool_without_output_schema_registers_and_answers_text_with_no_hand_edits() {
+/// What `escepine serve --mcp stdio` lists for `records`, read raw.
+async fn served_tools(records: &Path, policies: &Path, ledger: &Path) -> Vec<Value> {
+    let mut child = tokio::process::Command::new(escepine())
+        .args([
+            "serve",
+            "--mcp",
+            "stdio",
+            "--executor",
+            "process",
+            "--records",
+        ])
+        .arg(records)
+        .arg("--policies")
+        .arg(policies)
+        .args(["--principal", "Agent::\"importer\"", "--ledger"])
+        .arg(ledger)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start escepine serve");
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        panic!("no pipes")
+    };
+    let mut client = RawClient::connect(stdout, stdin, 1 << 20)
+        .await
+        .expect("initialized");
+    let tools = client.list_tools().await.expect("tools/list");
+    drop(client);
+    let _ = child.kill().await;
+    tools
+}
+
+#[tokio::test]
+async fn a_tool_without_output_schema_registers_and_answers_text_with_no_hand_edits() {
     let scene = Scene::new();
     scene.import();
     let echo = read(&scene.out.join("echo_text.json"));
@@ -308,6 +342,13 @@ fn a_tool_without_output_schema_registers_and_answers_text_with_no_hand_edits() 
         .iter()
         .find(|t| t["name"] == "echo_text")
         .expect("echo_text exported");
+    assert_eq!(echo["outputSchema"]["properties"]["text"]["type"], "string");
+    assert_eq!(echo["outputSchema"]["required"], json!(["text"]));
+    let served = served_tools(&scene.out, &scene.policies, &scene.ledger).await;
+    let echo = served
+        .iter()
+        .find(|t| t["name"] == "echo_text")
+        .expect("echo_text served");
     assert_eq!(echo["outputSchema"]["properties"]["text"]["type"], "string");
     assert_eq!(echo["outputSchema"]["required"], json!(["text"]));
 }
