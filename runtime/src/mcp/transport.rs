@@ -5,17 +5,18 @@
 //! ([`ProcessExecutor::program`](crate::executor::ProcessExecutor::program) and
 //! [`ProcessExecutor::command`](crate::executor::ProcessExecutor::command): a cleared
 //! environment, the call id and idempotency key, the declared secrets only, never argv), and it
-//! starts in a new process group. Then, as an MCP client ([`rmcp`]) on its stdin and stdout:
+//! starts in a new process group. Then, as an MCP client ([`super::rpc::RawClient`], which reads
+//! every answer as raw JSON) on its stdin and stdout:
 //!
 //! 1. `initialize` (the legacy handshake every MCP server speaks) and `notifications/initialized`;
-//! 2. `tools/list` (read as raw JSON by [`super::rpc::RawClient`]), to pick the tool: **the one named exactly as the record's tool id, else the
-//!    only one whose name maps to it** by [`super::names::tool_id_for`] (so `word-count` serves
-//!    the record `word_count`). No name is taken from `endpoint.args`: those stay the server's
-//!    own command-line arguments, as for `stdio-json`;
-//!    when the record pins the definition (`endpoint.definition_sha256`, written by
-//!    `escepine import mcp`), the listed entry's digest ([`super::definition`]) must equal the
-//!    pin: otherwise no `tools/call` is sent and the attempt fails permanently (never retried),
-//!    naming both digests and what changed;
+//! 2. `tools/list` (every page, raw: a malformed other tool does not matter), to pick the tool:
+//!    **the one named exactly as the record's tool id, else the only one whose name maps to
+//!    it** by [`super::names::tool_id_for`] (so `word-count` serves the record `word_count`).
+//!    No name is taken from `endpoint.args`: those stay the server's own command-line
+//!    arguments, as for `stdio-json`. When the record pins the definition
+//!    (`endpoint.definition_sha256`, written by `escepine import mcp`), the listed entry's
+//!    digest ([`super::definition`]) must equal the pin: otherwise no `tools/call` is sent and
+//!    the attempt fails permanently (never retried), naming what changed and both digests;
 //! 3. `tools/call` with the payload (the very value the gates and Cedar saw) as `arguments`;
 //! 4. shut down: stdin is closed, the server gets [`SHUTDOWN_GRACE`] to exit, and then its whole
 //!    process group is killed with `SIGKILL`, whatever is left.
@@ -34,8 +35,8 @@
 //!   an `outputSchema`): exactly one text block holding JSON gives that JSON; anything else is a
 //!   protocol violation.
 //!
-//! Before the
-//! output gate, `null` for an optional property of the output schema is treated as absent
+//! Before the output gate, `null` for an optional property of the output schema is treated as
+//! absent
 //! ([`crate::gate::drop_null_optionals`], the documented mapping of the OpenAI dialect): an MCP
 //! server written with optional-as-nullable fields (what schemars emits for `Option<T>`, and what
 //! `escepine import mcp` turns into optional properties) then passes the output gate unchanged
@@ -47,8 +48,10 @@
 //! connection before answering is transient if it exited with status 75 (`EX_TEMPFAIL`, as for
 //! `stdio-json`) and permanent otherwise. The whole attempt — start, handshake, call, shutdown —
 //! is bounded by the attempt's deadline; on expiry the process group is killed and the attempt
-//! times out. A message line longer than the stdout bound is a protocol violation. stderr is read concurrently, bounded, and kept as the attempt's
-//! diagnostics. A tool's error text and stderr are cut to their bounds only after the
+//! times out. A message line longer than the stdout bound is a protocol violation. stderr is
+//! read concurrently, bounded, and kept as the attempt's diagnostics; when the server closed the
+//! connection before answering, the failure's message also quotes its last lines
+//! (`ModuleNotFoundError: …`). A tool's error text and stderr are cut to their bounds only after the
 //! attempt's secrets are scrubbed from them ([`Scrubber::text_within`]), so that no part of a
 //! secret straddling a bound is kept.
 //!
