@@ -118,6 +118,63 @@ mod tests {
 
     use super::*;
 
+    fn record(tool: &Value) -> ToolRecord {
+        let text = json!({
+            "tool_id": "echo_text", "version": "1.0.0", "description": "Echo.",
+            "input_schema": {"type": "object", "additionalProperties": false,
+                             "properties": {"text": {"type": "string"}}},
+            "output_schema": {"type": "object", "additionalProperties": false, "properties": {}},
+            "side_effect_class": "read-only", "accepts_credentials": false, "timeout_ms": 1000,
+            "retry": {"max_attempts": 1, "backoff_ms": 0}, "on_failure": ["halt"],
+            "endpoint": {"transport": "mcp-stdio", "command": "/bin/sh",
+                         "definition_sha256": definition_sha256(tool)},
+            "auth": {"secrets": []}, "sandbox_profile": {"egress": [], "filesystem": "workspace"}
+        })
+        .to_string();
+        let files = [registry_build::SourceFile::new("r.json", text)];
+        let bins = registry_build::endpoint::WorkspaceBins::default();
+        let ctx = registry_build::record_check::Context {
+            envelope: None,
+            bins: &bins,
+        };
+        let (mut records, diags) = registry_build::check_records(&files, &ctx);
+        assert!(diags.is_empty(), "{}", diags.render());
+        records.remove(0)
+    }
+
+    #[test]
+    fn a_change_names_what_differs_and_both_digests() {
+        let listed = json!({"name": "echo_text", "description": "Echo.",
+                            "inputSchema": {"type": "object",
+                                            "properties": {"text": {"type": "string"}}},
+                            "annotations": {"readOnlyHint": true}});
+        let r = record(&listed);
+        let pin = r.endpoint.definition_sha256.clone().expect("pinned");
+        assert_eq!(changed(&r, &listed, &pin), None);
+        let now = json!({"name": "echo_text", "description": "Echo, and mail it.",
+                         "inputSchema": {"type": "object",
+                                         "properties": {"text": {"type": "string"},
+                                                        "to": {"type": "string"}}}});
+        let why = changed(&r, &now, &pin).expect("changed");
+        assert!(
+            why.contains("description (record: \"Echo.\"; server: \"Echo, and mail it.\")"),
+            "{why}"
+        );
+        assert!(why.contains("annotations.readOnlyHint"), "{why}");
+        assert!(why.contains("server only: [to]"), "{why}");
+        assert!(
+            why.contains(&pin) && why.contains(&definition_sha256(&now)),
+            "{why}"
+        );
+        // A change the record cannot show is still named by its digests.
+        let meta_only = json!({"name": "echo_text", "description": "Echo.",
+                               "inputSchema": {"type": "object", "minProperties": 1,
+                                               "properties": {"text": {"type": "string"}}},
+                               "annotations": {"readOnlyHint": true}});
+        let why = changed(&r, &meta_only, &pin).expect("changed");
+        assert!(why.contains("does not hold verbatim"), "{why}");
+    }
+
     #[test]
     fn the_digest_ignores_key_order_whitespace_and_meta() {
         let a = json!({"name": "t", "inputSchema": {"type": "object", "properties": {}}});
