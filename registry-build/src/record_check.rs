@@ -675,7 +675,13 @@ fn check_on_failure(
 fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Option<EndpointSpec> {
     let src = e.src;
     e.closed(
-        &["transport", "command", "args", "sha256", "definition_sha256"],
+        &[
+            "transport",
+            "command",
+            "args",
+            "sha256",
+            "definition_sha256",
+        ],
         "`endpoint`",
         diags,
     );
@@ -770,7 +776,9 @@ fn check_endpoint(e: &Obj<'_>, ctx: &Context<'_>, diags: &mut Diagnostics) -> Op
 
 /// Whether `d` is a SHA-256 digest as records write it: 64 lower-case hex digits.
 fn is_sha256_hex(d: &str) -> bool {
-    d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    d.len() == 64
+        && d.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn check_auth(a: &Obj<'_>, diags: &mut Diagnostics) -> Option<Vec<String>> {
