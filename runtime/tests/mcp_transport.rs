@@ -385,3 +385,102 @@ async fn the_payload_must_be_an_object() {
     let err = attempt(&rec, json!([1])).await.expect_err("array");
     assert!(matches!(err, ExecError::Protocol(_)), "{err:?}");
 }
+
+/// The Python server that dies at start: a traceback on stderr, exit 1.
+fn py_dies() -> PathBuf {
+    fixture("py/dies.py")
+}
+
+/// A record file for `py_dies` speaking `transport`, in `dir`.
+fn dies_record(dir: &std::path::Path, tool_id: &str, transport: &str) {
+    let record = json!({
+        "tool_id": tool_id,
+        "version": "1.0.0",
+        "description": "Dies at start.",
+        "input_schema": {"type": "object", "additionalProperties": false, "properties": {}},
+        "output_schema": {"type": "object", "additionalProperties": false, "properties": {}},
+        "side_effect_class": "read-only",
+        "accepts_credentials": false,
+        "timeout_ms": 10_000,
+        "retry": {"max_attempts": 1, "backoff_ms": 0},
+        "on_failure": ["halt"],
+        "endpoint": {"transport": transport, "command": py_dies().display().to_string()},
+        "auth": {"secrets": []},
+        "sandbox_profile": {"egress": [], "filesystem": "workspace"}
+    });
+    std::fs::write(
+        dir.join(format!("{tool_id}.json")),
+        serde_json::to_string_pretty(&record).expect("JSON"),
+    )
+    .expect("write record");
+}
+
+#[tokio::test]
+async fn a_server_exiting_before_it_answers_names_its_stderr_in_the_error_and_the_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (records, policies) = (dir.path().join("records"), dir.path().join("policies"));
+    std::fs::create_dir(&records).expect("mkdir");
+    std::fs::create_dir(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("all.cedar"),
+        "permit(principal, action, resource);\n",
+    )
+    .expect("policy");
+    dies_record(&records, "dies_mcp", "mcp-stdio");
+    dies_record(&records, "dies_json", "stdio-json");
+    let registry = registry_build::load(
+        &registry_build::Sources::new()
+            .records(&records)
+            .policies(&policies),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()));
+    let rt = Runtime::builder(registry)
+        .ledger(Arc::new(
+            SqliteLedger::open(dir.path().join("ledger.db"), Durability::Full).expect("ledger"),
+        ))
+        .executor(Arc::new(ProcessExecutor::new()))
+        .build()
+        .expect("runtime");
+    let why = "ModuleNotFoundError: No module named 'mcp_not_installed'";
+    for (tool, ended) in [
+        (
+            "dies_mcp",
+            "did not answer (initialize: connection closed); it exited with status 1",
+        ),
+        ("dies_json", "exited with status 1"),
+    ] {
+        let err = rt
+            .dispatch(&agent(), tool, json!({}))
+            .await
+            .expect_err(tool);
+        let CallError::Failed { last_error, .. } = &err else {
+            panic!("{tool}: not a failure: {err:?}")
+        };
+        assert!(last_error.contains(ended), "{tool}: {last_error}");
+        assert!(
+            last_error.contains("its stderr ends: ") && last_error.contains(why),
+            "{tool}: the error says why: {last_error}"
+        );
+    }
+    let attempts: Vec<_> = rt
+        .ledger()
+        .entries()
+        .expect("entries")
+        .into_iter()
+        .filter_map(|e| match e.record {
+            Record::Outcome(o) => Some(o.attempts),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(attempts.len(), 2);
+    for a in &attempts {
+        assert!(a.error.as_deref().is_some_and(|e| e.contains(why)), "{a:?}");
+        assert!(
+            a.stderr
+                .as_deref()
+                .is_some_and(|s| s.contains("Traceback") && s.contains(why)),
+            "the whole stderr is recorded: {a:?}"
+        );
+    }
+}

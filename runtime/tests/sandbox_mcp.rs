@@ -221,3 +221,238 @@ async fn a_child_left_behind_dies_with_the_sandbox() {
     // … and is gone with the sandbox.
     host.assert_clean().await;
 }
+
+/// The Python fixtures (`tests/fixtures/mcp/py`).
+fn py_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp/py")
+        .join(name)
+}
+
+/// The standard library of `/usr/bin/python3`, which a sandbox needs read-only.
+fn python_stdlib() -> std::path::PathBuf {
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .expect("python3");
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+fn escepine() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+}
+
+#[tokio::test]
+async fn import_lists_a_python_server_in_a_sandbox_with_its_read_only_paths() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = HostSnapshot::take(dir.path());
+    let (out, state) = (dir.path().join("drafts"), dir.path().join("state"));
+    std::fs::create_dir(&state).expect("mkdir");
+    let stdlib = python_stdlib();
+    let import = |server: &std::path::Path, out: &std::path::Path| {
+        std::process::Command::new(escepine())
+            .args(["import", "mcp", "--read-only"])
+            .arg(&stdlib)
+            .arg("--read-only")
+            .arg(&state)
+            .arg("--out")
+            .arg(out)
+            .arg("--")
+            .arg(server)
+            .arg("--state")
+            .arg(&state)
+            .output()
+            .expect("run escepine import")
+    };
+    let done = import(&py_fixture("server.py"), &out);
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let paths = json!([stdlib.display().to_string(), state.display().to_string()]);
+    // The read-only text tool needs no decision (once the registry knows `read_only`).
+    let echo = out.join("echo_text.json");
+    assert!(echo.is_file(), "{stdout}");
+    for draft in [echo, out.join("needs-decision/write_note.json")] {
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&draft).expect("draft")).expect("JSON");
+        assert_eq!(
+            r["sandbox_profile"]["read_only"],
+            paths,
+            "{}",
+            draft.display()
+        );
+    }
+
+    // The draft, checked as imported, is called in a sandbox holding its read-only paths.
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("all.cedar"),
+        "permit(principal, action, resource);\n",
+    )
+    .expect("policy");
+    let called = std::process::Command::new(escepine())
+        .args(["call", "--records"])
+        .arg(&out)
+        .arg("--policies")
+        .arg(&policies)
+        .args(["--principal", "Agent::\"importer\"", "--tool", "echo_text"])
+        .args(["--input", r#"{"text": "boxed"}"#, "--ledger"])
+        .arg(dir.path().join("ledger.db"))
+        .output()
+        .expect("run escepine call");
+    assert_eq!(
+        called.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    let output: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
+    assert_eq!(output, json!({ "text": "boxed\n(echoed)" }));
+
+    // A server that cannot start in its sandbox says why.
+    let failed = import(&py_fixture("dies.py"), &dir.path().join("none"));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("ModuleNotFoundError: No module named 'mcp_not_installed'"),
+        "{stderr}"
+    );
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refused() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = HostSnapshot::take(dir.path());
+    let (out, state, policies) = (
+        dir.path().join("drafts"),
+        dir.path().join("state"),
+        dir.path().join("policies"),
+    );
+    std::fs::create_dir(&state).expect("mkdir");
+    std::fs::create_dir(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("all.cedar"),
+        "permit(principal, action, resource);\n",
+    )
+    .expect("policy");
+    let done = std::process::Command::new(escepine())
+        .args(["import", "mcp", "--unsandboxed", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(py_fixture("server.py"))
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .expect("run escepine import");
+    assert_eq!(done.status.code(), Some(0));
+    let registry = registry_build::load(
+        &registry_build::Sources::new()
+            .records(&out)
+            .policies(&policies),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()));
+    // The interpreter's library and the server's state, read-only in every sandbox. A spec's
+    // root is made once per executor, so the call after the change gets a runtime of its own.
+    let runtime = |ledger: &str| {
+        let ex = executor(MapResolver::default(), dir.path())
+            .with_read_only(python_stdlib())
+            .with_read_only(&state);
+        Runtime::builder(registry.clone())
+            .ledger(Arc::new(
+                SqliteLedger::open(dir.path().join(ledger), Durability::Full).expect("ledger"),
+            ))
+            .executor(Arc::new(ex))
+            .build()
+            .expect("runtime")
+    };
+    let rt = runtime("before.db");
+    let agent = Principal::agent("importer");
+    let output = rt
+        .dispatch(&agent, "echo_text", json!({ "text": "inside" }))
+        .await
+        .expect("echo_text in a sandbox");
+    assert_eq!(output, json!({ "text": "inside\n(echoed)" }));
+
+    std::fs::write(state.join("description"), "Echo, and also mail it out.").expect("change");
+    let rt = runtime("after.db");
+    let err = rt
+        .dispatch(&agent, "echo_text", json!({ "text": "again" }))
+        .await
+        .expect_err("a changed definition");
+    let CallError::Failed { last_error, .. } = &err else {
+        panic!("not a failure: {err:?}")
+    };
+    assert!(
+        last_error.contains("changed the definition of `echo_text`")
+            && last_error.contains("description")
+            && last_error.contains("no tools/call was sent"),
+        "{last_error}"
+    );
+    let outcome = rt
+        .ledger()
+        .entries()
+        .expect("entries")
+        .into_iter()
+        .rev()
+        .find_map(|e| match e.record {
+            Record::Outcome(o) => Some(o),
+            _ => None,
+        })
+        .expect("an outcome");
+    assert_eq!(outcome.result, CallResult::Failed);
+    assert_eq!(outcome.attempts.len(), 1);
+    assert_eq!(
+        outcome.attempts[0].error_class.as_deref(),
+        Some("permanent")
+    );
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn a_server_exiting_early_in_its_sandbox_names_its_stderr() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path()).with_read_only(python_stdlib());
+    let dies = py_fixture("dies.py");
+    let why = "ModuleNotFoundError: No module named 'mcp_not_installed'";
+    for record in [
+        mcp_record("dies_mcp", &dies, &[]),
+        sandbox_support::record_for("dies_json", &dies, &[]),
+    ] {
+        let err = run(
+            &ex,
+            &record,
+            json!({}),
+            &BTreeMap::new(),
+            &[],
+            Duration::from_secs(20),
+        )
+        .await
+        .expect_err("dies");
+        let ExecError::Permanent { message, stderr } = &err else {
+            panic!("not permanent: {err:?}")
+        };
+        assert!(
+            message.contains("exited with status 1") && message.contains(why),
+            "{}: {message}",
+            record.tool_id
+        );
+        assert!(
+            stderr.contains("Traceback") && stderr.contains(why),
+            "{stderr}"
+        );
+    }
+    host.assert_clean().await;
+}

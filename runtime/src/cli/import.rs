@@ -1,24 +1,42 @@
-//! `escepine import mcp --out DIR [--force] [--timeout-ms N] -- <command …>`: draft records
-//! from an existing MCP server ([`crate::mcp::import`]).
+//! `escepine import mcp --out DIR [--read-only PATH]... [--envelope FILE] [--unsandboxed]
+//! [--force] [--timeout-ms N] -- <command …>`: draft records from an existing MCP server
+//! ([`crate::mcp::import`]).
 //!
-//! The server is started with the command as given, its `tools/list` read, and one draft record
-//! per tool written to `DIR/<tool id>.json` (existing files are kept unless `--force`). For each
-//! draft it prints what was changed mechanically and what is left to review; then it applies
-//! every per-record registration rule to the drafts and prints what still fails — credential
-//! names, undecidable schema parts, a missing inverse — which `escepine check` will list too.
+//! The server runs **in a sandbox** by default — the runtime's own Linux sandbox, as root:
+//! no host environment (`PATH`, `LANG`, `HOME` and `TMPDIR` only), no network, the server's
+//! binary with its interpreter and libraries, and every `--read-only PATH` (an interpreter's
+//! installation, a virtualenv, a `node_modules` tree, the server's code; each also written
+//! into every draft's `sandbox_profile.read_only`). `--unsandboxed` is the explicit opt-out: a
+//! host process with a cleared environment (`PATH` as tools get it, `LANG`, the host's `HOME`).
+//! `--image REF` is accepted and refused until image roots are wired.
 //!
-//! Exit status: 0 drafts written and every record rule passes (the REVIEW notes remain to be
-//! read); 1 drafts written with problems left to fix, or nothing written (a file exists, two
-//! tools map to one id); 2 usage; 3 the server could not be started or read.
+//! The command is kept as given, a path made absolute against the working directory
+//! lexically (a virtualenv's `python` symlink is not resolved). Each tool of the raw
+//! `tools/list` is drafted on its own and checked with the registry's own record rules
+//! (`--envelope` for the coverage rules): a draft passing them with nothing left to decide is
+//! written to `DIR/<tool id>.json`; any other to `DIR/needs-decision/<tool id>.json`
+//! (`escepine check --records DIR` does not read that folder), its decisions listed — tool and
+//! JSON pointer — in its `$comment` and on stdout. Existing drafts are kept unless `--force`
+//! (which also removes a draft of the same tool from the other folder).
+//!
+//! Exit status: 0 the server was listed and every tool drafted (decisions may remain); 1
+//! nothing written (a draft exists, two tools map to one id, a file cannot be written); 2
+//! usage (including `--image`, not yet wired, and an unreadable envelope); 3 the server could
+//! not be started or listed (its stderr's last lines quoted).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use registry_build::endpoint::WorkspaceBins;
-use registry_build::{record_check, SourceFile};
+use registry_build::endpoint::{self, WorkspaceBins};
+use registry_build::{record_check, Envelope, SourceFile};
 
 use super::{exit, Io};
-use crate::mcp::import::{draft, list_tools, Draft, EndpointDraft};
+use crate::mcp::import::endpoint::absolute;
+use crate::mcp::import::listing::{list_sandboxed, list_unsandboxed};
+use crate::mcp::import::{
+    draft, Decision, Draft, EndpointDraft, ImportError, ServerTools, NEEDS_DECISION_DIR,
+};
+use crate::sandbox::SandboxExecutor;
 
 /// Exit status when the server could not be started or read.
 const SERVER_FAILED: i32 = 3;
@@ -38,7 +56,8 @@ enum Source {
 
 #[derive(Debug, clap::Args)]
 struct McpArgs {
-    /// Directory the drafts are written to (created if missing).
+    /// Directory the drafts are written to (created if missing); drafts needing a decision go
+    /// to its `needs-decision` folder.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Overwrite existing draft files.
@@ -47,6 +66,19 @@ struct McpArgs {
     /// How long the server gets to start and list its tools.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u64,
+    /// A host path the server needs, bound read-only at its own path in the sandbox and
+    /// written into every draft's `sandbox_profile.read_only` (repeatable).
+    #[arg(long = "read-only", value_name = "PATH")]
+    read_only: Vec<PathBuf>,
+    /// An OCI image (pinned by digest) to run the server from (not yet wired).
+    #[arg(long, value_name = "REF")]
+    image: Option<String>,
+    /// The deployment envelope the drafts are checked against (coverage rules).
+    #[arg(long, value_name = "FILE")]
+    envelope: Option<PathBuf>,
+    /// Run the server as a host process instead of in a sandbox (cleared environment).
+    #[arg(long)]
+    unsandboxed: bool,
     /// The server's command and arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     command: Vec<String>,
@@ -68,48 +100,156 @@ fn workspace_for(out: &Path) -> Option<PathBuf> {
     })
 }
 
+/// Where a draft goes: `OUT/` when it passes every rule and leaves nothing to decide, else
+/// `OUT/needs-decision/`.
+fn folder(out: &Path, d: &Draft) -> PathBuf {
+    if d.decisions.is_empty() {
+        out.to_path_buf()
+    } else {
+        out.join(NEEDS_DECISION_DIR)
+    }
+}
+
 fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
+    let usage = |io: &mut Io<'_>, msg: String| {
+        let _ = writeln!(io.err, "error: {msg}");
+        exit::USAGE
+    };
+    if a.image.is_some() {
+        return usage(
+            io,
+            "--image is not yet wired into `import mcp`; run the server from read-only host \
+             paths (--read-only PATH) or --unsandboxed"
+                .into(),
+        );
+    }
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => return usage(io, format!("cannot read the working directory: {e}")),
+    };
+    let envelope = match &a.envelope {
+        None => None,
+        Some(path) => match Envelope::load(path) {
+            Ok(e) => Some(e),
+            Err(d) => return usage(io, d.render()),
+        },
+    };
     let workspace = workspace_for(&a.out);
-    let endpoint = match EndpointDraft::for_command(&a.command, workspace.as_deref()) {
+    let endpoint = match EndpointDraft::for_command(&a.command, &cwd, workspace.as_deref()) {
         Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::USAGE;
-        }
+        Err(e) => return usage(io, e.to_string()),
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
-            return SERVER_FAILED;
-        }
-    };
-    let listed = rt.block_on(list_tools(&a.command, Duration::from_millis(a.timeout_ms)));
-    rt.shutdown_timeout(Duration::from_secs(1));
-    let server = match listed {
+    let read_only: Vec<PathBuf> = a.read_only.iter().map(|p| absolute(p, &cwd)).collect();
+    let shown: Vec<String> = read_only.iter().map(|p| p.display().to_string()).collect();
+
+    let listed = match list(a, &cwd, &read_only) {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");
             return SERVER_FAILED;
         }
     };
-    if server.tools.is_empty() {
+    if listed.tools.is_empty() {
         let _ = writeln!(
             io.err,
             "error: the MCP server lists no tools; nothing to import"
         );
         return SERVER_FAILED;
     }
-    let drafts: Vec<Draft> = server
+    let bins = workspace
+        .as_deref()
+        .map(WorkspaceBins::discover)
+        .unwrap_or_default();
+    let ctx = record_check::Context {
+        envelope: envelope.as_ref(),
+        bins: &bins,
+    };
+    let drafts: Vec<Draft> = listed
         .tools
         .iter()
-        .map(|t| draft(t, &server, &endpoint))
+        .map(|t| {
+            let mut d = draft(t, &listed, &endpoint, &shown);
+            for decision in rule_decisions(&d, &a.out, &ctx) {
+                d.decide(decision);
+            }
+            d
+        })
         .collect();
+    if let Err(code) = refuse_conflicts(&drafts, a, io) {
+        return code;
+    }
+    write_drafts(&drafts, a, io)
+}
 
-    // Refuse before writing anything: two tools on one file, or files already there.
+/// Start the server as asked and read its tools.
+fn list(a: &McpArgs, cwd: &Path, read_only: &[PathBuf]) -> Result<ServerTools, ImportError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ImportError::Spawn {
+            command: a.command.join(" "),
+            why: format!("cannot start the async runtime: {e}"),
+        })?;
+    let timeout = Duration::from_millis(a.timeout_ms);
+    let result = if a.unsandboxed {
+        rt.block_on(list_unsandboxed(&a.command, timeout))
+    } else {
+        let (program, args) = a.command.split_first().ok_or(ImportError::NoCommand)?;
+        let spawn = |why: String| ImportError::Spawn {
+            command: program.clone(),
+            why,
+        };
+        let path = if program.contains('/') {
+            absolute(Path::new(program), cwd)
+        } else {
+            endpoint::on_path(program).ok_or_else(|| spawn("not found on PATH".into()))?
+        };
+        let executor = SandboxExecutor::new().map_err(|e| {
+            spawn(format!(
+                "no sandbox: {e} (pass --unsandboxed to run the server as a host process)"
+            ))
+        })?;
+        rt.block_on(list_sandboxed(&executor, &path, args, read_only, timeout))
+    };
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// What the registry's own record rules refuse in the draft `d` (checked as if at its place
+/// in `out`), each as a decision naming the pointer, the rule and why.
+fn rule_decisions(d: &Draft, out: &Path, ctx: &record_check::Context<'_>) -> Vec<Decision> {
+    let file = SourceFile::new(out.join(d.file_name()), d.text());
+    let (_, diags) = registry_build::check_records(&[file], ctx);
+    diags
+        .iter()
+        // Warnings and notes (a script endpoint, an exemption) are printed by `check`; only
+        // what the rules refuse is a decision.
+        .filter(|diag| diag.is_error())
+        .filter(|diag| {
+            // A decision the draft already names (at its pointer or below) is not listed twice.
+            !d.decisions.iter().any(|k| {
+                diag.pointer.as_deref().is_some_and(|p| {
+                    p == k.pointer
+                        || (p.starts_with(k.pointer.as_str())
+                            && p[k.pointer.len()..].starts_with('/'))
+                })
+            })
+        })
+        .map(|diag| {
+            Decision::new(
+                diag.pointer.as_deref().unwrap_or(""),
+                &format!(
+                    "{} (registration rule {})",
+                    diag.message.trim_end(),
+                    diag.rule.id()
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Refuse before writing anything: two tools on one file, or drafts already there.
+fn refuse_conflicts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> Result<(), i32> {
     let mut refused = false;
     for (i, d) in drafts.iter().enumerate() {
         if let Some(first) = drafts[..i].iter().find(|o| o.tool_id == d.tool_id) {
@@ -120,30 +260,44 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
             );
             refused = true;
         }
-        let path = a.out.join(d.file_name());
-        if path.exists() && !a.force {
-            let _ = writeln!(
-                io.err,
-                "error: {} exists (pass --force to overwrite it)",
-                path.display()
-            );
-            refused = true;
+        for dir in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
+            let path = dir.join(d.file_name());
+            if path.exists() && !a.force {
+                let _ = writeln!(
+                    io.err,
+                    "error: {} exists (pass --force to overwrite it)",
+                    path.display()
+                );
+                refused = true;
+            }
         }
     }
     if refused {
-        return exit::INVALID;
+        Err(exit::INVALID)
+    } else {
+        Ok(())
     }
-    if let Err(e) = std::fs::create_dir_all(&a.out) {
-        let _ = writeln!(io.err, "error: cannot create {}: {e}", a.out.display());
-        return exit::INVALID;
-    }
-    let mut files = Vec::with_capacity(drafts.len());
-    for d in &drafts {
-        let path = a.out.join(d.file_name());
-        let text = d.text();
-        if let Err(e) = std::fs::write(&path, &text) {
+}
+
+fn write_drafts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> i32 {
+    let mut pending = 0;
+    for d in drafts {
+        let dir = folder(&a.out, d);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            let _ = writeln!(io.err, "error: cannot create {}: {e}", dir.display());
+            return exit::INVALID;
+        }
+        let path = dir.join(d.file_name());
+        if let Err(e) = std::fs::write(&path, d.text()) {
             let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
             return exit::INVALID;
+        }
+        // With --force, the draft of this tool in the other folder is stale.
+        for other in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
+            let stale = other.join(d.file_name());
+            if other != dir && stale.is_file() {
+                let _ = std::fs::remove_file(&stale);
+            }
         }
         let _ = writeln!(
             io.out,
@@ -154,38 +308,24 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         for note in &d.notes {
             let _ = writeln!(io.out, "    {note}");
         }
-        files.push(SourceFile::new(path, text));
+        for k in &d.decisions {
+            let _ = writeln!(
+                io.out,
+                "    decide: tool `{}` at {}: {}",
+                d.mcp_name, k.pointer, k.what
+            );
+        }
+        pending += usize::from(!d.decisions.is_empty());
     }
-
-    let bins = workspace
-        .as_deref()
-        .map(WorkspaceBins::discover)
-        .unwrap_or_default();
-    let ctx = record_check::Context {
-        envelope: None,
-        bins: &bins,
-    };
-    let (_, mut diags) = registry_build::check_records(&files, &ctx);
     let out_dir = a.out.display();
-    if !diags.has_errors() {
-        diags.sort();
-        let _ = write!(io.err, "{}", diags.render_each());
-        let _ = writeln!(
-            io.out,
-            "ok: {} draft(s) pass every record rule; read their REVIEW notes, then run \
-             `escepine check --records {out_dir} --policies <DIR> --envelope <FILE>`",
-            drafts.len()
-        );
-        exit::OK
-    } else {
-        diags.sort();
-        let _ = write!(io.err, "{}", diags.render());
-        let _ = writeln!(
-            io.err,
-            "{} draft(s) written; fix the problems above (and read the REVIEW notes), then run \
-             `escepine check --records {out_dir} --policies <DIR> --envelope <FILE>`",
-            drafts.len()
-        );
-        exit::INVALID
-    }
+    let _ = writeln!(
+        io.out,
+        "ok: {} draft(s) written, {} ready in {out_dir}, {pending} needing a decision in \
+         {out_dir}/{NEEDS_DECISION_DIR}; make the decisions, move each decided draft up to \
+         {out_dir}, then run `escepine check --records {out_dir} --policies <DIR> --envelope \
+         <FILE>`",
+        drafts.len(),
+        drafts.len() - pending
+    );
+    exit::OK
 }

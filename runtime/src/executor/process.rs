@@ -31,7 +31,7 @@ use tokio::time::Instant;
 pub(crate) use self::resolve::copy_hashing;
 pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
-use super::bounded::{read_bounded, read_stderr, Bounded};
+use super::bounded::{read_bounded, read_stderr, with_stderr_tail, Bounded};
 use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
 
 /// The only `PATH` a tool process sees.
@@ -344,8 +344,9 @@ fn classify(
     match (status.code(), status.signal()) {
         (Some(0), _) => {
             if stdout.kept.iter().all(u8::is_ascii_whitespace) {
-                return Err(ExecError::Protocol(format!(
-                    "`{tool}` exited 0 but wrote no output on stdout"
+                return Err(ExecError::Protocol(with_stderr_tail(
+                    format!("`{tool}` exited 0 but wrote no output on stdout"),
+                    &stderr,
                 )));
             }
             // One JSON value, surrounding whitespace allowed; anything after it is an error.
@@ -361,19 +362,25 @@ fn classify(
             })
         }
         (Some(EXIT_TRANSIENT), _) => Err(ExecError::Transient {
-            message: format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+            message: with_stderr_tail(
+                format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+                &stderr,
+            ),
             stderr,
         }),
         (Some(code), _) => Err(ExecError::Permanent {
-            message: format!("`{tool}` exited with status {code}"),
+            message: with_stderr_tail(format!("`{tool}` exited with status {code}"), &stderr),
             stderr,
         }),
         (None, Some(sig)) => Err(ExecError::Permanent {
-            message: format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+            message: with_stderr_tail(
+                format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+                &stderr,
+            ),
             stderr,
         }),
         (None, None) => Err(ExecError::Permanent {
-            message: format!("`{tool}` ended with {status}"),
+            message: with_stderr_tail(format!("`{tool}` ended with {status}"), &stderr),
             stderr,
         }),
     }

@@ -12,11 +12,15 @@
 //!   principal that opened it ([`sessions`]).
 //! - [`import`]: `escepine import mcp -- <command …>` reads an existing server's `tools/list` and
 //!   writes draft records for `escepine check` to finish.
+//! - [`rpc`]: the raw MCP client both the transport and the import speak; [`definition`]: the
+//!   pinned definition digest (`endpoint.definition_sha256`) and what changed when it differs.
 //! - [`names`]: the mapping between MCP tool names and tool ids both directions share.
 
+pub mod definition;
 pub mod import;
 pub mod listing;
 pub mod names;
+pub mod rpc;
 pub mod server;
 pub mod sessions;
 pub mod tokens;

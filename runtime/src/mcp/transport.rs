@@ -5,20 +5,38 @@
 //! ([`ProcessExecutor::program`](crate::executor::ProcessExecutor::program) and
 //! [`ProcessExecutor::command`](crate::executor::ProcessExecutor::command): a cleared
 //! environment, the call id and idempotency key, the declared secrets only, never argv), and it
-//! starts in a new process group. Then, as an MCP client ([`rmcp`]) on its stdin and stdout:
+//! starts in a new process group. Then, as an MCP client ([`super::rpc::RawClient`], which reads
+//! every answer as raw JSON) on its stdin and stdout:
 //!
 //! 1. `initialize` (the legacy handshake every MCP server speaks) and `notifications/initialized`;
-//! 2. `tools/list`, to pick the tool: **the one named exactly as the record's tool id, else the
-//!    only one whose name maps to it** by [`super::names::tool_id_for`] (so `word-count` serves
-//!    the record `word_count`). No name is taken from `endpoint.args`: those stay the server's
-//!    own command-line arguments, as for `stdio-json`;
+//! 2. `tools/list` (every page, raw: a malformed other tool does not matter), to pick the tool:
+//!    **the one named exactly as the record's tool id, else the only one whose name maps to
+//!    it** by [`super::names::tool_id_for`] (so `word-count` serves the record `word_count`).
+//!    No name is taken from `endpoint.args`: those stay the server's own command-line
+//!    arguments, as for `stdio-json`. When the record pins the definition
+//!    (`endpoint.definition_sha256`, written by `escepine import mcp`), the listed entry's
+//!    digest ([`super::definition`]) must equal the pin: otherwise no `tools/call` is sent and
+//!    the attempt fails permanently (never retried), naming what changed and both digests;
 //! 3. `tools/call` with the payload (the very value the gates and Cedar saw) as `arguments`;
 //! 4. shut down: stdin is closed, the server gets [`SHUTDOWN_GRACE`] to exit, and then its whole
 //!    process group is killed with `SIGKILL`, whatever is left.
 //!
-//! The output is the result's `structuredContent`; a result without one whose content is exactly
-//! one text block holding JSON gives that JSON; anything else is a protocol violation. Before the
-//! output gate, `null` for an optional property of the output schema is treated as absent
+//! The output is the result's `structuredContent` when it has one. Without one, it depends on
+//! the record's output schema:
+//!
+//! - **Text-shaped** ([`is_text_shape`]: its `properties` declare `text` a string, as
+//!   [`text_output_schema`] does — what `escepine import mcp` writes for a tool whose server
+//!   declares no `outputSchema`): the output is `{"text": <the text blocks joined with "\n">}`,
+//!   even when a text holds JSON (the record says its output is text). Every other content
+//!   block (image, audio, resource, resource link) is carried, as the server wrote it, in a
+//!   `"content": [...]` list beside `text`: the closed output gate refuses it unless the record
+//!   declares `content`, so no content reaches the agent unannounced.
+//! - **Otherwise** (a record describing JSON, for servers that answer JSON as text and declare
+//!   an `outputSchema`): exactly one text block holding JSON gives that JSON; anything else is a
+//!   protocol violation.
+//!
+//! Before the output gate, `null` for an optional property of the output schema is treated as
+//! absent
 //! ([`crate::gate::drop_null_optionals`], the documented mapping of the OpenAI dialect): an MCP
 //! server written with optional-as-nullable fields (what schemars emits for `Option<T>`, and what
 //! `escepine import mcp` turns into optional properties) then passes the output gate unchanged
@@ -30,9 +48,10 @@
 //! connection before answering is transient if it exited with status 75 (`EX_TEMPFAIL`, as for
 //! `stdio-json`) and permanent otherwise. The whole attempt — start, handshake, call, shutdown —
 //! is bounded by the attempt's deadline; on expiry the process group is killed and the attempt
-//! times out. A message line longer than the stdout bound is dropped by the client (and the
-//! attempt then times out). stderr is read concurrently, bounded, and kept as the attempt's
-//! diagnostics. A tool's error text and stderr are cut to their bounds only after the
+//! times out. A message line longer than the stdout bound is a protocol violation. stderr is
+//! read concurrently, bounded, and kept as the attempt's diagnostics; when the server closed the
+//! connection before answering, the failure's message also quotes its last lines
+//! (`ModuleNotFoundError: …`). A tool's error text and stderr are cut to their bounds only after the
 //! attempt's secrets are scrubbed from them ([`Scrubber::text_within`]), so that no part of a
 //! secret straddling a bound is kept.
 //!
@@ -46,16 +65,16 @@ use std::time::Duration;
 
 use escepine_contract::EXIT_TRANSIENT;
 use registry_build::ToolRecord;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ServiceError, ServiceExt};
-use serde_json::Value;
+use rmcp::model::CallToolResult;
+use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::time::Instant;
 
+use super::definition;
 use super::names::tool_id_for;
-use crate::executor::bounded::read_stderr;
+use super::rpc::RawClient;
+use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{ExecError, Execution, Invocation};
 use crate::gate::drop_null_optionals;
@@ -102,6 +121,10 @@ pub enum SessionError {
     /// The answer is not a usable output (no structured content, no JSON text).
     #[error("{0}")]
     Protocol(String),
+    /// The server's current definition of the tool differs from the record's pin
+    /// (`endpoint.definition_sha256`); no `tools/call` was sent.
+    #[error("{0}")]
+    Changed(String),
     /// The tool reported an error (`isError: true`).
     #[error("the MCP tool reported an error: {message}")]
     Tool {
@@ -190,8 +213,8 @@ pub async fn run_with(
 }
 
 /// An MCP client session on `read`/`write` (the server's stdout and stdin): initialize, pick
-/// the tool for `record`, call it with `payload`, close. Returns the output (see the module
-/// documentation), `null`s of optional output properties removed.
+/// the tool for `record`, check its pinned definition, call it with `payload`, close. Returns
+/// the output (see the module documentation), `null`s of optional output properties removed.
 ///
 /// # Errors
 /// [`SessionError`].
@@ -206,38 +229,37 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let arguments = match payload {
-        Value::Object(m) => m.clone(),
-        other => {
-            return Err(SessionError::Protocol(format!(
-                "MCP arguments must be an object, not {}",
-                kind(other)
-            )))
-        }
-    };
-    let transport = AsyncRwTransport::new_client(read, write).with_max_line_length(max_line);
-    let client = ()
-        .serve(transport)
-        .await
-        .map_err(|e| SessionError::Connection(format!("initialize: {e}")))?;
-    let result = async {
-        let tools = client
-            .list_all_tools()
-            .await
-            .map_err(|e| service_error("tools/list", e))?;
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        let name = pick_tool(&names, &record.tool_id)?;
-        let mut params = CallToolRequestParams::new(name);
-        params.arguments = Some(arguments);
-        client
-            .call_tool(params)
-            .await
-            .map_err(|e| service_error("tools/call", e))
+    if !payload.is_object() {
+        return Err(SessionError::Protocol(format!(
+            "MCP arguments must be an object, not {}",
+            kind(payload)
+        )));
     }
-    .await;
-    // Closing the session closes the server's stdin.
-    let _ = client.cancel().await;
-    let mut output = output_of(result?)?;
+    // Dropping the client (at the end of this block) closes the server's stdin.
+    let result = {
+        let mut client = RawClient::connect(read, write, max_line).await?;
+        let tools = client.list_tools().await?;
+        let name_of = |t: &Value| t.get("name").and_then(Value::as_str).map(str::to_string);
+        let names: Vec<String> = tools.iter().filter_map(name_of).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let name = pick_tool(&refs, &record.tool_id)?;
+        if let Some(pin) = &record.endpoint.definition_sha256 {
+            if let Some(listed) = tools.iter().find(|t| name_of(t).as_deref() == Some(&name)) {
+                if let Some(why) = definition::changed(record, listed, pin) {
+                    return Err(SessionError::Changed(why));
+                }
+            }
+        }
+        client
+            .request("tools/call", json!({ "name": name, "arguments": payload }))
+            .await?
+    };
+    let result: CallToolResult = serde_json::from_value(result).map_err(|e| {
+        SessionError::Protocol(format!(
+            "the MCP tools/call result is not a CallToolResult: {e}"
+        ))
+    })?;
+    let mut output = output_of(result, &record.output_schema)?;
     drop_null_optionals(&record.output_schema, &mut output);
     Ok(output)
 }
@@ -269,13 +291,41 @@ pub fn pick_tool(names: &[&str], tool_id: &str) -> Result<String, SessionError> 
     }
 }
 
-/// The output of a `tools/call` result (see the module documentation), before the `null`
-/// mapping.
+/// The closed output of an MCP tool whose server declares no `outputSchema`: `{"text": …}`,
+/// its text content blocks joined with `\n`. `escepine import mcp` writes it as such a tool's
+/// output schema; a record may extend it with a declared `content` list to accept the
+/// result's other content blocks (see the module documentation).
+pub fn text_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["text"],
+        "properties": {
+            "text": {
+                "type": "string",
+                "description": "The tool's text content blocks, joined with a newline."
+            }
+        }
+    })
+}
+
+/// Whether `schema` is a text-shaped output schema: its `properties` declare `text` as a
+/// string ([`text_output_schema`], possibly extended with `content`).
+pub fn is_text_shape(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .and_then(|p| p.get("text"))
+        .and_then(|t| t.get("type"))
+        == Some(&Value::from("string"))
+}
+
+/// The output of a `tools/call` result for a record whose output schema is `output_schema`
+/// (see the module documentation), before the `null` mapping.
 ///
 /// # Errors
 /// [`SessionError::Tool`] for an error result, [`SessionError::Protocol`] for a result that
-/// holds no JSON output.
-pub fn output_of(result: CallToolResult) -> Result<Value, SessionError> {
+/// holds no output of the record's shape.
+pub fn output_of(result: CallToolResult, output_schema: &Value) -> Result<Value, SessionError> {
     let texts: Vec<&str> = result
         .content
         .iter()
@@ -298,6 +348,21 @@ pub fn output_of(result: CallToolResult) -> Result<Value, SessionError> {
     if let Some(v) = result.structured_content {
         return Ok(v);
     }
+    if is_text_shape(output_schema) {
+        let mut output = Map::new();
+        output.insert("text".into(), Value::from(texts.join("\n")));
+        let others = result
+            .content
+            .iter()
+            .filter(|c| c.as_text().is_none())
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SessionError::Protocol(format!("an MCP content block: {e}")))?;
+        if !others.is_empty() {
+            output.insert("content".into(), Value::Array(others));
+        }
+        return Ok(Value::Object(output));
+    }
     match (texts.as_slice(), result.content.len()) {
         ([text], 1) => serde_json::from_str(text).map_err(|e| {
             SessionError::Protocol(format!(
@@ -310,16 +375,6 @@ pub fn output_of(result: CallToolResult) -> Result<Value, SessionError> {
             result.content.len(),
             texts.len()
         ))),
-    }
-}
-
-fn service_error(method: &str, e: ServiceError) -> SessionError {
-    match e {
-        ServiceError::McpError(err) => SessionError::Refused(format!(
-            "the MCP server answered {method} with error {}: {}",
-            err.code.0, err.message
-        )),
-        other => SessionError::Connection(format!("{method}: {other}")),
     }
 }
 
@@ -349,6 +404,10 @@ pub(crate) fn classify(
                 ExecError::Permanent { message, stderr }
             })
         }
+        Err(SessionError::Changed(message)) => Err(ExecError::Permanent {
+            message: format!("`{tool}`: {message}"),
+            stderr,
+        }),
         Err(SessionError::Refused(message)) => Err(ExecError::Permanent {
             message: format!("`{tool}`: {message}"),
             stderr,
@@ -361,7 +420,10 @@ pub(crate) fn classify(
                 Some(s) => describe_status(s),
                 None => "it was still running".to_string(),
             };
-            let message = format!("the MCP server of `{tool}` did not answer ({why}); {ended}");
+            let message = with_stderr_tail(
+                format!("the MCP server of `{tool}` did not answer ({why}); {ended}"),
+                &stderr,
+            );
             if status == Some(JobStatus::Exited(EXIT_TRANSIENT)) {
                 Err(ExecError::Transient { message, stderr })
             } else {
@@ -371,7 +433,8 @@ pub(crate) fn classify(
     }
 }
 
-fn describe_status(s: JobStatus) -> String {
+/// How a server ended, for a failure message: `it exited with status 1`.
+pub(crate) fn describe_status(s: JobStatus) -> String {
     match s {
         JobStatus::Exited(code) => format!("it exited with status {code}"),
         JobStatus::Signaled(sig) => format!("it was killed by signal {sig}"),
@@ -380,7 +443,7 @@ fn describe_status(s: JobStatus) -> String {
 
 /// A local process's exit status as a job status (a status with neither code nor signal, which
 /// Unix does not produce, reads as signal 0).
-fn job_status(s: ExitStatus) -> JobStatus {
+pub(crate) fn job_status(s: ExitStatus) -> JobStatus {
     match (s.code(), s.signal()) {
         (Some(code), _) => JobStatus::Exited(code),
         (None, sig) => JobStatus::Signaled(sig.unwrap_or(0)),
@@ -408,24 +471,62 @@ mod tests {
     #[test]
     fn structured_content_is_the_output() {
         let r = CallToolResult::structured(json!({"a": 1}));
-        assert_eq!(output_of(r), Ok(json!({"a": 1})));
+        assert_eq!(
+            output_of(r, &json!({"type": "object"})),
+            Ok(json!({"a": 1}))
+        );
     }
 
     #[test]
     fn one_json_text_is_the_output_otherwise() {
         let r = CallToolResult::success(vec![ContentBlock::text("{\"b\": true}")]);
-        assert_eq!(output_of(r), Ok(json!({"b": true})));
+        assert_eq!(
+            output_of(r, &json!({"type": "object"})),
+            Ok(json!({"b": true}))
+        );
         let r = CallToolResult::success(vec![ContentBlock::text("hello")]);
-        assert!(matches!(output_of(r), Err(SessionError::Protocol(_))));
+        assert!(matches!(
+            output_of(r, &json!({"type": "object"})),
+            Err(SessionError::Protocol(_))
+        ));
         let r = CallToolResult::success(vec![ContentBlock::text("{}"), ContentBlock::text("{}")]);
-        assert!(matches!(output_of(r), Err(SessionError::Protocol(_))));
+        assert!(matches!(
+            output_of(r, &json!({"type": "object"})),
+            Err(SessionError::Protocol(_))
+        ));
+    }
+
+    #[test]
+    fn a_text_shaped_record_gets_the_joined_text_and_other_blocks_apart() {
+        let shape = text_output_schema();
+        assert!(is_text_shape(&shape));
+        assert!(!is_text_shape(&json!({"type": "object"})));
+        // JSON text stays text: the record says its output is text.
+        let r = CallToolResult::success(vec![
+            ContentBlock::text("{\"b\": 1}"),
+            ContentBlock::text("two"),
+        ]);
+        assert_eq!(output_of(r, &shape), Ok(json!({"text": "{\"b\": 1}\ntwo"})));
+        let r = CallToolResult::success(vec![]);
+        assert_eq!(output_of(r, &shape), Ok(json!({"text": ""})));
+        let r = CallToolResult::success(vec![
+            ContentBlock::text("see"),
+            ContentBlock::image("aGk=", "image/png"),
+        ]);
+        let out = output_of(r, &shape).expect("output");
+        assert_eq!(out["text"], "see");
+        assert_eq!(out["content"][0]["type"], "image");
+        assert_eq!(out["content"][0]["mimeType"], "image/png");
+        // Structured content still wins.
+        let r = CallToolResult::structured(json!({"text": "s"}));
+        assert_eq!(output_of(r, &shape), Ok(json!({"text": "s"})));
     }
 
     #[test]
     fn errors_are_permanent_unless_marked_transient() {
         let r = CallToolResult::error(vec![ContentBlock::text("no such city")]);
         assert_eq!(
-            output_of(r),
+            output_of(r, &json!({"type": "object"})),
             Err(SessionError::Tool {
                 message: "no such city".into(),
                 transient: false
@@ -436,7 +537,7 @@ mod tests {
         let r = CallToolResult::error(vec![ContentBlock::text("busy")])
             .with_meta(Some(MetaObject(meta)));
         assert!(matches!(
-            output_of(r),
+            output_of(r, &json!({"type": "object"})),
             Err(SessionError::Tool {
                 transient: true,
                 ..

@@ -13,7 +13,7 @@ use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
 use super::tool_image::ToolImage;
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
-use crate::executor::bounded::read_stderr;
+use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
@@ -203,6 +203,24 @@ impl SandboxExecutor {
         program: &Path,
         egress: &[EgressEntry],
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
+        self.spec_of(
+            program,
+            tool.endpoint.sha256.clone(),
+            tool.sandbox_profile.read_only.clone(),
+            egress,
+        )
+        .await
+    }
+
+    /// The spec of sandboxes running `program` (pinned to `sha256`), with `binds` (host paths
+    /// bound read-only at their own path).
+    async fn spec_of(
+        &self,
+        program: &Path,
+        sha256: Option<String>,
+        binds: Vec<PathBuf>,
+        egress: &[EgressEntry],
+    ) -> Result<Arc<SandboxSpec>, SandboxError> {
         let identity = deps::identity(program)?;
         let (cache, p, id) = (
             Arc::clone(&self.deps),
@@ -219,9 +237,9 @@ impl SandboxExecutor {
         Ok(Arc::new(SandboxSpec {
             program: program.to_path_buf(),
             program_identity: identity,
-            program_sha256: tool.endpoint.sha256.clone(),
+            program_sha256: sha256,
             read_only,
-            binds: tool.sandbox_profile.read_only.clone(),
+            binds,
             root_tree: None,
             egress: egress.to_vec(),
             limits: self.limits,
@@ -439,6 +457,122 @@ impl SandboxExecutor {
     }
 }
 
+impl SandboxExecutor {
+    /// Start an MCP server outside any call (what `escepine import mcp` lists): `program` (an
+    /// absolute path) with `args`, in a fresh sandbox provisioned as for a tool (its binary,
+    /// interpreter and libraries, the executor's read-only paths) plus `read_only`, no network,
+    /// and no host environment — only `PATH`, `LANG`, `HOME` and `TMPDIR` (the workspace).
+    /// The server's streams are handed back; [`ServerSession::destroy`] ends it.
+    ///
+    /// # Errors
+    /// [`ExecError::Spawn`] when the sandbox cannot be provisioned or the server not started.
+    pub async fn attach_server(
+        &self,
+        program: &Path,
+        args: &[String],
+        read_only: &[PathBuf],
+    ) -> Result<ServerSession, ExecError> {
+        let spec = self
+            .spec_of(program, None, read_only.to_vec(), &[])
+            .await
+            .map_err(spawn_error)?;
+        let mut sandbox = self
+            .backend
+            .provision(Arc::clone(&spec))
+            .await
+            .map_err(spawn_error)?;
+        let mut argv = vec![program.to_string_lossy().into_owned()];
+        argv.extend(args.iter().cloned());
+        let env = vec![
+            ("PATH".into(), crate::executor::process::SAFE_PATH.into()),
+            ("LANG".into(), crate::executor::process::TOOL_LANG.into()),
+            ("HOME".into(), WORKSPACE.into()),
+            ("TMPDIR".into(), WORKSPACE.into()),
+        ];
+        let job = Job {
+            argv,
+            env,
+            cwd: None,
+            stdin: String::new(),
+            // The caller bounds the session and then destroys the sandbox.
+            deadline: Instant::now() + std::time::Duration::from_secs(24 * 3600),
+            stdout_limit: self.stdout_limit,
+            stderr_limit: self.stderr_limit,
+            scrubber: crate::scrub::Scrubber::default(),
+        };
+        match self.backend.attach(&mut sandbox, job).await {
+            Ok(attached) => Ok(ServerSession {
+                attached,
+                sandbox,
+                backend: Arc::clone(&self.backend),
+            }),
+            Err(e) => {
+                let _ = self.backend.destroy(sandbox).await;
+                Err(ExecError::Spawn(format!(
+                    "cannot start the MCP server {} in a sandbox: {e}",
+                    program.display()
+                )))
+            }
+        }
+    }
+}
+
+/// An MCP server started by [`SandboxExecutor::attach_server`]: its streams, and its sandbox
+/// until [`ServerSession::destroy`] (dropping it kills everything in the sandbox too).
+pub struct ServerSession {
+    /// The server's standard streams and status.
+    pub attached: Attached,
+    sandbox: Sandbox,
+    backend: Arc<dyn SandboxBackend>,
+}
+
+impl std::fmt::Debug for ServerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSession")
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerSession {
+    /// Split the session into its streams and a handle that destroys the sandbox.
+    pub fn into_parts(self) -> (Attached, SessionSandbox) {
+        (
+            self.attached,
+            SessionSandbox {
+                sandbox: self.sandbox,
+                backend: self.backend,
+            },
+        )
+    }
+
+    /// Kill whatever is left in the sandbox and release it.
+    pub async fn destroy(self) -> super::backend::Teardown {
+        self.into_parts().1.destroy().await
+    }
+}
+
+/// The sandbox of a [`ServerSession`] whose streams were taken.
+pub struct SessionSandbox {
+    sandbox: Sandbox,
+    backend: Arc<dyn SandboxBackend>,
+}
+
+impl std::fmt::Debug for SessionSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionSandbox")
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionSandbox {
+    /// Kill whatever is left in the sandbox and release it.
+    pub async fn destroy(self) -> super::backend::Teardown {
+        self.backend.destroy(self.sandbox).await
+    }
+}
+
 impl Executor for SandboxExecutor {
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
         Box::pin(self.attempt(inv))
@@ -500,8 +634,9 @@ fn classify(
     match out.status {
         JobStatus::Exited(0) => {
             if out.stdout.iter().all(u8::is_ascii_whitespace) {
-                return Err(ExecError::Protocol(format!(
-                    "`{tool}` exited 0 but wrote no output on stdout"
+                return Err(ExecError::Protocol(with_stderr_tail(
+                    format!("`{tool}` exited 0 but wrote no output on stdout"),
+                    &out.stderr,
                 )));
             }
             let output = serde_json::from_slice(&out.stdout).map_err(|e| {
@@ -516,15 +651,21 @@ fn classify(
             })
         }
         JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {
-            message: format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+            message: with_stderr_tail(
+                format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
+                &out.stderr,
+            ),
             stderr: stderr(),
         }),
         JobStatus::Exited(code) => Err(ExecError::Permanent {
-            message: format!("`{tool}` exited with status {code}"),
+            message: with_stderr_tail(format!("`{tool}` exited with status {code}"), &out.stderr),
             stderr: stderr(),
         }),
         JobStatus::Signaled(sig) => Err(ExecError::Permanent {
-            message: format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+            message: with_stderr_tail(
+                format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
+                &out.stderr,
+            ),
             stderr: stderr(),
         }),
     }

@@ -69,7 +69,7 @@ pub use backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
 pub use cgroup::CgroupError;
-pub use executor::SandboxExecutor;
+pub use executor::{SandboxExecutor, ServerSession, SessionSandbox};
 pub use linux::{LinuxBackend, INIT_BIN};
 pub use pool::WarmPool;
 pub use tool_image::{ImageLaunch, ToolImage};

@@ -1,0 +1,135 @@
+//! `escepine import mcp`: draft tool records from an existing MCP server's `tools/list`.
+//!
+//! [`listing`] starts the server — by default in a sandbox ([`listing::list_sandboxed`], the
+//! runtime's own Linux sandbox: no host environment, no network, the given read-only paths),
+//! or as a plain host process when asked ([`listing::list_unsandboxed`], with a cleared
+//! environment: only `PATH` (the tools' `PATH`), `LANG` and the host's `HOME`) — initializes an
+//! MCP session on its stdio and reads every page of `tools/list` **as raw JSON**
+//! ([`super::rpc::RawClient`]): one malformed tool (say, without `inputSchema`) never aborts the
+//! listing. [`draft::draft`] turns each tool into a draft record on its own (pure: no I/O):
+//!
+//! - **Identity.** `tool_id` is the MCP name mapped by [`super::names::tool_id_for`]
+//!   (`word-count` → `word_count`; the `mcp-stdio` transport maps it back); `version` is the
+//!   server's `serverInfo.version` when it is semver (else `0.1.0`, noted); `description` is the
+//!   tool's description **verbatim** (none: a decision); the tool's `title` (else its
+//!   `annotations.title`) becomes the record's `title`, its `annotations.openWorldHint` the
+//!   record's `open_world`, both verbatim, so that the transport can say which of them changed.
+//! - **Pin.** `endpoint.definition_sha256` is the digest of the whole listed tool
+//!   ([`super::definition::definition_sha256`]); a server whose listing later differs is refused
+//!   before any `tools/call`.
+//! - **Schemas, mechanically into the subset** ([`schema::normalize`], each change noted with
+//!   its pointer): `$schema` of another draft dropped; root `definitions` renamed `$defs`;
+//!   nullable types become `T` and the property optional; `format` on a non-string dropped (the
+//!   bounds of a fixed-width integer format kept); an object with declared properties and
+//!   nothing said of others closed with `additionalProperties: false` (and a root without
+//!   properties: a tool taking no arguments). A missing `outputSchema` becomes the text shape
+//!   [`super::transport::text_output_schema`], `{"text": …}`, with a REVIEW note: such a tool
+//!   registers mechanically and its text results pass the output gate as `{"text": …}`.
+//! - **Decisions** ([`Decision`], each naming the tool and the JSON pointer, in the draft's
+//!   `$comment` as `DECIDE <pointer>: …` and printed): a property-less or open object (an open
+//!   map such as `headers` or `env`: never closed to `{}`, which would let no value be sent); a
+//!   tool without `inputSchema` (drafted with no arguments, to confirm); a property the
+//!   credential-name rule catches (it cannot be renamed, since the server receives the payload
+//!   verbatim: remove it, or exempt it with `"x-not-credential": "<why>"` after review);
+//!   combinators, tuples and other schema parts without a mechanical rewrite; a missing
+//!   description; and the **class** of every tool not annotated `readOnlyHint: true` — only
+//!   that hint gives a class (`read-only`); any other is left as a placeholder that `escepine
+//!   check` refuses, never a guessed `compensatable`. Whatever else the registry's own rules
+//!   (`registry-build`'s record check, run on each draft) refuse is listed as a decision too.
+//! - **Placeholders with conservative defaults, marked for review**: `timeout_ms` 30000, no
+//!   retry (`max_attempts` 1), `on_failure` `["halt"]`, no secrets, no egress (no network at
+//!   all), file system `workspace`; `sandbox_profile.read_only` lists the `--read-only` paths.
+//! - **Endpoint**: `mcp-stdio` with the command and its arguments as given
+//!   ([`endpoint::EndpointDraft`]): a path made absolute against the working directory
+//!   *lexically*, never resolving a symlink (a virtualenv's `python` stays the virtualenv's), or
+//!   the bare binary name when it is a `[[bin]]` of the workspace.
+//!
+//! Every note goes into the draft's top-level `$comment` (a list of strings; records allow
+//! `$comment`), `DRAFT`/`CHANGED`/`REVIEW`/`DECIDE`-prefixed, so the file says what was decided
+//! for it and what is left to decide.
+
+pub mod draft;
+pub mod endpoint;
+pub mod listing;
+pub mod schema;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use draft::{draft, Draft};
+pub use endpoint::EndpointDraft;
+
+/// The placeholder `timeout_ms` of a draft.
+pub const DRAFT_TIMEOUT_MS: u64 = 30_000;
+
+/// The folder of `OUT` that holds the drafts needing a decision (`escepine check --records OUT`
+/// reads only the files directly in `OUT`).
+pub const NEEDS_DECISION_DIR: &str = "needs-decision";
+
+/// Why the server's tools could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    /// No command was given.
+    #[error("no server command given (escepine import mcp --out DIR -- <command …>)")]
+    NoCommand,
+    /// The server could not be started.
+    #[error("cannot start `{command}`: {why}")]
+    Spawn {
+        /// The program.
+        command: String,
+        /// Why.
+        why: String,
+    },
+    /// The MCP session failed (the server's stderr tail quoted, if it wrote any).
+    #[error("the MCP server `{command}`: {why}")]
+    Session {
+        /// The program.
+        command: String,
+        /// What failed.
+        why: String,
+    },
+    /// The server did not answer in time.
+    #[error("the MCP server `{command}` did not list its tools within {timeout:?}")]
+    TimedOut {
+        /// The program.
+        command: String,
+        /// The bound.
+        timeout: Duration,
+    },
+}
+
+/// What the server said about itself and its tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerTools {
+    /// `serverInfo.name`, when given.
+    pub name: Option<String>,
+    /// `serverInfo.version`, when given.
+    pub version: Option<String>,
+    /// Every tool of `tools/list`, as the server wrote it.
+    pub tools: Vec<Value>,
+}
+
+/// One decision a draft leaves to its reviewer: where, and what to decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The JSON pointer into the draft record.
+    pub pointer: String,
+    /// What to decide, and the ways to decide it.
+    pub what: String,
+}
+
+impl Decision {
+    /// A decision at `pointer`.
+    pub fn new(pointer: &str, what: &str) -> Self {
+        Self {
+            pointer: pointer.to_string(),
+            what: what.to_string(),
+        }
+    }
+
+    /// The decision as a `$comment` line: `DECIDE <pointer>: <what>`.
+    pub fn note(&self) -> String {
+        format!("DECIDE {}: {}", self.pointer, self.what)
+    }
+}
