@@ -313,7 +313,7 @@ async fn a_digest_mismatch_refuses_before_any_sandbox() {
 async fn a_missing_init_is_a_clear_error() {
     let _serial = SERIAL.lock().await;
     let backend = escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init");
-    let ex = SandboxExecutor::with_backend(std::sync::Arc::new(backend));
+    let ex = with_test_images(SandboxExecutor::with_backend(std::sync::Arc::new(backend)));
     let err = probe(&ex, "hostile_noop", "noop", json!({}))
         .await
         .expect_err("no init");

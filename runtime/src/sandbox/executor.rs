@@ -116,6 +116,14 @@ impl SandboxExecutor {
         let Some(reference) = tool.endpoint.image.as_ref() else {
             return Ok(None);
         };
+        if let Some(pin) = &tool.endpoint.sha256 {
+            // Registration refuses this; a record made in code gets the same answer here.
+            return Err(ExecError::Spawn(format!(
+                "refusing to run `{}`: its `sha256` ({pin}) pins a host binary, but it runs on \
+                 the image `{}`, which its digest pins",
+                tool.tool_id, reference.raw
+            )));
+        }
         match self.images.get(&reference.raw) {
             Some(image) => Ok(Some(Arc::clone(image))),
             None => Err(ExecError::Permanent {
