@@ -6,7 +6,7 @@
 
 mod image_support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use escepine_testkit::fixtures;

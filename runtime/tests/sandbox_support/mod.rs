@@ -171,9 +171,9 @@ pub fn with_test_images(executor: SandboxExecutor) -> SandboxExecutor {
 }
 
 /// Whether this build of the suite runs the hostile tool on an image root: the test target
-/// `sandbox_hostile_on_image` is `sandbox_hostile.rs` unchanged, built a second time, whose
-/// records name an OCI image holding the same binary (and its libraries) instead of the host
-/// binary.
+/// `sandbox_hostile_on_image` includes the same suite as `sandbox_hostile` (`hostile/suite.rs`),
+/// and its records name an OCI image holding the same binary (and its libraries) instead of the
+/// host binary.
 pub const ON_IMAGE: bool = matches!(
     env!("CARGO_CRATE_NAME").as_bytes(),
     b"sandbox_hostile_on_image"
