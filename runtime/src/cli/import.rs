@@ -260,7 +260,7 @@ fn list(a: &McpArgs, server: &Server<'_>) -> Result<ServerTools, ImportError> {
         } else {
             endpoint::on_path(program).ok_or_else(|| spawn("not found on PATH".into()))?
         };
-        let executor = sandbox(&spawn)?;
+        let executor = sandbox(spawn)?;
         rt.block_on(list_sandboxed(
             &executor,
             &path,
@@ -298,7 +298,7 @@ async fn list_image(
     let (root, _) = images::ensure(image, server.envelope, &store)
         .await
         .map_err(|e| spawn(format!("it cannot be fetched, verified or unpacked: {e}")))?;
-    let executor = sandbox(&spawn)?;
+    let executor = sandbox(spawn)?;
     let (command, args) = a
         .command
         .split_first()
