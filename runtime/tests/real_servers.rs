@@ -682,8 +682,21 @@ async fn a_server_in_an_image_from_a_loopback_registry_is_imported_and_called() 
     });
 
     w.permit(&["shout", "word_count", "whoami"]);
-    let check = w.check(&envelope, &[]);
+    let check = w.check(
+        &envelope,
+        &["--show-root", "shout", "--image-cache", &cache_arg],
+    );
     assert_eq!(check.status.code(), Some(0), "{}", shown(&check));
+    // The root is the image's tree (from the cache the import filled), nothing of the host's.
+    let root = text(&check.stdout);
+    for entry in [
+        "/app  (from the image)",
+        "/usr  (from the image)",
+        "/workspace",
+    ] {
+        assert!(root.contains(entry), "{entry}: {root}");
+    }
+    assert!(!root.contains("from the host"), "{root}");
     let call =
         |tool: &str, input: Value| w.call(&envelope, tool, &input, &["--image-cache", &cache_arg]);
     assert_eq!(

@@ -17,6 +17,11 @@ pub(crate) struct Args {
     /// bound read-only paths, or its image's tree, and what every sandbox gets). Repeatable.
     #[arg(long, value_name = "TOOL")]
     show_root: Vec<String>,
+    /// The image cache `--show-root` reads (and fetches into) the image of a tool whose endpoint
+    /// names one; default `$ESCEPINE_IMAGE_CACHE`, else `/var/cache/escepine/images` for root,
+    /// else `~/.cache/escepine/images`.
+    #[arg(long, value_name = "DIR")]
+    image_cache: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -63,7 +68,7 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                         .join(", ")
                 );
             }
-            show_roots(&reg, &args.show_root, io)
+            show_roots(&reg, args, io)
         }
         Err(diags) => {
             let _ = write!(io.err, "{}", diags.render());
@@ -72,8 +77,11 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     }
 }
 
-/// `--show-root`: the root listing of each named tool.
-fn show_roots(reg: &registry_build::Registry, tools: &[String], io: &mut Io<'_>) -> i32 {
+/// `--show-root`: the root listing of each named tool. A tool's image is made ready in the
+/// image cache first (fetched, verified and unpacked if it is not there yet), as the commands
+/// that run tools do at start-up.
+fn show_roots(reg: &registry_build::Registry, args: &Args, io: &mut Io<'_>) -> i32 {
+    let tools = &args.show_root;
     if tools.is_empty() {
         return exit::OK;
     }
@@ -95,7 +103,38 @@ fn show_roots(reg: &registry_build::Registry, tools: &[String], io: &mut Io<'_>)
             code = exit::USAGE;
             continue;
         };
-        match rt.block_on(crate::sandbox::listing::root_of(tool, &process, None)) {
+        let image = match &tool.endpoint.image {
+            None => None,
+            Some(reference) => {
+                let ready = match super::tool_run::image_store(args.image_cache.as_deref()) {
+                    Ok(store) => rt
+                        .block_on(crate::images::ensure(
+                            reference,
+                            reg.envelope.as_ref(),
+                            &store,
+                        ))
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e),
+                };
+                match ready {
+                    Ok((image, _)) => Some(image),
+                    Err(e) => {
+                        let _ = writeln!(
+                            io.err,
+                            "error: the root of `{id}`: its image `{}` cannot be used: {e}",
+                            reference.raw
+                        );
+                        code = exit::INVALID;
+                        continue;
+                    }
+                }
+            }
+        };
+        match rt.block_on(crate::sandbox::listing::root_of(
+            tool,
+            &process,
+            image.as_ref(),
+        )) {
             Ok(entries) => {
                 let _ = writeln!(io.out, "root of `{id}`:");
                 for e in entries {
