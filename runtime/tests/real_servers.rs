@@ -339,6 +339,21 @@ fn mcp_server_time_from_pypi_is_imported_checked_and_called_in_its_sandbox() {
 /// (a record names a command and arguments; it cannot set the server's environment).
 const ENV: &str = "/usr/bin/env";
 
+/// The one decision server-memory's drafts ask for: the class of each tool that writes. The
+/// graph's writes replace what they name; none is an exact inverse of another (a deleted
+/// entity loses its relations), so none is `compensatable`.
+fn memory_class(id: &str, pointer: &str, record: &mut Value) -> bool {
+    if pointer != "/side_effect_class" {
+        return false;
+    }
+    let class = match id {
+        "read_graph" | "search_nodes" | "open_nodes" => "read-only",
+        _ => "supersede",
+    };
+    record["side_effect_class"] = json!(class);
+    true
+}
+
 #[test]
 fn server_memory_from_npm_runs_one_sandbox_per_call_and_keeps_nothing() {
     let w = Workdir::new();
@@ -373,19 +388,7 @@ fn server_memory_from_npm_runs_one_sandbox_per_call_and_keeps_nothing() {
         asked.iter().all(|(_, p)| p == "/side_effect_class"),
         "{asked:?}"
     );
-    let decided = w.decide(|id, pointer, record| {
-        if pointer != "/side_effect_class" {
-            return false;
-        }
-        // The graph's writes replace what they name; nothing is an exact inverse of another
-        // (a deleted entity loses its relations), so none is `compensatable`.
-        let class = match id {
-            "read_graph" | "search_nodes" | "open_nodes" => "read-only",
-            _ => "supersede",
-        };
-        record["side_effect_class"] = json!(class);
-        true
-    });
+    let decided = w.decide(memory_class);
     assert_eq!(decided.len(), asked.len(), "{decided:?} vs {asked:?}");
     let tools = ["create_entities", "read_graph"];
     w.permit(&tools);
@@ -415,14 +418,7 @@ fn server_memory_from_npm_runs_one_sandbox_per_call_and_keeps_nothing() {
     wrapped.extend(command.iter().cloned());
     let again = w.import(&read_only, &["--force"], &wrapped);
     assert_eq!(again.status.code(), Some(0), "{}", shown(&again));
-    w.decide(|id, pointer, record| {
-        let class = match id {
-            "read_graph" | "search_nodes" | "open_nodes" => "read-only",
-            _ => "supersede",
-        };
-        record["side_effect_class"] = json!(class);
-        pointer == "/side_effect_class"
-    });
+    w.decide(memory_class);
     let draft = read_json(&w.records().join("create_entities.json"));
     assert_eq!(draft["endpoint"]["command"], ENV, "{draft:#}");
     let check = w.check(&envelope, &[]);
@@ -537,6 +533,9 @@ fn mcp_server_git_registers_twelve_text_tools_and_needs_safe_directory() {
             "{asked:?}"
         );
         let decided = w.decide(|id, pointer, record| {
+            if pointer != "/side_effect_class" {
+                return false;
+            }
             let class = if id.starts_with("git_diff")
                 || ["git_status", "git_log", "git_show", "git_branch"].contains(&id)
             {
@@ -545,7 +544,7 @@ fn mcp_server_git_registers_twelve_text_tools_and_needs_safe_directory() {
                 "supersede"
             };
             record["side_effect_class"] = json!(class);
-            pointer == "/side_effect_class"
+            true
         });
         assert_eq!(decided.len(), asked.len());
         assert_eq!(w.drafts().0.len(), 12);
@@ -676,10 +675,15 @@ async fn a_server_in_an_image_from_a_loopback_registry_is_imported_and_called() 
         draft["output_schema"],
         escepine_runtime::mcp::transport::text_output_schema()
     );
-    w.decide(|_, pointer, record| {
+    // `whoami` only reports where it runs.
+    let decided = w.decide(|_, pointer, record| {
+        if pointer != "/side_effect_class" {
+            return false;
+        }
         record["side_effect_class"] = json!("read-only");
-        pointer == "/side_effect_class"
+        true
     });
+    assert_eq!(decided.len(), 1);
 
     w.permit(&["shout", "word_count", "whoami"]);
     let check = w.check(
