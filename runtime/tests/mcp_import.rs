@@ -607,8 +607,19 @@ fn a_server_that_cannot_start_says_why() {
             &dies,
         ],
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("not yet wired"));
+    // An image reference without a valid digest is a usage error, before anything starts.
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--image:") && stderr.contains("sha256"),
+        "{stderr}"
+    );
+    // Neither a command nor an image: usage.
+    let out = escepine_in(dir.path(), &["import", "mcp", "--out", "drafts"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--image REF"), "{stderr}");
+    assert!(!dir.path().join("drafts").exists(), "nothing written");
 }
 
 #[test]
