@@ -76,6 +76,21 @@ impl Copy {
     }
 }
 
+/// `tavily_search` made a `#!/bin/sh` script that pipes through `sed`.
+fn script_tool(c: &Copy) {
+    let script = c.path("tool.sh");
+    fs::write(&script, "#!/bin/sh\nsed -e s/a/b/\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    c.edit_record("tavily_search", |v| {
+        v["endpoint"]["command"] = script.to_str().unwrap().into();
+        v["endpoint"].as_object_mut().unwrap().remove("sha256");
+        v["endpoint"].as_object_mut().unwrap().remove("args");
+    });
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -269,17 +284,7 @@ fn warnings_and_notes_are_printed_labelled_and_do_not_fail_the_check() {
             "x-not-credential": "the name of a saved search session, chosen by the user"
         });
     });
-    let script = c.path("tool.sh");
-    fs::write(&script, "#!/bin/sh\nsed -e s/a/b/\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    c.edit_record("tavily_search", |v| {
-        v["endpoint"]["command"] = script.to_str().unwrap().into();
-        v["endpoint"].as_object_mut().unwrap().remove("sha256");
-        v["endpoint"].as_object_mut().unwrap().remove("args");
-    });
+    script_tool(&c);
     let out = c.check();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{}{err}", text(&out.stdout));
@@ -317,17 +322,7 @@ fn warnings_and_notes_are_printed_labelled_and_do_not_fail_the_check() {
 #[test]
 fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
     let c = Copy::new();
-    let script = c.path("tool.sh");
-    fs::write(&script, "#!/bin/sh\nsed -e s/a/b/\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    c.edit_record("tavily_search", |v| {
-        v["endpoint"]["command"] = script.to_str().unwrap().into();
-        v["endpoint"].as_object_mut().unwrap().remove("sha256");
-        v["endpoint"].as_object_mut().unwrap().remove("args");
-    });
+    script_tool(&c);
     let show = |c: &Copy| {
         escepine(&[
             "check",

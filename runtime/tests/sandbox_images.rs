@@ -275,38 +275,40 @@ fn read_only_envelope(paths: &[PathBuf]) -> Value {
     json!({"egress": [], "read_only": paths})
 }
 
+/// Both tools of a fixture server started by `endpoint` from the read-only host `paths`: checked,
+/// then called in the sandbox; the scene for more calls.
+fn from_read_only_paths(endpoint: Value, paths: &[PathBuf], words: &str) -> Scene {
+    let scene = Scene::new(
+        &[
+            record("word_count", words_shape(), endpoint.clone(), paths),
+            record("shout", text_shape(), endpoint, paths),
+        ],
+        read_only_envelope(paths),
+    );
+    let checked = scene.check();
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stderr));
+    let count = words.split_whitespace().count();
+    assert_eq!(
+        scene.call("word_count", json!({ "text": words })),
+        Ok(json!({ "words": count }))
+    );
+    assert_eq!(
+        scene.call("shout", json!({ "text": words })),
+        Ok(json!({ "text": words.to_uppercase() }))
+    );
+    scene
+}
+
 #[test]
 fn the_python_sdk_server_runs_from_read_only_host_paths() {
     let python = fixtures::python_bin().expect("the fixtures are installed");
     let server = fixtures::server_source("py_sdk_server.py").expect("the server");
     let paths = fixtures::python_read_only_paths().expect("the fixtures are installed");
-    let endpoint = json!({"transport": "mcp-stdio", "command": python,
-                          "args": [server]});
-    let scene = Scene::new(
-        &[
-            record("word_count", words_shape(), endpoint.clone(), &paths),
-            record("shout", text_shape(), endpoint, &paths),
-        ],
-        read_only_envelope(&paths),
-    );
-    let checked = scene.check();
-    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stderr));
-    assert_eq!(
-        scene.call("word_count", json!({"text": "x y z w"})),
-        Ok(json!({"words": 4}))
-    );
-    assert_eq!(
-        scene.call("shout", json!({"text": "venv"})),
-        Ok(json!({"text": "VENV"}))
-    );
+    let endpoint = json!({"transport": "mcp-stdio", "command": python, "args": [server]});
+    from_read_only_paths(endpoint.clone(), &paths, "x y z w");
     // Without the read-only paths the server cannot start, and the failure says why.
     let bare = Scene::new(
-        &[record(
-            "shout",
-            text_shape(),
-            json!({"transport": "mcp-stdio", "command": python, "args": [server]}),
-            &[],
-        )],
+        &[record("shout", text_shape(), endpoint, &[])],
         read_only_envelope(&paths),
     );
     let failed = bare
@@ -329,21 +331,5 @@ fn the_node_sdk_server_runs_from_read_only_host_paths() {
     let paths = fixtures::node_read_only_paths().expect("the fixtures are installed");
     let endpoint = json!({"transport": "mcp-stdio", "command": node,
                           "args": [server, "--modules", modules_parent]});
-    let scene = Scene::new(
-        &[
-            record("word_count", words_shape(), endpoint.clone(), &paths),
-            record("shout", text_shape(), endpoint, &paths),
-        ],
-        read_only_envelope(&paths),
-    );
-    let checked = scene.check();
-    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stderr));
-    assert_eq!(
-        scene.call("word_count", json!({"text": "n o d e"})),
-        Ok(json!({"words": 4}))
-    );
-    assert_eq!(
-        scene.call("shout", json!({"text": "js"})),
-        Ok(json!({"text": "JS"}))
-    );
+    from_read_only_paths(endpoint, &paths, "n o d e");
 }

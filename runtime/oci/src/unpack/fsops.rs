@@ -21,22 +21,16 @@ fn in_root() -> ResolveFlags {
 /// Open the directory `rel` (relative to the image root `root`) as an `O_PATH` descriptor,
 /// resolving symbolic links inside the root.
 pub fn open_dir(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
-    let rel: &Path = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        rel
-    };
-    Ok(rustix::fs::openat2(
-        root,
-        rel,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-        in_root(),
-    )?)
+    open_dir_with(root, rel, OFlags::PATH)
 }
 
 /// Open the directory `rel` for reading (to set its mode), resolving links inside the root.
 pub fn open_dir_readable(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
+    open_dir_with(root, rel, OFlags::RDONLY)
+}
+
+/// The directory `rel` beneath `root` opened with `access`, links resolved inside the root.
+fn open_dir_with(root: &OwnedFd, rel: &Path, access: OFlags) -> io::Result<OwnedFd> {
     let rel: &Path = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -45,7 +39,7 @@ pub fn open_dir_readable(root: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
     Ok(rustix::fs::openat2(
         root,
         rel,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        access | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
         in_root(),
     )?)
