@@ -195,25 +195,16 @@ fn hostile_image() -> &'static ToolImage {
             let store = escepine_oci::ImageStore::open(dir.path().join("cache")).expect("a store");
             let image = escepine_contract::ImageRef::parse(&reference).expect("a pinned reference");
             // Off the test's own runtime: a thread with a runtime of its own.
-            let unpacked = std::thread::spawn(move || {
+            let (tool, _) = std::thread::spawn(move || {
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .expect("a runtime")
-                    .block_on(store.ensure(&image, escepine_oci::Access { plain_http: false }))
+                    .block_on(escepine_runtime::images::ensure(&image, None, &store))
             })
             .join()
             .expect("the fetch thread")
             .expect("the hostile image unpacks");
-            let c = unpacked.config;
-            let tool = ToolImage {
-                reference,
-                rootfs: unpacked.rootfs,
-                entrypoint: c.entrypoint,
-                cmd: c.cmd,
-                env: c.env,
-                working_dir: c.working_dir,
-            };
             (dir, tool)
         })
         .1
