@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use escepine_oci::{Access, FetchStats, ImageStore, OciError};
-use registry_build::Registry;
+use registry_build::{Envelope, Registry};
 
 use crate::sandbox::{SandboxExecutor, ToolImage};
 
@@ -57,35 +57,49 @@ pub async fn prepare(
     }
     let mut out = Vec::new();
     for (raw, (image, tools)) in by_ref {
-        let access = Access {
-            plain_http: registry
-                .envelope
-                .as_ref()
-                .is_some_and(|e| e.plain_http(&image)),
-        };
-        let unpacked = store
-            .ensure(&image, access)
+        let (image, fetched) = ensure(&image, registry.envelope.as_ref(), store)
             .await
             .map_err(|source| ImagesError {
                 tool: tools.first().cloned().unwrap_or_default(),
                 image: raw.clone(),
                 source,
             })?;
-        let config = unpacked.config;
         out.push(Prepared {
-            image: ToolImage {
-                reference: raw,
-                rootfs: unpacked.rootfs,
-                entrypoint: config.entrypoint,
-                cmd: config.cmd,
-                env: config.env,
-                working_dir: config.working_dir,
-            },
+            image,
             tools,
-            fetched: unpacked.fetched,
+            fetched,
         });
     }
     Ok(out)
+}
+
+/// Ensure the one image `image` is in `store`, unpacked: over plain HTTP only when `envelope`
+/// lists its registry as `http://host:port`, else HTTPS (a layout `oci:/dir` is read from
+/// disk). What [`prepare`] does for each image, and `escepine import mcp --image` for its one.
+///
+/// # Errors
+/// When the image cannot be fetched, verified or unpacked.
+pub async fn ensure(
+    image: &escepine_contract::ImageRef,
+    envelope: Option<&Envelope>,
+    store: &ImageStore,
+) -> Result<(ToolImage, FetchStats), OciError> {
+    let access = Access {
+        plain_http: envelope.is_some_and(|e| e.plain_http(image)),
+    };
+    let unpacked = store.ensure(image, access).await?;
+    let config = unpacked.config;
+    Ok((
+        ToolImage {
+            reference: image.raw.clone(),
+            rootfs: unpacked.rootfs,
+            entrypoint: config.entrypoint,
+            cmd: config.cmd,
+            env: config.env,
+            working_dir: config.working_dir,
+        },
+        unpacked.fetched,
+    ))
 }
 
 /// `executor` with every prepared image.

@@ -14,7 +14,8 @@ use crate::error::CallError;
 use crate::executor::{ExecError, Executor, Invocation};
 use crate::gate::{self, SchemaGate};
 use crate::ledger::{
-    canonical_json, sha256_hex, Attempt, CallResult, Committed, Intent, Ledger, Outcome, Record,
+    canonical_json, sha256_hex, Attempt, CallResult, Committed, CredentialExemption, Intent,
+    Ledger, Outcome, Record,
 };
 use crate::retry;
 use crate::scrub::Scrubber;
@@ -159,6 +160,15 @@ pub async fn record_intent(
         reasons: decision.reasons.iter().map(|r| scrubber.text(r)).collect(),
         overlay: tool.overlay.clone(),
         deadline_ms: Some(deadline(&tool.record).as_millis() as u64),
+        credential_exemptions: tool
+            .record
+            .credential_exemptions()
+            .into_iter()
+            .map(|e| CredentialExemption {
+                pointer: e.pointer,
+                reason: e.reason,
+            })
+            .collect(),
     };
     Ok(ledger.append(Record::Intent(intent)).await?)
 }

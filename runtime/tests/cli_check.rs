@@ -313,3 +313,73 @@ fn warnings_and_notes_are_printed_labelled_and_do_not_fail_the_check() {
     assert!(err.contains("error: 1 problem in 1 file"), "{err}");
     assert!(err.contains("1 warning") && err.contains("1 note"), "{err}");
 }
+
+#[test]
+fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
+    let c = Copy::new();
+    let script = c.path("tool.sh");
+    fs::write(&script, "#!/bin/sh\nsed -e s/a/b/\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    c.edit_record("tavily_search", |v| {
+        v["endpoint"]["command"] = script.to_str().unwrap().into();
+        v["endpoint"].as_object_mut().unwrap().remove("sha256");
+        v["endpoint"].as_object_mut().unwrap().remove("args");
+    });
+    let show = |c: &Copy| {
+        escepine(&[
+            "check",
+            "--records",
+            c.path("records").to_str().unwrap(),
+            "--policies",
+            c.path("policies").to_str().unwrap(),
+            "--show-root",
+            "tavily_search",
+        ])
+    };
+    let out = show(&c);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    let copied: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.ends_with("(copied from the host)"))
+        .collect();
+    // The script and its interpreter with the interpreter's libraries: no `sed`.
+    assert!(copied.iter().any(|l| l.contains("tool.sh")), "{listing}");
+    assert!(
+        copied
+            .iter()
+            .any(|l| l.contains("/bin/sh") || l.contains("dash")),
+        "{listing}"
+    );
+    assert!(!listing.contains("/sed"), "{listing}");
+    assert!(
+        listing.contains("/workspace  (made for every sandbox)"),
+        "{listing}"
+    );
+
+    // With `sed` listed read-only, it is bound at its own path.
+    c.edit_record("tavily_search", |v| {
+        v["sandbox_profile"]["read_only"] = serde_json::json!(["/usr/bin/sed"]);
+    });
+    let out = show(&c);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    assert!(
+        listing.contains("/usr/bin/sed  (bound read-only from the host)"),
+        "{listing}"
+    );
+    // An unknown tool is a usage error.
+    let out = escepine(&[
+        "check",
+        "--records",
+        c.path("records").to_str().unwrap(),
+        "--policies",
+        c.path("policies").to_str().unwrap(),
+        "--show-root",
+        "no_such_tool",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

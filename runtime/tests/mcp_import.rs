@@ -480,6 +480,37 @@ fn decided_drafts_pass_check_and_are_called() {
         json!({"url": "http://x", "headers": {"cookie": "c"}}),
     );
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    // The intent of the exempted tool's call records the exemption and its reason; the others
+    // record none.
+    let entries = escepine_runtime::ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
+    let exemptions: Vec<(String, Vec<(String, String)>)> = entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::Intent(i) => Some((
+                i.tool_id.clone(),
+                i.credential_exemptions
+                    .iter()
+                    .map(|x| (x.pointer.clone(), x.reason.clone()))
+                    .collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    for (tool, recorded) in &exemptions {
+        if tool == "browser_open" {
+            assert_eq!(
+                recorded,
+                &[(
+                    "/session_name".to_string(),
+                    "names a browser window the agent opened; no secret".to_string()
+                )],
+                "{exemptions:?}"
+            );
+        } else {
+            assert!(recorded.is_empty(), "{tool}: {recorded:?}");
+        }
+    }
+    assert!(exemptions.iter().any(|(t, _)| t == "browser_open"));
 }
 
 #[test]
@@ -576,8 +607,19 @@ fn a_server_that_cannot_start_says_why() {
             &dies,
         ],
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("not yet wired"));
+    // An image reference without a valid digest is a usage error, before anything starts.
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--image:") && stderr.contains("sha256"),
+        "{stderr}"
+    );
+    // Neither a command nor an image: usage.
+    let out = escepine_in(dir.path(), &["import", "mcp", "--out", "drafts"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--image REF"), "{stderr}");
+    assert!(!dir.path().join("drafts").exists(), "nothing written");
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! `escepine check`: every registration rule, Cedar strict validation and (with `--sops`) every
 //! SOP rule, all problems at once.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::tool_run::image_store;
 use super::{exit, Io, RegistryArgs};
+use crate::images;
 
 /// Arguments of `escepine check`.
 #[derive(Debug, clap::Args)]
@@ -17,6 +19,10 @@ pub(crate) struct Args {
     /// bound read-only paths, or its image's tree, and what every sandbox gets). Repeatable.
     #[arg(long, value_name = "TOOL")]
     show_root: Vec<String>,
+    /// The image cache the tools' `endpoint.image` references are resolved into (fetched,
+    /// verified and unpacked; default as for `call`).
+    #[arg(long, value_name = "DIR")]
+    image_cache: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -63,7 +69,21 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                         .join(", ")
                 );
             }
-            show_roots(&reg, &args.show_root, io)
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
+                    return exit::INVALID;
+                }
+            };
+            let images = match resolve_images(&rt, &reg, args.image_cache.as_deref(), io) {
+                Ok(images) => images,
+                Err(code) => return code,
+            };
+            show_roots(&rt, &reg, &images, &args.show_root, io)
         }
         Err(diags) => {
             let _ = write!(io.err, "{}", diags.render());
@@ -72,21 +92,59 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     }
 }
 
+/// Every `endpoint.image` fetched, verified and unpacked into the image cache (a cached image
+/// costs no request), each reported.
+fn resolve_images(
+    rt: &tokio::runtime::Runtime,
+    reg: &registry_build::Registry,
+    cache: Option<&Path>,
+    io: &mut Io<'_>,
+) -> Result<Vec<images::Prepared>, i32> {
+    if !reg.records.iter().any(|r| r.endpoint.image.is_some()) {
+        return Ok(Vec::new());
+    }
+    let store = image_store(cache).map_err(|e| {
+        let _ = writeln!(io.err, "error: {e}");
+        exit::INVALID
+    })?;
+    match rt.block_on(images::prepare(reg, &store)) {
+        Ok(prepared) => {
+            for p in &prepared {
+                let _ = writeln!(
+                    io.out,
+                    "ok: image {} ({}): {}",
+                    p.image.reference,
+                    p.tools.join(", "),
+                    if p.fetched.blobs == 0 {
+                        "cached".to_string()
+                    } else {
+                        format!(
+                            "fetched {} blobs, {} bytes",
+                            p.fetched.blobs, p.fetched.bytes
+                        )
+                    }
+                );
+            }
+            Ok(prepared)
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            Err(exit::INVALID)
+        }
+    }
+}
+
 /// `--show-root`: the root listing of each named tool.
-fn show_roots(reg: &registry_build::Registry, tools: &[String], io: &mut Io<'_>) -> i32 {
+fn show_roots(
+    rt: &tokio::runtime::Runtime,
+    reg: &registry_build::Registry,
+    images: &[images::Prepared],
+    tools: &[String],
+    io: &mut Io<'_>,
+) -> i32 {
     if tools.is_empty() {
         return exit::OK;
     }
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
-            return exit::INVALID;
-        }
-    };
     let process = crate::executor::ProcessExecutor::new();
     let mut code = exit::OK;
     for id in tools {
@@ -95,7 +153,13 @@ fn show_roots(reg: &registry_build::Registry, tools: &[String], io: &mut Io<'_>)
             code = exit::USAGE;
             continue;
         };
-        match rt.block_on(crate::sandbox::listing::root_of(tool, &process, None)) {
+        let image = tool.endpoint.image.as_ref().and_then(|r| {
+            images
+                .iter()
+                .find(|p| p.image.reference == r.raw)
+                .map(|p| &p.image)
+        });
+        match rt.block_on(crate::sandbox::listing::root_of(tool, &process, image)) {
             Ok(entries) => {
                 let _ = writeln!(io.out, "root of `{id}`:");
                 for e in entries {

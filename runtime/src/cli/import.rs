@@ -1,6 +1,6 @@
-//! `escepine import mcp --out DIR [--read-only PATH]... [--envelope FILE] [--unsandboxed]
-//! [--force] [--timeout-ms N] -- <command …>`: draft records from an existing MCP server
-//! ([`crate::mcp::import`]).
+//! `escepine import mcp --out DIR [--read-only PATH]... [--image REF [--image-cache DIR]]
+//! [--envelope FILE] [--unsandboxed] [--force] [--timeout-ms N] -- <command …>`: draft records
+//! from an existing MCP server ([`crate::mcp::import`]).
 //!
 //! The server runs **in a sandbox** by default — the runtime's own Linux sandbox, as root:
 //! no host environment (`PATH`, `LANG`, `HOME` and `TMPDIR` only), no network, the server's
@@ -8,7 +8,14 @@
 //! installation, a virtualenv, a `node_modules` tree, the server's code; each also written
 //! into every draft's `sandbox_profile.read_only`). `--unsandboxed` is the explicit opt-out: a
 //! host process with a cleared environment (`PATH` as tools get it, `LANG`, the host's `HOME`).
-//! `--image REF` is accepted and refused until image roots are wired.
+//!
+//! With `--image REF` (an OCI image pinned by digest) the server runs in a sandbox on the
+//! image's root instead: the image is fetched, verified and unpacked into the image cache
+//! (`--image-cache DIR`, else the default one) first — over plain HTTP only when `--envelope`
+//! lists its registry as `http://host:port` — and the command after `--` is a path or name
+//! inside the image, kept as given; with none, the image's `Entrypoint` and `Cmd` run. The
+//! image's `Env` and `WorkingDir` apply. The drafts name the image in `endpoint.image` (its
+//! digest pins the server: no `sha256`).
 //!
 //! The command is kept as given, a path made absolute against the working directory
 //! lexically (a virtualenv's `python` symlink is not resolved). Each tool of the raw
@@ -21,18 +28,23 @@
 //!
 //! Exit status: 0 the server was listed and every tool drafted (decisions may remain); 1
 //! nothing written (a draft exists, two tools map to one id, a file cannot be written); 2
-//! usage (including `--image`, not yet wired, and an unreadable envelope); 3 the server could
-//! not be started or listed (its stderr's last lines quoted).
+//! usage (no command and no image, an image reference not pinned by digest, `--image` with
+//! `--unsandboxed`, an unreadable envelope); 3 the server could not be started or listed (its
+//! stderr's last lines quoted), including an image that cannot be fetched, verified or
+//! unpacked.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use escepine_contract::ImageRef;
 use registry_build::endpoint::{self, WorkspaceBins};
 use registry_build::{record_check, Envelope, SourceFile};
 
+use super::tool_run::image_store;
 use super::{exit, Io};
+use crate::images;
 use crate::mcp::import::endpoint::absolute;
-use crate::mcp::import::listing::{list_sandboxed, list_unsandboxed};
+use crate::mcp::import::listing::{list_in_image, list_sandboxed, list_unsandboxed};
 use crate::mcp::import::{
     draft, Decision, Draft, EndpointDraft, ImportError, ServerTools, NEEDS_DECISION_DIR,
 };
@@ -70,17 +82,23 @@ struct McpArgs {
     /// written into every draft's `sandbox_profile.read_only` (repeatable).
     #[arg(long = "read-only", value_name = "PATH")]
     read_only: Vec<PathBuf>,
-    /// An OCI image (pinned by digest) to run the server from (not yet wired).
+    /// An OCI image pinned by digest (`host:port/name@sha256:…`, `oci:/layout@sha256:…`) to
+    /// run the server from, on the image's root; the command after `--` is then a path or name
+    /// inside the image, and may be left out (the image's Entrypoint and Cmd).
     #[arg(long, value_name = "REF")]
     image: Option<String>,
+    /// The image cache `--image` is fetched into; default `$ESCEPINE_IMAGE_CACHE`, else
+    /// `/var/cache/escepine/images` for root, else `~/.cache/escepine/images`.
+    #[arg(long, value_name = "DIR", requires = "image")]
+    image_cache: Option<PathBuf>,
     /// The deployment envelope the drafts are checked against (coverage rules).
     #[arg(long, value_name = "FILE")]
     envelope: Option<PathBuf>,
     /// Run the server as a host process instead of in a sandbox (cleared environment).
     #[arg(long)]
     unsandboxed: bool,
-    /// The server's command and arguments, after `--`.
-    #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
+    /// The server's command and arguments, after `--` (optional with `--image`).
+    #[arg(last = true, num_args = 0.., value_name = "COMMAND")]
     command: Vec<String>,
 }
 
@@ -115,11 +133,26 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         let _ = writeln!(io.err, "error: {msg}");
         exit::USAGE
     };
-    if a.image.is_some() {
+    let image = match &a.image {
+        None => None,
+        Some(_) if a.unsandboxed => {
+            return usage(
+                io,
+                "--image runs the server in a sandbox on the image's root; it cannot be \
+                 combined with --unsandboxed"
+                    .into(),
+            )
+        }
+        Some(raw) => match ImageRef::parse(raw) {
+            Ok(r) => Some(r),
+            Err(e) => return usage(io, format!("--image: {e}")),
+        },
+    };
+    if image.is_none() && a.command.is_empty() {
         return usage(
             io,
-            "--image is not yet wired into `import mcp`; run the server from read-only host \
-             paths (--read-only PATH) or --unsandboxed"
+            "give the server's command after `--` (escepine import mcp --out DIR -- <command \
+             …>), or an image to run it from (--image REF)"
                 .into(),
         );
     }
@@ -135,14 +168,23 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         },
     };
     let workspace = workspace_for(&a.out);
-    let endpoint = match EndpointDraft::for_command(&a.command, &cwd, workspace.as_deref()) {
-        Ok(e) => e,
-        Err(e) => return usage(io, e.to_string()),
+    let endpoint = match &image {
+        Some(r) => EndpointDraft::in_image(&r.raw, &a.command),
+        None => match EndpointDraft::for_command(&a.command, &cwd, workspace.as_deref()) {
+            Ok(e) => e,
+            Err(e) => return usage(io, e.to_string()),
+        },
     };
     let read_only: Vec<PathBuf> = a.read_only.iter().map(|p| absolute(p, &cwd)).collect();
     let shown: Vec<String> = read_only.iter().map(|p| p.display().to_string()).collect();
 
-    let listed = match list(a, &cwd, &read_only) {
+    let server = Server {
+        image: image.as_ref(),
+        envelope: envelope.as_ref(),
+        cwd: &cwd,
+        read_only: &read_only,
+    };
+    let listed = match list(a, &server) {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");
@@ -181,8 +223,20 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     write_drafts(&drafts, a, io)
 }
 
+/// Where and how the server to list runs.
+struct Server<'a> {
+    /// The image to run it from (`--image`).
+    image: Option<&'a ImageRef>,
+    /// The envelope (which says whether the image's registry is reached over plain HTTP).
+    envelope: Option<&'a Envelope>,
+    /// The working directory a relative command is made absolute against.
+    cwd: &'a Path,
+    /// The `--read-only` paths, absolute.
+    read_only: &'a [PathBuf],
+}
+
 /// Start the server as asked and read its tools.
-fn list(a: &McpArgs, cwd: &Path, read_only: &[PathBuf]) -> Result<ServerTools, ImportError> {
+fn list(a: &McpArgs, server: &Server<'_>) -> Result<ServerTools, ImportError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -193,6 +247,8 @@ fn list(a: &McpArgs, cwd: &Path, read_only: &[PathBuf]) -> Result<ServerTools, I
     let timeout = Duration::from_millis(a.timeout_ms);
     let result = if a.unsandboxed {
         rt.block_on(list_unsandboxed(&a.command, timeout))
+    } else if let Some(image) = server.image {
+        rt.block_on(list_image(a, server, image, timeout))
     } else {
         let (program, args) = a.command.split_first().ok_or(ImportError::NoCommand)?;
         let spawn = |why: String| ImportError::Spawn {
@@ -200,19 +256,54 @@ fn list(a: &McpArgs, cwd: &Path, read_only: &[PathBuf]) -> Result<ServerTools, I
             why,
         };
         let path = if program.contains('/') {
-            absolute(Path::new(program), cwd)
+            absolute(Path::new(program), server.cwd)
         } else {
             endpoint::on_path(program).ok_or_else(|| spawn("not found on PATH".into()))?
         };
-        let executor = SandboxExecutor::new().map_err(|e| {
-            spawn(format!(
-                "no sandbox: {e} (pass --unsandboxed to run the server as a host process)"
-            ))
-        })?;
-        rt.block_on(list_sandboxed(&executor, &path, args, read_only, timeout))
+        let executor = sandbox(spawn)?;
+        rt.block_on(list_sandboxed(
+            &executor,
+            &path,
+            args,
+            server.read_only,
+            timeout,
+        ))
     };
     rt.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// The runtime's sandbox executor, or why there is none (`spawn` makes the error).
+fn sandbox(spawn: impl Fn(String) -> ImportError) -> Result<SandboxExecutor, ImportError> {
+    SandboxExecutor::new().map_err(|e| {
+        spawn(format!(
+            "no sandbox: {e} (pass --unsandboxed to run the server as a host process)"
+        ))
+    })
+}
+
+/// Fetch `image` into the image cache (before the listing's timeout starts: a fetch is not
+/// the server's start-up), then list the server on its root.
+async fn list_image(
+    a: &McpArgs,
+    server: &Server<'_>,
+    image: &ImageRef,
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let spawn = |why: String| ImportError::Spawn {
+        command: format!("the image {}", image.raw),
+        why,
+    };
+    let store = image_store(a.image_cache.as_deref()).map_err(&spawn)?;
+    let (root, _) = images::ensure(image, server.envelope, &store)
+        .await
+        .map_err(|e| spawn(format!("it cannot be fetched, verified or unpacked: {e}")))?;
+    let executor = sandbox(spawn)?;
+    let (command, args) = a
+        .command
+        .split_first()
+        .map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
+    list_in_image(&executor, &root, command, args, server.read_only, timeout).await
 }
 
 /// What the registry's own record rules refuse in the draft `d` (checked as if at its place

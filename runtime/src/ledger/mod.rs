@@ -15,7 +15,7 @@ pub use entry::{
 };
 pub use lease::{FileLeases, LocalLeases, RunLease};
 pub use memory::MemoryLedger;
-pub use record::{Attempt, CallResult, Intent, Outcome, Record, Transition};
+pub use record::{Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, Transition};
 pub use sqlite::{SqliteLedger, SqliteOptions};
 pub use verify::{Tamper, TamperKind, VerifyError, VerifyReport};
 

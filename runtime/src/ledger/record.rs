@@ -67,6 +67,21 @@ pub struct Intent {
     /// the field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
+    /// The input properties the record exempts from the credential-name rule
+    /// (`"x-not-credential": "<why>"`), each with its reviewed reason: what this call's payload
+    /// was allowed to carry under a credential-like name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credential_exemptions: Vec<CredentialExemption>,
+}
+
+/// One reviewed exemption from the credential-name rule, as an intent records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialExemption {
+    /// Where the property sits in a payload (list steps as `/-`).
+    pub pointer: String,
+    /// The reviewed reason the record gives.
+    pub reason: String,
 }
 
 /// One attempt of a call.

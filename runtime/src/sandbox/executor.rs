@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::backend::{Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec};
 use super::deps::{self, DepCache};
 use super::protocol::{RELAY_PORT, WORKSPACE};
-use super::tool_image::ToolImage;
+use super::tool_image::{ImageLaunch, ToolImage};
 use super::{Limits, LinuxBackend, SandboxError, WarmPool};
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
@@ -116,6 +116,14 @@ impl SandboxExecutor {
         let Some(reference) = tool.endpoint.image.as_ref() else {
             return Ok(None);
         };
+        if let Some(pin) = &tool.endpoint.sha256 {
+            // Registration refuses this; a record made in code gets the same answer here.
+            return Err(ExecError::Spawn(format!(
+                "refusing to run `{}`: its `sha256` ({pin}) pins a host binary, but it runs on \
+                 the image `{}`, which its digest pins",
+                tool.tool_id, reference.raw
+            )));
+        }
         match self.images.get(&reference.raw) {
             Some(image) => Ok(Some(Arc::clone(image))),
             None => Err(ExecError::Permanent {
@@ -271,17 +279,7 @@ impl SandboxExecutor {
                     .launch(&inv.tool.endpoint.command, &inv.tool.endpoint.args)
                     .map_err(spawn_error)?;
                 argv.extend(launch.args);
-                // The image's environment, then the runtime's (the image's `PATH` kept).
-                let mut env = image.env.clone();
-                let image_path = env.iter().any(|(k, _)| k == "PATH");
-                for (k, v) in own_env {
-                    if image_path && k == "PATH" {
-                        continue;
-                    }
-                    env.retain(|(old, _)| *old != k);
-                    env.push((k, v));
-                }
-                (env, image.working_dir.clone())
+                (image_env(image, own_env), image.working_dir.clone())
             }
             None => {
                 argv.extend(std.get_args().map(|a| a.to_string_lossy().into_owned()));
@@ -476,23 +474,56 @@ impl SandboxExecutor {
             .spec_of(program, None, read_only.to_vec(), &[])
             .await
             .map_err(spawn_error)?;
-        let mut sandbox = self
-            .backend
-            .provision(Arc::clone(&spec))
-            .await
-            .map_err(spawn_error)?;
         let mut argv = vec![program.to_string_lossy().into_owned()];
         argv.extend(args.iter().cloned());
-        let env = vec![
-            ("PATH".into(), crate::executor::process::SAFE_PATH.into()),
-            ("LANG".into(), crate::executor::process::TOOL_LANG.into()),
-            ("HOME".into(), WORKSPACE.into()),
-            ("TMPDIR".into(), WORKSPACE.into()),
-        ];
+        let mut env = server_env();
+        env.extend(workspace_env());
+        self.attach_job(spec, argv, env, None, &program.display().to_string())
+            .await
+    }
+
+    /// Start an MCP server outside any call on the root of `image` (fetched and unpacked
+    /// beforehand: see [`crate::images`]), as a tool of that image runs: `command` and `args`
+    /// as a record's endpoint gives them ([`ToolImage::launch`]: empty, the image's
+    /// `Entrypoint` and `Cmd`), the image's `Env` and `WorkingDir`, `read_only` bound at their
+    /// own path, no network, and no host environment — `LANG`, `HOME` and `TMPDIR` (the
+    /// workspace), and `PATH` unless the image sets it. [`ServerSession::destroy`] ends it.
+    ///
+    /// # Errors
+    /// [`ExecError::Spawn`] when the image cannot start the command, or the sandbox cannot be
+    /// provisioned or the server not started.
+    pub async fn attach_image_server(
+        &self,
+        image: &ToolImage,
+        command: &str,
+        args: &[String],
+        read_only: &[PathBuf],
+    ) -> Result<ServerSession, ExecError> {
+        let launch = image.launch(command, args).map_err(spawn_error)?;
+        let spec = image_root_spec(image, &launch, read_only.to_vec(), &[], self.limits);
+        let mut argv = vec![launch.program.to_string_lossy().into_owned()];
+        argv.extend(launch.args);
+        let mut env = image_env(image, server_env());
+        env.extend(workspace_env());
+        let shown = format!("{} (image {})", launch.program.display(), image.reference);
+        self.attach_job(spec, argv, env, image.working_dir.clone(), &shown)
+            .await
+    }
+
+    /// Provision a sandbox of `spec` and start `argv` in it with its streams attached.
+    async fn attach_job(
+        &self,
+        spec: Arc<SandboxSpec>,
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<String>,
+        shown: &str,
+    ) -> Result<ServerSession, ExecError> {
+        let mut sandbox = self.backend.provision(spec).await.map_err(spawn_error)?;
         let job = Job {
             argv,
             env,
-            cwd: None,
+            cwd,
             stdin: String::new(),
             // The caller bounds the session and then destroys the sandbox.
             deadline: Instant::now() + std::time::Duration::from_secs(24 * 3600),
@@ -509,12 +540,46 @@ impl SandboxExecutor {
             Err(e) => {
                 let _ = self.backend.destroy(sandbox).await;
                 Err(ExecError::Spawn(format!(
-                    "cannot start the MCP server {} in a sandbox: {e}",
-                    program.display()
+                    "cannot start the MCP server {shown} in a sandbox: {e}"
                 )))
             }
         }
     }
+}
+
+/// The environment of a server started outside any call: `PATH` (the tools' own) and `LANG`.
+fn server_env() -> Vec<(String, String)> {
+    vec![
+        ("PATH".into(), crate::executor::process::SAFE_PATH.into()),
+        ("LANG".into(), crate::executor::process::TOOL_LANG.into()),
+    ]
+}
+
+/// `HOME` and `TMPDIR`: the workspace, the only writable place.
+fn workspace_env() -> [(String, String); 2] {
+    [
+        ("HOME".into(), WORKSPACE.into()),
+        ("TMPDIR".into(), WORKSPACE.into()),
+    ]
+}
+
+/// The environment of a program on `image`'s root: the image's `Env`, then the runtime's
+/// `own` variables replacing the image's of the same name — except `PATH`, where the image's
+/// is kept (its programs are found on its own `PATH`).
+fn image_env(
+    image: &ToolImage,
+    own: impl IntoIterator<Item = (String, String)>,
+) -> Vec<(String, String)> {
+    let mut env = image.env.clone();
+    let image_path = env.iter().any(|(k, _)| k == "PATH");
+    for (k, v) in own {
+        if image_path && k == "PATH" {
+            continue;
+        }
+        env.retain(|(old, _)| *old != k);
+        env.push((k, v));
+    }
+    env
 }
 
 /// An MCP server started by [`SandboxExecutor::attach_server`]: its streams, and its sandbox
@@ -588,16 +653,34 @@ fn image_spec(
     limits: Limits,
 ) -> Result<Arc<SandboxSpec>, SandboxError> {
     let launch = image.launch(&tool.endpoint.command, &tool.endpoint.args)?;
-    Ok(Arc::new(SandboxSpec {
-        program: launch.program,
+    Ok(image_root_spec(
+        image,
+        &launch,
+        tool.sandbox_profile.read_only.clone(),
+        egress,
+        limits,
+    ))
+}
+
+/// The spec of sandboxes running `launch` on `image`'s root, with `binds` (host paths bound
+/// read-only at their own path).
+fn image_root_spec(
+    image: &ToolImage,
+    launch: &ImageLaunch,
+    binds: Vec<PathBuf>,
+    egress: &[EgressEntry],
+    limits: Limits,
+) -> Arc<SandboxSpec> {
+    Arc::new(SandboxSpec {
+        program: launch.program.clone(),
         program_identity: image.reference.clone(),
         program_sha256: None,
         read_only: image.top_level(),
-        binds: tool.sandbox_profile.read_only.clone(),
+        binds,
         root_tree: Some(image.rootfs.clone()),
         egress: egress.to_vec(),
         limits,
-    }))
+    })
 }
 
 fn spawn_error(e: SandboxError) -> ExecError {

@@ -27,6 +27,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         reasons: vec![],
         overlay: vec![],
         deadline_ms: Some(90_500),
+        credential_exemptions: vec![],
     })
 }
 

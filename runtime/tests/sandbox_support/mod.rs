@@ -8,6 +8,8 @@
 
 #[path = "../bins/mod.rs"]
 mod bins;
+#[path = "../image_support/mod.rs"]
+mod image_support;
 
 // Not every test that includes this module needs it.
 #[allow(unused_imports)]
@@ -24,7 +26,7 @@ use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
 use escepine_runtime::ledger::BoxFuture;
 use escepine_runtime::sandbox::proxy::Resolver;
-use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
+use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
 use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::{json, Value};
 
@@ -112,9 +114,17 @@ pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
     }
 }
 
-/// A record for `escepine-hostile` in `mode`.
+/// A record for `escepine-hostile` in `mode` (on its image in the image-root build).
 pub fn hostile_record(tool_id: &str, mode: &str) -> ToolRecord {
-    record_for(tool_id, &hostile(), &[mode])
+    let mut record = record_for(tool_id, &hostile(), &[mode]);
+    if ON_IMAGE {
+        let reference = hostile_image().reference.clone();
+        record.endpoint.image =
+            Some(escepine_contract::ImageRef::parse(&reference).expect("a pinned reference"));
+        record.endpoint.command = String::new();
+        record.endpoint.resolved = ResolvedCommand::InImage(None);
+    }
+    record
 }
 
 /// Answers from a fixed map (names not in it do not resolve).
@@ -143,9 +153,70 @@ pub fn backend(resolver: MapResolver, run_dir: &Path) -> LinuxBackend {
         .with_run_dir(run_dir)
 }
 
-/// A sandbox executor over [`backend`].
+/// A sandbox executor over [`backend`] (with the hostile tool's image in the suite's image-root
+/// build, see [`ON_IMAGE`]).
 pub fn executor(resolver: MapResolver, run_dir: &Path) -> SandboxExecutor {
-    SandboxExecutor::with_backend(Arc::new(backend(resolver, run_dir)))
+    with_test_images(SandboxExecutor::with_backend(Arc::new(backend(
+        resolver, run_dir,
+    ))))
+}
+
+/// `executor` with the images the suite's records name (none on the binary root).
+pub fn with_test_images(executor: SandboxExecutor) -> SandboxExecutor {
+    if ON_IMAGE {
+        executor.with_image(hostile_image().clone())
+    } else {
+        executor
+    }
+}
+
+/// Whether this build of the suite runs the hostile tool on an image root: the test target
+/// `sandbox_hostile_on_image` includes the same suite as `sandbox_hostile` (`hostile/suite.rs`),
+/// and its records name an OCI image holding the same binary (and its libraries) instead of the
+/// host binary.
+pub const ON_IMAGE: bool = matches!(
+    env!("CARGO_CRATE_NAME").as_bytes(),
+    b"sandbox_hostile_on_image"
+);
+
+/// Where the hostile tool sits in its image.
+const HOSTILE_IN_IMAGE: &str = "/usr/local/bin/escepine-hostile";
+
+/// The hostile tool's image: built as an OCI layout, verified and unpacked by the image store
+/// once per test process, as the runtime does at start-up.
+fn hostile_image() -> &'static ToolImage {
+    static IMAGE: OnceLock<(tempfile::TempDir, ToolImage)> = OnceLock::new();
+    &IMAGE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let built =
+                image_support::binary_image(dir.path(), "hostile", &hostile(), HOSTILE_IN_IMAGE);
+            let reference = built.reference();
+            let store = escepine_oci::ImageStore::open(dir.path().join("cache")).expect("a store");
+            let image = escepine_contract::ImageRef::parse(&reference).expect("a pinned reference");
+            // Off the test's own runtime: a thread with a runtime of its own.
+            let unpacked = std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime")
+                    .block_on(store.ensure(&image, escepine_oci::Access { plain_http: false }))
+            })
+            .join()
+            .expect("the fetch thread")
+            .expect("the hostile image unpacks");
+            let c = unpacked.config;
+            let tool = ToolImage {
+                reference,
+                rootfs: unpacked.rootfs,
+                entrypoint: c.entrypoint,
+                cmd: c.cmd,
+                env: c.env,
+                working_dir: c.working_dir,
+            };
+            (dir, tool)
+        })
+        .1
 }
 
 /// One attempt of `record` with `payload`, `secrets` and `egress`.

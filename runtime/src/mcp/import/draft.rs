@@ -198,7 +198,13 @@ pub fn draft(
     record.insert("on_failure".into(), json!(["halt"]));
     let mut ep = Map::new();
     ep.insert("transport".into(), Value::from("mcp-stdio"));
-    ep.insert("command".into(), Value::from(endpoint.command.clone()));
+    if let Some(image) = &endpoint.image {
+        ep.insert("image".into(), Value::from(image.clone()));
+    }
+    // With an image, no command means the image's Entrypoint and Cmd.
+    if endpoint.image.is_none() || !endpoint.command.is_empty() {
+        ep.insert("command".into(), Value::from(endpoint.command.clone()));
+    }
     if !endpoint.args.is_empty() {
         ep.insert("args".into(), Value::from(endpoint.args.clone()));
     }
@@ -238,6 +244,7 @@ mod tests {
 
     fn endpoint() -> EndpointDraft {
         EndpointDraft {
+            image: None,
             command: "/bin/demo".into(),
             args: vec!["--stdio".into()],
         }
@@ -285,5 +292,28 @@ mod tests {
         assert!(comment.iter().any(|c| c
             .as_str()
             .is_some_and(|c| c.starts_with("DECIDE /side_effect_class"))));
+    }
+
+    #[test]
+    fn an_image_endpoint_names_the_image_and_no_host_command() {
+        let tool = json!({"name": "word_count", "description": "Count.",
+                          "inputSchema": {"type": "object"},
+                          "annotations": {"readOnlyHint": true}});
+        let image = "127.0.0.1:5000/py@sha256:00";
+        let d = draft(&tool, &server(), &EndpointDraft::in_image(image, &[]), &[]);
+        assert_eq!(
+            d.record["endpoint"],
+            json!({"transport": "mcp-stdio", "image": image,
+                   "definition_sha256": definition_sha256(&tool)})
+        );
+        let d = draft(
+            &tool,
+            &server(),
+            &EndpointDraft::in_image(image, &["python3".into(), "/app/s.py".into()]),
+            &[],
+        );
+        assert_eq!(d.record["endpoint"]["command"], "python3");
+        assert_eq!(d.record["endpoint"]["args"], json!(["/app/s.py"]));
+        assert!(d.record["endpoint"].get("sha256").is_none());
     }
 }

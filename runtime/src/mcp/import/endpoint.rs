@@ -1,4 +1,5 @@
-//! The endpoint a draft names: the server command as the user gave it, made absolute.
+//! The endpoint a draft names: the server command as the user gave it, made absolute; or an
+//! image and the command inside it, as given.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -9,7 +10,9 @@ use super::ImportError;
 /// The endpoint a draft names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointDraft {
-    /// `endpoint.command`.
+    /// `endpoint.image`: the image reference, as given.
+    pub image: Option<String>,
+    /// `endpoint.command` (empty with an image: its `Entrypoint` and `Cmd`).
     pub command: String,
     /// `endpoint.args`.
     pub args: Vec<String>,
@@ -50,9 +53,22 @@ impl EndpointDraft {
             }
         }
         Ok(Self {
+            image: None,
             command: cmd,
             args: args.to_vec(),
         })
+    }
+
+    /// The endpoint of a server on the image `image`: `command` (program and arguments) is a
+    /// path or name **inside the image**, kept exactly as given; empty, the image's
+    /// `Entrypoint` and `Cmd` apply.
+    pub fn in_image(image: &str, command: &[String]) -> Self {
+        let (program, args) = command.split_first().map_or(("", &[][..]), |(p, a)| (p, a));
+        Self {
+            image: Some(image.to_string()),
+            command: program.to_string(),
+            args: args.to_vec(),
+        }
     }
 }
 
@@ -111,5 +127,18 @@ mod tests {
         assert_eq!(e.args, ["server.py"]);
         let bare = EndpointDraft::for_command(&["uvx".into()], dir.path(), None).expect("bare");
         assert_eq!(bare.command, "uvx");
+    }
+
+    #[test]
+    fn a_command_in_an_image_is_kept_as_given() {
+        let image = "127.0.0.1:5000/py@sha256:00";
+        let e = EndpointDraft::in_image(image, &["bin/server".into(), "-v".into()]);
+        assert_eq!(e.image.as_deref(), Some(image));
+        assert_eq!(
+            (e.command.as_str(), e.args.as_slice()),
+            ("bin/server", &["-v".to_string()][..])
+        );
+        let entry = EndpointDraft::in_image(image, &[]);
+        assert_eq!((entry.command.as_str(), entry.args.len()), ("", 0));
     }
 }

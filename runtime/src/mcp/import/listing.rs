@@ -16,9 +16,10 @@ use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{
     ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT, SAFE_PATH, TOOL_LANG,
 };
+use crate::executor::ExecError;
 use crate::mcp::rpc::RawClient;
 use crate::mcp::transport::{describe_status, job_status, SessionError, SHUTDOWN_GRACE};
-use crate::sandbox::{JobStatus, SandboxExecutor};
+use crate::sandbox::{JobStatus, SandboxExecutor, ServerSession, ToolImage};
 use crate::scrub::Scrubber;
 
 /// Initialize a session on `read`/`write` (the server's stdout and stdin) and read every page
@@ -115,18 +116,61 @@ pub async fn list_sandboxed(
     timeout: Duration,
 ) -> Result<ServerTools, ImportError> {
     let shown = program.display().to_string();
+    list_attached(
+        &shown,
+        executor.attach_server(program, args, read_only),
+        timeout,
+    )
+    .await
+}
+
+/// Start the server of `command` and `args` (as a record's endpoint gives them: empty, the
+/// image's `Entrypoint` and `Cmd`) on the root of `image`, in a sandbox of `executor`
+/// ([`SandboxExecutor::attach_image_server`]: the image's `Env` and `WorkingDir`, no host
+/// environment, no network, `read_only` bound), read its tools within `timeout`, and destroy
+/// the sandbox.
+///
+/// # Errors
+/// [`ImportError`]; a failed session quotes the end of the server's stderr.
+pub async fn list_in_image(
+    executor: &SandboxExecutor,
+    image: &ToolImage,
+    command: &str,
+    args: &[String],
+    read_only: &[PathBuf],
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let shown = if command.is_empty() {
+        format!("the entrypoint of {}", image.reference)
+    } else {
+        format!("{command} in {}", image.reference)
+    };
+    list_attached(
+        &shown,
+        executor.attach_image_server(image, command, args, read_only),
+        timeout,
+    )
+    .await
+}
+
+/// Wait for `start` (a server starting in its sandbox), read its tools, and destroy the
+/// sandbox; all within `timeout`.
+async fn list_attached(
+    shown: &str,
+    start: impl std::future::Future<Output = Result<ServerSession, ExecError>>,
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
     let deadline = Instant::now() + timeout;
-    let session =
-        tokio::time::timeout_at(deadline, executor.attach_server(program, args, read_only))
-            .await
-            .map_err(|_| ImportError::TimedOut {
-                command: shown.clone(),
-                timeout,
-            })?
-            .map_err(|e| ImportError::Spawn {
-                command: shown.clone(),
-                why: e.to_string(),
-            })?;
+    let session = tokio::time::timeout_at(deadline, start)
+        .await
+        .map_err(|_| ImportError::TimedOut {
+            command: shown.to_string(),
+            timeout,
+        })?
+        .map_err(|e| ImportError::Spawn {
+            command: shown.to_string(),
+            why: e.to_string(),
+        })?;
     let (attached, sandbox) = session.into_parts();
     let crate::sandbox::Attached {
         stdin,
@@ -148,7 +192,7 @@ pub async fn list_sandboxed(
     };
     let ((listed, status), stderr) =
         tokio::join!(work, read_stderr(stderr, DEFAULT_STDERR_LIMIT, &scrubber));
-    outcome(&shown, listed, status, &stderr, timeout)
+    outcome(shown, listed, status, &stderr, timeout)
 }
 
 /// The listing's result: a timeout, a failed session (its status and stderr tail quoted), or

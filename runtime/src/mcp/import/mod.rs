@@ -2,7 +2,8 @@
 //!
 //! [`listing`] starts the server — by default in a sandbox ([`listing::list_sandboxed`], the
 //! runtime's own Linux sandbox: no host environment, no network, the given read-only paths),
-//! or as a plain host process when asked ([`listing::list_unsandboxed`], with a cleared
+//! or on the root of an OCI image ([`listing::list_in_image`]), or as a plain host process when
+//! asked ([`listing::list_unsandboxed`], with a cleared
 //! environment: only `PATH` (the tools' `PATH`), `LANG` and the host's `HOME`) — initializes an
 //! MCP session on its stdio and reads every page of `tools/list` **as raw JSON**
 //! ([`super::rpc::RawClient`]): one malformed tool (say, without `inputSchema`) never aborts the
@@ -42,7 +43,9 @@
 //! - **Endpoint**: `mcp-stdio` with the command and its arguments as given
 //!   ([`endpoint::EndpointDraft`]): a path made absolute against the working directory
 //!   *lexically*, never resolving a symlink (a virtualenv's `python` stays the virtualenv's), or
-//!   the bare binary name when it is a `[[bin]]` of the workspace.
+//!   the bare binary name when it is a `[[bin]]` of the workspace. A server imported from an
+//!   image ([`listing::list_in_image`]) gets `endpoint.image` and the command inside the image
+//!   exactly as given (none: the image's `Entrypoint` and `Cmd`).
 //!
 //! Every note goes into the draft's top-level `$comment` (a list of strings; records allow
 //! `$comment`), `DRAFT`/`CHANGED`/`REVIEW`/`DECIDE`-prefixed, so the file says what was decided

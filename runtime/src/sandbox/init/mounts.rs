@@ -64,8 +64,7 @@ pub(super) fn open_binds(p: &Provision) -> Result<Vec<(String, OwnedFd)>, String
         }
         .map_err(|e| format!("binding {} read-only: {e}", path.display()))?;
         let attr = MountAttr {
-            attr_set: (libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV)
-                as u64,
+            attr_set: libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV,
             attr_clr: 0,
             propagation: 0,
             userns_fd: 0,
