@@ -12,8 +12,8 @@
 //! timed runs per row (default 100), `ESCEPINE_BENCH_FETCH_RUNS` the runs of the fetch and of
 //! the first sandbox (default 5). Prints p50 and p99 per row and the ratios.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,12 +23,14 @@ use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
 use escepine_runtime::sandbox::{Job, LinuxBackend, SandboxExecutor, SandboxSpec, ToolImage};
 use escepine_runtime::scrub::Scrubber;
 use escepine_testkit::fixtures;
-use escepine_testkit::image::{push, BuiltImage, Compression, ImageBuilder, Layer};
+use escepine_testkit::image::BuiltImage;
 use escepine_testkit::registry::Registry;
 use registry_build::{ResolvedCommand, ToolRecord};
 use serde_json::{json, Value};
 use support::{record_with, summarise, testkit_bin, Row};
 
+#[path = "../tests/image_support/mod.rs"]
+mod image_support;
 #[path = "support/sandboxed.rs"]
 mod support;
 
@@ -64,39 +66,18 @@ fn main() {
     let registry = Registry::start().expect("docker-registry on loopback");
 
     // The two images, pushed to the loopback registry and unpacked into one store.
-    let noop_files =
-        fixtures::binary_image_files(&tool, Path::new(NOOP_IN_IMAGE)).expect("the no-op's files");
-    let noop_built = ImageBuilder::new()
-        .layer(layer(&noop_files))
-        .entrypoint([NOOP_IN_IMAGE])
-        .cmd(["noop"])
-        .write_layout(scratch.path().join("noop-layout"))
-        .expect("the no-op image");
-    let py_files = fixtures::python_image_files().expect("the fixtures are installed");
-    let (app, runtime): (Vec<_>, Vec<_>) = py_files
-        .into_iter()
-        .partition(|(_, at)| at.starts_with(fixtures::IMAGE_APP));
-    let py_config = fixtures::python_image_config();
-    let mut py_builder = ImageBuilder::new()
-        .layer(layer(&runtime))
-        .layer(layer(&app))
-        .entrypoint(py_config.entrypoint.clone())
-        .working_dir(&py_config.working_dir);
-    for (k, v) in &py_config.env {
-        py_builder = py_builder.env(k, v);
-    }
-    let py_built = py_builder
-        .write_layout(scratch.path().join("py-layout"))
-        .expect("the python image");
-    let noop_ref = pushed(&rt, &registry, &noop_built, "bench/noop");
-    let py_ref = pushed(&rt, &registry, &py_built, "bench/python");
+    let noop_built = image_support::binary_image(scratch.path(), "noop", &tool, NOOP_IN_IMAGE);
+    let py_built = image_support::python_image(scratch.path());
+    let addr = registry.addr();
+    let noop_ref = rt.block_on(image_support::pushed(&noop_built, &addr, "bench/noop"));
+    let py_ref = rt.block_on(image_support::pushed(&py_built, &addr, "bench/python"));
     let store = ImageStore::open(scratch.path().join("store")).expect("a store");
     let noop_image = tool_image(&noop_ref, ensure(&rt, &store, &noop_ref));
     let py_image = tool_image(&py_ref, ensure(&rt, &store, &py_ref));
     let (py_bytes, py_files) = tree_size(&py_image.rootfs);
     println!(
-        "python image: {} layers (gzip), {:.1} MB compressed; unpacked {:.1} MB in {py_files} \
-         files\n",
+        "python image: {} layer(s) (gzip), {:.1} MB compressed; unpacked {:.1} MB in \
+         {py_files} files\n",
         py_built.layers.len(),
         mb(layout_bytes(&py_built)),
         mb(py_bytes),
@@ -110,7 +91,7 @@ fn main() {
         )
     };
     let bin_rec = record_with(&tool, Transport::StdioJson, "noop", &["noop"]);
-    let img_rec = image_record(&noop_ref, Transport::StdioJson, "noop");
+    let img_rec = image_record(&noop_ref, Transport::StdioJson, "noop", &["noop"]);
 
     // (a), (b): a fresh sandbox per call, as the caller sees it (the teardown runs after the
     // result), cold and from a warm pool; the two roots alternate call by call.
@@ -183,7 +164,7 @@ fn main() {
     // The first sandbox of a spec makes the spec's root (a copy of the tree) once; later ones
     // clone it. A fresh backend per run, its zygote started by another spec first.
     println!();
-    let py_mcp_img = image_record(&py_ref, Transport::McpStdio, "word_count");
+    let py_mcp_img = image_record(&py_ref, Transport::McpStdio, "word_count", &[]);
     let true_rec = record_with(
         Path::new("/usr/bin/true"),
         Transport::StdioJson,
@@ -379,49 +360,11 @@ fn main() {
 /// The two indices in the order call `i` runs them: alternating, so that neither row always
 /// follows the other.
 fn order(i: usize) -> [usize; 2] {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         [0, 1]
     } else {
         [1, 0]
     }
-}
-
-/// One layer holding `files` (`(host file, absolute path in the image)`), every directory
-/// above them written first with mode 0755.
-fn layer(files: &[(PathBuf, PathBuf)]) -> Layer {
-    let rel = |p: &Path| p.strip_prefix("/").unwrap_or(p).to_path_buf();
-    let dirs: BTreeSet<PathBuf> = files
-        .iter()
-        .flat_map(|(_, at)| {
-            rel(at)
-                .ancestors()
-                .skip(1)
-                .map(Path::to_path_buf)
-                .collect::<Vec<_>>()
-        })
-        .filter(|d| !d.as_os_str().is_empty())
-        .collect();
-    let mut layer = Layer::new(Compression::Gzip);
-    for d in dirs {
-        layer = layer.dir(&d.display().to_string(), 0o755);
-    }
-    for (host, at) in files {
-        layer = layer.host_file(host, &rel(at).display().to_string());
-    }
-    layer
-}
-
-/// `built` pushed to `registry` as `repo`: its reference by digest.
-fn pushed(
-    rt: &tokio::runtime::Runtime,
-    registry: &Registry,
-    built: &BuiltImage,
-    repo: &str,
-) -> String {
-    let digest = rt
-        .block_on(push(&built.dir, &registry.addr(), repo))
-        .unwrap_or_else(|e| panic!("pushing {repo}: {e}\n{}", registry.log()));
-    format!("{}/{repo}@{digest}", registry.addr())
 }
 
 /// `reference` ensured in `store` over plain HTTP.
@@ -443,9 +386,10 @@ fn tool_image(reference: &str, u: Unpacked) -> ToolImage {
     }
 }
 
-/// A record of tool `id` running on the image `reference` with its config's entrypoint.
-fn image_record(reference: &str, transport: Transport, id: &str) -> ToolRecord {
-    let mut rec = record_with(Path::new(""), transport, id, &[]);
+/// A record of tool `id` running on the image `reference`: its config's `Entrypoint`, with
+/// `args` in place of its `Cmd` when given.
+fn image_record(reference: &str, transport: Transport, id: &str, args: &[&str]) -> ToolRecord {
+    let mut rec = record_with(Path::new(""), transport, id, args);
     rec.endpoint.command = String::new();
     rec.endpoint.image = Some(ImageRef::parse(reference).expect("a pinned reference"));
     rec.endpoint.resolved = ResolvedCommand::InImage(None);
@@ -516,11 +460,7 @@ async fn provision_execute_destroy(ex: &SandboxExecutor, spec: &Arc<SandboxSpec>
     let out = backend.execute(&mut sandbox, job).await.unwrap();
     backend.destroy(sandbox).await;
     let took = start.elapsed();
-    assert!(
-        out.stdout.starts_with(b"{}"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.stdout.starts_with(b"{}"), "{}", out.stderr);
     took
 }
 
