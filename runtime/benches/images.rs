@@ -209,7 +209,7 @@ fn main() {
 
     // (c): the first fetch of the python image into an empty store; then a second `ensure`
     // (cached: no request), then the unpacking alone (the unpacked tree removed, the verified
-    // blobs kept).
+    // blobs kept). The store is on /var/tmp (disk); `sync` before each step.
     println!();
     let image = ImageRef::parse(&py_ref).expect("a pinned reference");
     let (mut full, mut cached, mut unpack) = (Vec::new(), Vec::new(), Vec::new());
@@ -222,6 +222,8 @@ fn main() {
         let store = ImageStore::open(dir.path()).expect("a store");
         let access = Access { plain_http: true };
         let (took, u) = rt.block_on(async {
+            // Each step starts with nothing left to write back from the one before.
+            rustix::fs::sync();
             let start = Instant::now();
             let u = store.ensure(&image, access).await.expect("the first fetch");
             (start.elapsed(), u)
@@ -229,6 +231,8 @@ fn main() {
         assert!(u.fetched.bytes > 0, "the first fetch fetched nothing");
         fetched = Some(u.fetched);
         let (again, u2) = rt.block_on(async {
+            // Each step starts with nothing left to write back from the one before.
+            rustix::fs::sync();
             let start = Instant::now();
             let u = store.ensure(&image, access).await.expect("cached");
             (start.elapsed(), u)
@@ -237,6 +241,8 @@ fn main() {
         std::fs::remove_dir_all(dir.path().join("images").join(image.digest_hex()))
             .expect("remove the unpacked tree");
         let (unpacked, u3) = rt.block_on(async {
+            // Each step starts with nothing left to write back from the one before.
+            rustix::fs::sync();
             let start = Instant::now();
             let u = store.ensure(&image, access).await.expect("unpack again");
             (start.elapsed(), u)
