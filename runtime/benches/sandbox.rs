@@ -11,122 +11,26 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_contract::Transport;
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
 use escepine_runtime::sandbox::{Job, LinuxBackend, SandboxExecutor};
-use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use registry_build::{EgressEntry, ToolRecord};
 use serde_json::json;
+use support::{record_with, summarise, testkit_bin, Row};
+
+#[path = "support/sandboxed.rs"]
+mod support;
 
 const HOSTILE: &str = "escepine-hostile";
 const MCP_PROBE: &str = "escepine-mcp-probe";
 
-/// A release build of the testkit's binary `name` (`var` overrides).
-fn testkit_bin(name: &str, var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var) {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("the bench's path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<bench>");
-    let bin = profile_dir.join(name);
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let target_dir = profile_dir.parent().unwrap();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "escepine-testkit",
-            "--bin",
-            name,
-        ])
-        .arg("--manifest-path")
-        .arg(workspace.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir)
-        .status()
-        .expect("cargo");
-    assert!(status.success(), "building {name}");
-    let release = target_dir.join("release").join(name);
-    if release.is_file() {
-        release
-    } else {
-        bin
-    }
-}
-
 fn record(binary: &Path) -> ToolRecord {
     record_with(binary, Transport::StdioJson, "noop", &["noop"])
-}
-
-fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> ToolRecord {
-    ToolRecord {
-        source: PathBuf::from("<bench>"),
-        tool_id: id.into(),
-        version: "1.0.0".parse().unwrap(),
-        title: None,
-        description: "no-op".into(),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: id.into(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 10_000,
-        retry: RetryPolicy {
-            max_attempts: 1,
-            backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport,
-            command: binary.display().to_string(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::Path(binary.to_path_buf()),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
-}
-
-struct Row {
-    name: String,
-    p50: Duration,
-    p99: Duration,
-}
-
-fn summarise(name: &str, mut samples: Vec<Duration>) -> Row {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    let row = Row {
-        name: name.to_string(),
-        p50: at(0.50),
-        p99: at(0.99),
-    };
-    println!(
-        "{:<48} p50 {:>8.2} ms   p99 {:>8.2} ms   (n={})",
-        row.name,
-        row.p50.as_secs_f64() * 1e3,
-        row.p99.as_secs_f64() * 1e3,
-        samples.len()
-    );
-    row
 }
 
 /// Runs `cmd` with `{}` on stdin to its end, `iters` times after a warm-up.
@@ -160,10 +64,7 @@ fn time_command(name: &str, iters: usize, mut make: impl FnMut() -> Command) -> 
 }
 
 fn main() {
-    let iters: usize = std::env::var("ESCEPINE_BENCH_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+    let iters = support::iters(300);
     let tool = testkit_bin(HOSTILE, "ESCEPINE_HOSTILE");
     println!(
         "no-op tool: {} noop; {iters} timed runs per row\n",
@@ -392,7 +293,7 @@ fn main() {
     );
 
     println!();
-    let ratio = |a: &Row, b: &Row| a.p50.as_secs_f64() / b.p50.as_secs_f64();
+    let ratio = |a: &Row, b: &Row| a.ratio(b);
     let cold = &sandbox_rows[1];
     let warm = &sandbox_rows[3];
     if let Some(u) = &unshare {

@@ -1,0 +1,135 @@
+//! What the sandbox benchmarks share: the release build of a testkit binary, a minimal record
+//! of a tool, the number of timed runs, and p50/p99 rows.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use serde_json::json;
+
+/// The timed runs per row: `ESCEPINE_BENCH_ITERS`, else `default`.
+pub fn iters(default: usize) -> usize {
+    std::env::var("ESCEPINE_BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A release build of the testkit's binary `name` (`var` overrides).
+pub fn testkit_bin(name: &str, var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the bench's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<bench>");
+    let bin = profile_dir.join(name);
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "escepine-testkit",
+            "--bin",
+            name,
+        ])
+        .arg("--manifest-path")
+        .arg(workspace.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir)
+        .status()
+        .expect("cargo");
+    assert!(status.success(), "building {name}");
+    let release = target_dir.join("release").join(name);
+    if release.is_file() {
+        release
+    } else {
+        bin
+    }
+}
+
+/// A read-only tool `id` running `binary` with `args` over `transport`, no secrets, no egress.
+pub fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> ToolRecord {
+    ToolRecord {
+        source: PathBuf::from("<bench>"),
+        tool_id: id.into(),
+        version: "1.0.0".parse().unwrap(),
+        title: None,
+        description: "no-op".into(),
+        open_world: None,
+        input_schema: json!({ "type": "object" }),
+        output_schema: json!({ "type": "object" }),
+        cedar_action: id.into(),
+        action_groups: Vec::new(),
+        side_effect_class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 10_000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: vec![FailureOutcome::Halt],
+        endpoint: EndpointSpec {
+            transport,
+            command: binary.display().to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            sha256: None,
+            image: None,
+            definition_sha256: None,
+            resolved: ResolvedCommand::Path(binary.to_path_buf()),
+        },
+        secrets: Vec::new(),
+        sandbox_profile: SandboxProfile {
+            egress: Vec::new(),
+            filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
+        },
+    }
+}
+
+/// One row of a table: its name and the quantiles of its samples.
+pub struct Row {
+    pub name: String,
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+impl Row {
+    /// `self.p50 / other.p50`.
+    pub fn ratio(&self, other: &Row) -> f64 {
+        self.p50.as_secs_f64() / other.p50.as_secs_f64()
+    }
+
+    /// `self.p99 / other.p99`.
+    pub fn ratio_p99(&self, other: &Row) -> f64 {
+        self.p99.as_secs_f64() / other.p99.as_secs_f64()
+    }
+}
+
+/// The p50 and p99 of `samples` (nearest rank), printed as one line.
+pub fn summarise(name: &str, mut samples: Vec<Duration>) -> Row {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    let row = Row {
+        name: name.to_string(),
+        p50: at(0.50),
+        p99: at(0.99),
+    };
+    println!(
+        "{:<48} p50 {:>8.2} ms   p99 {:>8.2} ms   (n={})",
+        row.name,
+        row.p50.as_secs_f64() * 1e3,
+        row.p99.as_secs_f64() * 1e3,
+        samples.len()
+    );
+    row
+}
