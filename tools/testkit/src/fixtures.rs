@@ -43,8 +43,8 @@ pub const NODE: &str = "/usr/bin/node";
 pub const IMAGE_APP: &str = "/app";
 
 /// Folders of [`PYTHON_STDLIB`] an image leaves out: tests, GUI, installers, the static
-/// library and build files, bytecode caches (which an image could not keep valid anyway: they
-/// are checked against the sources' modification times).
+/// library and build files, bytecode caches (checked against the sources' modification times,
+/// which a layer does not carry: the image tests compile `unchecked-hash` pycs instead).
 const STDLIB_SKIP: &[&str] = &[
     "test",
     "idlelib",
