@@ -20,14 +20,14 @@ use std::time::{Duration, Instant};
 use escepine_contract::{ImageRef, Transport};
 use escepine_oci::{Access, ImageStore, Unpacked};
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
-use escepine_runtime::sandbox::{Job, LinuxBackend, SandboxExecutor, SandboxSpec, ToolImage};
+use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
 use escepine_runtime::scrub::Scrubber;
 use escepine_testkit::fixtures;
 use escepine_testkit::image::BuiltImage;
 use escepine_testkit::registry::Registry;
 use registry_build::{ResolvedCommand, ToolRecord};
 use serde_json::{json, Value};
-use support::{record_with, summarise, testkit_bin, Row};
+use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
 #[path = "../tests/image_support/mod.rs"]
 mod image_support;
@@ -453,28 +453,6 @@ async fn wait_ready(ex: &SandboxExecutor, size: usize) {
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-}
-
-/// Provision a sandbox of `spec`, run the no-op in it, destroy it: the time of the three.
-async fn provision_execute_destroy(ex: &SandboxExecutor, spec: &Arc<SandboxSpec>) -> Duration {
-    let backend = ex.backend();
-    let start = Instant::now();
-    let mut sandbox = backend.provision(Arc::clone(spec)).await.unwrap();
-    let job = Job {
-        argv: vec![spec.program.display().to_string(), "noop".into()],
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cwd: None,
-        stdin: "{}".into(),
-        deadline: tokio::time::Instant::now() + Duration::from_secs(10),
-        stdout_limit: 1 << 20,
-        stderr_limit: 1 << 16,
-        scrubber: Default::default(),
-    };
-    let out = backend.execute(&mut sandbox, job).await.unwrap();
-    backend.destroy(sandbox).await;
-    let took = start.elapsed();
-    assert!(out.stdout.starts_with(b"{}"), "{}", out.stderr);
-    took
 }
 
 /// The bytes of the regular files under `dir` and their number.

@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::Transport;
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
-use escepine_runtime::sandbox::{Job, LinuxBackend, SandboxExecutor};
+use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
 use registry_build::{EgressEntry, ToolRecord};
 use serde_json::json;
-use support::{record_with, summarise, testkit_bin, Row};
+use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
 #[path = "support/sandboxed.rs"]
 mod support;
@@ -168,25 +168,9 @@ fn main() {
     let with_destroy = rt.block_on(async {
         let ex = SandboxExecutor::with_backend(backend());
         let spec = ex.spec(&rec, &proxy_egress).await.unwrap();
-        let backend = Arc::clone(ex.backend());
         let mut samples = Vec::with_capacity(iters);
         for i in 0..iters + 10 {
-            let start = Instant::now();
-            let mut sandbox = backend.provision(Arc::clone(&spec)).await.unwrap();
-            let job = Job {
-                argv: vec![tool.display().to_string(), "noop".into()],
-                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-                cwd: None,
-                stdin: "{}".into(),
-                deadline: tokio::time::Instant::now() + Duration::from_secs(10),
-                stdout_limit: 1 << 20,
-                stderr_limit: 1 << 16,
-                scrubber: Default::default(),
-            };
-            let out = backend.execute(&mut sandbox, job).await.unwrap();
-            backend.destroy(sandbox).await;
-            let took = start.elapsed();
-            assert!(out.stdout.starts_with(b"{}"));
+            let took = provision_execute_destroy(&ex, &spec).await;
             if i >= 10 {
                 samples.push(took);
             }

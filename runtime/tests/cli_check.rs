@@ -323,7 +323,7 @@ fn warnings_and_notes_are_printed_labelled_and_do_not_fail_the_check() {
 fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
     let c = Copy::new();
     script_tool(&c);
-    let show = |c: &Copy| {
+    let show = |c: &Copy, tool: &str| {
         escepine(&[
             "check",
             "--records",
@@ -331,10 +331,10 @@ fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
             "--policies",
             c.path("policies").to_str().unwrap(),
             "--show-root",
-            "tavily_search",
+            tool,
         ])
     };
-    let out = show(&c);
+    let out = show(&c, "tavily_search");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let listing = text(&out.stdout);
     let copied: Vec<&str> = listing
@@ -359,7 +359,7 @@ fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
     c.edit_record("tavily_search", |v| {
         v["sandbox_profile"]["read_only"] = serde_json::json!(["/usr/bin/sed"]);
     });
-    let out = show(&c);
+    let out = show(&c, "tavily_search");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let listing = text(&out.stdout);
     assert!(
@@ -367,14 +367,6 @@ fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
         "{listing}"
     );
     // An unknown tool is a usage error.
-    let out = escepine(&[
-        "check",
-        "--records",
-        c.path("records").to_str().unwrap(),
-        "--policies",
-        c.path("policies").to_str().unwrap(),
-        "--show-root",
-        "no_such_tool",
-    ]);
+    let out = show(&c, "no_such_tool");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }

@@ -1,13 +1,16 @@
 //! What the sandbox benchmarks share: the release build of a testkit binary, a minimal record
-//! of a tool, the number of timed runs, and p50/p99 rows.
+//! of a tool, the number of timed runs, one awaited provision-execute-destroy of the no-op, and
+//! p50/p99 rows.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_runtime::sandbox::{Job, SandboxExecutor, SandboxSpec};
 use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::json;
 
@@ -132,4 +135,26 @@ pub fn summarise(name: &str, mut samples: Vec<Duration>) -> Row {
         samples.len()
     );
     row
+}
+
+/// Provision a sandbox of `spec`, run the no-op in it, destroy it: the time of the three.
+pub async fn provision_execute_destroy(ex: &SandboxExecutor, spec: &Arc<SandboxSpec>) -> Duration {
+    let backend = ex.backend();
+    let start = Instant::now();
+    let mut sandbox = backend.provision(Arc::clone(spec)).await.unwrap();
+    let job = Job {
+        argv: vec![spec.program.display().to_string(), "noop".into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: None,
+        stdin: "{}".into(),
+        deadline: tokio::time::Instant::now() + Duration::from_secs(10),
+        stdout_limit: 1 << 20,
+        stderr_limit: 1 << 16,
+        scrubber: Default::default(),
+    };
+    let out = backend.execute(&mut sandbox, job).await.unwrap();
+    backend.destroy(sandbox).await;
+    let took = start.elapsed();
+    assert!(out.stdout.starts_with(b"{}"), "{}", out.stderr);
+    took
 }

@@ -181,7 +181,8 @@ impl SandboxExecutor {
         egress: &[EgressEntry],
     ) -> Result<Arc<SandboxSpec>, ExecError> {
         if let Some(image) = self.image_of(tool)? {
-            return image_spec(tool, &image, egress, self.limits).map_err(spawn_error);
+            let launch = tool_launch(tool, &image)?;
+            return Ok(self.image_spec(tool, &image, &launch, egress));
         }
         let program = self.process.program(tool).await?;
         self.spec_for(tool, &program, egress)
@@ -254,11 +255,30 @@ impl SandboxExecutor {
         }))
     }
 
+    /// The spec of sandboxes for `tool` on `image`, started as `launch`: the image's tree is the
+    /// root, the program a path inside it; nothing of the host is copied, only the record's
+    /// read-only paths bound.
+    fn image_spec(
+        &self,
+        tool: &ToolRecord,
+        image: &ToolImage,
+        launch: &ImageLaunch,
+        egress: &[EgressEntry],
+    ) -> Arc<SandboxSpec> {
+        image_root_spec(
+            image,
+            launch,
+            tool.sandbox_profile.read_only.clone(),
+            egress,
+            self.limits,
+        )
+    }
+
     /// The job for `inv` in a sandbox of `spec`.
     fn job(
         &self,
         spec: &SandboxSpec,
-        image: Option<&ToolImage>,
+        image: Option<(&ToolImage, &ImageLaunch)>,
         inv: &Invocation<'_>,
         deadline: Instant,
     ) -> Result<Job, ExecError> {
@@ -274,11 +294,8 @@ impl SandboxExecutor {
             })
         });
         let (mut env, cwd): (Vec<(String, String)>, Option<String>) = match image {
-            Some(image) => {
-                let launch = image
-                    .launch(&inv.tool.endpoint.command, &inv.tool.endpoint.args)
-                    .map_err(spawn_error)?;
-                argv.extend(launch.args);
+            Some((image, launch)) => {
+                argv.extend(launch.args.iter().cloned());
                 (image_env(image, own_env), image.working_dir.clone())
             }
             None => {
@@ -316,10 +333,16 @@ impl SandboxExecutor {
         let deadline = Instant::now() + inv.timeout;
         let timed_out = || ExecError::TimedOut(inv.timeout);
         let image = self.image_of(inv.tool)?;
-        let spec = match &image {
+        // How the tool starts in its image: resolved once, for the spec and the job.
+        let image = match image {
             Some(image) => {
-                image_spec(inv.tool, image, inv.egress, self.limits).map_err(spawn_error)?
+                let launch = tool_launch(inv.tool, &image)?;
+                Some((image, launch))
             }
+            None => None,
+        };
+        let spec = match &image {
+            Some((image, launch)) => self.image_spec(inv.tool, image, launch, inv.egress),
             None => {
                 // The binary's digest is checked before any sandbox exists.
                 let program = tokio::time::timeout_at(deadline, self.process.program(inv.tool))
@@ -331,7 +354,12 @@ impl SandboxExecutor {
                     .map_err(spawn_error)?
             }
         };
-        let job = self.job(&spec, image.as_deref(), &inv, deadline)?;
+        let job = self.job(
+            &spec,
+            image.as_ref().map(|(i, l)| (&**i, l)),
+            &inv,
+            deadline,
+        )?;
         let provision = async {
             match &self.pool {
                 Some(pool) => pool.take(Arc::clone(&spec)).await,
@@ -644,22 +672,11 @@ impl Executor for SandboxExecutor {
     }
 }
 
-/// The spec of sandboxes for `tool` on `image`: the image's tree is the root, the program a
-/// path inside it; nothing of the host is copied, only the record's read-only paths bound.
-fn image_spec(
-    tool: &ToolRecord,
-    image: &ToolImage,
-    egress: &[EgressEntry],
-    limits: Limits,
-) -> Result<Arc<SandboxSpec>, SandboxError> {
-    let launch = image.launch(&tool.endpoint.command, &tool.endpoint.args)?;
-    Ok(image_root_spec(
-        image,
-        &launch,
-        tool.sandbox_profile.read_only.clone(),
-        egress,
-        limits,
-    ))
+/// How `tool` starts in `image` (its record's command and arguments over the image's config).
+fn tool_launch(tool: &ToolRecord, image: &ToolImage) -> Result<ImageLaunch, ExecError> {
+    image
+        .launch(&tool.endpoint.command, &tool.endpoint.args)
+        .map_err(spawn_error)
 }
 
 /// The spec of sandboxes running `launch` on `image`'s root, with `binds` (host paths bound
