@@ -82,7 +82,6 @@ impl Project {
         cmd.args(["-euo", "pipefail", "-c"])
             .arg(point_at(script, &checkout()))
             .current_dir(self.root.join(dir))
-            .env("CARGO_TARGET_DIR", target_dir())
             .env("CARGO_TERM_COLOR", "never");
         // What cargo set for this test (CARGO_PKG_*, CARGO_MANIFEST_DIR, …) is not README's.
         for (key, _) in std::env::vars_os() {
@@ -91,6 +90,7 @@ impl Project {
                 cmd.env_remove(key.as_ref());
             }
         }
+        // The one build directory, so that nothing this workspace built is compiled again.
         cmd.env("CARGO_TARGET_DIR", target_dir());
         let output = cmd
             .output()
