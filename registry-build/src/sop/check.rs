@@ -13,11 +13,12 @@ use escepine_contract::FailureOutcome;
 use serde_json::{Map, Value};
 
 use super::model::{split_branch_pointer, Branch, DecisionState, ExecutionState, Sop, State};
-use super::{type_name, Tools, RESERVED_TYPE_NAMES};
+use super::names::{type_name, RESERVED_TYPE_NAMES};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
+use crate::fields::{self, closest, Object, SOP};
 use crate::record::ToolRecord;
-use crate::record_check::offset_of;
 use crate::rule::Rule;
+use crate::rules::names::is_identifier;
 use crate::schema::subset::escape;
 use crate::schema::walk::{self, JsonType};
 use crate::urls;
@@ -125,6 +126,30 @@ const TYPED_KEYWORDS: &[(&[&str], &[JsonType], &str)] = &[
 /// value.
 type Bound = (&'static str, &'static str, fn(f64, f64) -> bool);
 
+/// What the SOP rules know of the registry.
+pub(crate) struct Tools<'a> {
+    /// The registered records, sorted by id.
+    pub records: &'a [crate::record::ToolRecord],
+    /// Tool ids declared by record files that failed their own rules: an SOP naming one is not
+    /// reported again (the record's problems are).
+    pub failed: BTreeSet<String>,
+}
+
+impl Tools<'_> {
+    pub(crate) fn get(&self, id: &str) -> Option<&crate::record::ToolRecord> {
+        self.records.iter().find(|r| r.tool_id == id)
+    }
+}
+
+/// Check SOP files against the records that passed (`failed`: ids declared by failing records).
+pub(crate) fn check_with_records(
+    files: &[SourceFile],
+    records: &[crate::record::ToolRecord],
+    failed: BTreeSet<String>,
+) -> (Vec<Sop>, Diagnostics) {
+    check_files(files, Some(&Tools { records, failed }))
+}
+
 /// Check every file; return the SOPs that passed every rule (sorted by id) and all problems.
 pub(crate) fn check_files(
     files: &[SourceFile],
@@ -185,22 +210,6 @@ struct Parsed {
     state: Option<State>,
 }
 
-/// The closest of `candidates` to `word`, when close enough to be a likely typo.
-fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::levenshtein(c, word), c))
-        .filter(|(d, c)| *d <= 3 && *d < c.len().max(word.len()))
-        .min()
-        .map(|(_, c)| c)
-}
-
-fn is_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
 fn list(items: &[&str]) -> String {
     items
         .iter()
@@ -227,23 +236,7 @@ impl<'a> File<'a, '_> {
 
     /// Report fields outside `known`, suggesting the closest known one.
     fn closed(&mut self, map: &Map<String, Value>, at: &str, known: &[&str], what: &str) {
-        for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
-            let visible: Vec<&str> = known
-                .iter()
-                .copied()
-                .filter(|k| !k.starts_with('$'))
-                .collect();
-            let help = match closest(key, visible.iter().copied()) {
-                Some(best) => format!("did you mean `{best}`?"),
-                None => format!("{what} is closed; its fields are: {}", visible.join(", ")),
-            };
-            self.push_help(
-                Rule::SopUnknownField,
-                &format!("{at}/{}", escape(key)),
-                format!("unknown field `{key}` in {what}"),
-                help,
-            );
-        }
+        Object::new(self.src, at, map, SOP).closed(known, what, self.diags);
     }
 
     /// A required string field (`who` prefixes the messages, e.g. "state `read`: ").
@@ -253,41 +246,22 @@ impl<'a> File<'a, '_> {
         at: &str,
         key: &str,
         who: &str,
-    ) -> Option<&'v str> {
-        match map.get(key) {
-            None => {
-                self.push(
-                    Rule::SopShape,
-                    at,
-                    format!("{who}missing required field `{key}`"),
-                );
-                None
-            }
-            Some(Value::String(s)) => Some(s),
-            Some(v) => {
-                self.push(
-                    Rule::SopShape,
-                    &format!("{at}/{}", escape(key)),
-                    format!("{who}`{key}` must be a string, not {v}"),
-                );
-                None
-            }
-        }
+    ) -> Option<&'v str>
+    where
+        'a: 'v,
+    {
+        Object::new(self.src, at, map, SOP)
+            .who(who)
+            .string(key, self.diags)
     }
 
     /// Check the whole file: the SOP when it passed every rule, and its id when it has one.
     fn check(&mut self) -> (Option<Sop>, Option<String>) {
         let before = self.diags.len();
-        let value: Value = match serde_json::from_str(&self.src.text) {
+        let value = match fields::parse(self.src) {
             Ok(v) => v,
-            Err(e) => {
-                let offset = offset_of(&self.src.text, e.line(), e.column());
-                self.diags.push(Diagnostic::at_span(
-                    Rule::JsonSyntax,
-                    self.src,
-                    Some((offset, 1)),
-                    format!("not valid JSON: {e}"),
-                ));
+            Err(d) => {
+                self.diags.push(d);
                 return (None, None);
             }
         };
@@ -303,7 +277,7 @@ impl<'a> File<'a, '_> {
 
         let sop_id = self.string(top, "", "sop_id", "").map(str::to_string);
         if let Some(id) = &sop_id {
-            if !is_name(id) {
+            if !is_identifier(id) {
                 self.push(
                     Rule::SopId,
                     "/sop_id",
@@ -473,7 +447,7 @@ impl<'a> File<'a, '_> {
         let mut by_type: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for name in states.keys() {
             let at = format!("/states/{}", escape(name));
-            if !is_name(name) {
+            if !is_identifier(name) {
                 self.push_help(
                     Rule::SopStateName,
                     &at,

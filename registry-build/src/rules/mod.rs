@@ -1,0 +1,6 @@
+//! The registration rules, by subject: the naming rules ([`names`]) and the rules of tool
+//! records ([`record`]). The rules of SOP files are in [`crate::sop`], those of the envelope in
+//! [`crate::envelope`], those of schemas in [`crate::schema`], those of Cedar in [`crate::cedar`].
+
+pub mod names;
+pub mod record;
