@@ -82,7 +82,7 @@
 
 use proc_macro::TokenStream;
 
-mod errors;
+mod ctxt;
 mod payload;
 mod tool;
 

@@ -1,6 +1,7 @@
 //! `#[tool]` on an `async fn`: record-first and Rust-first.
 
-mod args;
+mod attr;
+mod draft;
 mod record_first;
 mod rust_first;
 
@@ -10,10 +11,15 @@ use syn::{
     Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, LitStr, Path, PathArguments, ReturnType, Type,
 };
 
-use crate::errors::Errors;
+use attr::ToolAttr;
+use draft::Draft;
 
-/// The expansion: the function unchanged, plus the tool's type and impls; or the function and
-/// every problem found (so that uses of the function do not add knock-on errors).
+use crate::ctxt::Ctxt;
+
+/// The expansion, in three phases: parse the arguments ([`attr`]), validate them (the
+/// signature here; the contract by registry-build's rules on a draft record, [`draft`]), expand
+/// ([`record_first`], [`rust_first`]). On any problem: the function unchanged and every problem
+/// found (so that uses of the function do not add knock-on errors).
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
@@ -28,29 +34,80 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 .collect();
         }
     };
-    let mut errors = Errors::default();
-    let mode = args::parse(args, &mut errors);
-    let sig = signature(&func, &mut errors);
-    let expanded = match (mode, sig) {
-        (Some(args::Mode::RecordFirst(r)), Some(sig)) => errors
-            .finish()
-            .map(|()| record_first::expand(&func, &sig, &r)),
-        (Some(args::Mode::RustFirst(r)), Some(sig)) => {
-            let description = description(&func, &mut errors);
-            errors
-                .finish()
-                .map(|()| rust_first::expand(&func, &sig, &r, &description.unwrap_or_default()))
+    let cx = Ctxt::new();
+    let attr = ToolAttr::parse(&cx, args);
+    let sig = signature(&func, &cx);
+    let mode = mode(&cx, &attr);
+    match mode {
+        Some(Mode::RecordFirst(record)) => draft::validate_record_id(&cx, record),
+        Some(Mode::RustFirst) => {
+            let description = description(&func);
+            Draft::rust_first(&cx, &attr, &description, &func.sig.ident).validate(&cx);
         }
-        _ => Err(errors
-            .finish()
-            .err()
-            .unwrap_or_else(|| syn::Error::new(Span::call_site(), "#[tool]: invalid arguments"))),
+        None => {}
+    }
+    let expanded = match (mode, sig) {
+        (Some(Mode::RecordFirst(record)), Some(sig)) if cx.count() == 0 => {
+            Some(record_first::expand(&func, &sig, record, attr.types.get()))
+        }
+        (Some(Mode::RustFirst), Some(sig)) if cx.count() == 0 => {
+            rust_first::RustFirst::from_attr(&attr, description(&func))
+                .map(|r| rust_first::expand(&func, &sig, &r))
+        }
+        _ => None,
     };
-    match expanded {
-        Ok(tokens) => tokens,
-        Err(e) => {
+    if cx.count() == 0 && expanded.is_none() {
+        cx.error_at(Span::call_site(), "#[tool]: invalid arguments");
+    }
+    match (cx.check(), expanded) {
+        (Ok(()), Some(tokens)) => tokens,
+        (Err(e), _) => {
             let e = e.into_compile_error();
             quote! { #func #e }
+        }
+        (Ok(()), None) => quote! { #func },
+    }
+}
+
+/// Which kind of tool the arguments declare.
+enum Mode<'a> {
+    /// `record = "…"`: the contract is a JSON record.
+    RecordFirst(&'a LitStr),
+    /// `id = "…"` and the rest: the contract is declared here.
+    RustFirst,
+}
+
+fn mode<'a>(cx: &Ctxt, attr: &'a ToolAttr) -> Option<Mode<'a>> {
+    match (attr.record.get(), attr.id.get()) {
+        (Some(_), Some(id)) => {
+            cx.error_spanned_by(
+                id,
+                "`record` and `id` exclude each other: a record-first tool takes its contract \
+                 from the record, a Rust-first tool declares it here",
+            );
+            None
+        }
+        (Some(record), None) => {
+            for (k, span) in &attr.rust_first_keys {
+                cx.error_at(
+                    *span,
+                    format!(
+                        "`{k}` comes from the record in record-first mode; remove it here (or \
+                         declare the tool Rust-first, with `id = …` instead of `record = …`)"
+                    ),
+                );
+            }
+            Some(Mode::RecordFirst(record))
+        }
+        (None, Some(_)) => Some(Mode::RustFirst),
+        (None, None) => {
+            cx.error_at(
+                Span::call_site(),
+                "#[tool] needs `record = \"<tool id>\"` (record-first: the contract is a JSON \
+                 record compiled by build.rs) or `id = \"<tool id>\"` with the whole contract \
+                 (Rust-first)",
+            );
+            None
         }
     }
 }
@@ -67,28 +124,28 @@ pub(crate) struct Signature {
     pub fallible: bool,
 }
 
-fn signature(func: &ItemFn, errors: &mut Errors) -> Option<Signature> {
+fn signature(func: &ItemFn, errors: &Ctxt) -> Option<Signature> {
     let sig = &func.sig;
     let before = errors.count();
     if sig.asyncness.is_none() {
-        errors.at(
+        errors.error_spanned_by(
             sig.fn_token,
             "#[tool] goes on an `async fn`: a tool host awaits it",
         );
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.at(
+        errors.error_spanned_by(
             &sig.generics,
             "a tool function cannot be generic: its payload types are fixed by its contract",
         );
     }
     if let Some(v) = &sig.variadic {
-        errors.at(v, "a tool function is not variadic");
+        errors.error_spanned_by(v, "a tool function is not variadic");
     }
     let mut types = Vec::new();
     for arg in &sig.inputs {
         match arg {
-            FnArg::Receiver(r) => errors.at(
+            FnArg::Receiver(r) => errors.error_spanned_by(
                 r,
                 "#[tool] goes on a free function, not a method: it takes the payload \
                  (`input: Input`) and optionally `cx: CallContext`",
@@ -97,20 +154,20 @@ fn signature(func: &ItemFn, errors: &mut Errors) -> Option<Signature> {
         }
     }
     match types.len() {
-        0 => errors.at(
+        0 => errors.error_spanned_by(
             &sig.ident,
             "a tool function takes its payload: `async fn name(input: Input)` (and optionally \
              `cx: escepine_contract::CallContext`)",
         ),
         1 | 2 => {}
-        _ => errors.at(
+        _ => errors.error_spanned_by(
             &sig.inputs,
             "a tool function takes the payload and optionally `cx: CallContext`, nothing else",
         ),
     }
     let (output, fallible) = match &sig.output {
         ReturnType::Default => {
-            errors.at(
+            errors.error_spanned_by(
                 &sig.ident,
                 "a tool function returns its output: `-> Result<Output, ToolError>` (or any `E: \
                  Into<ToolError>`), or just `-> Output`",
@@ -154,8 +211,9 @@ fn result_ok_type(ty: &Type) -> Option<Type> {
     (types.len() == 2).then(|| types[0].clone())
 }
 
-/// The doc comment, as the tool's description.
-fn description(func: &ItemFn, errors: &mut Errors) -> Option<String> {
+/// The doc comment, as the tool's description (empty when there is none: the description rule
+/// reports it).
+fn description(func: &ItemFn) -> String {
     let mut lines = Vec::new();
     for attr in func.attrs.iter().filter(|a| a.path().is_ident("doc")) {
         if let Ok(nv) = attr.meta.require_name_value() {
@@ -167,17 +225,7 @@ fn description(func: &ItemFn, errors: &mut Errors) -> Option<String> {
             }
         }
     }
-    let text = lines.join("\n").trim().to_string();
-    if text.is_empty() {
-        errors.at(
-            &func.sig.ident,
-            "a Rust-first tool's description is its doc comment, and it is missing: write `/// \
-             what the tool does` above the function (the planner reads it)",
-        );
-        None
-    } else {
-        Some(text)
-    }
+    lines.join("\n").trim().to_string()
 }
 
 /// The module holding the generated code: as given, or `crate::registry`.
