@@ -163,7 +163,7 @@ impl Envelope {
         let value = match crate::fields::parse(src) {
             Ok(v) => v,
             Err(d) => {
-                diags.push(d);
+                diags.push(*d);
                 return Err(diags);
             }
         };

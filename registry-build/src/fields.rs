@@ -43,15 +43,15 @@ pub(crate) const ENVELOPE: Vocabulary = Vocabulary {
 };
 
 /// The JSON value of a file, or a `json/syntax` diagnostic at the position of the error.
-pub(crate) fn parse(src: &SourceFile) -> Result<Value, Diagnostic> {
+pub(crate) fn parse(src: &SourceFile) -> Result<Value, Box<Diagnostic>> {
     serde_json::from_str(&src.text).map_err(|e| {
         let offset = offset_of(&src.text, e.line(), e.column());
-        Diagnostic::at_span(
+        Box::new(Diagnostic::at_span(
             Rule::JsonSyntax,
             src,
             Some((offset, 1)),
             format!("not valid JSON: {e}"),
-        )
+        ))
     })
 }
 

@@ -261,7 +261,7 @@ impl<'a> File<'a, '_> {
         let value = match fields::parse(self.src) {
             Ok(v) => v,
             Err(d) => {
-                self.diags.push(d);
+                self.diags.push(*d);
                 return (None, None);
             }
         };

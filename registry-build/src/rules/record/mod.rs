@@ -73,7 +73,7 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
         let value = match fields::parse(src) {
             Ok(v) => v,
             Err(d) => {
-                diags.push(d);
+                diags.push(*d);
                 continue;
             }
         };
