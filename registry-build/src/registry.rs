@@ -12,7 +12,7 @@ use crate::files::list_files;
 use crate::record::ToolRecord;
 use crate::rule::Rule;
 use crate::rules::record as record_check;
-use crate::sop::check::check_with_records;
+use crate::rules::sop::check_with_records;
 use crate::sop::model::Sop;
 
 /// What to load. Built with [`Sources::new`] and the chained setters.

@@ -51,10 +51,9 @@
 //!   `/<state>/output/…` of an execution state that runs before the decision on every path, and
 //!   resolves in that tool's schema; decisions do not loop among themselves.
 
-pub(crate) mod check;
 pub mod graph;
 pub mod model;
-mod names;
+pub(crate) mod names;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -62,7 +61,7 @@ use std::path::Path;
 pub use model::{Branch, DecisionState, ExecutionState, Sop, State};
 pub use names::{type_name, RESERVED_TYPE_NAMES};
 
-use check::Tools;
+use crate::rules::sop::{self as check, Tools};
 
 use crate::diagnostic::{Diagnostics, SourceFile};
 use crate::files::read_files;
