@@ -5,7 +5,8 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{ItemFn, LitStr, Path};
 
-use super::{call_body, tool_ident, types_path, Signature};
+use super::names::{tool_ident, types_path};
+use super::signature::{call_body, Signature};
 
 pub(crate) fn expand(
     func: &ItemFn,

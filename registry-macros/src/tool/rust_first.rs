@@ -8,7 +8,8 @@ use syn::spanned::Spanned;
 use syn::{ItemFn, LitStr, Path};
 
 use super::attr::ToolAttr;
-use super::{call_body, from_child_module, tool_ident, types_path, Signature};
+use super::names::{from_child_module, tool_ident, types_path};
+use super::signature::{call_body, Signature};
 
 /// A Rust-first contract whose arguments passed every rule.
 pub(crate) struct RustFirst {
