@@ -161,6 +161,16 @@ pub enum ResolveError {
     InImage(String),
 }
 
+/// The part of resolution the command's spelling decides alone, without looking at the host:
+/// an absolute path or a bare name (a relative path with a directory part, or nothing, is
+/// rejected).
+pub fn check_spelling(command: &str) -> Result<(), ResolveError> {
+    if !Path::new(command).is_absolute() && (command.contains('/') || command.is_empty()) {
+        return Err(ResolveError::Relative(command.to_string()));
+    }
+    Ok(())
+}
+
 /// Resolve an endpoint command at registration.
 pub fn resolve(command: &str, bins: &WorkspaceBins) -> Result<ResolvedCommand, ResolveError> {
     let path = Path::new(command);
@@ -171,9 +181,7 @@ pub fn resolve(command: &str, bins: &WorkspaceBins) -> Result<ResolvedCommand, R
             Err(ResolveError::NoSuchPath(command.to_string()))
         };
     }
-    if command.contains('/') || command.is_empty() {
-        return Err(ResolveError::Relative(command.to_string()));
-    }
+    check_spelling(command)?;
     if bins.names.contains(command) {
         return Ok(ResolvedCommand::WorkspaceBin(command.to_string()));
     }

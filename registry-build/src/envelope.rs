@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::egress::EgressEntry;
+use crate::fields::{Object, ENVELOPE};
 use crate::host_path;
 use crate::rule::Rule;
 
@@ -159,16 +160,10 @@ impl Envelope {
     /// Every problem of the text.
     pub fn parse(src: &SourceFile) -> Result<Self, Diagnostics> {
         let mut diags = Diagnostics::new();
-        let value: Value = match serde_json::from_str(&src.text) {
+        let value = match crate::fields::parse(src) {
             Ok(v) => v,
-            Err(e) => {
-                let offset = crate::record_check::offset_of(&src.text, e.line(), e.column());
-                diags.push(Diagnostic::at_span(
-                    Rule::JsonSyntax,
-                    src,
-                    Some((offset, 1)),
-                    format!("not valid JSON: {e}"),
-                ));
+            Err(d) => {
+                diags.push(*d);
                 return Err(diags);
             }
         };
@@ -181,27 +176,7 @@ impl Envelope {
             ));
             return Err(diags);
         };
-        for key in obj.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
-            let mut d = Diagnostic::at(
-                Rule::Envelope,
-                src,
-                &format!("/{}", crate::schema::walk::escape(key)),
-                format!("unknown field `{key}` in the envelope"),
-            );
-            d = match FIELDS
-                .iter()
-                .map(|f| (strsim::levenshtein(f, key), f))
-                .filter(|(d, _)| *d <= 3)
-                .min()
-            {
-                Some((_, best)) => d.help(format!("did you mean `{best}`?")),
-                None => d.help(format!(
-                    "the envelope is closed; its fields are: {}",
-                    FIELDS.join(", ")
-                )),
-            };
-            diags.push(d);
-        }
+        Object::new(src, "", obj, ENVELOPE).closed(FIELDS, "the envelope", &mut diags);
         let mut egress = Vec::new();
         match obj.get("egress").map(|e| e.as_array()) {
             Some(Some(items)) => {

@@ -5,7 +5,8 @@
 //! the default `codegen` feature — compiled from `build.rs` into typed payload and output types,
 //! [`escepine_contract::Tool`] implementations, Cedar action markers and a typed client:
 //!
-//! ```no_run
+#![cfg_attr(feature = "codegen", doc = "```no_run")]
+#![cfg_attr(not(feature = "codegen"), doc = "```ignore")]
 //! // build.rs
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     registry_build::Builder::new()
@@ -32,12 +33,14 @@ pub mod diagnostic;
 pub mod egress;
 pub mod endpoint;
 pub mod envelope;
+mod fields;
+mod files;
 pub mod host_path;
 mod locate;
 pub mod record;
-pub mod record_check;
 pub mod registry;
 pub mod rule;
+pub mod rules;
 pub mod schema;
 pub mod sop;
 pub mod urls;
@@ -53,3 +56,5 @@ pub use record::{
 };
 pub use registry::{check_records, load, Registry, Sources};
 pub use rule::Rule;
+/// The record rules under their former name.
+pub use rules::record as record_check;

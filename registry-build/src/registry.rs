@@ -8,10 +8,12 @@ use crate::cedar::{self, Binding};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::endpoint::WorkspaceBins;
 use crate::envelope::Envelope;
+use crate::files::list_files;
 use crate::record::ToolRecord;
-use crate::record_check;
 use crate::rule::Rule;
-use crate::sop::{self, Sop};
+use crate::rules::record as record_check;
+use crate::rules::sop::check_with_records;
+use crate::sop::model::Sop;
 
 /// What to load. Built with [`Sources::new`] and the chained setters.
 #[derive(Debug, Clone, Default)]
@@ -211,12 +213,12 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
             .collect();
         let mut sop_files = Vec::new();
         for path in &sources.sops {
-            match sop::read_files(path) {
+            match crate::files::read_files(path) {
                 Ok(f) => sop_files.extend(f),
                 Err(d) => diags.extend(d),
             }
         }
-        let (checked, sop_diags) = sop::check_with_records(&sop_files, &records, failed);
+        let (checked, sop_diags) = check_with_records(&sop_files, &records, failed);
         diags.extend(sop_diags);
         sops = checked;
     }
@@ -282,22 +284,4 @@ fn read_record_files(path: &Path) -> Result<Vec<SourceFile>, Box<Diagnostic>> {
             "no such file or directory",
         )))
     }
-}
-
-/// The files of `dir` with one of `exts`, sorted by name (a file path is returned as is).
-pub(crate) fn list_files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.is_file()
-                && p.extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| exts.contains(&e))
-        })
-        .collect();
-    v.sort();
-    v
 }

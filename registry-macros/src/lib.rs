@@ -1,7 +1,12 @@
 //! Macros for tools written in Rust: `#[derive(Payload)]` and `#[tool]`.
 //!
-//! Both check what they can while expanding and report every problem at once, each pointing at
-//! the offending tokens (`syn::Error::new_spanned`, combined); they never panic. The expansion
+//! Both report every problem at once, each pointing at the offending tokens and naming the
+//! registration rule it breaks (`[tool-id/reserved] …`); they never panic. `#[tool]` works in
+//! three phases: its arguments are parsed (`syn`'s `parse_nested_meta`, problems collected in one
+//! context), validated — the signature here, the contract by registry-build's own record rules
+//! run on a draft record built from the arguments (`record_check::check_draft`), each
+//! diagnostic's JSON pointer mapped back to the argument it came from — and expanded. No rule is
+//! copied here: a record file and a `#[tool]` are judged by the same code. The expansion
 //! refers to the light contract crate through absolute paths (`::escepine_contract::…`); only the
 //! test `#[tool]` generates for a Rust-first tool refers to `::escepine_toolhost::check`.
 //!
@@ -82,7 +87,7 @@
 
 use proc_macro::TokenStream;
 
-mod errors;
+mod ctxt;
 mod payload;
 mod tool;
 

@@ -5,21 +5,23 @@ use quote::quote;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Data, DeriveInput, Expr, Fields, Lit, LitStr, Meta, Token, Type};
 
-use crate::errors::Errors;
+use registry_build::Rule;
+
+use crate::ctxt::Ctxt;
 
 /// The expansion of `#[derive(Payload)]`, or every problem found.
 pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
-    let mut errors = Errors::default();
+    let errors = Ctxt::new();
     let ident = &input.ident;
 
     match &input.data {
         Data::Struct(data) => match &data.fields {
             Fields::Named(fields) => {
                 for field in &fields.named {
-                    check_field(field, &mut errors);
+                    check_field(field, &errors);
                 }
             }
-            Fields::Unnamed(_) | Fields::Unit => errors.at(
+            Fields::Unnamed(_) | Fields::Unit => errors.error_spanned_by(
                 ident,
                 format!(
                     "payload `{ident}` must be a struct with named fields: a payload is a JSON \
@@ -27,25 +29,28 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                 ),
             ),
         },
-        Data::Enum(data) => errors.at(
+        Data::Enum(data) => errors.error_spanned_by(
             data.enum_token,
             "`Payload` is for structs (a payload is a JSON object); an enum used inside a payload \
              needs only `JsonSchema` (a unit enum becomes a string `enum`)",
         ),
-        Data::Union(data) => errors.at(data.union_token, "`Payload` is for structs, not unions"),
+        Data::Union(data) => {
+            errors.error_spanned_by(data.union_token, "`Payload` is for structs, not unions")
+        }
     }
 
     if matches!(input.data, Data::Struct(_)) && !has_serde_flag(&input.attrs, "deny_unknown_fields")
     {
-        errors.at(
+        errors.error_spanned_by(
             ident,
             format!(
-                "payload `{ident}` is open: add `#[serde(deny_unknown_fields)]` so that an unknown \
-                 field is rejected, as its schema (`additionalProperties: false`) says"
+                "[{}] payload `{ident}` is open: add `#[serde(deny_unknown_fields)]` so that an unknown \
+                 field is rejected, as its schema (`additionalProperties: false`) says",
+                Rule::SchemaClosed.id()
             ),
         );
     }
-    errors.finish()?;
+    errors.check()?;
 
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     Ok(quote! {
@@ -136,7 +141,7 @@ fn is_option(ty: &Type) -> bool {
     }
 }
 
-fn check_field(field: &syn::Field, errors: &mut Errors) {
+fn check_field(field: &syn::Field, errors: &Ctxt) {
     let metas = serde_metas(&field.attrs);
     let flag = |f: &str| metas.iter().any(|m| m.path().is_ident(f));
     if flag("skip") || flag("skip_deserializing") {
@@ -144,23 +149,27 @@ fn check_field(field: &syn::Field, errors: &mut Errors) {
     }
     for (name, tokens) in wire_names(field, &metas) {
         if let Some(word) = registry_build::schema::names::credential_word(&name) {
-            errors.at(
+            errors.error_spanned_by(
                 tokens,
                 format!(
-                    "the payload field `{name}` names a credential ({word}): governed tools accept \
+                    "[{}] the payload field `{name}` names a credential ({word}): governed tools accept \
                      no credentials; declare the secret by name (`#[tool(secrets(\"NAME\"))]`, \
                      injected by the sandbox) or rename the field (a pagination token is a \
-                     `cursor`)"
+                     `cursor`)",
+                    Rule::CredentialName.id()
                 ),
             );
         }
     }
     if is_option(&field.ty) && !flag("skip_serializing_if") {
-        errors.at(
+        errors.error_spanned_by(
             &field.ty,
-            "an `Option` field is an optional property, never a nullable one: add \
-             `#[serde(default, skip_serializing_if = \"Option::is_none\")]` so `None` is left out \
-             instead of written as `null`",
+            format!(
+                "[{}] an `Option` field is an optional property, never a nullable one: add \
+                 `#[serde(default, skip_serializing_if = \"Option::is_none\")]` so `None` is left \
+                 out instead of written as `null`",
+                Rule::SchemaNullType.id()
+            ),
         );
     }
 }

@@ -41,8 +41,8 @@ pub use schema_gen::{
 };
 
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
+use crate::files::list_files;
 use crate::record::ToolRecord;
-use crate::registry::list_files;
 use crate::rule::Rule;
 
 /// The Cedar side of a registry: schema and validated policies with stable ids.

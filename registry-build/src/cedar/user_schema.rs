@@ -18,8 +18,8 @@ use serde_json::Value;
 use crate::cedar::report;
 use crate::cedar::schema_gen::{self, Declared, PRINCIPAL_TYPE, RESOURCE_TYPE};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
+use crate::files::list_files;
 use crate::record::ToolRecord;
-use crate::registry::list_files;
 use crate::rule::Rule;
 
 /// The pseudo-path naming the generated schema in diagnostics.

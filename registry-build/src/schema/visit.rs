@@ -11,8 +11,7 @@
 
 use serde_json::Value;
 
-use crate::schema::subset::escape;
-use crate::schema::walk::{self, JsonType};
+use crate::schema::walk::{self, escape, JsonType};
 
 /// The deepest the walk goes (the subset rules reject recursive `$defs`).
 const MAX_DEPTH: usize = 64;

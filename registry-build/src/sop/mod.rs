@@ -51,21 +51,21 @@
 //!   `/<state>/output/…` of an execution state that runs before the decision on every path, and
 //!   resolves in that tool's schema; decisions do not loop among themselves.
 
-mod check;
 pub mod graph;
 pub mod model;
+pub(crate) mod names;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 pub use model::{Branch, DecisionState, ExecutionState, Sop, State};
+pub use names::{type_name, RESERVED_TYPE_NAMES};
 
-use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
-use crate::registry::{list_files, Registry};
-use crate::rule::Rule;
+use crate::rules::sop::{self as check, Tools};
 
-/// Names the generated code defines inside an SOP's module; no state may map to them.
-pub const RESERVED_TYPE_NAMES: &[&str] = &["State", "Sop", "Self"];
+use crate::diagnostic::{Diagnostics, SourceFile};
+use crate::files::read_files;
+use crate::registry::Registry;
 
 /// Load one SOP file and check it against every SOP rule and the registry's tools.
 ///
@@ -117,81 +117,10 @@ pub fn load_unbound(path: &Path) -> Result<Sop, Diagnostics> {
     }
 }
 
-/// The Rust type name of a state (`read_page` → `ReadPage`), as the generated code spells its
-/// `State` variant and its step type.
-pub fn type_name(state: &str) -> String {
-    let mut out = String::with_capacity(state.len());
-    let mut upper = true;
-    for c in state.chars() {
-        if c == '_' || c == '-' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// What the SOP rules know of the registry.
-pub(crate) struct Tools<'a> {
-    /// The registered records, sorted by id.
-    pub records: &'a [crate::record::ToolRecord],
-    /// Tool ids declared by record files that failed their own rules: an SOP naming one is not
-    /// reported again (the record's problems are).
-    pub failed: BTreeSet<String>,
-}
-
-impl Tools<'_> {
-    fn get(&self, id: &str) -> Option<&crate::record::ToolRecord> {
-        self.records.iter().find(|r| r.tool_id == id)
-    }
-}
-
 fn tools_of(registry: &Registry) -> Tools<'_> {
     Tools {
         records: &registry.records,
         failed: BTreeSet::new(),
-    }
-}
-
-/// Check SOP files against the records that passed (`failed`: ids declared by failing records).
-pub(crate) fn check_with_records(
-    files: &[SourceFile],
-    records: &[crate::record::ToolRecord],
-    failed: BTreeSet<String>,
-) -> (Vec<Sop>, Diagnostics) {
-    check::check_files(files, Some(&Tools { records, failed }))
-}
-
-/// Read the SOP files of a directory (`*.json`, sorted) or one file.
-pub(crate) fn read_files(path: &Path) -> Result<Vec<SourceFile>, Diagnostics> {
-    let mut diags = Diagnostics::new();
-    let mut files = Vec::new();
-    let paths = if path.is_dir() {
-        list_files(path, &["json"])
-    } else if path.exists() {
-        vec![path.to_path_buf()]
-    } else {
-        diags.push(Diagnostic::file(
-            Rule::Missing,
-            path,
-            "no such file or directory",
-        ));
-        return Err(diags);
-    };
-    for p in paths {
-        match std::fs::read_to_string(&p) {
-            Ok(t) => files.push(SourceFile::new(&p, t)),
-            Err(e) => diags.push(Diagnostic::file(Rule::Io, &p, format!("cannot read: {e}"))),
-        }
-    }
-    if diags.is_empty() {
-        Ok(files)
-    } else {
-        Err(diags)
     }
 }
 

@@ -3,13 +3,17 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::ItemFn;
+use syn::{ItemFn, LitStr, Path};
 
-use super::args::RecordFirst;
-use super::{call_body, tool_ident, types_path, Signature};
+use super::names::{tool_ident, types_path};
+use super::signature::{call_body, Signature};
 
-pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RecordFirst) -> TokenStream {
-    let record = &args.record;
+pub(crate) fn expand(
+    func: &ItemFn,
+    sig: &Signature,
+    record: &LitStr,
+    types: Option<&Path>,
+) -> TokenStream {
     let record_ident = match tool_ident(record) {
         Ok(i) => i,
         Err(e) => {
@@ -19,7 +23,7 @@ pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RecordFirst) -> Toke
     };
     let name = &func.sig.ident;
     let vis = &func.vis;
-    let types = types_path(args.types.as_ref(), record.span());
+    let types = types_path(types, record.span());
     // Named once, at the user's `record = "…"`: a record the build did not compile fails here.
     let tool = quote_spanned!(record.span()=> #types::#record_ident::Tool);
 

@@ -1,20 +1,87 @@
 //! Rust-first: `#[tool(id = "…", …)]` declares the whole contract in Rust.
 
+use escepine_contract::{FailureOutcome, SideEffectClass};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::ItemFn;
+use syn::{ItemFn, LitStr, Path};
 
-use super::args::RustFirst;
-use super::{call_body, from_child_module, tool_ident, types_path, Signature};
+use super::attr::ToolAttr;
+use super::names::{from_child_module, tool_ident, types_path};
+use super::signature::{call_body, Signature};
 
-pub(crate) fn expand(
-    func: &ItemFn,
-    sig: &Signature,
-    args: &RustFirst,
-    description: &str,
-) -> TokenStream {
+/// A Rust-first contract whose arguments passed every rule.
+pub(crate) struct RustFirst {
+    id: LitStr,
+    version: LitStr,
+    /// The `SideEffectClass` variant.
+    class: &'static str,
+    timeout_ms: u64,
+    max_attempts: u32,
+    backoff_ms: u64,
+    /// The `FailureOutcome` variants.
+    on_failure: Vec<&'static str>,
+    action_groups: Vec<LitStr>,
+    egress: Vec<LitStr>,
+    secrets: Vec<LitStr>,
+    /// The inverse's id, and inverse field → JSON pointer.
+    compensation: Option<(LitStr, Vec<(String, LitStr)>)>,
+    command: Option<LitStr>,
+    types: Option<Path>,
+    description: String,
+}
+
+impl RustFirst {
+    /// The contract of arguments that passed validation (`None` if one is missing after all).
+    pub fn from_attr(a: &ToolAttr, description: String) -> Option<Self> {
+        let retry = a.retry.get()?;
+        let class = match SideEffectClass::parse(&a.side_effect.get()?.value())? {
+            SideEffectClass::ReadOnly => "ReadOnly",
+            SideEffectClass::Compensatable => "Compensatable",
+            SideEffectClass::Supersede => "Supersede",
+        };
+        let on_failure = a
+            .on_failure
+            .get()?
+            .iter()
+            .map(|o| {
+                FailureOutcome::parse(&o.name).map(|o| match o {
+                    FailureOutcome::Halt => "Halt",
+                    FailureOutcome::HaltAndEscalate => "HaltAndEscalate",
+                    FailureOutcome::Compensate => "Compensate",
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let compensation = match a.compensation.get() {
+            Some(c) => Some((c.tool.clone()?, c.map.clone())),
+            None => None,
+        };
+        Some(Self {
+            id: a.id.get()?.clone(),
+            version: a.version.get()?.clone(),
+            class,
+            timeout_ms: a.timeout_ms.get()?.base10_parse().ok()?,
+            max_attempts: retry.max_attempts.as_ref()?.base10_parse().ok()?,
+            backoff_ms: retry.backoff_ms.as_ref()?.base10_parse().ok()?,
+            on_failure,
+            action_groups: a.action_groups.get().cloned().unwrap_or_default(),
+            egress: a
+                .sandbox
+                .get()
+                .map(|s| s.egress.clone())
+                .unwrap_or_default(),
+            secrets: a.secrets.get().cloned().unwrap_or_default(),
+            compensation,
+            command: a.command.get().cloned(),
+            types: a.types.get().cloned(),
+            description,
+        })
+    }
+}
+
+pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenStream {
+    let description = &args.description;
     let id_ident = match tool_ident(&args.id) {
         Ok(i) => i,
         Err(e) => {
@@ -33,13 +100,12 @@ pub(crate) fn expand(
     let input_ty = &sig.input;
     let output_ty = &sig.output;
     let version = &args.version;
-    let class = format_ident!("{}", args.class.variant);
+    let class = format_ident!("{}", args.class);
     let action_groups = &args.action_groups;
     let compensation = match &args.compensation {
-        Some(c) => {
-            let tool = &c.tool;
-            let fields = c.map.iter().map(|(k, _)| k);
-            let pointers = c.map.iter().map(|(_, p)| p);
+        Some((tool, map)) => {
+            let fields = map.iter().map(|(k, _)| k);
+            let pointers = map.iter().map(|(_, p)| p);
             quote! {
                 ::core::option::Option::Some(::escepine_contract::Compensation {
                     tool: #tool,

@@ -1,0 +1,50 @@
+use escepine_contract::ToolError;
+use escepine_registry_macros::{tool, Payload};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+mod registry {
+    pub mod actions {
+        #[allow(non_camel_case_types)]
+        pub struct text_stats;
+        impl escepine_contract::CedarAction for text_stats {
+            const ACTION_ID: &'static str = "text_stats";
+            const IS_GROUP: bool = false;
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Payload)]
+#[serde(deny_unknown_fields)]
+pub struct In {
+    pub text: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Payload)]
+#[serde(deny_unknown_fields)]
+pub struct Out {
+    pub words: u64,
+}
+
+/// Undo a tool.
+#[tool(
+    id = "read_only",
+    version = "1.0.0",
+    side_effect = "compensatable",
+    timeout_ms = 5000,
+    timeout_ms = 6000,
+    retry(max_attempts = 1, backoff_ms = 0),
+    on_failure(halt, halt),
+    action_groups("read-only", "Web"),
+    secrets("X_API_KEY", "X_API_KEY"),
+    sandbox(filesystem = "host"),
+    compensation(tool = "Undo", map(id = "output/id")),
+    command = "bin/tool"
+)]
+async fn text_stats(input: In) -> Result<Out, ToolError> {
+    Ok(Out {
+        words: input.text.split_whitespace().count() as u64,
+    })
+}
+
+fn main() {}
