@@ -14,11 +14,11 @@ mod error;
 pub mod executor;
 pub mod export;
 pub mod gate;
-pub mod host_class;
+pub use escepine_egress::host_class;
+#[cfg(feature = "image")]
 pub mod images;
 pub mod ledger;
 pub mod mcp;
-mod ofd_lock;
 pub mod overlay;
 pub mod retry;
 mod runtime;

@@ -19,6 +19,7 @@ pub use serde_json;
 pub use url;
 
 mod contract;
+pub mod egress;
 mod host;
 pub mod image;
 pub mod payload;
@@ -30,6 +31,7 @@ pub use contract::{
     SideEffectClass, Transport,
 };
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
+pub use egress::{EgressEntry, EgressError, EgressHost};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use payload::Payload;
 pub use principal::{Principal, PrincipalParseError};

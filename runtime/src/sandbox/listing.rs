@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use registry_build::ToolRecord;
 
-use super::deps::{self, DepCache};
-use super::image::DEVICES;
-use super::protocol::WORKSPACE;
-use super::tool_image::ToolImage;
+use escepine_sandbox::deps::{self, DepCache};
+use escepine_sandbox::protocol::WORKSPACE;
+use escepine_sandbox::root::DEVICES;
+use escepine_sandbox::ToolImage;
 use crate::executor::{ExecError, ProcessExecutor};
 
 /// Where an entry of the root comes from.

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Write};
+
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use registry_build::endpoint::WorkspaceBins;
 use registry_build::{ResolvedCommand, ToolRecord};
-use sha2::{Digest, Sha256};
+use escepine_sandbox::io::copy_hashing;
 
 use crate::executor::ExecError;
 
@@ -153,27 +153,6 @@ impl PinnedCopy {
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
-}
-
-/// Reads all of `src` into `dst`, returning the lower-case hex SHA-256 digest of what was
-/// copied.
-///
-/// # Errors
-/// A read or write error.
-pub(crate) fn copy_hashing(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n])?;
-    }
-    Ok(hex::encode(hasher.finalize()))
 }
 
 /// A new memfd holding a copy of `file`, sealed against any change; with its digest.
