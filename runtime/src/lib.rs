@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod authorize;
+#[cfg(feature = "image")]
 pub mod cli;
 mod error;
 pub mod executor;
