@@ -53,7 +53,7 @@ static DISPATCHED: AtomicBool = AtomicBool::new(false);
 /// the program dispatches, so [`LinuxBackend::new`](crate::LinuxBackend::new) may start the
 /// program itself as its zygote.
 pub fn dispatch() {
-    if is_init(std::env::args_os().next().as_deref()) {
+    if is_init(argv0().as_deref()) {
         main()
     }
     DISPATCHED.store(true, Ordering::Release);
@@ -62,6 +62,17 @@ pub fn dispatch() {
 /// Whether [`dispatch`] was called in this process.
 pub fn dispatched() -> bool {
     DISPATCHED.load(Ordering::Acquire)
+}
+
+/// This process's `argv[0]`: from the standard library, else (before it has the arguments, in
+/// a constructor that runs ahead of it) from `/proc/self/cmdline`.
+fn argv0() -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    std::env::args_os().next().or_else(|| {
+        let cmdline = std::fs::read("/proc/self/cmdline").ok()?;
+        let first = cmdline.split(|b| *b == 0).next()?;
+        Some(std::ffi::OsString::from_vec(first.to_vec()))
+    })
 }
 
 /// Whether `argv0` marks the init: its file name is [`PROCESS_NAME`].
@@ -75,6 +86,10 @@ fn is_init(argv0: Option<&std::ffi::OsStr>) -> bool {
 /// The entry point of the init: with `--server`, the zygote ([`server`]);
 /// otherwise one sandbox's outer process on its standard streams.
 pub fn main() -> ! {
+    // As the Rust runtime sets it before any `main`, whichever way the init was entered (a
+    // constructor runs ahead of it): a closed pipe is an `EPIPE`, not a death.
+    // SAFETY: setting a signal disposition to SIG_IGN installs no handler code.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     if std::env::args_os().nth(1).is_some_and(|a| a == SERVER_FLAG) {
         std::process::exit(server())
     }
