@@ -70,13 +70,8 @@ pub fn serve_catalog_from_self(dir: &Path) -> Result<PathBuf, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot replace {}: {e}", link.display())),
     }
-    std::os::unix::fs::symlink(&exe, &link).map_err(|e| {
-        format!(
-            "cannot link {} to {}: {e}",
-            link.display(),
-            exe.display()
-        )
-    })?;
+    std::os::unix::fs::symlink(&exe, &link)
+        .map_err(|e| format!("cannot link {} to {}: {e}", link.display(), exe.display()))?;
     dir.canonicalize()
         .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))
 }

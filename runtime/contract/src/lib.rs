@@ -30,8 +30,8 @@ pub use contract::{
     Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryBoundError, RetryPolicy,
     SideEffectClass, Transport,
 };
-pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use egress::{EgressEntry, EgressError, EgressHost};
+pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use payload::Payload;
 pub use principal::{Principal, PrincipalParseError};

@@ -53,8 +53,8 @@ mod resolver;
 pub use resolver::{Resolver, SystemResolver};
 
 use std::fmt;
-use std::future::Future;
 use std::fs;
+use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};

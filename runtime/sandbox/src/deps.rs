@@ -111,11 +111,7 @@ pub struct DepCache {
 
 impl DepCache {
     /// Every host path `program` needs, itself first (blocking: call off the runtime's workers).
-    pub fn needs(
-        &self,
-        program: &Path,
-        identity: &str,
-    ) -> Result<Vec<PathBuf>, SandboxError> {
+    pub fn needs(&self, program: &Path, identity: &str) -> Result<Vec<PathBuf>, SandboxError> {
         if let Ok(known) = self.known.lock() {
             if let Some((id, paths)) = known.get(program) {
                 if id == identity {

@@ -20,13 +20,13 @@ use super::backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
 use super::cgroup::{self, Cgroup};
-use super::root::{self as image, Image};
 use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
-use escepine_egress::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
+use super::root::{self as image, Image};
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
 use crate::io::{read_bounded, read_stderr, Bounded};
 use crate::BoxFuture;
+use escepine_egress::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
 
 /// The name of the sandbox crate's init binary (for programs that cannot dispatch).
 pub const INIT_BIN: &str = "escepine-sandbox-init";

@@ -21,9 +21,9 @@ use rustix::fs::{Mode, OFlags};
 use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
 
 use crate::backend::SandboxSpec;
+use crate::io::copy_hashing;
 use crate::protocol::WORKSPACE;
 use crate::SandboxError;
-use crate::io::copy_hashing;
 
 /// Device nodes made in every image, as on the host.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];

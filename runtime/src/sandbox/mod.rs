@@ -15,12 +15,12 @@
 //!
 //! [`Executor`]: crate::executor::Executor
 
+#[cfg(feature = "sandbox")]
+pub use escepine_sandbox::{init, CgroupError, LinuxBackend, INIT_BIN, SELF_EXE};
 pub use escepine_sandbox::{
     protocol, Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, Sandbox, SandboxBackend,
     SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
 };
-#[cfg(feature = "sandbox")]
-pub use escepine_sandbox::{init, CgroupError, LinuxBackend, INIT_BIN, SELF_EXE};
 
 /// The egress proxy of every sandbox with a non-empty egress profile (`escepine-egress`).
 #[cfg(feature = "sandbox")]

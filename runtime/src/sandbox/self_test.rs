@@ -72,7 +72,11 @@ impl SandboxExecutor {
             status => Err(SandboxError::Init(format!(
                 "the self-test's `{}` ended with {status:?}{}{}",
                 program.display(),
-                if out.stderr.is_empty() { "" } else { "; its stderr: " },
+                if out.stderr.is_empty() {
+                    ""
+                } else {
+                    "; its stderr: "
+                },
                 out.stderr.trim_end()
             ))),
         }
@@ -82,5 +86,4 @@ impl SandboxExecutor {
             }
         })
     }
-
 }

@@ -8,9 +8,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use escepine_sandbox::io::copy_hashing;
 use registry_build::endpoint::WorkspaceBins;
 use registry_build::{ResolvedCommand, ToolRecord};
-use escepine_sandbox::io::copy_hashing;
 
 use crate::executor::ExecError;
 
@@ -251,6 +251,8 @@ fn check_digest(tool_id: &str, path: &Path, actual: &str, expected: &str) -> Res
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+
     use super::*;
 
     fn read_all(copy: &PinnedCopy) -> Vec<u8> {
