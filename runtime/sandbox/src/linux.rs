@@ -830,3 +830,24 @@ impl SandboxBackend for LinuxBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_is_its_own_init_only_once_it_dispatches() {
+        let named = std::env::var_os("ESCEPINE_SANDBOX_INIT").map(PathBuf::from);
+        match (&named, LinuxBackend::locate_init()) {
+            (Some(named), found) => assert_eq!(found.ok().as_ref(), Some(named)),
+            (None, found) => assert!(
+                matches!(found, Err(SandboxError::InitNotDispatched)),
+                "{found:?}"
+            ),
+        }
+        // This test program is not started as an init, so dispatching returns.
+        crate::init::dispatch();
+        let found = LinuxBackend::locate_init().expect("an init");
+        assert_eq!(found, named.unwrap_or_else(|| PathBuf::from(SELF_EXE)));
+    }
+}

@@ -27,8 +27,8 @@ pub struct SelfTest {
 
 impl SandboxExecutor {
     /// Provision one fresh sandbox of this executor's backend, run `true` (found on the tools'
-    /// `PATH`) in it with no network, no secrets and nothing written, under the executor's limits, check that it exited 0,
-    /// and destroy the sandbox. Not a governed call: nothing is recorded, and nothing it returns
+    /// `PATH`) in it with no network, no secrets and nothing written, under the executor's
+    /// limits, check that it exited 0, and destroy the sandbox. Not a governed call: nothing is recorded, and nothing it returns
     /// is used; it tells whether sandboxes work on this machine (namespaces, the init, the root
     /// of copies, the limits), before a program commits to them.
     ///
@@ -62,28 +62,27 @@ impl SandboxExecutor {
         };
         let ran = backend.execute(&mut sandbox, job).await;
         let teardown = backend.destroy(sandbox).await;
+        for problem in &teardown.problems {
+            tracing::warn!(%problem, "sandbox self-test teardown");
+        }
         let out = ran?;
-        match out.status {
-            JobStatus::Exited(0) => Ok(SelfTest {
-                backend: backend.name(),
-                program,
-                took: started.elapsed(),
-            }),
-            status => Err(SandboxError::Init(format!(
-                "the self-test's `{}` ended with {status:?}{}{}",
+        if out.status != JobStatus::Exited(0) {
+            let stderr = out.stderr.trim_end();
+            return Err(SandboxError::Init(format!(
+                "the self-test's `{}` ended with {:?}{}{stderr}",
                 program.display(),
-                if out.stderr.is_empty() {
+                out.status,
+                if stderr.is_empty() {
                     ""
                 } else {
                     "; its stderr: "
                 },
-                out.stderr.trim_end()
-            ))),
+            )));
         }
-        .inspect(|_| {
-            for problem in &teardown.problems {
-                tracing::warn!(%problem, "sandbox self-test teardown");
-            }
+        Ok(SelfTest {
+            backend: backend.name(),
+            program,
+            took: started.elapsed(),
         })
     }
 }
