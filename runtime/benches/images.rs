@@ -43,6 +43,8 @@ const WARM_UP: usize = 10;
 const MCP_WARM_UP: usize = 3;
 
 fn main() {
+    // The sandboxes' init is this program, as in every program that starts sandboxes.
+    escepine_runtime::sandbox::init::dispatch();
     let iters = support::iters(100);
     let runs: usize = std::env::var("ESCEPINE_BENCH_FETCH_RUNS")
         .ok()
@@ -86,7 +88,8 @@ fn main() {
     let run_dir = tempfile::tempdir().unwrap();
     let backend = || {
         Arc::new(
-            LinuxBackend::with_init(env!("CARGO_BIN_EXE_escepine-sandbox-init"))
+            LinuxBackend::new()
+                .expect("this bench dispatches the sandbox init")
                 .with_run_dir(run_dir.path()),
         )
     };

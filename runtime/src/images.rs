@@ -4,11 +4,13 @@
 //! Every distinct `endpoint.image` is ensured in an [`ImageStore`] (the content-addressed cache
 //! shared by all runtimes on the machine): a cached image costs no request; plain HTTP is used
 //! only for a registry the envelope lists as `http://host:port` (loopback only). The result is
-//! one [`ToolImage`] per reference, which [`SandboxExecutor::with_image`] takes.
+//! one [`ToolImage`] per reference, which [`SandboxExecutor::with_image`] takes. The cache and the
+//! OCI client are the sandbox's (`escepine_sandbox::cache`); which images, and over which
+//! transport, is decided here, from the registry and its envelope.
 
 use std::collections::BTreeMap;
 
-use escepine_oci::{Access, FetchStats, ImageStore, OciError};
+use escepine_sandbox::cache::{Access, FetchStats, ImageStore, OciError};
 use registry_build::{Envelope, Registry};
 
 use crate::sandbox::{SandboxExecutor, ToolImage};
@@ -87,19 +89,7 @@ pub async fn ensure(
     let access = Access {
         plain_http: envelope.is_some_and(|e| e.plain_http(image)),
     };
-    let unpacked = store.ensure(image, access).await?;
-    let config = unpacked.config;
-    Ok((
-        ToolImage {
-            reference: image.raw.clone(),
-            rootfs: unpacked.rootfs,
-            entrypoint: config.entrypoint,
-            cmd: config.cmd,
-            env: config.env,
-            working_dir: config.working_dir,
-        },
-        unpacked.fetched,
-    ))
+    escepine_sandbox::cache::ensure(image, access, store).await
 }
 
 /// `executor` with every prepared image.

@@ -9,16 +9,17 @@
 #![deny(missing_docs)]
 
 pub mod authorize;
+#[cfg(feature = "image")]
 pub mod cli;
 mod error;
 pub mod executor;
 pub mod export;
 pub mod gate;
-pub mod host_class;
+pub use escepine_egress::host_class;
+#[cfg(feature = "image")]
 pub mod images;
 pub mod ledger;
 pub mod mcp;
-mod ofd_lock;
 pub mod overlay;
 pub mod retry;
 mod runtime;

@@ -60,6 +60,17 @@ pub const REDACTED: &str = "[REDACTED]";
 /// [module documentation](self)); from this length on, also case-changed, hex and base64.
 pub const MIN_ENCODED_LEN: usize = 8;
 
+impl escepine_sandbox::io::Scrub for Scrubber {
+    fn margin(&self) -> usize {
+        Scrubber::margin(self)
+    }
+
+    fn scrub_within(&self, text: &str, limit: usize) -> (String, usize) {
+        let within = self.text_within(text, limit);
+        (within.text, within.dropped)
+    }
+}
+
 /// Replaces every occurrence of the secret values it holds, in their plausible encodings (see
 /// the [module documentation](self)). Cloning is cheap.
 #[derive(Debug, Clone, Default)]

@@ -30,6 +30,13 @@ use serde_json::{json, Value};
 
 use server::{Reply, Server};
 
+/// The sandboxes' init is this test program, as in every program that starts sandboxes (libtest
+/// owns `main`, so the dispatch runs as a constructor, before it).
+#[ctor::ctor(unsafe)]
+fn sandbox_init() {
+    escepine_runtime::sandbox::init::dispatch();
+}
+
 /// The executor every call of these tests runs through.
 fn executor() -> Arc<dyn Executor> {
     let bin = catalog_bin();

@@ -203,3 +203,21 @@ async fn a_virtualenv_keeps_its_environment_through_its_own_python_link() {
         "{facts}"
     );
 }
+
+#[tokio::test]
+async fn the_self_test_runs_a_program_in_a_fresh_sandbox_and_names_what_fails() {
+    let run_dir = tempfile::tempdir().expect("a run directory");
+    let ex =
+        SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), run_dir.path())));
+    let test = ex.self_test().await.expect("sandboxes work here");
+    assert_eq!(test.backend, "linux");
+    assert!(test.program.ends_with("true"), "{}", test.program.display());
+
+    // An init that cannot start: the self-test fails and says so, rather than the first call.
+    let broken = SandboxExecutor::with_backend(Arc::new(
+        escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init")
+            .with_run_dir(run_dir.path()),
+    ));
+    let err = broken.self_test().await.expect_err("no init, no sandbox");
+    assert!(err.to_string().contains("/nonexistent/init"), "{err}");
+}

@@ -1,21 +1,17 @@
 //! Which executor runs the tools: the sandbox when it works on this machine, else the process
 //! executor. The choice is made here and nowhere else, and the program prints it.
 //!
-//! Tool binaries (`escepine-catalog`, and `escepine-sandbox-init` for the sandbox) are workspace
-//! binaries that a `cargo run -p escepine-example-research` does not build by itself: when one
-//! is missing, or older than its package's sources, [`ensure_binaries`] builds it with cargo, in
-//! the same target directory and profile as this program.
+//! The catalog's tools (`escepine-catalog`, the records' `command`) are served by this very
+//! program: [`serve_catalog_from_self`] puts a link named `escepine-catalog` to it in a directory
+//! the executors search first, and `main` serves one tool call when started under that name.
+//! The sandbox's init is this program too (`sandbox::init::dispatch`). Nothing is built or
+//! looked for in a target directory.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
-use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
+use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::sandbox::SandboxExecutor;
-use registry_build::Registry;
-use serde_json::json;
 
 /// What `--executor` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -45,115 +41,48 @@ pub fn workspace_root() -> PathBuf {
     root.canonicalize().unwrap_or(root)
 }
 
-/// The directory this program was built into (`target/<profile>`), where the tool binaries of
-/// the same build are looked for.
-pub fn bin_dir() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
-    exe.parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{} has no parent directory", exe.display()))
+/// The name of the catalog's tool binary in its records (`endpoint.command`).
+pub const CATALOG_BIN: &str = "escepine-catalog";
+
+/// Whether this process was started as [`CATALOG_BIN`] (by an executor running a catalog
+/// tool): its `argv[0]`'s file name says so.
+pub fn started_as_catalog() -> bool {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .map(Path::new)
+        .and_then(Path::file_name)
+        .is_some_and(|name| name == CATALOG_BIN)
 }
 
-/// Make sure `escepine-catalog` (and, unless only the process executor is wanted,
-/// `escepine-sandbox-init`) exist beside this program and are current, building them if not.
+/// Point the records' `escepine-catalog` endpoints at this program: a symbolic link
+/// `dir/escepine-catalog` to it (replacing an older one), and `dir` returned, for the
+/// executors' bin directory (searched before anything else).
 ///
 /// # Errors
-/// Cargo is unavailable or the build fails.
-pub fn ensure_binaries(bin_dir: &Path, choice: Choice) -> Result<Vec<String>, String> {
-    let root = workspace_root();
-    let mut wanted = vec![(
-        "escepine-catalog",
-        "escepine-catalog",
-        root.join("tools/catalog"),
-    )];
-    if choice != Choice::Process {
-        wanted.push((
-            escepine_runtime::sandbox::INIT_BIN,
-            "escepine-runtime",
-            root.join("runtime"),
-        ));
+/// This program cannot be located, or the link cannot be made.
+pub fn serve_catalog_from_self(dir: &Path) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let link = dir.join(CATALOG_BIN);
+    match std::fs::remove_file(&link) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot replace {}: {e}", link.display())),
     }
-    let stale: Vec<_> = wanted
-        .into_iter()
-        .filter(|(bin, _, package)| !is_current(&bin_dir.join(bin), package))
-        .collect();
-    if stale.is_empty() {
-        return Ok(Vec::new());
-    }
-    let target_dir = bin_dir
-        .parent()
-        .ok_or_else(|| format!("{} is not inside a target directory", bin_dir.display()))?;
-    let profile = bin_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| format!("{} names no profile", bin_dir.display()))?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(&cargo);
-    cmd.arg("build").arg("--quiet");
-    for (bin, package, _) in &stale {
-        cmd.args(["-p", package, "--bin", bin]);
-    }
-    cmd.arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir);
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let names: Vec<String> = stale.iter().map(|(b, _, _)| b.to_string()).collect();
-    println!(
-        "building the tool binaries {} (profile {profile}) …",
-        names.join(", ")
-    );
-    let status = cmd.status().map_err(|e| {
-        format!(
-            "cannot run cargo ({}) to build {}: {e}",
-            Path::new(&cargo).display(),
-            names.join(", ")
-        )
-    })?;
-    if !status.success() {
-        return Err(format!(
-            "`cargo build` of {} failed ({status})",
-            names.join(", ")
-        ));
-    }
-    Ok(names)
-}
-
-/// Whether `bin` exists and is newer than every source of `package`.
-fn is_current(bin: &Path, package: &Path) -> bool {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let Some(built) = modified(bin) else {
-        return false;
-    };
-    let mut newest: Option<SystemTime> = modified(&package.join("Cargo.toml"));
-    let mut stack = vec![package.join("src")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                newest = newest.max(modified(&p));
-            }
-        }
-    }
-    newest.is_none_or(|n| n <= built)
+    std::os::unix::fs::symlink(&exe, &link)
+        .map_err(|e| format!("cannot link {} to {}: {e}", link.display(), exe.display()))?;
+    dir.canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))
 }
 
 /// Choose the executor.
 ///
-/// With [`Choice::Auto`] the sandbox is probed once: `deliverable_assemble` — a pure tool, with
-/// no egress, no secrets and nothing written — is run on a fixed payload in a fresh sandbox. This
-/// probe is not a governed call (no agent asked for it, and nothing it returns is used); it only
-/// tells whether sandboxes can be provisioned here.
-pub async fn choose(choice: Choice, bin_dir: &Path, registry: &Registry) -> Result<Chosen, String> {
+/// With [`Choice::Auto`] the sandbox executor's [`self_test`](SandboxExecutor::self_test) runs
+/// once: a fresh sandbox provisioned, a program run in it with no network, no secrets and
+/// nothing written, and destroyed. Not a governed call: it only tells whether sandboxes can be
+/// provisioned here.
+pub async fn choose(choice: Choice, bin_dir: &Path) -> Result<Chosen, String> {
     let process = || {
         ProcessExecutor::new()
             .with_bin_dir(bin_dir)
@@ -177,11 +106,15 @@ pub async fn choose(choice: Choice, bin_dir: &Path, registry: &Registry) -> Resu
         }
         Err(e) => return Err(format!("the sandbox is unavailable: {e}")),
     };
-    match probe(&sandbox, registry).await {
-        Ok(()) => Ok(Chosen {
+    match sandbox.self_test().await {
+        Ok(test) => Ok(Chosen {
             executor: Arc::new(sandbox),
             name: "sandbox",
-            why: "a probe sandbox ran on this machine".into(),
+            why: format!(
+                "its self-test ran {} in a fresh sandbox in {} ms",
+                test.program.display(),
+                test.took.as_millis()
+            ),
         }),
         Err(e) if choice == Choice::Auto => Ok(Chosen {
             executor: Arc::new(process()),
@@ -189,31 +122,5 @@ pub async fn choose(choice: Choice, bin_dir: &Path, registry: &Registry) -> Resu
             why: format!("the sandbox does not work on this machine ({e})"),
         }),
         Err(e) => Err(format!("the sandbox does not work on this machine: {e}")),
-    }
-}
-
-async fn probe(sandbox: &SandboxExecutor, registry: &Registry) -> Result<(), String> {
-    let record = registry
-        .get("deliverable_assemble")
-        .ok_or("the catalog has no deliverable_assemble")?;
-    let payload = json!({"format": "json", "include_evidence_index": false,
-                         "title": "sandbox probe", "sources": []});
-    let secrets = BTreeMap::new();
-    let inv = Invocation {
-        tool: record,
-        payload: &payload,
-        call_id: "sandbox-probe",
-        idempotency_key: "sandbox-probe",
-        attempt: 1,
-        timeout: Duration::from_secs(20),
-        secrets: &secrets,
-        scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
-        egress: &[],
-    };
-    let out = sandbox.execute(inv).await.map_err(|e| e.to_string())?;
-    if out.output.get("content").is_some() {
-        Ok(())
-    } else {
-        Err("the probe returned an unexpected output".into())
     }
 }

@@ -89,9 +89,29 @@ struct Args {
     executor: executor::Choice,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // First, before any thread or the async runtime: started as its sandboxes' init, this
+    // program runs the init and never returns; started as `escepine-catalog` (the catalog
+    // records' command, pointed at this program), it serves that one tool call.
+    escepine_runtime::sandbox::init::dispatch();
+    if executor::started_as_catalog() {
+        return escepine_catalog::serve::main();
+    }
     let started = Instant::now();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("research: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(started))
+}
+
+async fn run(started: Instant) -> ExitCode {
     let clock = timing::install();
     let args = Args::parse();
     match research(&args, started, &clock).await {
@@ -120,12 +140,13 @@ async fn research(
         }
     }
 
-    // The tool binaries of this build.
-    let bin_dir = executor::bin_dir()?;
-    let built = executor::ensure_binaries(&bin_dir, args.executor)?;
-    if !built.is_empty() {
-        progress.line(format_args!("built {}", built.join(", ")));
-    }
+    // The catalog's tools: served by this program.
+    let bin_dir = executor::serve_catalog_from_self(&out.join("bin"))?;
+    progress.line(format_args!(
+        "tools: {} served by this program ({})",
+        executor::CATALOG_BIN,
+        bin_dir.join(executor::CATALOG_BIN).display()
+    ));
 
     // The loopback services.
     let services = services::start()
@@ -204,7 +225,7 @@ async fn research(
     );
 
     let choose_started = Instant::now();
-    let chosen = executor::choose(args.executor, &bin_dir, &registry).await?;
+    let chosen = executor::choose(args.executor, &bin_dir).await?;
     let executor_choice_ms = ms(choose_started.elapsed());
     progress.line(format_args!("executor: {} — {}", chosen.name, chosen.why));
 

@@ -19,6 +19,7 @@ pub use serde_json;
 pub use url;
 
 mod contract;
+pub mod egress;
 mod host;
 pub mod image;
 pub mod payload;
@@ -29,6 +30,7 @@ pub use contract::{
     Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryBoundError, RetryPolicy,
     SideEffectClass, Transport,
 };
+pub use egress::{EgressEntry, EgressError, EgressHost};
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use payload::Payload;

@@ -28,16 +28,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 
-pub(crate) use self::resolve::copy_hashing;
 pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
 use super::bounded::{read_bounded, read_stderr, with_stderr_tail, Bounded};
 use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
 
-/// The only `PATH` a tool process sees.
-pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// The `LANG` a tool process sees.
-pub const TOOL_LANG: &str = "C.UTF-8";
+pub use escepine_sandbox::{SAFE_PATH, TOOL_LANG};
 /// Default bound of a tool's stdout; beyond it the attempt is a protocol violation.
 pub const DEFAULT_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
 /// Default bound of the stderr kept per attempt; the rest is counted and noted as truncated.

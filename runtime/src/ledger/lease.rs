@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sha2::{Digest, Sha256};
 
 use super::LedgerError;
-use crate::ofd_lock;
+use escepine_sandbox::ofd_lock;
 
 /// A claim on one run, released when dropped.
 pub struct RunLease {

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use escepine_contract::{Transport, EXIT_TRANSIENT};
+use escepine_sandbox::deps::{self, DepCache};
+use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
+use escepine_sandbox::{
+    Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
+    SandboxBackend, SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
+};
 use registry_build::{EgressEntry, ToolRecord};
 use tokio::time::Instant;
 
-use super::backend::{Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec};
-use super::deps::{self, DepCache};
-use super::protocol::{RELAY_PORT, WORKSPACE};
-use super::tool_image::{ImageLaunch, ToolImage};
-use super::{Limits, LinuxBackend, SandboxError, WarmPool};
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
@@ -57,11 +58,12 @@ impl std::fmt::Debug for SandboxExecutor {
 }
 
 impl SandboxExecutor {
-    /// The default: the [`LinuxBackend`] with the init binary found by
-    /// [`LinuxBackend::locate_init`], default [`Limits`], no warm pool.
+    /// The default: the [`LinuxBackend`] whose init is this program (see
+    /// [`LinuxBackend::locate_init`]), default [`Limits`], no warm pool.
     ///
     /// # Errors
-    /// When `escepine-sandbox-init` is not built.
+    /// [`SandboxError::InitNotDispatched`] when this program did not call
+    /// [`init::dispatch`](escepine_sandbox::init::dispatch) first in `main`.
     pub fn new() -> Result<Self, SandboxError> {
         Ok(Self::with_backend(Arc::new(LinuxBackend::new()?)))
     }
@@ -223,7 +225,7 @@ impl SandboxExecutor {
 
     /// The spec of sandboxes running `program` (pinned to `sha256`), with `binds` (host paths
     /// bound read-only at their own path).
-    async fn spec_of(
+    pub(super) async fn spec_of(
         &self,
         program: &Path,
         sha256: Option<String>,
@@ -325,7 +327,7 @@ impl SandboxExecutor {
             deadline,
             stdout_limit: self.stdout_limit,
             stderr_limit: self.stderr_limit,
-            scrubber: inv.scrubber(),
+            scrubber: Some(Arc::new(inv.scrubber())),
         })
     }
 
@@ -557,7 +559,7 @@ impl SandboxExecutor {
             deadline: Instant::now() + std::time::Duration::from_secs(24 * 3600),
             stdout_limit: self.stdout_limit,
             stderr_limit: self.stderr_limit,
-            scrubber: crate::scrub::Scrubber::default(),
+            scrubber: None,
         };
         match self.backend.attach(&mut sandbox, job).await {
             Ok(attached) => Ok(ServerSession {
@@ -640,7 +642,7 @@ impl ServerSession {
     }
 
     /// Kill whatever is left in the sandbox and release it.
-    pub async fn destroy(self) -> super::backend::Teardown {
+    pub async fn destroy(self) -> Teardown {
         self.into_parts().1.destroy().await
     }
 }
@@ -661,7 +663,7 @@ impl std::fmt::Debug for SessionSandbox {
 
 impl SessionSandbox {
     /// Kill whatever is left in the sandbox and release it.
-    pub async fn destroy(self) -> super::backend::Teardown {
+    pub async fn destroy(self) -> Teardown {
         self.backend.destroy(self.sandbox).await
     }
 }

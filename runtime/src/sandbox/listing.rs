@@ -8,11 +8,11 @@ use std::path::PathBuf;
 
 use registry_build::ToolRecord;
 
-use super::deps::{self, DepCache};
-use super::image::DEVICES;
-use super::protocol::WORKSPACE;
-use super::tool_image::ToolImage;
 use crate::executor::{ExecError, ProcessExecutor};
+use escepine_sandbox::deps::{self, DepCache};
+use escepine_sandbox::protocol::WORKSPACE;
+use escepine_sandbox::root::DEVICES;
+use escepine_sandbox::ToolImage;
 
 /// Where an entry of the root comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

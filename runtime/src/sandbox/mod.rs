@@ -1,186 +1,39 @@
-//! The sandbox executor: one fresh sandbox per call, with no network of its own.
+//! Sandboxed execution: the runtime's side of `escepine-sandbox`.
 //!
-//! [`SandboxExecutor`] is the default [`Executor`](crate::executor::Executor). Each attempt
-//! resolves the tool's binary (checking the record's `sha256` before anything runs), then asks a
-//! [`SandboxBackend`] to **provision** a sandbox for it, **execute** the tool there once, and
-//! **destroy** it. A sandbox is never reused: a [`WarmPool`] only provisions sandboxes ahead of
-//! demand, and each is used for exactly one call.
+//! The backend seam, the Linux backend, its init and warm pools live in the `escepine-sandbox`
+//! crate (re-exported here), the egress proxy in `escepine-egress` ([`proxy`]). With the
+//! `sandbox` feature this module adds [`SandboxExecutor`], the [`Executor`] that runs every
+//! attempt of a governed call in a fresh sandbox: each attempt resolves the tool's binary
+//! (checking the record's `sha256` before anything runs), turns the record into a plain
+//! [`SandboxSpec`], has the backend **provision** a sandbox for it, **execute** the tool there
+//! once, and **destroy** it. What a sandbox is made of — namespaces, a root of copies, landlock,
+//! seccomp, a memory cgroup, the relay to the call's proxy — is documented in
+//! `escepine_sandbox`.
 //!
-//! # The Linux backend
-//! [`LinuxBackend`] needs nothing installed beyond `cargo build`: the runtime starts
-//! `escepine-sandbox-init` (a binary of this crate) once per backend as a zygote, which forks
-//! one outer process per sandbox (no program start on the critical path); that process clones
-//! the sandbox's PID 1 into fresh user, PID, mount, network, IPC, UTS and cgroup namespaces.
-//! Inside:
-//! - the sandbox's uid 0 and gid 0 map to one unprivileged outside id per live sandbox
-//!   (`100000 + slot` when the runtime is root, after `setgroups` is denied; slots are unique on
-//!   the machine through byte locks on one lock file), so `RLIMIT_NPROC` holds although CI runs
-//!   as root;
-//! - the root is a read-only clone of a tmpfs the runtime makes once per spec with the new mount
-//!   API, never attached to the host's tree (`sandbox/image.rs`): **copies** of only what the tool needs —
-//!   its binary, the shared libraries its ELF dependency walk finds (interpreter, `DT_NEEDED`,
-//!   recursively), the CA certificates — `/dev/{null,zero,full,random,urandom}` nodes and a
-//!   minimal `/etc`. Nothing of the host is mounted, so the tool's mount table names no host
-//!   path, device or mount option; a pinned (`sha256`) binary's copy is hashed as it is made, so
-//!   what runs is what was hashed;
-//! - `/proc` is a procfs of the sandbox's PID namespace with its processes only (`subset=pid`):
-//!   no host kernel command line, memory, CPUs, sysctls, kcore or keys; PID 1 is a fork of the
-//!   zygote, whose command line is `escepine-init --server`;
-//! - `/workspace`, a fresh size-limited tmpfs (made by the outer process as the host's root, so
-//!   its options show no outside uid), is the working directory, `$HOME` and `$TMPDIR`, and the
-//!   only writable place; it disappears with the sandbox's mount namespace;
-//! - a memory cgroup of its own, below the runtime's ([`Limits::memory_bytes`], 1 GiB by
-//!   default), counts everything its processes use — shared and private mappings, memfds, tmpfs
-//!   files, page cache; the kernel kills a process that would exceed it, and the call fails
-//!   permanently, naming the bound;
-//! - the tool runs with `no_new_privs`, no capabilities (empty bounding set, `SECBIT_NOROOT`),
-//!   `RLIMIT_NPROC`, `RLIMIT_DATA`, `RLIMIT_NOFILE`, `RLIMIT_FSIZE` and no core dumps, a landlock
-//!   ruleset (read and execute beneath the tool's paths, read-write in the workspace, TCP
-//!   connect only to the relay's port, no signals or abstract sockets outside its domain) and a
-//!   seccomp filter answering `EPERM` to ptrace, io_uring, raw sockets, mount and the new mount
-//!   API, keyrings, bpf, perf events, namespace changes, kexec, module loading and every x32
-//!   system call, and `EAFNOSUPPORT` to sockets of any family but `AF_UNIX`, `AF_INET` and
-//!   `AF_INET6`;
-//! - the network namespace has nothing but loopback. With a non-empty egress profile, PID 1
-//!   runs a relay from `127.0.0.1:3128` to the call's [`proxy::EgressProxy`] (through a
-//!   descriptor of its Unix socket's directory, which the tool never gets) and the tool gets
-//!   `HTTP_PROXY`/`HTTPS_PROXY`;
-//!   with an empty profile loopback stays down and there is no relay;
-//! - the tool's environment is exactly `PATH`, `LANG`, `HOME`, `TMPDIR`, the call id and
-//!   idempotency key, its declared secrets (never argv) and the proxy variables;
-//! - on timeout the host kills PID 1 (through a pidfd), which ends the PID namespace and every
-//!   process in it; when the tool exits, PID 1 exits, killing whatever the tool left running.
+//! Every program that starts sandboxes calls [`init::dispatch`] first in `main`: the backend
+//! starts the program itself as the sandboxes' init.
+//!
+//! [`Executor`]: crate::executor::Executor
 
-mod backend;
-mod cgroup;
-mod deps;
-mod executor;
-mod image;
-pub mod init;
-mod linux;
-pub mod listing;
-mod pool;
-pub mod protocol;
-pub mod proxy;
-mod slots;
-mod tool_image;
-
-pub use backend::{
-    Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
+#[cfg(feature = "sandbox")]
+pub use escepine_sandbox::{init, CgroupError, LinuxBackend, INIT_BIN, SELF_EXE};
+pub use escepine_sandbox::{
+    protocol, Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, Sandbox, SandboxBackend,
+    SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
 };
-pub use cgroup::CgroupError;
+
+/// The egress proxy of every sandbox with a non-empty egress profile (`escepine-egress`).
+#[cfg(feature = "sandbox")]
+pub use escepine_egress as proxy;
+
+#[cfg(feature = "sandbox")]
+mod executor;
+#[cfg(feature = "sandbox")]
+pub mod listing;
+#[cfg(feature = "sandbox")]
+mod self_test;
+
+#[cfg(feature = "sandbox")]
 pub use executor::{SandboxExecutor, ServerSession, SessionSandbox};
-pub use linux::{LinuxBackend, INIT_BIN};
-pub use pool::WarmPool;
-pub use tool_image::{ImageLaunch, ToolImage};
-
-use serde::{Deserialize, Serialize};
-
-/// Resource limits of a sandboxed tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Limits {
-    /// `RLIMIT_NPROC`: tasks (processes and threads) of the sandbox's user, its PID 1 and relay
-    /// included.
-    pub processes: u64,
-    /// The sandbox's memory bound: all of its processes' memory together — private and shared
-    /// mappings, memfds, tmpfs files (the workspace's included), page cache — through a memory
-    /// cgroup of its own (reaching it gets a process killed, and the call fails permanently,
-    /// naming the bound); also each process's `RLIMIT_DATA`, so that a private allocation
-    /// beyond it fails before that.
-    pub memory_bytes: u64,
-    /// `RLIMIT_NOFILE`: open file descriptors per process.
-    pub open_files: u64,
-    /// `RLIMIT_FSIZE`: the largest file the tool may write.
-    pub file_size_bytes: u64,
-    /// Size of the workspace tmpfs.
-    pub workspace_bytes: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            processes: 64,
-            memory_bytes: 1 << 30,
-            open_files: 256,
-            file_size_bytes: 64 << 20,
-            workspace_bytes: 64 << 20,
-        }
-    }
-}
-
-/// Why a sandbox could not be provisioned, run or destroyed.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    /// `escepine-sandbox-init` could not be found.
-    #[error(
-        "cannot find `{INIT_BIN}` (looked in: {looked}); build it with `cargo build -p \
-         escepine-runtime --bin {INIT_BIN}` or set ESCEPINE_SANDBOX_INIT"
-    )]
-    InitNotFound {
-        /// The places searched.
-        looked: String,
-    },
-    /// A host-side system call or file operation failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The sandbox reported a failure while being built or starting the tool.
-    #[error("the sandbox failed: {0}")]
-    Init(String),
-    /// The sandbox's init broke the protocol or vanished.
-    #[error("the sandbox's init: {0}")]
-    Protocol(String),
-    /// The tool's dependencies could not be determined.
-    #[error("cannot determine what {path} needs: {why}")]
-    Dependencies {
-        /// The binary.
-        path: String,
-        /// Why.
-        why: String,
-    },
-    /// The attempt's deadline passed; everything in the sandbox was killed.
-    #[error("the deadline passed")]
-    TimedOut,
-    /// The sandbox's memory cgroup could not be set up.
-    #[error("cannot bound the sandbox's memory: {0}")]
-    Cgroup(#[from] cgroup::CgroupError),
-    /// The copy of a pinned binary made for the sandbox does not have the pinned digest (the
-    /// file changed after the first check).
-    #[error(
-        "refusing to run {}: its SHA-256 digest is {actual}, the record expects {expected}",
-        path.display()
-    )]
-    DigestMismatch {
-        /// The binary.
-        path: std::path::PathBuf,
-        /// The digest of what was read.
-        actual: String,
-        /// The record's pin.
-        expected: String,
-    },
-    /// The sandbox was already used or is not this backend's.
-    #[error("sandbox misuse: {0}")]
-    Misuse(&'static str),
-    /// A tool's OCI image cannot start it, or was not fetched.
-    #[error("the image `{image}`: {why}")]
-    Image {
-        /// The reference.
-        image: String,
-        /// Why.
-        why: String,
-    },
-}
-
-impl SandboxError {
-    fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        Self::Io {
-            what: what.into(),
-            source,
-        }
-    }
-}
+#[cfg(feature = "sandbox")]
+pub use self_test::SelfTest;

@@ -70,9 +70,17 @@ pub fn testtool() -> PathBuf {
         .clone()
 }
 
-/// The init binary built with these tests.
+/// The sandboxes' init: this test program itself, as in every program that starts sandboxes
+/// (libtest owns `main`, so the dispatch runs as a constructor, before it).
+#[ctor::ctor(unsafe)]
+fn sandbox_init() {
+    escepine_runtime::sandbox::init::dispatch();
+}
+
+/// The host path of the sandboxes' init: this test program (the backend starts
+/// `/proc/self/exe`).
 pub fn init() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_escepine-sandbox-init"))
+    std::env::current_exe().expect("this test program has a path")
 }
 
 /// A record whose endpoint is `binary` with `args`, with permissive schemas.
@@ -148,7 +156,8 @@ impl Resolver for MapResolver {
 
 /// The Linux backend with the tests' init and `resolver`, its proxy sockets under `run_dir`.
 pub fn backend(resolver: MapResolver, run_dir: &Path) -> LinuxBackend {
-    LinuxBackend::with_init(init())
+    LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
         .with_resolver(Arc::new(resolver))
         .with_run_dir(run_dir)
 }
@@ -301,7 +310,7 @@ pub fn children_of(parent: u32) -> BTreeSet<u32> {
     out
 }
 
-/// Whether `pid` is a backend's zygote (`escepine-sandbox-init --server`): it lives as long
+/// Whether `pid` is a backend's zygote (`escepine-init --server`): it lives as long
 /// as its backend.
 pub fn is_zygote(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))

@@ -28,6 +28,7 @@ pub mod note_publish;
 pub mod note_retract;
 pub mod notes;
 pub mod page;
+pub mod serve;
 pub mod tavily_crawl;
 pub mod tavily_search;
 pub mod web_fetch_exa;

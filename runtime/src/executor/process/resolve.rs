@@ -2,15 +2,15 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Write};
+
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use escepine_sandbox::io::copy_hashing;
 use registry_build::endpoint::WorkspaceBins;
 use registry_build::{ResolvedCommand, ToolRecord};
-use sha2::{Digest, Sha256};
 
 use crate::executor::ExecError;
 
@@ -155,27 +155,6 @@ impl PinnedCopy {
     }
 }
 
-/// Reads all of `src` into `dst`, returning the lower-case hex SHA-256 digest of what was
-/// copied.
-///
-/// # Errors
-/// A read or write error.
-pub(crate) fn copy_hashing(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n])?;
-    }
-    Ok(hex::encode(hasher.finalize()))
-}
-
 /// A new memfd holding a copy of `file`, sealed against any change; with its digest.
 fn sealed_copy(file: &mut File, name: &Path) -> std::io::Result<(String, PinnedCopy)> {
     use rustix::fs::{MemfdFlags, SealFlags};
@@ -272,6 +251,8 @@ fn check_digest(tool_id: &str, path: &Path, actual: &str, expected: &str) -> Res
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+
     use super::*;
 
     fn read_all(copy: &PinnedCopy) -> Vec<u8> {

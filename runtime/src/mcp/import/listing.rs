@@ -2,6 +2,7 @@
 //! or as a host process (`--unsandboxed`). Either way its stderr is read, bounded, and its last
 //! lines are quoted when the server fails before listing (`ModuleNotFoundError: …`).
 
+#[cfg(feature = "sandbox")]
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -16,10 +17,13 @@ use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{
     ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT, SAFE_PATH, TOOL_LANG,
 };
+#[cfg(feature = "sandbox")]
 use crate::executor::ExecError;
 use crate::mcp::rpc::RawClient;
 use crate::mcp::transport::{describe_status, job_status, SessionError, SHUTDOWN_GRACE};
-use crate::sandbox::{JobStatus, SandboxExecutor, ServerSession, ToolImage};
+use crate::sandbox::JobStatus;
+#[cfg(feature = "sandbox")]
+use crate::sandbox::{SandboxExecutor, ServerSession, ToolImage};
 use crate::scrub::Scrubber;
 
 /// Initialize a session on `read`/`write` (the server's stdout and stdin) and read every page
@@ -102,6 +106,7 @@ pub async fn list_unsandboxed(
     outcome(program, listed, status, &stderr, timeout)
 }
 
+#[cfg(feature = "sandbox")]
 /// Start `program` (absolute) with `args` in a sandbox of `executor`
 /// ([`SandboxExecutor::attach_server`]: no host environment, no network, `read_only` besides
 /// its binary's own files), read its tools within `timeout`, and destroy the sandbox.
@@ -124,6 +129,7 @@ pub async fn list_sandboxed(
     .await
 }
 
+#[cfg(feature = "sandbox")]
 /// Start the server of `command` and `args` (as a record's endpoint gives them: empty, the
 /// image's `Entrypoint` and `Cmd`) on the root of `image`, in a sandbox of `executor`
 /// ([`SandboxExecutor::attach_image_server`]: the image's `Env` and `WorkingDir`, no host
@@ -153,6 +159,7 @@ pub async fn list_in_image(
     .await
 }
 
+#[cfg(feature = "sandbox")]
 /// Wait for `start` (a server starting in its sandbox), read its tools, and destroy the
 /// sandbox; all within `timeout`.
 async fn list_attached(

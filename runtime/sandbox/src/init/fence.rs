@@ -10,7 +10,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 
-use crate::sandbox::protocol::{Provision, RELAY_PORT, WORKSPACE};
+use crate::protocol::{Provision, RELAY_PORT, WORKSPACE};
 
 /// The Landlock ABI whose rights this ruleset was written and tested against.
 const ABI_TESTED: ABI = ABI::V6;

@@ -4,7 +4,7 @@
 use std::io;
 use std::net::SocketAddr;
 
-use crate::ledger::BoxFuture;
+use crate::BoxFuture;
 
 /// Resolves a host name to socket addresses for the [`EgressProxy`](super::EgressProxy).
 ///

@@ -41,25 +41,30 @@
 //! closes every connection and tunnel and removes the socket; dropping the handle does the same
 //! without waiting.
 
+#![deny(missing_docs)]
+
 mod addr_policy;
 mod connect;
 mod forward;
 mod head;
+pub mod host_class;
 mod resolver;
 
 pub use resolver::{Resolver, SystemResolver};
 
 use std::fmt;
 use std::fs;
+use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use registry_build::EgressEntry;
+use escepine_contract::EgressEntry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::{oneshot, Semaphore};
@@ -70,6 +75,9 @@ use addr_policy::{parse_authority, Target};
 use connect::{dial, vet, Vetting};
 use forward::{parse_absolute, rewrite};
 use head::{parse_head, read_head, HeadError, RequestHead};
+
+/// A boxed, `Send` future: the [`Resolver`] seam is object safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// At most this many refusal lines are kept per proxy.
 const MAX_REFUSALS: usize = 1000;
@@ -501,7 +509,7 @@ mod tests {
     use std::net::SocketAddr;
 
     use super::*;
-    use crate::ledger::BoxFuture;
+    use crate::BoxFuture;
     use tokio::net::TcpListener;
 
     struct MapResolver(HashMap<String, Vec<IpAddr>>);

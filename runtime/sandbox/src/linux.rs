@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use registry_build::endpoint::WorkspaceBins;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -21,16 +20,19 @@ use super::backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
 use super::cgroup::{self, Cgroup};
-use super::image::{self, Image};
 use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
-use super::proxy::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
+use super::root::{self as image, Image};
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
-use crate::executor::bounded::{read_bounded, read_stderr, Bounded};
-use crate::executor::BoxFuture;
+use crate::io::{read_bounded, read_stderr, Bounded};
+use crate::BoxFuture;
+use escepine_egress::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
 
-/// The name of the sandbox init binary.
+/// The name of the sandbox crate's init binary (for programs that cannot dispatch).
 pub const INIT_BIN: &str = "escepine-sandbox-init";
+/// The program itself, as the kernel knows it: what the zygote is started from by default (the
+/// running image, even if its file was replaced since).
+pub const SELF_EXE: &str = "/proc/self/exe";
 /// First outside uid (and gid) of sandboxes when the runtime runs as root.
 pub const DEFAULT_UID_BASE: u32 = 100_000;
 /// How long destroy waits for the init process to be reaped after the kill.
@@ -40,8 +42,8 @@ const IMAGES_KEPT: usize = 32;
 /// How long a sandbox's cgroup may stay busy after its processes were seen to end.
 const CGROUP_GRACE: Duration = Duration::from_secs(5);
 
-/// Sandboxes from Linux namespaces, on this machine, with nothing installed but this crate's
-/// `escepine-sandbox-init` (see the [module documentation](super)).
+/// Sandboxes from Linux namespaces, on this machine, with nothing installed: the program that
+/// starts them is their init (see the [crate documentation](crate)).
 ///
 /// The runtime must be root (as CI is): it makes each spec's root image as a tmpfs of its own and
 /// each sandbox's memory cgroup below its own cgroup; without either, provisioning fails and
@@ -75,11 +77,13 @@ impl std::fmt::Debug for LinuxBackend {
 }
 
 impl LinuxBackend {
-    /// A backend using the `escepine-sandbox-init` found by [`LinuxBackend::locate_init`], the
+    /// A backend whose zygote is this very program ([`SELF_EXE`]), started as its init
+    /// ([`crate::init::dispatch`]), or the init binary `$ESCEPINE_SANDBOX_INIT` names; the
     /// system resolver for its proxies, and the system's temporary directory for proxy sockets.
     ///
     /// # Errors
-    /// [`SandboxError::InitNotFound`] when the init binary is not built.
+    /// [`SandboxError::InitNotDispatched`] when this program did not call
+    /// [`crate::init::dispatch`] and no init binary is named.
     pub fn new() -> Result<Self, SandboxError> {
         Ok(Self::with_init(Self::locate_init()?))
     }
@@ -134,45 +138,22 @@ impl LinuxBackend {
         &self.run_dir
     }
 
-    /// Finds `escepine-sandbox-init`: `$ESCEPINE_SANDBOX_INIT`, else beside the current
-    /// executable or in its parent directory (`target/<profile>/deps/..`), else in the
-    /// `target/{release,debug}` of the workspace above the working directory.
+    /// The init [`LinuxBackend::new`] starts: `$ESCEPINE_SANDBOX_INIT` when set (an
+    /// `escepine-sandbox-init` binary), else this program itself ([`SELF_EXE`]) when it called
+    /// [`crate::init::dispatch`] first in `main`. Nothing is looked for on disk.
     ///
     /// # Errors
-    /// [`SandboxError::InitNotFound`], naming the places searched.
+    /// [`SandboxError::InitNotDispatched`] when neither holds: starting this program as the
+    /// zygote would run its own `main` again.
     pub fn locate_init() -> Result<PathBuf, SandboxError> {
         if let Some(p) = std::env::var_os("ESCEPINE_SANDBOX_INIT") {
             return Ok(PathBuf::from(p));
         }
-        let mut looked: Vec<PathBuf> = Vec::new();
-        if let Ok(exe) = std::env::current_exe() {
-            if let Some(dir) = exe.parent() {
-                looked.push(dir.join(INIT_BIN));
-                if let Some(up) = dir.parent() {
-                    looked.push(up.join(INIT_BIN));
-                }
-            }
+        if crate::init::dispatched() {
+            Ok(PathBuf::from(SELF_EXE))
+        } else {
+            Err(SandboxError::InitNotDispatched)
         }
-        if let Some(root) = std::env::current_dir()
-            .ok()
-            .and_then(|d| WorkspaceBins::find_root(&d))
-        {
-            let bins = WorkspaceBins {
-                root: Some(root),
-                ..WorkspaceBins::default()
-            };
-            looked.extend(bins.built_candidates(INIT_BIN));
-        }
-        if let Some(found) = looked.iter().find(|p| p.is_file()) {
-            return Ok(found.clone());
-        }
-        Err(SandboxError::InitNotFound {
-            looked: looked
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
     }
 
     /// The root image of `spec`, made on first use (off the async workers).
@@ -388,7 +369,7 @@ impl LinuxBackend {
     }
 }
 
-/// The zygote: `escepine-sandbox-init --server` (see [`super::init`]), reached through a
+/// The zygote: the init started with `--server` (see [`super::init`]), reached through a
 /// `SOCK_SEQPACKET` socket; it ends when that socket closes (this value dropped, or the runtime
 /// gone).
 #[derive(Debug)]
@@ -646,7 +627,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
             }
             read
         };
-        let err = read_stderr(stderr, job.stderr_limit, &job.scrubber);
+        let err = read_stderr(stderr, job.stderr_limit, job.scrubber.as_deref());
         // PID 1 reports the tool's status and exits, which ends every process of the sandbox
         // and so closes the pipes.
         let status = ctl.recv();
@@ -847,5 +828,26 @@ impl SandboxBackend for LinuxBackend {
             Some(state) => state.outer_running(),
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_is_its_own_init_only_once_it_dispatches() {
+        let named = std::env::var_os("ESCEPINE_SANDBOX_INIT").map(PathBuf::from);
+        match (&named, LinuxBackend::locate_init()) {
+            (Some(named), found) => assert_eq!(found.ok().as_ref(), Some(named)),
+            (None, found) => assert!(
+                matches!(found, Err(SandboxError::InitNotDispatched)),
+                "{found:?}"
+            ),
+        }
+        // This test program is not started as an init, so dispatching returns.
+        crate::init::dispatch();
+        let found = LinuxBackend::locate_init().expect("an init");
+        assert_eq!(found, named.unwrap_or_else(|| PathBuf::from(SELF_EXE)));
     }
 }

@@ -1,7 +1,7 @@
 //! The backend seam: provision, execute, destroy.
 //!
 //! A [`SandboxBackend`] turns a [`SandboxSpec`] into a running, empty [`Sandbox`], runs exactly
-//! one [`Job`] in it, and destroys it. The Linux backend ([`super::LinuxBackend`]) does this with
+//! one [`Job`] in it, and destroys it. The Linux backend (`LinuxBackend`) does this with
 //! namespaces on this machine; an OCI-runtime backend would map a sandbox to a container and a
 //! Kubernetes backend to a pod (one per call, or a warm pool of pods), with a NetworkPolicy that
 //! lets the pod reach nothing but the same egress proxy. The trait is object safe; its futures
@@ -13,13 +13,13 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use registry_build::EgressEntry;
+use escepine_contract::EgressEntry;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use super::{Limits, SandboxError};
-use crate::executor::BoxFuture;
-use crate::scrub::Scrubber;
+use crate::io::Scrub;
+use crate::BoxFuture;
 
 /// Everything a backend needs to provision a sandbox for one tool, before any call is known.
 ///
@@ -150,9 +150,9 @@ pub struct Job {
     pub stdout_limit: usize,
     /// Bytes of stderr kept; the rest is counted and noted.
     pub stderr_limit: usize,
-    /// The secrets of the job's environment, scrubbed from its stderr before the cut to
-    /// `stderr_limit`.
-    pub scrubber: Scrubber,
+    /// What scrubs the secrets of the job's environment from its stderr before the cut to
+    /// `stderr_limit` (`None`: the job has no secrets).
+    pub scrubber: Option<Arc<dyn Scrub>>,
 }
 
 /// How the tool ended.

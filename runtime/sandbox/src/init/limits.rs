@@ -7,7 +7,7 @@
 use rustix::process::{Resource, Rlimit};
 use rustix::thread::{CapabilitiesSecureBits, CapabilitySet};
 
-use crate::sandbox::Limits;
+use crate::Limits;
 
 fn set(resource: Resource, name: &str, value: u64) -> Result<(), String> {
     let limit = Rlimit {

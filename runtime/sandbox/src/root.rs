@@ -20,25 +20,25 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
 
-use super::backend::SandboxSpec;
-use super::protocol::WORKSPACE;
-use super::SandboxError;
-use crate::executor::process::copy_hashing;
+use crate::backend::SandboxSpec;
+use crate::io::copy_hashing;
+use crate::protocol::WORKSPACE;
+use crate::SandboxError;
 
 /// Device nodes made in every image, as on the host.
-pub(super) const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
 /// The name every sandbox file system shows as its source.
-pub(super) const SOURCE: &str = "escepine";
+pub(crate) const SOURCE: &str = "escepine";
 
 /// One image: the detached mount's descriptor.
 #[derive(Debug)]
-pub(super) struct Image {
+pub(crate) struct Image {
     mount: OwnedFd,
 }
 
 impl Image {
     /// The detached mount (each sandbox clones it).
-    pub(super) fn fd(&self) -> &OwnedFd {
+    pub(crate) fn fd(&self) -> &OwnedFd {
         &self.mount
     }
 }
@@ -203,7 +203,7 @@ fn write(root: &OwnedFd, rel: &str, text: &str) -> Result<(), SandboxError> {
 /// [`SandboxError::DigestMismatch`] when the program's copy does not have the pinned digest;
 /// [`SandboxError::Io`] for anything that cannot be read or made (the image needs the
 /// privilege to make a tmpfs: root).
-pub(super) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
+pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
     // Sized to its content (a tmpfs of the kernel's default size and inode count would show a
     // share of the host's memory to `statfs`).
     let (bytes, inodes) = match &spec.root_tree {

@@ -8,7 +8,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::SandboxError;
-use crate::executor::process::SAFE_PATH;
+use crate::SAFE_PATH;
 
 /// An unpacked image, as a sandbox uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]

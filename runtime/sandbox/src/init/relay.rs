@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
-use crate::sandbox::protocol::{PROXY_SOCKET, RELAY_PORT};
+use crate::protocol::{PROXY_SOCKET, RELAY_PORT};
 
 /// Brings the namespace's loopback interface up (it starts down, without its addresses routed).
 pub(super) fn loopback_up() -> Result<(), String> {

@@ -18,8 +18,8 @@ use std::path::Path;
 use rustix::fs::{Mode, OFlags};
 use rustix::mount::{MountAttrFlags, MountFlags, MountPropagationFlags, UnmountFlags};
 
-use crate::sandbox::image::detached_tmpfs;
-use crate::sandbox::protocol::{Provision, WORKSPACE};
+use crate::protocol::{Provision, WORKSPACE};
+use crate::root::detached_tmpfs;
 
 /// Where the new root is assembled (covered only inside the sandbox's mount namespace).
 const STAGING: &str = "/tmp";

@@ -1,5 +1,10 @@
-//! `escepine-sandbox-init`: the Linux backend's zygote ([`SERVER_FLAG`], one per backend),
-//! and the processes it forks for every sandbox.
+//! The sandbox's init: the Linux backend's zygote ([`SERVER_FLAG`], one per backend), and the
+//! processes it forks for every sandbox.
+//!
+//! The init is no separate program: the backend starts the program that embeds it
+//! (`/proc/self/exe`) with `argv[0]` = [`PROCESS_NAME`], and that program's `main` calls
+//! [`dispatch`] first, which runs the init and never returns (as `runc init` does). A program
+//! that cannot do this may name the crate's `escepine-sandbox-init` binary instead.
 //!
 //! A sandbox's outer process has the control socket ([`super::protocol`]) as its standard input,
 //! whose first message brings the tool's stdin pipe; its standard output and error are the
@@ -29,15 +34,62 @@ use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::process::{Pid, Signal, WaitOptions};
 use serde::de::DeserializeOwned;
 
 use super::protocol::{Exec, FromInit, Provision, HOSTNAME, MAX_LINE, WORKSPACE};
 
-/// The entry point of `escepine-sandbox-init`: with `--server`, the zygote ([`server`]);
+/// Whether [`dispatch`] was called in this process (so starting this program as the zygote runs
+/// the init, not its `main`).
+static DISPATCHED: AtomicBool = AtomicBool::new(false);
+
+/// Run the sandbox's init if this process was started as one, else return at once.
+///
+/// Call it first in `main` of every program that starts sandboxes, before any thread, async
+/// runtime or other start-up work: when `argv[0]`'s file name is [`PROCESS_NAME`] (as the
+/// backend starts its zygote), it runs [`main`] and never returns. Otherwise it records that
+/// the program dispatches, so [`LinuxBackend::new`](crate::LinuxBackend::new) may start the
+/// program itself as its zygote.
+pub fn dispatch() {
+    if is_init(argv0().as_deref()) {
+        main()
+    }
+    DISPATCHED.store(true, Ordering::Release);
+}
+
+/// Whether [`dispatch`] was called in this process.
+pub fn dispatched() -> bool {
+    DISPATCHED.load(Ordering::Acquire)
+}
+
+/// This process's `argv[0]`: from the standard library, else (before it has the arguments, in
+/// a constructor that runs ahead of it) from `/proc/self/cmdline`.
+fn argv0() -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    std::env::args_os().next().or_else(|| {
+        let cmdline = std::fs::read("/proc/self/cmdline").ok()?;
+        let first = cmdline.split(|b| *b == 0).next()?;
+        Some(std::ffi::OsString::from_vec(first.to_vec()))
+    })
+}
+
+/// Whether `argv0` marks the init: its file name is [`PROCESS_NAME`].
+fn is_init(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .is_some_and(|name| name == PROCESS_NAME)
+}
+
+/// The entry point of the init: with `--server`, the zygote ([`server`]);
 /// otherwise one sandbox's outer process on its standard streams.
 pub fn main() -> ! {
+    // As the Rust runtime sets it before any `main`, whichever way the init was entered (a
+    // constructor runs ahead of it): a closed pipe is an `EPIPE`, not a death.
+    // SAFETY: setting a signal disposition to SIG_IGN installs no handler code.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     if std::env::args_os().nth(1).is_some_and(|a| a == SERVER_FLAG) {
         std::process::exit(server())
     }
@@ -580,4 +632,20 @@ fn child(
         argv[0].to_string_lossy(),
         std::io::Error::last_os_error()
     )
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use std::ffi::OsStr;
+
+    use super::{is_init, PROCESS_NAME};
+
+    #[test]
+    fn only_the_init_name_marks_the_init() {
+        assert!(is_init(Some(OsStr::new(PROCESS_NAME))));
+        assert!(is_init(Some(OsStr::new("/some/dir/escepine-init"))));
+        assert!(!is_init(Some(OsStr::new("research"))));
+        assert!(!is_init(Some(OsStr::new("escepine-init-not"))));
+        assert!(!is_init(None));
+    }
 }

@@ -83,8 +83,12 @@ fn glob_conf(pattern: &str) -> Vec<PathBuf> {
     files
 }
 
-/// The identity of a file's current version.
-pub(super) fn identity(path: &Path) -> Result<String, SandboxError> {
+/// The identity of a file's current version (device, inode, size, modification and change
+/// times).
+///
+/// # Errors
+/// When the file cannot be examined.
+pub fn identity(path: &Path) -> Result<String, SandboxError> {
     let m = std::fs::metadata(path)
         .map_err(|e| SandboxError::io(format!("cannot stat {}", path.display()), e))?;
     Ok(format!(
@@ -101,17 +105,13 @@ pub(super) fn identity(path: &Path) -> Result<String, SandboxError> {
 
 /// The read-only paths of a program, cached per file version.
 #[derive(Debug, Default)]
-pub(super) struct DepCache {
+pub struct DepCache {
     known: Mutex<HashMap<PathBuf, (String, Vec<PathBuf>)>>,
 }
 
 impl DepCache {
     /// Every host path `program` needs, itself first (blocking: call off the runtime's workers).
-    pub(super) fn needs(
-        &self,
-        program: &Path,
-        identity: &str,
-    ) -> Result<Vec<PathBuf>, SandboxError> {
+    pub fn needs(&self, program: &Path, identity: &str) -> Result<Vec<PathBuf>, SandboxError> {
         if let Ok(known) = self.known.lock() {
             if let Some((id, paths)) = known.get(program) {
                 if id == identity {

@@ -5,7 +5,7 @@ mod proxy_support;
 
 use std::time::Duration;
 
-use escepine_runtime::sandbox::proxy::{EgressProxy, SystemResolver};
+use escepine_egress::{EgressProxy, SystemResolver};
 use proxy_support::{echo_server, proxy, send, status, MapResolver};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

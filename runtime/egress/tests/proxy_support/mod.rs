@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use escepine_runtime::ledger::BoxFuture;
-use escepine_runtime::sandbox::proxy::{EgressProxy, ProxyHandle, Resolver};
-use registry_build::EgressEntry;
+use escepine_contract::EgressEntry;
+use escepine_egress::BoxFuture;
+use escepine_egress::{EgressProxy, ProxyHandle, Resolver};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio::sync::mpsc;

@@ -11,7 +11,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
-use registry_build::{EgressEntry, EgressHost};
+use escepine_contract::{EgressEntry, EgressHost};
 
 /// A requested host after normalisation.
 #[derive(Debug, Clone, PartialEq, Eq)]

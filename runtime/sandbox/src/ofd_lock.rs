@@ -17,7 +17,7 @@ use std::path::Path;
 ///
 /// # Errors
 /// The directory cannot be created or the file opened.
-pub(crate) fn open(path: &Path) -> io::Result<File> {
+pub fn open(path: &Path) -> io::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -38,7 +38,7 @@ pub(crate) fn open(path: &Path) -> io::Result<File> {
 ///
 /// # Errors
 /// Any other `fcntl` failure.
-pub(crate) fn try_lock(file: &File, offset: u64) -> io::Result<bool> {
+pub fn try_lock(file: &File, offset: u64) -> io::Result<bool> {
     match set(file, offset, libc::F_WRLCK) {
         Ok(()) => Ok(true),
         Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => Ok(false),
@@ -50,7 +50,7 @@ pub(crate) fn try_lock(file: &File, offset: u64) -> io::Result<bool> {
 ///
 /// # Errors
 /// The `fcntl` failure.
-pub(crate) fn unlock(file: &File, offset: u64) -> io::Result<()> {
+pub fn unlock(file: &File, offset: u64) -> io::Result<()> {
     set(file, offset, libc::F_UNLCK)
 }
 
