@@ -38,6 +38,7 @@ pub mod record;
 pub mod record_check;
 pub mod registry;
 pub mod rule;
+pub mod rust_names;
 pub mod schema;
 pub mod sop;
 pub mod urls;
