@@ -29,6 +29,7 @@ pub mod cedar;
 #[cfg(feature = "codegen")]
 pub mod codegen;
 pub mod diagnostic;
+pub mod embedded;
 pub mod egress;
 pub mod endpoint;
 pub mod envelope;
