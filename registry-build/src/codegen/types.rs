@@ -110,6 +110,7 @@ pub(crate) fn tool_types(record: &ToolRecord, url_type: &str) -> Result<TokenStr
 pub(crate) fn conversion_error_module() -> TokenStream {
     quote! {
         /// Error types.
+        #[allow(dead_code)]
         pub mod error {
             /// Error from a `TryFrom` or `FromStr` implementation.
             pub struct ConversionError(::std::borrow::Cow<'static, str>);

@@ -701,6 +701,7 @@ pub mod web_search {
     }
 }
 /// Error types.
+#[allow(dead_code)]
 pub mod error {
     /// Error from a `TryFrom` or `FromStr` implementation.
     pub struct ConversionError(::std::borrow::Cow<'static, str>);

@@ -428,6 +428,7 @@ pub mod r#type {
     }
 }
 /// Error types.
+#[allow(dead_code)]
 pub mod error {
     /// Error from a `TryFrom` or `FromStr` implementation.
     pub struct ConversionError(::std::borrow::Cow<'static, str>);
