@@ -29,8 +29,8 @@ pub mod cedar;
 #[cfg(feature = "codegen")]
 pub mod codegen;
 pub mod diagnostic;
-pub mod embedded;
 pub mod egress;
+pub mod embedded;
 pub mod endpoint;
 pub mod envelope;
 pub mod host_path;

@@ -192,7 +192,11 @@ pub(crate) fn check_actions(
             ));
         }
     }
-    for (marker, ids) in clashes(actions.iter().map(|a| (action_marker(&a.id), a.id.as_str()))) {
+    for (marker, ids) in clashes(
+        actions
+            .iter()
+            .map(|a| (action_marker(&a.id), a.id.as_str())),
+    ) {
         let listed = quoted(&ids);
         for id in &ids {
             diags.push(action_diag(
@@ -233,9 +237,7 @@ fn action_diag(
             .text
             .find(&quoted_id)
             .map(|i| (i, i + quoted_id.len()))
-            .or_else(|| {
-                find_word(&src.text, id).map(|i| (i, i + id.len()))
-            });
+            .or_else(|| find_word(&src.text, id).map(|i| (i, i + id.len())));
         if let Some(span) = found {
             return Diagnostic::at_span(rule, src, Some(span), message).help(help);
         }

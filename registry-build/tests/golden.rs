@@ -22,12 +22,8 @@ fn check_golden(name: &str, code: &str) {
         std::fs::write(&path, code).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         return;
     }
-    let golden = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; generate it with ESCEPINE_BLESS=1",
-            path.display()
-        )
-    });
+    let golden = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; generate it with ESCEPINE_BLESS=1", path.display()));
     if golden != code {
         let first = golden
             .lines()

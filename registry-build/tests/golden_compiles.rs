@@ -32,10 +32,7 @@ fn every_struct_is_closed_and_uris_are_urls() {
     assert_eq!(url.host_str(), Some("example.com"));
 
     for (what, payload) in [
-        (
-            "root",
-            json!({"url": "https://example.com", "extra": 1}),
-        ),
+        ("root", json!({"url": "https://example.com", "extra": 1})),
         (
             "nested",
             json!({"url": "https://example.com", "options": {"wait_ms": 1, "retries": 2}}),
@@ -80,9 +77,8 @@ fn one_enum_for_input_and_output_and_one_error_type() {
         fetched: None,
     };
     assert_eq!(output.formats, vec![firecrawl_scrape::Formats::Html]);
-    let err: fixtures::error::ConversionError = "pdf"
-        .parse::<firecrawl_scrape::Formats>()
-        .unwrap_err();
+    let err: fixtures::error::ConversionError =
+        "pdf".parse::<firecrawl_scrape::Formats>().unwrap_err();
     assert_eq!(err.to_string(), "invalid value");
 }
 
@@ -90,9 +86,16 @@ fn one_enum_for_input_and_output_and_one_error_type() {
 fn schema_text_is_the_canonical_record_schema() {
     let c = <firecrawl_scrape::Tool as Tool>::CONTRACT;
     assert!(std::ptr::eq(c.input_schema, firecrawl_scrape::INPUT_SCHEMA));
-    assert!(std::ptr::eq(c.output_schema, firecrawl_scrape::OUTPUT_SCHEMA));
+    assert!(std::ptr::eq(
+        c.output_schema,
+        firecrawl_scrape::OUTPUT_SCHEMA
+    ));
     // Compact JSON in the record's key order.
-    assert!(c.input_schema.starts_with(r#"{"$schema":"#), "{}", c.input_schema);
+    assert!(
+        c.input_schema.starts_with(r#"{"$schema":"#),
+        "{}",
+        c.input_schema
+    );
     let parsed: serde_json::Value = serde_json::from_str(c.input_schema).unwrap();
     assert_eq!(serde_json::to_string(&parsed).unwrap(), c.input_schema);
 }

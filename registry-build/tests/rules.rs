@@ -272,7 +272,8 @@ fn a_declared_action_with_a_records_marker_name_is_rejected_where_declared() {
     assert!(err.has(registry_build::Rule::RustNameUnique), "{shown}");
     assert!(shown.contains("actions::web_fetch"), "{shown}");
     assert!(
-        err.iter().any(|d| d.file.ends_with("schema.cedarschema") && d.line_col.is_some()),
+        err.iter()
+            .any(|d| d.file.ends_with("schema.cedarschema") && d.line_col.is_some()),
         "{shown}"
     );
 }

@@ -127,7 +127,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         embedded.records.len(),
         embedded.policies.len(),
         embedded.sops.len(),
-        if embedded.envelope.is_some() { "yes" } else { "no" },
+        if embedded.envelope.is_some() {
+            "yes"
+        } else {
+            "no"
+        },
     );
     println!("{} tools compiled from tools/records:", ToolId::ALL.len());
     for id in ToolId::ALL {

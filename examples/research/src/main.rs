@@ -61,8 +61,8 @@ mod catalog {
     escepine_contract::include_tools!();
 }
 
-use catalog::sops::research;
 use catalog::deliverable_assemble;
+use catalog::sops::research;
 
 /// The question asked by default.
 const DEFAULT_QUERY: &str = "railway interlocking and fail-safe signalling design";

@@ -66,7 +66,10 @@ pub(crate) fn actions_module(
             } else {
                 "declared in the `.cedarschema` (the action of a Rust-first tool)".to_string()
             };
-            format!(" `Action::\"{id}\"`: {whose}, in the groups {}.", groups.join(", "))
+            format!(
+                " `Action::\"{id}\"`: {whose}, in the groups {}.",
+                groups.join(", ")
+            )
         };
         items.extend(quote! {
             #[doc = #doc]

@@ -8,7 +8,11 @@ use super::idents::ToolNames;
 use crate::record::ToolRecord;
 
 /// `pub enum ToolId`, its methods and `FromStr`, and the `UnknownToolId` error.
-pub(crate) fn tool_id_enum(records: &[&ToolRecord], names: &ToolNames, c: &syn::Path) -> TokenStream {
+pub(crate) fn tool_id_enum(
+    records: &[&ToolRecord],
+    names: &ToolNames,
+    c: &syn::Path,
+) -> TokenStream {
     let variants: Vec<_> = names.tools.iter().map(|n| &n.variant).collect();
     let modules: Vec<_> = names.tools.iter().map(|n| &n.module).collect();
     let ids: Vec<&str> = records.iter().map(|r| r.tool_id.as_str()).collect();
@@ -87,10 +91,18 @@ pub(crate) fn tool_id_enum(records: &[&ToolRecord], names: &ToolNames, c: &syn::
 }
 
 /// `pub trait Client`: one typed method per tool, implemented for every `Invoke` type.
-pub(crate) fn client_trait(records: &[&ToolRecord], names: &ToolNames, c: &syn::Path) -> TokenStream {
+pub(crate) fn client_trait(
+    records: &[&ToolRecord],
+    names: &ToolNames,
+    c: &syn::Path,
+) -> TokenStream {
     let methods = records.iter().zip(&names.tools).map(|(r, n)| {
         let module = &n.module;
-        let doc = doc_attrs(&format!("Calls `{}`: {}", r.tool_id, summary(&r.description)));
+        let doc = doc_attrs(&format!(
+            "Calls `{}`: {}",
+            r.tool_id,
+            summary(&r.description)
+        ));
         quote! {
             #doc
             fn #module(

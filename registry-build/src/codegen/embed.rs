@@ -112,7 +112,10 @@ fn build_sources(registry: &Registry, options: &Options) -> Result<TokenStream, 
     };
     let (records, policies, envelope, root) = match &options.sources {
         Some(s) => (
-            s.records.iter().map(|p| lit(p)).collect::<Result<Vec<_>, _>>()?,
+            s.records
+                .iter()
+                .map(|p| lit(p))
+                .collect::<Result<Vec<_>, _>>()?,
             opt(s.policies.as_deref())?,
             opt(s.envelope.as_deref())?,
             opt(s.workspace_root.as_deref())?,

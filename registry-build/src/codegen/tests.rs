@@ -198,7 +198,10 @@ fn string_bounds_stay_in_the_schema_and_enums_are_shared() {
     );
     assert_eq!(space["Formats"]["enum"], json!(["markdown", "html"]));
     // The registered schema keeps every bound.
-    assert_eq!(scrape().input_schema["properties"]["query"]["maxLength"], 200);
+    assert_eq!(
+        scrape().input_schema["properties"]["query"]["maxLength"],
+        200
+    );
 }
 
 #[test]
