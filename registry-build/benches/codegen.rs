@@ -15,12 +15,16 @@
 //!
 //! Run without `--bench` (as `cargo test --benches` does), it makes one quick pass over 10
 //! records, so the benchmark is exercised without taking a minute.
+//!
+//! `-- --emit DIR N` writes a crate into `DIR` instead: N synthetic records, the code the
+//! `Builder` generates from them (`src/tools.rs`, registry embedded) and a `main.rs` that
+//! includes it, for `benches/compile_generated.sh` to time rustc on the generated code.
 
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use registry_build::{codegen, load, Sources};
+use registry_build::{codegen, load, Builder, Sources};
 use serde_json::{json, Value};
 
 fn record(i: usize, n: usize) -> Value {
@@ -165,8 +169,58 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
+/// `--emit DIR N`: a crate whose `src/tools.rs` is the code generated for N records.
+fn emit(dir: &Path, n: usize) {
+    write_registry(dir, n);
+    let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/contract");
+    let contract = fs::canonicalize(&contract).expect("runtime/contract");
+    fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"generated-{n}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+             publish = false\n\n[dependencies]\nescepine-contract = {{ path = {:?} }}\n\
+             serde = {{ version = \"1\", features = [\"derive\"] }}\n\
+             serde_json = {{ version = \"1\", features = [\"preserve_order\"] }}\n\n[workspace]\n",
+            contract.display().to_string()
+        ),
+    )
+    .expect("write Cargo.toml");
+    let src = dir.join("src");
+    fs::create_dir_all(&src).expect("mkdir src");
+    fs::write(
+        src.join("main.rs"),
+        "#[allow(dead_code, clippy::all)]\nmod tools {\n    include!(\"tools.rs\");\n}\n\n\
+         fn main() {\n    println!(\"{} tools\", tools::ToolId::ALL.len());\n}\n",
+    )
+    .expect("write main.rs");
+    let t0 = Instant::now();
+    Builder::new()
+        .records(dir.join("records"))
+        .envelope(dir.join("envelope.json"))
+        .out_dir(&src)
+        .file_name("tools.rs")
+        .manifest_dir(dir)
+        .cargo_directives(false)
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "generated {n} records into {} in {} ms",
+        src.join("tools.rs").display(),
+        ms(t0.elapsed())
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--emit") {
+        let dir = args.get(i + 1).expect("--emit DIR N");
+        let n = args
+            .get(i + 2)
+            .and_then(|n| n.parse().ok())
+            .expect("--emit DIR N");
+        emit(Path::new(dir), n);
+        return;
+    }
     let full = args.iter().any(|a| a == "--bench");
     let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {

@@ -1,10 +1,11 @@
 //! Loading a registry: every record file, the envelope, the policies and the SOPs, every rule
 //! applied, every problem of every file reported in one run.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::cedar::{self, Binding};
+use crate::cedar::{self, Binding, PolicyFiles};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::endpoint::WorkspaceBins;
 use crate::envelope::Envelope;
@@ -13,6 +14,7 @@ use crate::record::ToolRecord;
 use crate::rule::Rule;
 use crate::rules::record as record_check;
 use crate::rules::sop::check_with_records;
+use crate::rust_names;
 use crate::sop::model::Sop;
 
 /// What to load. Built with [`Sources::new`] and the chained setters.
@@ -32,6 +34,15 @@ pub struct Sources {
     /// Directories (every `*.json` in them) or single files of SOPs, checked against the
     /// records.
     pub sops: Vec<PathBuf>,
+    /// Policy and `.cedarschema` texts, read with the policies directory's (or instead of it).
+    pub policy_texts: PolicyFiles,
+    /// The deployment envelope as text (instead of [`envelope`](Self::envelope)).
+    pub envelope_text: Option<SourceFile>,
+    /// SOPs given as text.
+    pub sop_texts: Vec<SourceFile>,
+    /// The binaries the workspace declares, when known ahead (a registry embedded in a
+    /// program, whose build resolved them); otherwise discovered from the workspace root.
+    pub workspace_bins: Option<BTreeSet<String>>,
 }
 
 impl Sources {
@@ -74,6 +85,30 @@ impl Sources {
     /// applied against the loaded records.
     pub fn sops(mut self, path: impl Into<PathBuf>) -> Self {
         self.sops.push(path.into());
+        self
+    }
+
+    /// Add a policy file (`*.cedar`) or a Cedar schema (`*.cedarschema`) given as text.
+    pub fn policy_text(mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        self.policy_texts.push(SourceFile::new(path, text));
+        self
+    }
+
+    /// Set the deployment envelope as text, named by `path` in diagnostics.
+    pub fn envelope_text(mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        self.envelope_text = Some(SourceFile::new(path, text));
+        self
+    }
+
+    /// Add an SOP given as text, named by `path` in diagnostics.
+    pub fn sop_text(mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        self.sop_texts.push(SourceFile::new(path, text));
+        self
+    }
+
+    /// Name the binaries the workspace declares instead of discovering them from its root.
+    pub fn workspace_bins<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.workspace_bins = Some(names.into_iter().map(Into::into).collect());
         self
     }
 
@@ -140,6 +175,16 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     let mut notes = Vec::new();
 
     let envelope = match &sources.envelope {
+        _ if sources.envelope_text.is_some() => {
+            match sources.envelope_text.as_ref().map(Envelope::parse) {
+                Some(Ok(e)) => Some(e),
+                Some(Err(d)) => {
+                    diags.extend(d);
+                    None
+                }
+                None => None,
+            }
+        }
         Some(path) => match Envelope::load(path) {
             Ok(e) => Some(e),
             Err(d) => {
@@ -183,10 +228,16 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
                 .ok()
                 .and_then(|d| WorkspaceBins::find_root(&d))
         });
-    let bins = root
-        .as_deref()
-        .map(WorkspaceBins::discover)
-        .unwrap_or_default();
+    let bins = match &sources.workspace_bins {
+        Some(names) => WorkspaceBins {
+            root: root.clone(),
+            names: names.clone(),
+        },
+        None => root
+            .as_deref()
+            .map(WorkspaceBins::discover)
+            .unwrap_or_default(),
+    };
 
     let ctx = record_check::Context {
         envelope: envelope.as_ref(),
@@ -196,7 +247,7 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     diags.extend(record_diags);
 
     let mut sops = Vec::new();
-    if !sources.sops.is_empty() {
+    if !sources.sops.is_empty() || !sources.sop_texts.is_empty() {
         // Ids of record files that failed their own rules: an SOP naming one is not reported
         // as naming an unknown tool (the record's problems are reported).
         let failed: std::collections::BTreeSet<String> = files
@@ -218,14 +269,26 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
                 Err(d) => diags.extend(d),
             }
         }
+        sop_files.extend(sources.sop_texts.iter().cloned());
         let (checked, sop_diags) = check_with_records(&sop_files, &records, failed);
         diags.extend(sop_diags);
         sops = checked;
     }
 
     let cedar = if !diags.has_errors() {
-        match cedar::bind(&records, sources.policies.as_deref()) {
-            Ok(b) => Some(b),
+        match policy_files(sources).and_then(|p| {
+            let b = cedar::bind_files(&records, &p)?;
+            Ok((b, p))
+        }) {
+            Ok((b, p)) => {
+                diags.extend(rust_names::check_actions(
+                    &files,
+                    &records,
+                    &b.actions(),
+                    &p.schemas,
+                ));
+                Some(b)
+            }
             Err(d) => {
                 diags.extend(d);
                 None
@@ -254,6 +317,21 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     }
 }
 
+/// The policy texts `sources` names: the policies directory's files, then the texts given.
+fn policy_files(sources: &Sources) -> Result<PolicyFiles, Diagnostics> {
+    let mut files = match &sources.policies {
+        None => PolicyFiles::default(),
+        Some(dir) => PolicyFiles::read(dir)?,
+    };
+    files
+        .schemas
+        .extend(sources.policy_texts.schemas.iter().cloned());
+    files
+        .policies
+        .extend(sources.policy_texts.policies.iter().cloned());
+    Ok(files)
+}
+
 /// Check record files against every per-record and cross-record rule.
 ///
 /// Returns the records that passed (sorted by id) and every problem found.
@@ -261,7 +339,11 @@ pub fn check_records(
     files: &[SourceFile],
     ctx: &record_check::Context<'_>,
 ) -> (Vec<ToolRecord>, Diagnostics) {
-    record_check::check_all(files, ctx)
+    let (mut records, mut diags) = record_check::check_all(files, ctx);
+    let (names, failed) = rust_names::check_tools(files, &records);
+    diags.extend(names);
+    records.retain(|r| !failed.contains(&r.tool_id));
+    (records, diags)
 }
 
 fn read_record_files(path: &Path) -> Result<Vec<SourceFile>, Box<Diagnostic>> {

@@ -43,6 +43,11 @@ rules! {
     ToolIdReserved = "tool-id/reserved",
     /// Two records share a `tool_id`.
     ToolIdDuplicate = "tool-id/unique",
+    /// A `tool_id` or a Cedar action has no Rust name in the generated code (`crate`, `self`,
+    /// `super`, or the name of a generated module such as `actions`).
+    ToolIdRustName = "tool-id/rust-name",
+    /// Two tool ids map to one `ToolId` variant, or two Cedar actions to one marker type.
+    RustNameUnique = "rust-name/unique",
     /// `version` is not semver.
     VersionSemver = "version/semver",
     /// `description` is empty.

@@ -105,6 +105,9 @@ fn each_fixture_breaks_exactly_its_rule() {
                     "endpoint/script-runtime",
                     // covered by `duplicate_ids_are_rejected` (it needs two files)
                     "tool-id/unique",
+                    // covered by `ids_with_one_rust_name_are_rejected` (two files, or a
+                    // `.cedarschema`)
+                    "rust-name/unique",
                     // needs policies: covered in `tests/cedar_binding.rs`
                     "input/per-url-shape",
                 ]
@@ -193,4 +196,84 @@ fn duplicate_ids_are_rejected() {
         PathBuf::from("copy_of_valid_base.json")
     );
     assert_eq!(records.len(), 1);
+}
+
+#[test]
+fn ids_with_one_rust_name_are_rejected() {
+    // `a_b1` and `a_b_1` are both `ToolId::AB1`: each record is reported at its `tool_id`.
+    let base = fs::read_to_string(fixtures().join("context/valid_base.json")).unwrap();
+    let files: Vec<SourceFile> = ["a_b1", "a_b_1"]
+        .iter()
+        .map(|id| {
+            SourceFile::new(
+                format!("{id}.json"),
+                base.replace("\"page_read\"", &format!("\"{id}\"")),
+            )
+        })
+        .collect();
+    let bins = WorkspaceBins::default();
+    let (records, diags) = check_records(
+        &files,
+        &Context {
+            envelope: None,
+            bins: &bins,
+        },
+    );
+    assert!(records.is_empty(), "neither is registered");
+    let found: Vec<(String, &str, Option<usize>)> = diags
+        .iter()
+        .map(|d| {
+            (
+                d.file.display().to_string(),
+                d.rule.id(),
+                d.line_col.map(|(l, _)| l),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("a_b1.json".to_string(), "rust-name/unique", Some(2)),
+            ("a_b_1.json".to_string(), "rust-name/unique", Some(2)),
+        ],
+        "{}",
+        diags.render()
+    );
+    assert!(diags.render().contains("ToolId::AB1"), "{}", diags.render());
+}
+
+#[test]
+fn a_declared_action_with_a_records_marker_name_is_rejected_where_declared() {
+    // The record's group `web-fetch` and the `.cedarschema`'s action `web_fetch` would both be
+    // the marker `actions::web_fetch`.
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let policies = dir.path().join("policies");
+    fs::create_dir_all(&records).unwrap();
+    fs::create_dir_all(&policies).unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(fixtures().join("context/valid_base.json")).unwrap(),
+    )
+    .unwrap();
+    record["action_groups"] = serde_json::json!(["web-fetch"]);
+    fs::write(records.join("page_read.json"), record.to_string()).unwrap();
+    fs::write(
+        policies.join("schema.cedarschema"),
+        "entity Agent;\n\naction \"web_fetch\" in [\"read-only\"] appliesTo {\n  principal: [Agent],\n  resource: [Tool],\n  context: {},\n};\n",
+    )
+    .unwrap();
+    let err = registry_build::load(
+        &registry_build::Sources::new()
+            .records(&records)
+            .policies(&policies),
+    )
+    .expect_err("two actions, one marker");
+    let shown = err.render();
+    assert!(err.has(registry_build::Rule::RustNameUnique), "{shown}");
+    assert!(shown.contains("actions::web_fetch"), "{shown}");
+    assert!(
+        err.iter()
+            .any(|d| d.file.ends_with("schema.cedarschema") && d.line_col.is_some()),
+        "{shown}"
+    );
 }

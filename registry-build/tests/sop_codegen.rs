@@ -134,6 +134,7 @@ fn scratch(dir: &Path) {
         .policies(fixtures.join("policies"))
         .sops(fixtures.join("valid"))
         .out_dir(dir.join("src"))
+        .manifest_dir(dir)
         .file_name("tools.rs")
         .cargo_directives(false)
         .compile()

@@ -370,3 +370,62 @@ fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
     let out = show(&c, "no_such_tool");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+#[test]
+fn workspace_root_names_the_workspace_of_a_tool_host_outside_it() {
+    // Run from the copy's directory, outside any workspace: `escepine-catalog` (a `[[bin]]` of
+    // this workspace) resolves only when `--workspace-root` names the workspace.
+    let c = Copy::new();
+    let args = |root: Option<&Path>| {
+        let mut a = vec![
+            "check".to_string(),
+            "--records".into(),
+            "records".into(),
+            "--policies".into(),
+            "policies".into(),
+            "--envelope".into(),
+            "envelope.json".into(),
+        ];
+        if let Some(r) = root {
+            a.push("--workspace-root".into());
+            a.push(r.display().to_string());
+        }
+        a
+    };
+    let run = |root: Option<&Path>| {
+        Command::new(env!("CARGO_BIN_EXE_escepine"))
+            .args(args(root))
+            .current_dir(c.dir.path())
+            .output()
+            .unwrap()
+    };
+    let without = run(None);
+    assert_eq!(without.status.code(), Some(1), "{}", text(&without.stdout));
+    assert!(
+        text(&without.stderr).contains("endpoint/resolvable"),
+        "{}",
+        text(&without.stderr)
+    );
+    let with = run(Some(&workspace()));
+    assert_eq!(
+        with.status.code(),
+        Some(0),
+        "{}{}",
+        text(&with.stdout),
+        text(&with.stderr)
+    );
+}
+
+#[test]
+fn a_tool_id_with_no_rust_name_is_rejected_with_file_line_and_rule() {
+    let c = Copy::new();
+    let record = c.edit_record("url_normalize", |v| v["tool_id"] = "crate".into());
+    let out = c.check();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("tool-id/rust-name"), "{err}");
+    assert!(
+        err.contains(&format!("{}:2:", record.display())),
+        "file and line: {err}"
+    );
+}

@@ -10,7 +10,9 @@
 //! The calls below go through [`DryRun`], an [`Invoke`] that prints what would be called and
 //! executes nothing: the governed runtime (Cedar, sandbox, ledger) plugs in at the same seam.
 //!
-//! The catalog's SOPs (`tools/sops`) are compiled too: `sops::research` has a `State` enum with
+//! The registry itself is compiled in as `catalog::REGISTRY` (every record, policy, schema,
+//! envelope and SOP file the build checked, embedded), so nothing under `tools/` is read at
+//! run time. The catalog's SOPs (`tools/sops`) are compiled too: `sops::research` has a `State` enum with
 //! the declared transitions and one step type per execution state, whose payload is its tool's
 //! `Input`. [`propose`] is generic over the step, so handing the step `research::Read` a
 //! `web_search::Input` instead of a `firecrawl_scrape::Input` does not compile.
@@ -27,7 +29,7 @@ use escepine_contract::{CedarAction, Invoke, Principal, SopDefinition, SopStep, 
 
 /// The code `registry-build` generated from `tools/records`.
 mod catalog {
-    include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"));
+    escepine_contract::include_tools!();
 }
 
 use catalog::sops::research;
@@ -117,6 +119,20 @@ fn propose<S: SopStep>(_step: S, input: <S::Tool as Tool>::Input) -> Result<(), 
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
+    // The registry itself is compiled in too: the very files the build checked, read from
+    // the binary, not from `tools/` (`registry_build::embedded::load` makes it a registry).
+    let embedded = &catalog::REGISTRY;
+    println!(
+        "registry compiled in: {} records, {} policy and schema files, {} SOP(s), envelope {}",
+        embedded.records.len(),
+        embedded.policies.len(),
+        embedded.sops.len(),
+        if embedded.envelope.is_some() {
+            "yes"
+        } else {
+            "no"
+        },
+    );
     println!("{} tools compiled from tools/records:", ToolId::ALL.len());
     for id in ToolId::ALL {
         let c = id.contract();
@@ -142,7 +158,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let results = block_on(client.web_search(
         &researcher,
         web_search::Input {
-            query: "rust sandboxing".parse()?,
+            query: "rust sandboxing".into(),
             max_results: std::num::NonZeroU64::new(5),
         },
     ));
@@ -169,7 +185,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     propose(
         research::Search,
         web_search::Input {
-            query: "rust sandboxing".parse()?,
+            query: "rust sandboxing".into(),
             max_results: std::num::NonZeroU64::new(5),
         },
     )?;

@@ -12,7 +12,8 @@
 //!
 //! 1. it serves, on one loopback listener, a bundled corpus of pages ([`corpus`]), a search
 //!    endpoint of SearXNG's JSON shape indexed with BM25, and the note service ([`services`]);
-//! 2. it loads the catalog into a [`Runtime`] whose deployment envelope is the catalog's plus
+//! 2. it loads the catalog compiled into it (`catalog::REGISTRY`: no records directory is read
+//!    at run time) into a [`Runtime`] whose deployment envelope is the catalog's plus
 //!    `127.0.0.1`, and admits the listener's one port, for the tools that talk to it, through an
 //!    explicit [`Overlay`] (checked against that envelope and recorded in every intent of those
 //!    tools) — the egress proxy's refusal of loopback addresses stays as it is for everything
@@ -57,11 +58,11 @@ mod timing;
 /// `Output`), the Cedar action markers, the typed `Client`, and the typed SOP steps.
 #[allow(dead_code, missing_docs, clippy::all)]
 mod catalog {
-    include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"));
+    escepine_contract::include_tools!();
 }
 
+use catalog::deliverable_assemble;
 use catalog::sops::research;
-use catalog::{deliverable_assemble, ToolId};
 
 /// The question asked by default.
 const DEFAULT_QUERY: &str = "railway interlocking and fail-safe signalling design";
@@ -157,39 +158,21 @@ async fn research(
         services.origin
     ));
 
-    // The catalog, under this deployment's envelope.
-    let root = executor::workspace_root();
-    let tools = root.join("tools");
-    let envelope_path = deployment_envelope(&tools, out)?;
+    // The catalog compiled into this program (no records directory is read), under this
+    // deployment's envelope.
+    let envelope = deployment_envelope(out)?;
     let registry = registry_build::load(
-        &registry_build::Sources::new()
-            .records(tools.join("records"))
-            .policies(tools.join("policies"))
-            .envelope(&envelope_path)
-            .sops(tools.join("sops"))
-            .workspace_root(&root),
+        &registry_build::embedded::sources(&catalog::REGISTRY)
+            .envelope_text(&envelope.0, envelope.1),
     )
-    .map_err(|d| format!("the catalog does not load:\n{}", d.render()))?;
-    for id in ToolId::ALL {
-        let c = id.contract();
-        match registry.get(c.id) {
-            Some(r) if r.version.to_string() == c.version => {}
-            _ => {
-                return Err(format!(
-                    "the typed client was generated for {}@{}, which the catalog no longer holds; \
-                     rebuild this example",
-                    c.id, c.version
-                ))
-            }
-        }
-    }
+    .map_err(|d| format!("the compiled catalog does not load:\n{}", d.render()))?;
     let sop = registry
         .sop(research::Sop::ID)
         .filter(|s| s.version.to_string() == research::Sop::VERSION)
         .cloned()
         .ok_or_else(|| {
             format!(
-                "tools/sops holds no SOP {}@{} (the one this program was compiled against)",
+                "the compiled catalog holds no SOP {}@{} (the one its types were generated for)",
                 research::Sop::ID,
                 research::Sop::VERSION
             )
@@ -425,24 +408,26 @@ async fn research(
     Ok(())
 }
 
-/// The deployment envelope: the catalog's (`tools/envelope.json`) plus `127.0.0.1`, written
-/// beside the outputs. The overlay then admits one port of it for the tools that need it.
-fn deployment_envelope(tools: &Path, out: &Path) -> Result<PathBuf, String> {
-    let catalog = tools.join("envelope.json");
-    let text = std::fs::read_to_string(&catalog)
-        .map_err(|e| format!("cannot read {}: {e}", catalog.display()))?;
+/// The deployment envelope: the catalog's (`tools/envelope.json`, compiled in) plus
+/// `127.0.0.1`, written beside the outputs; its path and text. The overlay then admits one port
+/// of it for the tools that need it.
+fn deployment_envelope(out: &Path) -> Result<(PathBuf, String), String> {
+    let catalog = catalog::REGISTRY
+        .envelope
+        .ok_or("the catalog was compiled without an envelope")?;
     let mut envelope: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", catalog.display()))?;
+        serde_json::from_str(catalog.text).map_err(|e| format!("{}: {e}", catalog.path))?;
     let egress = envelope
         .get_mut("egress")
         .and_then(Value::as_array_mut)
-        .ok_or_else(|| format!("{} has no `egress` list", catalog.display()))?;
+        .ok_or_else(|| format!("{} has no `egress` list", catalog.path))?;
     if !egress.iter().any(|e| e == "127.0.0.1") {
         egress.push(json!("127.0.0.1"));
     }
     let path = out.join("deployment-envelope.json");
-    write(&path, &envelope.to_string())?;
-    Ok(path)
+    let text = envelope.to_string();
+    write(&path, &text)?;
+    Ok((path, text))
 }
 
 /// Cedar entities: the researcher is a member of `Team::"editors"`.

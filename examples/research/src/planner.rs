@@ -23,6 +23,7 @@ use escepine_runtime::{CallError, CallOptions, Runtime};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::Mutex;
+use url::Url;
 
 use crate::catalog::sops::research;
 use crate::catalog::{deliverable_assemble, firecrawl_scrape, note_publish, web_search};
@@ -63,7 +64,7 @@ pub struct Denial {
 #[derive(Debug, Clone, Default)]
 pub struct Notebook {
     /// The search results, best first.
-    pub results: Vec<web_search::output::OutputResultsItem>,
+    pub results: Vec<web_search::OutputResultsItem>,
     /// The pages read, in the order read.
     pub reads: Vec<Reading>,
     /// The pages denied.
@@ -117,9 +118,8 @@ impl ResearchPlanner {
                 research::Search,
                 request,
                 web_search::Input {
-                    query: self.query.parse().map_err(|e| {
-                        PlannerError::Other(format!("the query is not a valid search: {e}"))
-                    })?,
+                    // The record bounds the query (1 to 500 characters); the input gate checks.
+                    query: clip(&self.query, 500),
                     max_results: NonZeroU64::new(MAX_RESULTS),
                 },
             ),
@@ -178,7 +178,7 @@ impl ResearchPlanner {
             outcome: evidence.outcome,
             via: "read",
         });
-        let candidates: Vec<web_search::output::OutputResultsItem> = nb
+        let candidates: Vec<web_search::OutputResultsItem> = nb
             .results
             .iter()
             .filter(|r| r.url.as_str() != first)
@@ -266,8 +266,8 @@ impl ResearchPlanner {
             ));
         }
         Ok(note_publish::Input {
-            title: title.parse().map_err(invalid("note title"))?,
-            body: clip(&body, 100_000).parse().map_err(invalid("note body"))?,
+            title,
+            body: clip(&body, 100_000),
         })
     }
 
@@ -307,26 +307,18 @@ impl ResearchPlanner {
         let mut sources = Vec::new();
         for r in &nb.reads {
             sources.push(deliverable_assemble::Source {
-                url: r
-                    .url
-                    .parse()
+                url: Url::parse(&r.url)
                     .map_err(|e| PlannerError::Other(format!("{}: {e}", r.url)))?,
-                title: clip(&r.title, 500)
-                    .parse()
-                    .map_err(invalid("source title"))?,
-                excerpt: clip(&excerpt(&r.markdown), 4000)
-                    .parse()
-                    .map_err(invalid("excerpt"))?,
+                title: clip(&r.title, 500),
+                excerpt: clip(&excerpt(&r.markdown), 4000),
                 ledger_entry: r.outcome.clone(),
             });
         }
         Ok(deliverable_assemble::Input {
-            format: deliverable_assemble::InputFormat::Markdown,
+            format: deliverable_assemble::Format::Markdown,
             include_evidence_index: true,
-            title: clip(&format!("Research brief: {}", self.query), 200)
-                .parse()
-                .map_err(invalid("title"))?,
-            summary: Some(clip(&summary, 20_000).parse().map_err(invalid("summary"))?),
+            title: clip(&format!("Research brief: {}", self.query), 200),
+            summary: Some(clip(&summary, 20_000)),
             sources,
         })
     }
@@ -372,10 +364,6 @@ fn output_of<T: DeserializeOwned>(
         .ok_or_else(|| PlannerError::Other(format!("no output of step `{state}` yet")))?;
     serde_json::from_value(value)
         .map_err(|e| PlannerError::Other(format!("the output of `{state}`: {e}")))
-}
-
-fn invalid<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> PlannerError {
-    move |e| PlannerError::Other(format!("{what}: {e}"))
 }
 
 /// At most `max` characters of `text`, cut at a character boundary.

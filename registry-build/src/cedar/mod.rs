@@ -118,11 +118,31 @@ pub fn schema_actions(schema: &Schema) -> Vec<ActionInfo> {
 /// parse or merge, or an input schema has no Cedar type), [`Rule::PolicySyntax`],
 /// [`Rule::PolicyValidation`], [`Rule::PolicyId`], [`Rule::Io`] and [`Rule::Missing`].
 pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Binding, Diagnostics> {
-    let mut diags = Diagnostics::new();
+    let files = match policies_dir {
+        None => PolicyFiles::default(),
+        Some(dir) => PolicyFiles::read(dir)?,
+    };
+    bind_files(records, &files)
+}
 
-    let (user, policy_files) = match policies_dir {
-        None => (user_schema::UserSchema::default(), Vec::new()),
-        Some(dir) if !dir.is_dir() => {
+/// The texts of a policies directory: its `*.cedarschema` and its `*.cedar` files.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyFiles {
+    /// The user's `.cedarschema` files, sorted by name.
+    pub schemas: Vec<SourceFile>,
+    /// The `.cedar` policy files, sorted by name.
+    pub policies: Vec<SourceFile>,
+}
+
+impl PolicyFiles {
+    /// Read every `*.cedarschema` and `*.cedar` file of `dir`.
+    ///
+    /// # Errors
+    /// [`Rule::Missing`] when `dir` is not a directory, [`Rule::Io`] for every file that cannot
+    /// be read.
+    pub fn read(dir: &Path) -> Result<Self, Diagnostics> {
+        let mut diags = Diagnostics::new();
+        if !dir.is_dir() {
             diags.push(Diagnostic::file(
                 Rule::Missing,
                 dir,
@@ -130,11 +150,47 @@ pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Bindi
             ));
             return Err(diags);
         }
-        Some(dir) => (
-            user_schema::read(dir, &mut diags),
-            list_files(dir, &["cedar"]),
-        ),
-    };
+        let mut read = |exts: &[&str]| -> Vec<SourceFile> {
+            list_files(dir, exts)
+                .into_iter()
+                .filter_map(|p| match std::fs::read_to_string(&p) {
+                    Ok(t) => Some(SourceFile::new(p, t)),
+                    Err(e) => {
+                        diags.push(Diagnostic::file(Rule::Io, &p, format!("cannot read: {e}")));
+                        None
+                    }
+                })
+                .collect()
+        };
+        let files = Self {
+            schemas: read(&["cedarschema"]),
+            policies: read(&["cedar"]),
+        };
+        if diags.is_empty() {
+            Ok(files)
+        } else {
+            Err(diags)
+        }
+    }
+
+    /// Add a file by its extension: `.cedarschema` is a schema, anything else a policy file.
+    pub fn push(&mut self, src: SourceFile) {
+        if src.path.extension().is_some_and(|e| e == "cedarschema") {
+            self.schemas.push(src);
+        } else {
+            self.policies.push(src);
+        }
+    }
+}
+
+/// [`bind`] over policy texts already read (or embedded in a program).
+///
+/// # Errors
+/// As [`bind`].
+pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let user = user_schema::parse(&files.schemas, &mut diags);
+    let policy_files: Vec<PathBuf> = files.policies.iter().map(|s| s.path.clone()).collect();
 
     let (generated, typing) = schema_gen::generate(records, &user.declared);
     let typing_failed = !typing.is_empty();
@@ -147,7 +203,7 @@ pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Bindi
     } else {
         user_schema::merge(&generated, &user, records, &mut diags)
     };
-    let loaded = policies::load(&policy_files, schema.as_ref(), &mut diags);
+    let loaded = policies::load(&files.policies, schema.as_ref(), &mut diags);
     if let Some(schema) = &schema {
         per_url_shape(records, schema, &loaded.set, &mut diags);
     }

@@ -6,7 +6,6 @@
 //! across all files.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -57,34 +56,27 @@ struct Entry {
 
 /// Parse every file (sorted), name every policy, and validate each file in strict mode
 /// against `schema` when there is one (no schema: the schema itself failed; parse only).
-pub(crate) fn load(files: &[PathBuf], schema: Option<&Schema>, diags: &mut Diagnostics) -> Loaded {
+pub(crate) fn load(
+    files: &[SourceFile],
+    schema: Option<&Schema>,
+    diags: &mut Diagnostics,
+) -> Loaded {
     let mut loaded = Loaded::default();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let validator = schema.map(|s| Validator::new(s.clone()));
-    for path in files {
-        let text = match fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) => {
-                diags.push(Diagnostic::file(
-                    Rule::Io,
-                    path,
-                    format!("cannot read: {e}"),
-                ));
-                continue;
-            }
-        };
-        let src = SourceFile::new(path, text);
-        let Some(entries) = parse_file(&src, diags) else {
+    for src in files {
+        let path = &src.path;
+        let Some(entries) = parse_file(src, diags) else {
             continue;
         };
         let mut file_set = PolicySet::new();
         for entry in entries {
-            let Some(id) = policy_id(&src, &entry, diags) else {
+            let Some(id) = policy_id(src, &entry, diags) else {
                 continue;
             };
             let line = entry
                 .span
-                .map(|(start, _)| locate::line_col(&src.text, start).0);
+                .map(|(start, _)| locate::line_col(src.text.as_str(), start).0);
             let here = match line {
                 Some(l) => format!("{}:{l}", path.display()),
                 None => path.display().to_string(),
@@ -93,8 +85,8 @@ pub(crate) fn load(files: &[PathBuf], schema: Option<&Schema>, diags: &mut Diagn
                 diags.push(
                     Diagnostic::at_span(
                         Rule::PolicyId,
-                        &src,
-                        id_span(&src.text, entry.span),
+                        src,
+                        id_span(src.text.as_str(), entry.span),
                         format!("policy id `{id}` is already used by the policy at {first}"),
                     )
                     .help("give each policy a distinct `@id(\"…\")`"),
@@ -109,7 +101,7 @@ pub(crate) fn load(files: &[PathBuf], schema: Option<&Schema>, diags: &mut Diagn
             if let Err(e) = added {
                 diags.push(Diagnostic::at_span(
                     Rule::PolicyId,
-                    &src,
+                    src,
                     entry.span,
                     format!("policy `{id}` cannot join the policy set: {e}"),
                 ));
@@ -127,7 +119,7 @@ pub(crate) fn load(files: &[PathBuf], schema: Option<&Schema>, diags: &mut Diagn
         if let Some(validator) = &validator {
             let result = validator.validate(&file_set, ValidationMode::Strict);
             for e in result.validation_errors() {
-                let mut d = report::from_cedar(Rule::PolicyValidation, &src, e);
+                let mut d = report::from_cedar(Rule::PolicyValidation, src, e);
                 let id = e.policy_id().to_string();
                 if !d.message.contains(&format!("`{id}`")) {
                     d.message = format!("policy `{id}`: {}", d.message);
@@ -135,13 +127,13 @@ pub(crate) fn load(files: &[PathBuf], schema: Option<&Schema>, diags: &mut Diagn
                 diags.push(d);
             }
             for w in result.validation_warnings() {
-                let d = report::from_cedar(Rule::PolicyValidation, &src, w);
+                let d = report::from_cedar(Rule::PolicyValidation, src, w);
                 loaded
                     .warnings
                     .push(format!("{}: warning: {}", d.location(), d.message));
             }
         }
-        merge_into(&mut loaded.set, file_set, &src, diags);
+        merge_into(&mut loaded.set, file_set, src, diags);
     }
     loaded
 }

@@ -7,8 +7,6 @@
 //! into one schema. A tool action the user declares must still be in its class group and its
 //! `action_groups` and apply to `Agent` and `Tool`.
 
-use std::fs;
-use std::path::Path;
 use std::str::FromStr;
 
 use cedar_policy::{EntityId, EntityTypeName, EntityUid, Schema, SchemaFragment};
@@ -18,7 +16,6 @@ use serde_json::Value;
 use crate::cedar::report;
 use crate::cedar::schema_gen::{self, Declared, PRINCIPAL_TYPE, RESOURCE_TYPE};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
-use crate::files::list_files;
 use crate::record::ToolRecord;
 use crate::rule::Rule;
 
@@ -36,30 +33,17 @@ pub(crate) struct UserSchema {
     pub failed: bool,
 }
 
-/// Read and parse every `*.cedarschema` of `dir` (sorted by name).
-pub(crate) fn read(dir: &Path, diags: &mut Diagnostics) -> UserSchema {
+/// Parse every `.cedarschema` source (in the order given).
+pub(crate) fn parse(sources: &[SourceFile], diags: &mut Diagnostics) -> UserSchema {
     let mut user = UserSchema::default();
-    for path in list_files(dir, &["cedarschema"]) {
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                diags.push(Diagnostic::file(
-                    Rule::Io,
-                    &path,
-                    format!("cannot read: {e}"),
-                ));
-                user.failed = true;
-                continue;
-            }
-        };
-        let src = SourceFile::new(&path, text);
+    for src in sources {
         match SchemaFragment::from_cedarschema_str(&src.text) {
             Ok((fragment, _warnings)) => {
                 collect_declared(&fragment, &mut user.declared);
-                user.files.push((src, fragment));
+                user.files.push((src.clone(), fragment));
             }
             Err(e) => {
-                for d in report::from_cedar_all(Rule::CedarSchema, &src, &e) {
+                for d in report::from_cedar_all(Rule::CedarSchema, src, &e) {
                     diags.push(d);
                 }
                 user.failed = true;

@@ -1,46 +1,50 @@
-//! `pub mod actions`: one marker type per action of the generated Cedar schema.
+//! `pub mod actions`: one marker type per action of the Cedar schema.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::collisions;
-use super::contract::action_ident;
 use super::error::BuildError;
-use super::idents::action_marker;
-use crate::cedar;
+use super::idents::action_ident;
+use crate::cedar::ActionInfo;
 use crate::record::ToolRecord;
+use crate::rust_names::{action_marker, clashes};
 
-/// The `actions` module for `records`: the class groups, the custom groups and one action per
-/// tool, as `crate::cedar::actions` lists them.
-pub(crate) fn actions_module(records: &[&ToolRecord]) -> Result<TokenStream, BuildError> {
-    let owned: Vec<ToolRecord> = records.iter().map(|r| (*r).clone()).collect();
-    let actions = cedar::actions(&owned);
-
-    let clashes = collisions(
+/// The `actions` module: a marker for every action of the schema — the class groups, the
+/// groups the records name, one action per tool, and every action the user's `.cedarschema`
+/// declares beside them (the markers Rust-first tools name).
+pub(crate) fn actions_module(
+    actions: &[ActionInfo],
+    records: &[&ToolRecord],
+    c: &syn::Path,
+) -> Result<TokenStream, BuildError> {
+    let clashed = clashes(
         actions
             .iter()
             .map(|a| (action_marker(&a.id), a.id.as_str())),
     );
-    if !clashes.is_empty() {
-        let message =
-            clashes
-                .iter()
-                .map(|(marker, ids)| {
-                    format!(
+    if !clashed.is_empty() {
+        let message = clashed
+            .iter()
+            .map(|(marker, ids)| {
+                format!(
                     "Cedar actions {} all map to the marker type `actions::{marker}`; rename one",
-                    ids.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+                    ids.iter()
+                        .map(|i| format!("`{i}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
         return Err(BuildError::Name { message });
     }
 
     let mut items = TokenStream::new();
-    for action in &actions {
+    for action in actions {
         let name = action_ident(&action.id)?;
         let id = action.id.as_str();
         let is_group = action.is_group;
+        let own_tool = records.iter().any(|r| r.cedar_action == id);
         let doc = if action.is_group {
             let members: Vec<String> = records
                 .iter()
@@ -57,18 +61,22 @@ pub(crate) fn actions_module(records: &[&ToolRecord]) -> Result<TokenStream, Bui
             format!(" `Action::\"{id}\"`: an action group (tools: {members}).")
         } else {
             let groups: Vec<String> = action.groups.iter().map(|g| format!("`{g}`")).collect();
+            let whose = if own_tool {
+                format!("the action of tool `{id}`")
+            } else {
+                "declared in the `.cedarschema` (the action of a Rust-first tool)".to_string()
+            };
             format!(
-                " `Action::\"{id}\"`: the action of tool `{id}`, in the groups {}.",
+                " `Action::\"{id}\"`: {whose}, in the groups {}.",
                 groups.join(", ")
             )
         };
         items.extend(quote! {
             #[doc = #doc]
-            #[allow(non_camel_case_types)]
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
             pub struct #name;
 
-            impl ::escepine_contract::CedarAction for #name {
+            impl #c::CedarAction for #name {
                 const ACTION_ID: &'static str = #id;
                 const IS_GROUP: bool = #is_group;
             }
@@ -76,11 +84,12 @@ pub(crate) fn actions_module(records: &[&ToolRecord]) -> Result<TokenStream, Bui
     }
 
     Ok(quote! {
-        /// The actions of the generated Cedar schema, one marker type each: the class groups
-        /// (`read_only`, `compensatable`, `supersede`), the groups the records name, and one
-        /// action per tool. A tool's `Tool::Action` names its marker, so a policy binding or an
-        /// SOP step that names an action the schema lacks does not compile.
-        #[allow(dead_code)]
+        /// The actions of the Cedar schema, one marker type each: the class groups
+        /// (`read_only`, `compensatable`, `supersede`), the groups the records name, one action
+        /// per tool, and the actions the `.cedarschema` declares. A tool's `Tool::Action` names
+        /// its marker, so a policy binding or an SOP step that names an action the schema lacks
+        /// does not compile.
+        #[allow(dead_code, non_camel_case_types)]
         pub mod actions {
             #items
         }

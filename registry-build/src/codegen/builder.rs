@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::BuildError;
-use super::{generate, DEFAULT_FILE_NAME};
+use super::generate::generate_with;
+use super::options::{Options, DEFAULT_CONTRACT_PATH, DEFAULT_FILE_NAME};
 use crate::registry::{self, Sources};
 
 /// Compiles tool records into Rust from a `build.rs`, in the style of `prost-build`.
@@ -24,18 +25,31 @@ use crate::registry::{self, Sources};
 ///
 /// ```ignore
 /// // src/lib.rs or src/main.rs
-/// include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"));
+/// mod tools {
+///     escepine_contract::include_tools!();
+/// }
+/// // The registry compiled in: no records directory at run time.
+/// let registry = registry_build::embedded::load(&tools::REGISTRY)?;
 /// ```
 ///
 /// [`compile`](Self::compile) applies every registration rule and Cedar strict validation, and a
 /// rejected record fails the build with the rendered diagnostics (file, line, JSON pointer,
-/// rule, caret) of every problem found.
+/// rule, caret) of every problem found. Relative paths are taken from the working directory
+/// (the crate's directory, in a build script) and made absolute, so the generated `REGISTRY`
+/// and `SOURCES` name the files wherever the crate is compiled from.
+///
+/// The Cedar action markers cover every action of the merged schema, the ones the user's
+/// `.cedarschema` declares beside the records' included, so the same builder serves a crate of
+/// Rust-first tools (whose actions only the `.cedarschema` declares).
 #[derive(Debug, Clone)]
 pub struct Builder {
     sources: Sources,
     out_dir: Option<PathBuf>,
     file_name: String,
     cargo_directives: bool,
+    contract_path: String,
+    embed: bool,
+    manifest_dir: Option<PathBuf>,
 }
 
 impl Default for Builder {
@@ -52,6 +66,9 @@ impl Builder {
             out_dir: None,
             file_name: DEFAULT_FILE_NAME.to_string(),
             cargo_directives: true,
+            contract_path: DEFAULT_CONTRACT_PATH.to_string(),
+            embed: true,
+            manifest_dir: None,
         }
     }
 
@@ -111,6 +128,30 @@ impl Builder {
         self
     }
 
+    /// The path generated code names the contract crate by (default `::escepine_contract`),
+    /// like `prost-build`'s `prost_path`: for a crate that reaches it through a re-export
+    /// (`::my_sdk::contract`).
+    pub fn contract_path(mut self, path: impl Into<String>) -> Self {
+        self.contract_path = path.into();
+        self
+    }
+
+    /// Whether to embed the registry as `REGISTRY` and the inputs as `SOURCES` (default
+    /// `true`).
+    pub fn embed_registry(mut self, on: bool) -> Self {
+        self.embed = on;
+        self
+    }
+
+    /// The directory of the crate that includes the generated code (default: the
+    /// `CARGO_MANIFEST_DIR` cargo gives the build script). `REGISTRY` and `SOURCES` name the
+    /// inputs relative to it, through the crate's own `env!("CARGO_MANIFEST_DIR")`, so the
+    /// generated text does not depend on where the checkout is.
+    pub fn manifest_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.manifest_dir = Some(dir.into());
+        self
+    }
+
     /// What the builder will load.
     pub fn sources(&self) -> &Sources {
         &self.sources
@@ -128,12 +169,35 @@ impl Builder {
     /// [`out_dir`](Self::out_dir); [`BuildError::Write`]; and the errors of
     /// [`generate`](super::generate).
     pub fn compile(&self) -> Result<(), BuildError> {
+        let code = self.generate()?;
+        let out_dir = self
+            .out_dir
+            .clone()
+            .or_else(|| env::var_os("OUT_DIR").map(PathBuf::from))
+            .ok_or(BuildError::NoOutDir)?;
+        write_if_changed(&out_dir.join(&self.file_name), &code)
+    }
+
+    /// Load and check the registry and return the generated text, without writing it (prints
+    /// the same cargo directives as [`compile`](Self::compile)).
+    ///
+    /// # Errors
+    /// As [`compile`](Self::compile), but never [`BuildError::NoOutDir`] or
+    /// [`BuildError::Write`].
+    pub fn generate(&self) -> Result<String, BuildError> {
+        let contract = syn::parse_str::<syn::Path>(&self.contract_path).map_err(|e| {
+            BuildError::ContractPath {
+                path: self.contract_path.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let sources = absolute_sources(&self.sources);
         if self.cargo_directives {
-            for file in self.sources.input_files() {
+            for file in sources.input_files() {
                 println!("cargo:rerun-if-changed={}", file.display());
             }
         }
-        let registry = registry::load(&self.sources)?;
+        let registry = registry::load(&sources)?;
         if self.cargo_directives {
             for note in &registry.notes {
                 println!("cargo:warning=escepine: {}", note.replace('\n', " "));
@@ -145,14 +209,37 @@ impl Builder {
                 );
             }
         }
-        let code = generate(&registry)?;
-        let out_dir = self
-            .out_dir
+        let manifest_dir = self
+            .manifest_dir
             .clone()
-            .or_else(|| env::var_os("OUT_DIR").map(PathBuf::from))
-            .ok_or(BuildError::NoOutDir)?;
-        write_if_changed(&out_dir.join(&self.file_name), &code)
+            .or_else(|| env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from))
+            .map(|d| fs::canonicalize(&d).unwrap_or(d));
+        let options = Options {
+            contract,
+            embed: self.embed,
+            sources: Some(sources),
+            manifest_dir,
+        };
+        generate_with(&registry, &options)
     }
+}
+
+/// `sources` with every path absolute (canonical where the file exists).
+fn absolute_sources(sources: &Sources) -> Sources {
+    let abs = |p: &Path| -> PathBuf {
+        fs::canonicalize(p).unwrap_or_else(|_| {
+            env::current_dir()
+                .map(|d| d.join(p))
+                .unwrap_or_else(|_| p.to_path_buf())
+        })
+    };
+    let mut out = sources.clone();
+    out.records = sources.records.iter().map(|p| abs(p)).collect();
+    out.policies = sources.policies.as_deref().map(abs);
+    out.envelope = sources.envelope.as_deref().map(abs);
+    out.workspace_root = sources.workspace_root.as_deref().map(abs);
+    out.sops = sources.sops.iter().map(|p| abs(p)).collect();
+    out
 }
 
 /// Write `text` to `path` unless the file already holds exactly that text.

@@ -8,7 +8,11 @@ use super::idents::ToolNames;
 use crate::record::ToolRecord;
 
 /// `pub enum ToolId`, its methods and `FromStr`, and the `UnknownToolId` error.
-pub(crate) fn tool_id_enum(records: &[&ToolRecord], names: &ToolNames) -> TokenStream {
+pub(crate) fn tool_id_enum(
+    records: &[&ToolRecord],
+    names: &ToolNames,
+    c: &syn::Path,
+) -> TokenStream {
     let variants: Vec<_> = names.tools.iter().map(|n| &n.variant).collect();
     let modules: Vec<_> = names.tools.iter().map(|n| &n.module).collect();
     let ids: Vec<&str> = records.iter().map(|r| r.tool_id.as_str()).collect();
@@ -50,9 +54,9 @@ pub(crate) fn tool_id_enum(records: &[&ToolRecord], names: &ToolNames) -> TokenS
             }
 
             /// The tool's registered contract (the same constant as its `Tool::CONTRACT`).
-            pub const fn contract(self) -> &'static ::escepine_contract::Contract {
+            pub const fn contract(self) -> &'static #c::Contract {
                 match self {
-                    #(Self::#variants => &<self::#modules::Tool as ::escepine_contract::Tool>::CONTRACT,)*
+                    #(Self::#variants => &<self::#modules::Tool as #c::Tool>::CONTRACT,)*
                 }
             }
         }
@@ -87,27 +91,28 @@ pub(crate) fn tool_id_enum(records: &[&ToolRecord], names: &ToolNames) -> TokenS
 }
 
 /// `pub trait Client`: one typed method per tool, implemented for every `Invoke` type.
-pub(crate) fn client_trait(records: &[&ToolRecord], names: &ToolNames) -> TokenStream {
+pub(crate) fn client_trait(
+    records: &[&ToolRecord],
+    names: &ToolNames,
+    c: &syn::Path,
+) -> TokenStream {
     let methods = records.iter().zip(&names.tools).map(|(r, n)| {
         let module = &n.module;
         let doc = doc_attrs(&format!(
-            "{}\n\nCalls tool `{}` on the governed path: input gate, Cedar authorization for \
-             `principal`, intent record, sandboxed execution, output gate, outcome record.",
-            summary(&r.description),
-            r.tool_id
+            "Calls `{}`: {}",
+            r.tool_id,
+            summary(&r.description)
         ));
         quote! {
             #doc
             fn #module(
                 &self,
-                principal: &::escepine_contract::Principal,
+                principal: &#c::Principal,
                 input: self::#module::Input,
             ) -> impl ::core::future::Future<
                 Output = ::core::result::Result<self::#module::Output, Self::Error>,
             > + ::core::marker::Send {
-                <Self as ::escepine_contract::Invoke>::invoke::<self::#module::Tool>(
-                    self, principal, input,
-                )
+                self.invoke::<self::#module::Tool>(principal, input)
             }
         }
     });
@@ -115,14 +120,14 @@ pub(crate) fn client_trait(records: &[&ToolRecord], names: &ToolNames) -> TokenS
     quote! {
         /// The typed client: one method per tool, taking the tool's generated `Input` and
         /// resolving to its `Output`. Implemented for every
-        /// [`Invoke`](::escepine_contract::Invoke) type (the runtime), so
+        /// `Invoke` type (the runtime), so
         /// `runtime.web_search(&principal, input).await` type-checks against the record: a
         /// renamed or retyped field is a compile error at the call site.
         #[allow(dead_code)]
-        pub trait Client: ::escepine_contract::Invoke {
+        pub trait Client: #c::Invoke {
             #(#methods)*
         }
 
-        impl<T: ::escepine_contract::Invoke + ?::core::marker::Sized> Client for T {}
+        impl<T: #c::Invoke + ?::core::marker::Sized> Client for T {}
     }
 }

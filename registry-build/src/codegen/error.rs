@@ -30,9 +30,9 @@ pub enum BuildError {
         /// The I/O error.
         source: io::Error,
     },
-    /// typify could not turn a schema into Rust types.
+    /// typify could not turn a tool's schemas into Rust types.
     #[error(
-        "{}: cannot generate Rust types from `/{schema}` of tool `{tool}`: {message}",
+        "{}: cannot generate Rust types from the schemas of tool `{tool}`: {message}",
         file.display()
     )]
     Types {
@@ -40,9 +40,24 @@ pub enum BuildError {
         file: PathBuf,
         /// The tool id.
         tool: String,
-        /// `input_schema` or `output_schema`.
-        schema: &'static str,
         /// What typify reported.
+        message: String,
+    },
+    /// An input file to embed has no absolute path.
+    #[error("cannot embed `{}`: {source}", path.display())]
+    Embed {
+        /// The file.
+        path: PathBuf,
+        /// Why its absolute path is unknown.
+        source: io::Error,
+    },
+    /// The contract path given to [`Builder::contract_path`](super::Builder::contract_path) is
+    /// not a Rust path.
+    #[error("`{path}` is not a Rust path for the contract crate: {message}")]
+    ContractPath {
+        /// What was given.
+        path: String,
+        /// Why it does not parse.
         message: String,
     },
     /// A tool id or a Cedar action id cannot be a Rust name, or two map to the same one.

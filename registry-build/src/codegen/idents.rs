@@ -1,25 +1,12 @@
-//! Rust names for registry names: tool modules, `ToolId` variants, action markers.
+//! Rust identifiers for registry names: tool modules, `ToolId` variants, action markers. The
+//! names themselves, and the rule that they exist and are distinct, are
+//! [`crate::rust_names`]'s.
 
 use proc_macro2::{Ident, Span};
 
-use super::collisions;
 use super::error::BuildError;
 use crate::record::ToolRecord;
-
-/// Keywords (strict, reserved, and edition-dependent) that need the `r#` prefix.
-const KEYWORDS: &[&str] = &[
-    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "do", "dyn",
-    "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let",
-    "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "return",
-    "static", "struct", "trait", "true", "try", "type", "typeof", "unsafe", "unsized", "use",
-    "virtual", "where", "while", "yield",
-];
-
-/// Names no identifier can take, not even raw.
-const UNUSABLE: &[&str] = &["self", "Self", "super", "crate", "_"];
-
-/// Items the generated file defines beside the tool modules.
-const TOP_LEVEL: &[&str] = &["actions"];
+use crate::rust_names::{self, action_marker, clashes, upper_camel};
 
 /// The Rust names of one tool.
 #[derive(Debug, Clone)]
@@ -38,15 +25,16 @@ pub(crate) struct ToolNames {
 }
 
 impl ToolNames {
-    /// Names for `records`, or the clashes and unusable names found.
+    /// Names for `records`, or the clashes and unusable names found (which a loaded registry
+    /// never has: registration applies the same rules).
     pub fn new(records: &[&ToolRecord]) -> Result<Self, BuildError> {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
         for r in records {
             let id = r.tool_id.as_str();
-            if TOP_LEVEL.contains(&id) {
+            if let Some(problem) = rust_names::tool_id_problem(id) {
                 problems.push(format!(
-                    "{}: tool id `{id}` clashes with the generated module `{id}`; rename the tool",
+                    "{}: {problem}; rename the tool",
                     r.source.display()
                 ));
                 continue;
@@ -59,7 +47,7 @@ impl ToolNames {
                 )),
             }
         }
-        for (camel, ids) in collisions(
+        for (camel, ids) in clashes(
             records
                 .iter()
                 .map(|r| (upper_camel(&r.tool_id), r.tool_id.as_str())),
@@ -85,46 +73,19 @@ impl ToolNames {
 /// An identifier for `name` (raw when it is a keyword); an error for a name that is not an
 /// identifier or can never be one.
 pub(crate) fn ident(name: &str) -> Result<Ident, String> {
-    let mut chars = name.chars();
-    let valid = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid {
-        return Err(format!("`{name}` is not a Rust identifier"));
-    }
-    if UNUSABLE.contains(&name) {
-        return Err(format!(
-            "`{name}` cannot be a Rust name (not even as `r#{name}`)"
-        ));
-    }
-    if KEYWORDS.contains(&name) {
-        Ok(Ident::new_raw(name, Span::call_site()))
+    let n = rust_names::ident(name)?;
+    Ok(if n.raw {
+        Ident::new_raw(&n.name, Span::call_site())
     } else {
-        Ok(Ident::new(name, Span::call_site()))
-    }
+        Ident::new(&n.name, Span::call_site())
+    })
 }
 
-/// `firecrawl_scrape` → `FirecrawlScrape`; `read-only` → `ReadOnly`.
-pub(crate) fn upper_camel(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = true;
-    for c in name.chars() {
-        if c == '_' || c == '-' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The marker-type name of a Cedar action id: `-` becomes `_` (`read-only` → `read_only`).
-pub(crate) fn action_marker(id: &str) -> String {
-    id.replace('-', "_")
+/// The marker type of an action id.
+pub(crate) fn action_ident(id: &str) -> Result<Ident, BuildError> {
+    ident(&action_marker(id)).map_err(|e| BuildError::Name {
+        message: format!("Cedar action `{id}`: {e}"),
+    })
 }
 
 #[cfg(test)]
@@ -133,19 +94,13 @@ mod tests {
 
     #[test]
     fn keywords_become_raw_and_specials_fail() {
-        assert_eq!(ident("type").unwrap().to_string(), "r#type");
-        assert_eq!(ident("scrape").unwrap().to_string(), "scrape");
+        assert_eq!(ident("type").map(|i| i.to_string()), Ok("r#type".into()));
+        assert_eq!(ident("scrape").map(|i| i.to_string()), Ok("scrape".into()));
         assert!(ident("self").is_err());
-        assert!(ident("crate").is_err());
-        assert!(ident("a-b").is_err());
-        assert!(ident("1a").is_err());
-    }
-
-    #[test]
-    fn camel_case() {
-        assert_eq!(upper_camel("firecrawl_scrape"), "FirecrawlScrape");
-        assert_eq!(upper_camel("web_search2"), "WebSearch2");
-        assert_eq!(upper_camel("a_2b"), "A2b");
-        assert_eq!(action_marker("page-read"), "page_read");
+        assert!(action_ident("crate").is_err());
+        assert_eq!(
+            action_ident("page-read").map(|i| i.to_string()).ok(),
+            Some("page_read".into())
+        );
     }
 }

@@ -2,19 +2,23 @@
 //!
 //! [`Builder`] loads a registry (every registration rule, Cedar strict validation), prints
 //! `cargo:rerun-if-changed` for every file it read, and writes one formatted Rust file into
-//! `OUT_DIR`, which the crate pulls in with
-//! `include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"))`. [`generate`] produces the same
-//! text from a loaded [`Registry`] without cargo (tests, benchmarks, tools).
+//! `OUT_DIR`, which the crate pulls in with [`escepine_contract::include_tools!`].
+//! [`generate`] produces the same text from a loaded [`Registry`] without cargo (tests,
+//! benchmarks, tools).
 //!
 //! The generated file holds, for a registry with a tool `firecrawl_scrape`:
 //!
-//! - `pub mod firecrawl_scrape`: the payload type `Input` and the output type `Output`
-//!   (generated with typify from the record's own schemas, `#[serde(deny_unknown_fields)]` at
-//!   every depth, `format: uri` strings as [`url::Url`]), the canonical schema texts
-//!   `INPUT_SCHEMA` and `OUTPUT_SCHEMA` (the very documents both gates validate against), and the
-//!   marker `Tool` implementing [`escepine_contract::Tool`] with the whole contract as constants;
-//! - `pub mod actions`: one marker type per action of the generated Cedar schema (class groups,
-//!   custom groups, one per tool), each implementing [`escepine_contract::CedarAction`];
+//! - `pub mod firecrawl_scrape`: the payload type `Input`, the output type `Output` and the
+//!   types nested in them, from one typify type space over both schemas
+//!   (`#[serde(deny_unknown_fields)]` at every depth, `format: uri` strings as [`url::Url`],
+//!   bounded strings as plain `String`: the gates check bounds), the canonical schema texts
+//!   `INPUT_SCHEMA` and `OUTPUT_SCHEMA` (the very documents both gates validate against), and
+//!   the marker `Tool` implementing [`escepine_contract::Tool`] with the whole contract as
+//!   constants;
+//! - `pub mod error`: the one conversion error type of every tool's enums;
+//! - `pub mod actions`: one marker type per action of the Cedar schema (class groups, custom
+//!   groups, one per tool, and every action the user's `.cedarschema` declares, which Rust-first
+//!   tools name), each implementing [`escepine_contract::CedarAction`];
 //! - `pub enum ToolId`: every tool id, with `as_str`, `ALL`, `contract` and `FromStr`;
 //! - `pub trait Client`: one typed method per tool, implemented for every
 //!   [`escepine_contract::Invoke`] type, so a renamed or retyped field is a compile error at the
@@ -22,97 +26,35 @@
 //! - with SOPs ([`Builder::sops`]), `pub mod sops`: per SOP a module with a `Sop` marker
 //!   ([`escepine_contract::SopDefinition`]), a `State` enum with the declared transitions, and one
 //!   step type per execution state ([`escepine_contract::SopStep`]) whose `Tool` is the bound
-//!   tool, so a step cannot be handed another tool's payload.
+//!   tool, so a step cannot be handed another tool's payload;
+//! - `REGISTRY`: the registry itself ([`escepine_contract::EmbeddedRegistry`]), every input
+//!   file embedded with `include_str!`, which [`crate::embedded::load`] turns back into the
+//!   [`Registry`] the runtime builds from, so the program needs no records directory at run time;
+//!   and `SOURCES` ([`escepine_contract::BuildSources`]), the paths of the build's inputs.
 //!
-//! The generated code needs only `serde`, `serde_json` and `escepine-contract` in the user's crate.
+//! The generated code needs only `serde`, `serde_json` and `escepine-contract` (or the crate
+//! [`Builder::contract_path`] names) in the user's crate.
 
 mod actions;
 mod builder;
 mod client;
 mod contract;
 mod docs;
+mod embed;
 mod error;
+mod generate;
 mod idents;
+mod literal;
+mod options;
 mod sop;
 mod types;
 
-use std::collections::BTreeMap;
-
-use proc_macro2::TokenStream;
-use quote::quote;
-
 pub use builder::Builder;
 pub use error::BuildError;
-
-use crate::record::ToolRecord;
-use crate::registry::Registry;
-
-/// The file name [`Builder`] writes into `OUT_DIR` unless told otherwise.
-pub const DEFAULT_FILE_NAME: &str = "escepine_tools.rs";
-
-/// Generate the Rust source for a loaded registry: formatted, documented, warning-free.
-///
-/// This is what [`Builder::compile`] writes, without touching cargo or the file system.
-///
-/// # Errors
-/// [`BuildError::Types`] when typify cannot express a schema, [`BuildError::Name`] when a tool id
-/// or an action id cannot be a Rust name (or two map to the same one).
-pub fn generate(registry: &Registry) -> Result<String, BuildError> {
-    generate_all(&registry.records, &registry.sops)
-}
-
-/// Generate from records that passed every registration rule (sorted or not).
 #[cfg(test)]
-pub(crate) fn generate_records(records: &[ToolRecord]) -> Result<String, BuildError> {
-    generate_all(records, &[])
-}
-
-/// Generate from records and the SOPs checked against them.
-fn generate_all(records: &[ToolRecord], sops: &[crate::sop::Sop]) -> Result<String, BuildError> {
-    let mut sorted: Vec<&ToolRecord> = records.iter().collect();
-    sorted.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
-
-    let names = idents::ToolNames::new(&sorted)?;
-    let mut items = TokenStream::new();
-    for (record, name) in sorted.iter().zip(&names.tools) {
-        items.extend(contract::tool_module(record, name)?);
-    }
-    items.extend(actions::actions_module(&sorted)?);
-    items.extend(client::tool_id_enum(&sorted, &names));
-    items.extend(client::client_trait(&sorted, &names));
-    if !sops.is_empty() {
-        items.extend(sop::sops_module(sops, &sorted, &names)?);
-    }
-    render(items, sorted.len())
-}
-
-/// Parse the token stream with syn 2 and print it with prettyplease, behind a header.
-fn render(items: TokenStream, count: usize) -> Result<String, BuildError> {
-    let file: syn::File = syn::parse2(items).map_err(|e| BuildError::Syntax(e.to_string()))?;
-    let body = prettyplease::unparse(&file);
-    let plural = if count == 1 { "" } else { "s" };
-    Ok(format!(
-        "// @generated by escepine-registry-build from {count} tool record{plural}. Do not edit:\n\
-         // change the records and rebuild.\n\n{body}"
-    ))
-}
-
-/// `quote!` of a list of string literals as a `&'static [&'static str]` expression.
-fn str_slice<'a>(items: impl IntoIterator<Item = &'a str>) -> TokenStream {
-    let items = items.into_iter();
-    quote! { &[#(#items),*] }
-}
-
-/// Group ids by a key, for collision reports.
-fn collisions<'a>(
-    pairs: impl IntoIterator<Item = (String, &'a str)>,
-) -> Vec<(String, Vec<&'a str>)> {
-    let mut map: BTreeMap<String, Vec<&'a str>> = BTreeMap::new();
-    for (key, id) in pairs {
-        map.entry(key).or_default().push(id);
-    }
-    map.into_iter().filter(|(_, ids)| ids.len() > 1).collect()
-}
+pub(crate) use generate::generate_records;
+pub use generate::generate;
+pub use options::{DEFAULT_CONTRACT_PATH, DEFAULT_FILE_NAME};
 
 #[cfg(test)]
 mod tests;

@@ -31,6 +31,7 @@ pub(crate) fn sops_module(
     sops: &[Sop],
     records: &[&ToolRecord],
     names: &ToolNames,
+    c: &syn::Path,
 ) -> Result<TokenStream, BuildError> {
     if let Some(r) = records.iter().find(|r| r.tool_id == "sops") {
         return Err(BuildError::Name {
@@ -45,13 +46,13 @@ pub(crate) fn sops_module(
     sorted.sort_by(|a, b| a.sop_id.cmp(&b.sop_id));
     let mut modules = TokenStream::new();
     for sop in sorted {
-        modules.extend(sop_module(sop, records, names)?);
+        modules.extend(sop_module(sop, records, names, c)?);
     }
     Ok(quote! {
         /// The SOPs of this registry as typed state machines: per SOP, a `Sop` marker
-        /// (implementing [`SopDefinition`](::escepine_contract::SopDefinition)), a `State`
+        /// (implementing `SopDefinition`), a `State`
         /// enum of every state with its declared transitions, and one step type per execution
-        /// state (implementing [`SopStep`](::escepine_contract::SopStep)) whose payload is its
+        /// state (implementing `SopStep`) whose payload is its
         /// tool's `Input`.
         #[allow(dead_code)]
         pub mod sops {
@@ -71,6 +72,7 @@ fn sop_module(
     sop: &Sop,
     records: &[&ToolRecord],
     names: &ToolNames,
+    c: &syn::Path,
 ) -> Result<TokenStream, BuildError> {
     let id = sop.sop_id.as_str();
     let module = ident(id).map_err(|e| name_error(sop, format!("SOP id {e}")))?;
@@ -108,7 +110,7 @@ fn sop_module(
     let version = sop.version.to_string();
     let start_name = sop.start.as_str();
     let start = variant(start_name)?;
-    let document = serde_json::to_string(&sop.to_json()).unwrap_or_default();
+    let document = super::literal::raw_str(&serde_json::to_string(&sop.to_json()).unwrap_or_default());
     let file = sop
         .source
         .file_name()
@@ -153,7 +155,7 @@ fn sop_module(
                     }
                     None => quote! { ::core::option::Option::None },
                 });
-                steps.extend(step(sop, name, &v, e, tool_module(&e.tool)?, records));
+                steps.extend(step(sop, name, &v, e, tool_module(&e.tool)?, records, c));
             }
             State::Decision(d) => {
                 let targets: Vec<String> = state
@@ -189,7 +191,7 @@ fn sop_module(
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
             pub struct Sop;
 
-            impl ::escepine_contract::SopDefinition for Sop {
+            impl #c::SopDefinition for Sop {
                 const ID: &'static str = #id;
                 const VERSION: &'static str = #version;
                 const START: &'static str = #start_name;
@@ -269,6 +271,7 @@ fn step(
     e: &crate::sop::ExecutionState,
     tool_module: &proc_macro2::Ident,
     records: &[&ToolRecord],
+    c: &syn::Path,
 ) -> TokenStream {
     let sop_id = sop.sop_id.as_str();
     let tool = e.tool.as_str();
@@ -313,12 +316,12 @@ fn step(
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
         pub struct #v;
 
-        impl ::escepine_contract::SopStep for #v {
+        impl #c::SopStep for #v {
             type Tool = super::super::#tool_module::Tool;
             const SOP_ID: &'static str = #sop_id;
             const STATE: &'static str = #name;
-            const ON_FAILURE: ::escepine_contract::FailureOutcome =
-                ::escepine_contract::FailureOutcome::#on_failure;
+            const ON_FAILURE: #c::FailureOutcome =
+                #c::FailureOutcome::#on_failure;
             const NEXT: &'static str = #next;
             const REQUIRE_PER_URL_AUTHORIZATION: bool = #per_url;
             const CONSTRAINTS: &'static [(&'static str, &'static str)] =

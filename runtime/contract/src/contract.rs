@@ -117,6 +117,15 @@ impl fmt::Display for RetryBoundError {
 impl std::error::Error for RetryBoundError {}
 
 impl RetryPolicy {
+    /// A policy of at most `max_attempts` attempts with a base backoff of `backoff_ms` (as
+    /// declared; [`check`](Self::check) holds them to the bounds).
+    pub const fn new(max_attempts: u32, backoff_ms: u64) -> Self {
+        Self {
+            max_attempts,
+            backoff_ms,
+        }
+    }
+
     /// The most attempts a tool may declare.
     pub const MAX_ATTEMPTS: u32 = 10;
     /// The longest base backoff a tool may declare.
@@ -234,6 +243,19 @@ pub struct Endpoint {
     pub definition_sha256: Option<&'static str>,
 }
 
+impl Endpoint {
+    /// What generated endpoints leave out, as `..Endpoint::OMITTED`: no arguments, no binary
+    /// digest, no image, no definition digest (its transport and command are placeholders).
+    pub const OMITTED: Endpoint = Endpoint {
+        transport: Transport::StdioJson,
+        command: "",
+        args: &[],
+        sha256: None,
+        image: None,
+        definition_sha256: None,
+    };
+}
+
 /// The declared inverse of a compensatable tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Compensation {
@@ -287,6 +309,35 @@ pub struct Contract {
 }
 
 impl Contract {
+    /// What generated contracts leave out, as `..Contract::OMITTED`: no title, no
+    /// `open_world` hint, no extra action groups, no compensation, no secrets, no egress, no
+    /// read-only paths. Its other fields (an empty id, a `0.0.0` version, empty schemas) are
+    /// placeholders every generated contract overwrites; it is not a contract of any tool.
+    pub const OMITTED: Contract = Contract {
+        id: "",
+        version: "0.0.0",
+        title: None,
+        description: "",
+        open_world: None,
+        cedar_action: "",
+        action_groups: &[],
+        class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 0,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: &[],
+        endpoint: Endpoint::OMITTED,
+        secrets: &[],
+        egress: &[],
+        filesystem: Filesystem::Workspace,
+        read_only: &[],
+        input_schema: "",
+        output_schema: "",
+    };
+
     /// The contract as a tool record (the JSON form `escepine check` reads).
     ///
     /// # Errors

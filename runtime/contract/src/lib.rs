@@ -20,6 +20,7 @@ pub use url;
 
 mod contract;
 pub mod egress;
+pub mod embedded;
 mod host;
 pub mod image;
 pub mod payload;
@@ -31,6 +32,7 @@ pub use contract::{
     SideEffectClass, Transport,
 };
 pub use egress::{EgressEntry, EgressError, EgressHost};
+pub use embedded::{EmbeddedFile, EmbeddedRegistry};
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use payload::Payload;
@@ -136,3 +138,36 @@ pub const EXIT_TRANSIENT: i32 = 75;
 pub const ENV_CALL_ID: &str = "ESCEPINE_CALL_ID";
 /// Environment variable carrying the idempotency key (the same across a call's attempts).
 pub const ENV_IDEMPOTENCY_KEY: &str = "ESCEPINE_IDEMPOTENCY_KEY";
+
+/// Includes the code `registry-build` generated into `OUT_DIR`, as `tonic::include_proto!` does:
+///
+/// ```ignore
+/// mod tools {
+///     escepine_contract::include_tools!();                // escepine_tools.rs
+/// }
+/// mod path_tools {
+///     escepine_contract::include_tools!("path_tools.rs"); // a `Builder::file_name`
+/// }
+/// ```
+#[macro_export]
+macro_rules! include_tools {
+    () => {
+        $crate::include_tools!("escepine_tools.rs");
+    };
+    ($file:literal) => {
+        include!(concat!(env!("OUT_DIR"), "/", $file));
+    };
+}
+
+/// An [`EmbeddedFile`] of the crate being compiled: `$path` (relative to its
+/// `CARGO_MANIFEST_DIR`, starting with `/`) and its text, by `include_str!`. Generated `REGISTRY`
+/// constants embed their files with it.
+#[macro_export]
+macro_rules! embed_file {
+    ($path:literal) => {
+        $crate::EmbeddedFile {
+            path: ::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), $path),
+            text: ::core::include_str!(::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), $path)),
+        }
+    };
+}

@@ -23,6 +23,10 @@ pub(crate) struct Args {
     /// verified and unpacked; default as for `call`).
     #[arg(long, value_name = "DIR")]
     image_cache: Option<PathBuf>,
+    /// The Cargo workspace whose `[[bin]]`s endpoints may name (default: the one holding the
+    /// records, else the one the command runs in), for a tool host outside a workspace.
+    #[arg(long, value_name = "DIR")]
+    workspace_root: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
@@ -36,6 +40,9 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     let mut sources = args.registry.sources();
     for s in &args.sops {
         sources = sources.sops(s);
+    }
+    if let Some(root) = &args.workspace_root {
+        sources = sources.workspace_root(root);
     }
     match registry_build::load(&sources) {
         Ok(reg) => {

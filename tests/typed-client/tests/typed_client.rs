@@ -6,7 +6,7 @@ mod common;
 
 /// The code generated from `runtime/tests/fixtures/path`.
 mod path_tools {
-    include!(concat!(env!("OUT_DIR"), "/path_tools.rs"));
+    escepine_contract::include_tools!("path_tools.rs");
 }
 
 use std::path::Path;
@@ -18,9 +18,12 @@ use escepine_runtime::ledger::{MemoryLedger, Record};
 use escepine_runtime::{CallError, Runtime};
 use path_tools::{t_count, t_write, Client};
 
+/// A runtime over the registry compiled into this test (`path_tools::REGISTRY`): no records
+/// directory is read.
 fn runtime() -> Runtime {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    runtime_over(&ws.join("runtime/tests/fixtures/path"))
+    let registry = registry_build::embedded::load(&path_tools::REGISTRY)
+        .unwrap_or_else(|d| panic!("{}", d.render()));
+    runtime_of(registry)
 }
 
 /// A runtime over the records and policies of `fixtures` (a directory like
@@ -35,6 +38,10 @@ fn runtime_over(fixtures: &Path) -> Runtime {
             .workspace_root(ws),
     )
     .unwrap_or_else(|d| panic!("{}", d.render()));
+    runtime_of(registry)
+}
+
+fn runtime_of(registry: registry_build::Registry) -> Runtime {
     let tool = common::testtool();
     Runtime::builder(registry)
         .ledger(Arc::new(MemoryLedger::new()))
@@ -51,7 +58,7 @@ async fn the_typed_client_calls_through_the_governed_path() {
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter").to_str().unwrap().to_string();
     let input = t_count::Input {
-        counter: counter.parse().unwrap(),
+        counter: counter.clone(),
         note: None,
     };
     let out = rt.t_count(&Principal::agent("alice"), input).await.unwrap();
@@ -62,7 +69,7 @@ async fn the_typed_client_calls_through_the_governed_path() {
         .t_write(
             &Principal::agent("alice"),
             t_write::Input {
-                counter: counter.parse().unwrap(),
+                counter: counter.clone(),
             },
         )
         .await
@@ -76,11 +83,25 @@ async fn the_typed_client_calls_through_the_governed_path() {
         1
     );
 
-    // A bound the types carry fails at construction; a policy on the payload still applies.
-    assert!("x".repeat(40).parse::<t_count::input::InputNote>().is_err());
+    // A string bound is the schema's, checked by the input gate: a note over `maxLength` is
+    // refused before any decision, and nothing runs or is recorded.
+    let long = t_count::Input {
+        counter: counter.clone(),
+        note: Some("x".repeat(40)),
+    };
+    let err = rt
+        .t_count(&Principal::agent("alice"), long)
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, CallError::InputRejected(_)), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        1
+    );
+    // A policy on the payload still applies.
     let flagged = t_count::Input {
-        counter: counter.parse().unwrap(),
-        note: Some("forbidden".parse().unwrap()),
+        counter: counter.clone(),
+        note: Some("forbidden".into()),
     };
     let err = rt
         .t_count(&Principal::agent("alice"), flagged)
@@ -142,7 +163,7 @@ async fn a_client_compiled_from_another_contract_is_refused_before_anything_runs
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter");
     let input = || t_count::Input {
-        counter: counter.to_str().unwrap().parse().unwrap(),
+        counter: counter.to_str().unwrap().to_string(),
         note: None,
     };
     let edits: [(&str, Edit); 3] = [

@@ -15,7 +15,7 @@ mod urls;
 /// the `.cedarschema` included), and the build's `SOURCES`.
 #[allow(dead_code, missing_docs, clippy::all)]
 mod registry {
-    include!(concat!(env!("OUT_DIR"), "/escepine_tools.rs"));
+    escepine_contract::include_tools!();
 }
 
 escepine_toolhost::main!(stats::text_stats, urls::url_normalize);

@@ -41,11 +41,20 @@ fn rust_first_only_crate_gets_markers_for_its_declared_actions() {
     ] {
         assert!(code.contains(needle), "{needle} missing from:\n{code}");
     }
+    // `SOURCES` names the policies directory the build read (relative to the crate that
+    // includes the code, through its `CARGO_MANIFEST_DIR`).
+    let manifest = fs::canonicalize(env!("CARGO_MANIFEST_DIR")).unwrap();
     let policies_path = fs::canonicalize(&policies).unwrap();
-    assert!(code.contains(&format!(
-        "policies: ::core::option::Option::Some(\"{}\")",
-        policies_path.display()
-    )));
+    let depth = manifest.components().count() - 1;
+    let relative = format!(
+        "/{}{}",
+        "../".repeat(depth),
+        policies_path.display().to_string().trim_start_matches('/')
+    );
+    assert!(
+        code.contains(&format!("{relative:?}")),
+        "{relative} missing from:\n{code}"
+    );
 
     // `compile` writes it once, and leaves an unchanged file alone.
     let out = dir.path().join("out");

@@ -1,0 +1,24 @@
+//! Literals of the generated code: string slices and raw strings.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// `quote!` of a list of string literals as a `&'static [&'static str]` expression.
+pub(crate) fn str_slice<'a>(items: impl IntoIterator<Item = &'a str>) -> TokenStream {
+    let items = items.into_iter();
+    quote! { &[#(#items),*] }
+}
+
+/// `text` as a raw string literal (`r#"…"#`, with as many `#` as it needs), so JSON reads as
+/// JSON in the generated file.
+pub(crate) fn raw_str(text: &str) -> proc_macro2::Literal {
+    let mut hashes = 1;
+    while text.contains(&format!("\"{}", "#".repeat(hashes))) {
+        hashes += 1;
+    }
+    let h = "#".repeat(hashes);
+    format!("r{h}\"{text}\"{h}")
+        .parse()
+        .unwrap_or_else(|_| proc_macro2::Literal::string(text))
+}
+
