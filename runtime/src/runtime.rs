@@ -177,18 +177,20 @@ impl Runtime {
     }
 
     /// The JSON entry for proposals made by a planner or an LLM: [`Runtime::call`] with
-    /// default options. Use [`CallReport::into_output`] for the output alone.
+    /// default options, for the gated output alone.
     ///
     /// # Errors
-    /// A [`CallError`]: the call was refused before its intent.
+    /// [`NoOutput`]: refused before the intent, or ended with another outcome than `ok` (the
+    /// error holds the report).
     pub async fn dispatch(
         &self,
         principal: &Principal,
         tool: &str,
         payload: Value,
-    ) -> Result<CallReport, CallError> {
+    ) -> Result<Value, NoOutput> {
         self.call(principal, tool, payload, CallOptions::default())
-            .await
+            .await?
+            .into_output()
     }
 
     /// One governed call, with options (SOP run and step, idempotency key, dialect). A call
@@ -311,7 +313,9 @@ impl Invoke for Runtime {
                     T::CONTRACT.id
                 ))
             })?;
-            let report = self.dispatch(&principal, T::CONTRACT.id, payload).await?;
+            let report = self
+                .call(&principal, T::CONTRACT.id, payload, CallOptions::default())
+                .await?;
             let call_id = report.call_id().to_string();
             let output = report.into_output()?;
             serde_json::from_value(output).map_err(|e| NoOutput::OutputType {
