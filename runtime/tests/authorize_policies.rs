@@ -245,7 +245,10 @@ fn a_tool_with_a_single_url_and_a_bulk_list_authorizes_both() {
     );
     assert!(d.allowed() && d.requests() == 1, "{d:?}");
     let d = a.authorize(&alice(), "crawl", &json!({"start": "https://BAD.example/"}));
-    assert!(!d.allowed() && d.reasons()[0].starts_with("the call"), "{d:?}");
+    assert!(
+        !d.allowed() && d.reasons()[0].starts_with("the call"),
+        "{d:?}"
+    );
     let d = a.authorize(
         &alice(),
         "crawl",
@@ -309,10 +312,9 @@ fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
     );
     assert!(!d.allowed(), "{d:?}");
     assert!(d.reasons()[0].contains("request cannot be built"), "{d:?}");
-    assert!(
-        a.authorize(&alice(), "plain", &json!({"query": "q", "max_results": 3}))
-            .allowed()
-    );
+    assert!(a
+        .authorize(&alice(), "plain", &json!({"query": "q", "max_results": 3}))
+        .allowed());
     // The real catalog declares no tool action itself: every request takes the fast path.
     let catalog = authorize_common::catalog();
     let a = authorizer(&catalog);

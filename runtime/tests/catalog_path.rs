@@ -21,10 +21,10 @@ use std::sync::{Arc, OnceLock};
 use escepine_contract::Principal;
 use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
+use escepine_runtime::ledger::Committed;
 use escepine_runtime::ledger::{CallResult, Durability, Entry, Intent, Outcome, Record};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
-use escepine_runtime::ledger::Committed;
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
 use registry_build::EgressEntry;
 use serde_json::{json, Value};
@@ -127,12 +127,7 @@ impl Catalog {
         Self { dir, runtime }
     }
 
-    async fn call_as(
-        &self,
-        who: &str,
-        tool: &str,
-        payload: Value,
-    ) -> CallReport {
+    async fn call_as(&self, who: &str, tool: &str, payload: Value) -> CallReport {
         self.runtime
             .call(
                 &Principal::agent(who),
@@ -353,9 +348,7 @@ async fn a_linkedin_page_is_denied_before_any_request() {
         "https://www.linkedin.com/in/someone",
         "https://LinkedIn.COM./company/x",
     ] {
-        let err = c
-            .call("firecrawl_scrape", json!({ "url": url }))
-            .await;
+        let err = c.call("firecrawl_scrape", json!({ "url": url })).await;
         let call_id = match err.outcome() {
             CallOutcome::Denied { policy_ids, .. } => {
                 assert_eq!(policy_ids, &["page-read-no-linkedin"], "{url}");
@@ -492,9 +485,7 @@ async fn notes_publish_retries_once_with_one_key_and_retract() {
     assert_eq!(err.kind(), CallKind::Denied, "{err}");
     assert_eq!(notes.requests().len(), before);
     // A permanent failure is not retried.
-    let err = c
-        .call("note_retract", json!({"note_id": "unknown"}))
-        .await;
+    let err = c.call("note_retract", json!({"note_id": "unknown"})).await;
     match err.outcome() {
         CallOutcome::Failed { last_error } => {
             assert_eq!(err.attempts(), 1);

@@ -288,7 +288,10 @@ async fn a_permanent_failure_is_not_retried() {
             let o = outcome_of(&f.entries(), r.call_id());
             assert_eq!(o.attempts[0].error_class.as_deref(), Some("permanent"));
             // The report names the very outcome entry that records the failure.
-            let entry = f.entries().into_iter().find(|e| e.seq == r.outcome_entry().seq);
+            let entry = f
+                .entries()
+                .into_iter()
+                .find(|e| e.seq == r.outcome_entry().seq);
             assert_eq!(entry.map(|e| e.hash), Some(r.outcome_entry().hash.clone()));
         }
         _ => panic!("{err}"),

@@ -296,6 +296,9 @@ mod tests {
         assert_eq!(done.attempts[0].error_class.as_deref(), Some("timeout"));
         // The attempt's bound is the timeout, less what the deadline already used.
         let bound = exec.seen.lock().unwrap()[0].1;
-        assert!(bound <= Duration::from_millis(20) && bound > Duration::from_millis(15), "{bound:?}");
+        assert!(
+            bound <= Duration::from_millis(20) && bound > Duration::from_millis(15),
+            "{bound:?}"
+        );
     }
 }
