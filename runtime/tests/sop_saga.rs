@@ -100,7 +100,10 @@ async fn two_writes_then_a_failure_compensate_in_reverse_order() {
     assert_eq!(out.state.as_deref(), Some("boom"));
     let failure = out.failure.as_ref().unwrap();
     assert_eq!(failure.kind, FailureKind::Failed);
-    let failed_call = failure.call_id.as_deref().expect("the failed call is named");
+    let failed_call = failure
+        .call_id
+        .as_deref()
+        .expect("the failed call is named");
     assert_eq!(
         failure.outcome.as_ref(),
         Some(&f.outcome(failed_call).1),

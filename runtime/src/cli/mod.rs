@@ -40,6 +40,33 @@ pub mod exit {
             CallKind::OutputRejected => 6,
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_kind_has_the_contracts_exit_status() {
+            let codes: Vec<(&str, i32)> = CallKind::ALL
+                .iter()
+                .map(|k| (k.as_str(), call(*k)))
+                .collect();
+            assert_eq!(
+                codes,
+                [
+                    ("ok", 0),
+                    ("denied", 3),
+                    ("failed", 5),
+                    ("timed_out", 5),
+                    ("output_rejected", 6),
+                    ("unknown_tool", 4),
+                    ("input_rejected", 4),
+                    ("ledger_unavailable", 5),
+                    ("client_mismatch", 4),
+                ]
+            );
+        }
+    }
 }
 
 /// The governed tool registry: check, bind and run registered tools.

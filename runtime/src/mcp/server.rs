@@ -494,7 +494,29 @@ fn refuse(why: &str) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::bearer;
+    use super::{bearer, refusal_body, reply, Reply};
+    use crate::{CallError, CallKind};
+
+    #[test]
+    fn only_ok_is_structured_and_only_an_unknown_tool_a_protocol_error() {
+        for kind in CallKind::ALL {
+            let expected = match kind {
+                CallKind::Ok => Reply::Structured,
+                CallKind::UnknownTool => Reply::InvalidParams,
+                _ => Reply::ToolError,
+            };
+            assert_eq!(reply(kind), expected, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_body_names_its_kind() {
+        let body = refusal_body(&CallError::ClientMismatch("other version".into()));
+        assert_eq!(body["error"]["kind"], "client_mismatch");
+        assert!(body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("other version")));
+    }
 
     #[test]
     fn bearer_values() {

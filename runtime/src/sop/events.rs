@@ -477,6 +477,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_calls_kind_is_the_steps_failure_kind_by_name() {
+        for kind in CallKind::ALL {
+            let failure = FailureKind::of_call(kind);
+            match kind {
+                CallKind::Ok | CallKind::LedgerUnavailable => assert_eq!(failure, None),
+                CallKind::ClientMismatch => assert_eq!(failure, Some(FailureKind::Failed)),
+                _ => {
+                    let name = serde_json::to_value(failure).expect("serialises");
+                    assert_eq!(name, kind.as_str(), "{kind}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn events_round_trip_through_transitions() {
         let events = [
             Event::RunStarted(RunStarted {
