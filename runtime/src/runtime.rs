@@ -14,7 +14,7 @@ use crate::executor::Executor;
 use crate::gate::SchemaGate;
 use crate::ledger::Ledger;
 use crate::overlay::{Overlay, OverlayError};
-use crate::report::{CallKind, CallReport};
+use crate::report::CallReport;
 use crate::secrets::{EnvSecrets, SecretSource};
 use crate::stages::{self, CallIds, CallOptions, LoadedTool, Parts};
 
@@ -221,24 +221,7 @@ impl Runtime {
         let result = stages::run(&parts, principal, tool, payload, &opts, ids)
             .instrument(span.clone())
             .await;
-        let _entered = span.enter();
-        let kind = match &result {
-            Ok(r) => r.kind(),
-            Err(e) => e.kind(),
-        };
-        if kind == CallKind::Ok {
-            tracing::info!(
-                attempts = result.as_ref().map_or(0, CallReport::attempts),
-                "tool call completed"
-            );
-        } else {
-            span.record("error.type", kind.as_str());
-            let why = match &result {
-                Ok(r) => r.to_string(),
-                Err(e) => e.to_string(),
-            };
-            tracing::warn!(error.r#type = kind.as_str(), "tool call ended: {why}");
-        }
+        stages::trace_end(&span, &result);
         result
     }
 }

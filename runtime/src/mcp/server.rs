@@ -168,23 +168,18 @@ impl GovernedServer {
             (Reply::Structured, Ok(report)) => {
                 let mut meta = Map::new();
                 meta.insert(CALL_ID_META.into(), Value::from(report.call_id()));
-                let output = report.into_output().unwrap_or_default();
-                Ok(CallToolResult::structured(output).with_meta(Some(MetaObject(meta))))
+                match report.into_output() {
+                    Ok(output) => {
+                        Ok(CallToolResult::structured(output).with_meta(Some(MetaObject(meta))))
+                    }
+                    Err(_) => Ok(tool_error(message, body)),
+                }
             }
             (Reply::InvalidParams, _) => Err(ErrorData::invalid_params(
                 message,
                 Some(json!({ "tool": name })),
             )),
-            _ => {
-                let mut result = CallToolResult::error(vec![
-                    ContentBlock::text(message),
-                    ContentBlock::text(body.to_string()),
-                ]);
-                let mut meta = Map::new();
-                meta.insert(ERROR_META.into(), body);
-                result.meta = Some(MetaObject(meta));
-                Ok(result)
-            }
+            _ => Ok(tool_error(message, body)),
         }
     }
 
@@ -198,6 +193,19 @@ impl GovernedServer {
             .map(|a| a.0.clone())
             .ok_or_else(|| ErrorData::invalid_request("no authenticated principal", None))
     }
+}
+
+/// A tool result with `isError: true`: the message, then the details as JSON text, the same
+/// details in `_meta` under [`ERROR_META`].
+fn tool_error(message: String, body: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![
+        ContentBlock::text(message),
+        ContentBlock::text(body.to_string()),
+    ]);
+    let mut meta = Map::new();
+    meta.insert(ERROR_META.into(), body);
+    result.meta = Some(MetaObject(meta));
+    result
 }
 
 /// How a call's end reaches an MCP client, by its [`CallKind`] — the one place the mapping is

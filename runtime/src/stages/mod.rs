@@ -225,3 +225,95 @@ pub(crate) fn span(tool_id: &str, call_id: &str) -> tracing::Span {
         escepine.policy_ids = tracing::field::Empty,
     )
 }
+
+/// Records how the call ended, in its span and as an event inside it: for anything but `ok`,
+/// the span's `error.type` is the call's [`crate::CallKind`].
+pub(crate) fn trace_end(span: &tracing::Span, result: &Result<CallReport, CallError>) {
+    let _entered = span.enter();
+    let kind = match result {
+        Ok(r) => r.kind(),
+        Err(e) => e.kind(),
+    };
+    match result {
+        Ok(r) if kind == crate::CallKind::Ok => {
+            tracing::info!(attempts = r.attempts(), "tool call completed");
+        }
+        _ => {
+            span.record("error.type", kind.as_str());
+            let why = match result {
+                Ok(r) => r.to_string(),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(error.r#type = kind.as_str(), "tool call ended: {why}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Id, Record};
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+    use tracing_subscriber::Layer;
+
+    use super::*;
+    use crate::ledger::Committed;
+
+    /// Keeps every `error.type` recorded on a span.
+    #[derive(Clone, Default)]
+    struct ErrorTypes(Arc<Mutex<Vec<String>>>);
+
+    impl Visit for ErrorTypes {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "error.type" {
+                self.0.lock().unwrap().push(value.to_string());
+            }
+        }
+        fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for ErrorTypes {
+        fn on_record(&self, _: &Id, values: &Record<'_>, _: Context<'_, S>) {
+            values.record(&mut self.clone());
+        }
+    }
+
+    fn report(outcome: CallOutcome) -> CallReport {
+        let entry = Committed {
+            seq: 1,
+            hash: "h".into(),
+        };
+        CallReport {
+            call_id: "c".into(),
+            idempotency_key: "k".into(),
+            outcome,
+            intent: entry.clone(),
+            outcome_entry: entry,
+            attempts: 2,
+        }
+    }
+
+    #[test]
+    fn the_span_names_the_calls_kind_unless_it_is_ok() {
+        let seen = ErrorTypes::default();
+        let subscriber = tracing_subscriber::registry().with(seen.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            let ends: [Result<CallReport, CallError>; 4] = [
+                Ok(report(CallOutcome::Ok(Value::Null))),
+                Ok(report(CallOutcome::TimedOut { timeout_ms: 5 })),
+                Ok(report(CallOutcome::Denied {
+                    policy_ids: Vec::new(),
+                    reasons: Vec::new(),
+                })),
+                Err(CallError::UnknownTool("t".into())),
+            ];
+            for end in &ends {
+                trace_end(&span("t", "c"), end);
+            }
+        });
+        let seen = seen.0.lock().unwrap().clone();
+        assert_eq!(seen, ["timed_out", "denied", "unknown_tool"]);
+    }
+}
