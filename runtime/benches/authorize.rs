@@ -38,11 +38,11 @@ fn bench(c: &mut Criterion) {
         };
         // Both allow the call, and agree on a denied one.
         assert!(naive.authorize(&principal, tool, &payload));
-        assert!(ours.authorize(&principal, tool, &payload).allowed);
+        assert!(ours.authorize(&principal, tool, &payload).allowed());
         assert_eq!(ours.validates_requests(tool), Some(false));
         let linkedin = json!({"url": "https://www.LinkedIn.com./in/x"});
         assert!(!naive.authorize(&principal, tool, &linkedin));
-        assert!(!ours.authorize(&principal, tool, &linkedin).allowed);
+        assert!(!ours.authorize(&principal, tool, &linkedin).allowed());
         eprintln!(
             "{count} policies: {tool} is evaluated against {} of them after slicing",
             ours.policy_count(tool).unwrap_or(0)

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use escepine_contract::{Invoke, Principal, Tool};
 use registry_build::Registry;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::authorize::Authorizer;
-use crate::error::CallError;
+use crate::error::{CallError, NoOutput};
 use crate::executor::Executor;
 use crate::gate::SchemaGate;
 use crate::ledger::Ledger;
 use crate::overlay::{Overlay, OverlayError};
-use crate::scrub::Scrubber;
-use crate::secrets::{self, EnvSecrets, SecretSource};
-use crate::stages::{self, CallIds, CallOptions, CallReport, LoadedTool};
+use crate::report::CallReport;
+use crate::secrets::{EnvSecrets, SecretSource};
+use crate::stages::{self, CallIds, CallOptions, LoadedTool, Parts};
 
 /// Why a runtime could not be built from a registry.
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +146,8 @@ struct Inner {
 }
 
 /// The governed runtime: executes only the tools registered at start-up, each call on the one
-/// path — resolve, input gate, authorize, record intent, execute, output gate, record outcome.
+/// path (its order is documented where the stages are composed: resolve, input gate,
+/// authorize, record intent, execute, output gate, record outcome).
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
@@ -174,25 +176,31 @@ impl Runtime {
         &self.inner.ledger
     }
 
-    /// The JSON entry for proposals made by a planner or an LLM: returns the gated output.
+    /// The JSON entry for proposals made by a planner or an LLM: [`Runtime::call`] with
+    /// default options, for the gated output alone.
     ///
     /// # Errors
-    /// See [`CallError`].
+    /// [`NoOutput`]: refused before the intent, or ended with another outcome than `ok` (the
+    /// error holds the report).
     pub async fn dispatch(
         &self,
         principal: &Principal,
         tool: &str,
         payload: Value,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Value, NoOutput> {
         self.call(principal, tool, payload, CallOptions::default())
-            .await
-            .map(|r| r.output)
+            .await?
+            .into_output()
     }
 
-    /// One governed call, with options (SOP run and step, idempotency key, dialect).
+    /// One governed call, with options (SOP run and step, idempotency key, dialect). A call
+    /// that got past its intent returns its report, whatever its outcome (denied, failed,
+    /// timed out and output-rejected calls included); its kind is traced as the span's
+    /// `error.type` when it is not `ok`.
     ///
     /// # Errors
-    /// See [`CallError`].
+    /// A [`CallError`]: the call was refused before its intent (unknown tool, rejected input,
+    /// ledger unavailable), or its outcome could not be committed.
     pub async fn call(
         &self,
         principal: &Principal,
@@ -200,88 +208,21 @@ impl Runtime {
         payload: Value,
         opts: CallOptions,
     ) -> Result<CallReport, CallError> {
+        let inner = &*self.inner;
         let ids = CallIds::new(opts.idempotency_key.clone());
         let span = stages::span(tool, &ids.call_id);
-        let result = stages::in_span(
-            span.clone(),
-            self.governed(principal, tool, payload, &opts, ids),
-        )
-        .await;
-        let _entered = span.enter();
-        match &result {
-            Ok(r) => tracing::info!(attempts = r.attempts, "tool call completed"),
-            Err(e) => {
-                span.record("error.type", error_type(e));
-                tracing::warn!(error.r#type = error_type(e), "tool call ended: {e}");
-            }
-        }
-        drop(_entered);
+        let parts = Parts {
+            tools: &inner.tools,
+            authorizer: &inner.authorizer,
+            ledger: &*inner.ledger,
+            executor: &*inner.executor,
+            secrets: &*inner.secrets,
+        };
+        let result = stages::run(&parts, principal, tool, payload, &opts, ids)
+            .instrument(span.clone())
+            .await;
+        stages::trace_end(&span, &result);
         result
-    }
-
-    /// The governed path, in the design's order and no other.
-    async fn governed(
-        &self,
-        principal: &Principal,
-        name: &str,
-        payload: Value,
-        opts: &CallOptions,
-        ids: CallIds,
-    ) -> Result<CallReport, CallError> {
-        let inner = &*self.inner;
-        let tool = stages::resolve(&inner.tools, name)?; // 1. resolve
-        let payload = stages::input_gate(tool, payload, opts)?; // 2. input gate
-        let decision = stages::authorize(&inner.authorizer, principal, tool, &payload); // 3. authorize
-        let span = tracing::Span::current();
-        span.record(
-            "escepine.decision",
-            if decision.allowed { "allow" } else { "deny" },
-        );
-        span.record(
-            "escepine.policy_ids",
-            decision.policy_ids.join(",").as_str(),
-        );
-        let secrets = secrets::resolve(&*inner.secrets, &tool.record.secrets);
-        let scrubber = Scrubber::new(secrets.values().map(String::as_str));
-        let ledger = &*inner.ledger;
-        let intent = stages::record_intent(
-            ledger, &ids, principal, tool, &payload, &decision, opts, &scrubber,
-        )
-        .await?; // 4. intent
-        if !decision.allowed {
-            stages::record_denied(ledger, &ids).await?;
-            return Err(CallError::Denied {
-                call_id: ids.call_id,
-                policy_ids: decision.policy_ids,
-                reasons: decision.reasons.iter().map(|r| scrubber.text(r)).collect(),
-            });
-        }
-        let executed =
-            stages::execute(&*inner.executor, tool, &payload, &ids, &secrets, &scrubber).await; // 5. execute
-        let (outcome, result, attempts) =
-            stages::record_outcome(ledger, &ids, tool, executed, &scrubber).await?; // 6. output gate, 7. outcome
-        result.map(|output| CallReport {
-            call_id: ids.call_id,
-            idempotency_key: ids.idempotency_key,
-            output,
-            intent,
-            outcome,
-            attempts,
-        })
-    }
-}
-
-fn error_type(e: &CallError) -> &'static str {
-    match e {
-        CallError::UnknownTool(_) => "unknown_tool",
-        CallError::InputRejected(_) => "input_rejected",
-        CallError::Denied { .. } => "denied",
-        CallError::TimedOut { .. } => "timeout",
-        CallError::Failed { .. } => "failed",
-        CallError::OutputRejected { .. } => "output_rejected",
-        CallError::LedgerUnavailable(_) => "ledger_unavailable",
-        CallError::Serde(_) => "serde",
-        CallError::ClientMismatch(_) => "client_mismatch",
     }
 }
 
@@ -336,9 +277,10 @@ impl Runtime {
 }
 
 /// The generated typed client calls through here: the typed payload is serialised once and
-/// takes exactly the JSON entry's path (the gates still validate bounds the types lost).
+/// takes exactly the JSON entry's path (the gates still validate bounds the types lost); any
+/// end but `ok` is a [`NoOutput`].
 impl Invoke for Runtime {
-    type Error = CallError;
+    type Error = NoOutput;
 
     fn invoke<T: Tool>(
         &self,
@@ -348,10 +290,21 @@ impl Invoke for Runtime {
         let principal = principal.clone();
         async move {
             self.check_client::<T>()?;
-            let payload =
-                serde_json::to_value(&input).map_err(|e| CallError::Serde(e.to_string()))?;
-            let output = self.dispatch(&principal, T::CONTRACT.id, payload).await?;
-            serde_json::from_value(output).map_err(|e| CallError::Serde(e.to_string()))
+            let payload = serde_json::to_value(&input).map_err(|e| {
+                CallError::ClientMismatch(format!(
+                    "the typed payload of `{}` does not serialise: {e}",
+                    T::CONTRACT.id
+                ))
+            })?;
+            let report = self
+                .call(&principal, T::CONTRACT.id, payload, CallOptions::default())
+                .await?;
+            let call_id = report.call_id().to_string();
+            let output = report.into_output()?;
+            serde_json::from_value(output).map_err(|e| NoOutput::OutputType {
+                call_id,
+                message: e.to_string(),
+            })
         }
     }
 }

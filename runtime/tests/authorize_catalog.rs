@@ -25,17 +25,17 @@ fn read_only_tools_are_open_and_name_their_permit() {
         "web_search",
         &json!({"query": "cedar"}),
     );
-    assert!(d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["read-only-tools"]);
-    assert!(d.reasons.is_empty());
-    assert_eq!(d.requests, 1);
+    assert!(d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["read-only-tools"]);
+    assert!(d.reasons().is_empty());
+    assert_eq!(d.requests(), 1);
     // An agent absent from the entities is still an `Agent`.
     let d = a.authorize(
         &Principal::agent("carol"),
         "tavily_search",
         &json!({"query": "x", "max_results": 3}),
     );
-    assert!(d.allowed, "{d:?}");
+    assert!(d.allowed(), "{d:?}");
 }
 
 #[test]
@@ -43,28 +43,28 @@ fn default_deny_without_a_permit() {
     let a = authorizer(&catalog());
     let payload = json!({"title": "t", "body": "b"});
     let d = a.authorize(&Principal::agent("bob"), "note_publish", &payload);
-    assert!(!d.allowed);
-    assert!(d.policy_ids.is_empty(), "{d:?}");
-    assert_eq!(d.requests, 1);
-    assert!(d.reasons[0].contains("no policy permits"), "{d:?}");
+    assert!(!d.allowed());
+    assert!(d.policy_ids().is_empty(), "{d:?}");
+    assert_eq!(d.requests(), 1);
+    assert!(d.reasons()[0].contains("no policy permits"), "{d:?}");
     // The editor is permitted, through her team.
     let d = a.authorize(&alice(), "note_publish", &payload);
-    assert!(d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["publishing-editors"]);
+    assert!(d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["publishing-editors"]);
 }
 
 #[test]
 fn unknown_tool_and_foreign_principal_type_deny() {
     let a = authorizer(&catalog());
     let d = a.authorize(&alice(), "no_such_tool", &json!({}));
-    assert!(!d.allowed && d.requests == 0);
-    assert!(d.reasons[0].contains("unknown tool"));
+    assert!(!d.allowed() && d.requests() == 0);
+    assert!(d.reasons()[0].contains("unknown tool"));
     let team = Principal {
         entity_type: "Team".into(),
         id: "editors".into(),
     };
     let d = a.authorize(&team, "web_search", &json!({"query": "q"}));
-    assert!(!d.allowed && d.requests == 0, "{d:?}");
+    assert!(!d.allowed() && d.requests() == 0, "{d:?}");
 }
 
 #[test]
@@ -83,9 +83,9 @@ fn linkedin_cannot_be_reached_by_any_spelling() {
         "https://de.linkedin.com/jobs",
     ] {
         let d = scrape(&a, url);
-        assert!(!d.allowed, "{url} must be denied: {d:?}");
-        assert_eq!(d.policy_ids, ["page-read-no-linkedin"], "{url}");
-        assert!(d.reasons[0].contains(url), "{url}: {d:?}");
+        assert!(!d.allowed(), "{url} must be denied: {d:?}");
+        assert_eq!(d.policy_ids(), ["page-read-no-linkedin"], "{url}");
+        assert!(d.reasons()[0].contains(url), "{url}: {d:?}");
     }
 }
 
@@ -111,8 +111,8 @@ fn other_hosts_that_merely_mention_linkedin_are_not_linkedin() {
         "https://notlinkedin.com/",
     ] {
         let d = scrape(&a, url);
-        assert!(d.allowed, "{url}: {d:?}");
-        assert_eq!(d.policy_ids, ["read-only-tools"]);
+        assert!(d.allowed(), "{url}: {d:?}");
+        assert_eq!(d.policy_ids(), ["read-only-tools"]);
     }
 }
 
@@ -125,9 +125,9 @@ fn url_without_a_host_denies() {
         "data:text/plain,x",
     ] {
         let d = scrape(&a, url);
-        assert!(!d.allowed, "{url}: {d:?}");
-        assert_eq!(d.requests, 0);
-        assert!(d.reasons[0].contains("host"), "{url}: {d:?}");
+        assert!(!d.allowed(), "{url}: {d:?}");
+        assert_eq!(d.requests(), 0);
+        assert!(d.reasons()[0].contains("host"), "{url}: {d:?}");
     }
 }
 
@@ -136,9 +136,9 @@ fn bulk_call_is_authorized_whole_and_per_element() {
     let a = authorizer(&catalog());
     let ok = json!({"urls": ["https://example.com/a", "https://docs.rs/cedar-policy"]});
     let d = a.authorize(&alice(), "web_fetch_exa", &ok);
-    assert!(d.allowed, "{d:?}");
-    assert_eq!(d.requests, 3, "the whole call and each of two elements");
-    assert_eq!(d.policy_ids, ["read-only-tools"]);
+    assert!(d.allowed(), "{d:?}");
+    assert_eq!(d.requests(), 3, "the whole call and each of two elements");
+    assert_eq!(d.policy_ids(), ["read-only-tools"]);
 }
 
 #[test]
@@ -150,14 +150,14 @@ fn one_bad_element_denies_the_bulk_call() {
         "https://docs.rs/"
     ]});
     let d = a.authorize(&alice(), "web_fetch_exa", &payload);
-    assert!(!d.allowed, "{d:?}");
-    assert_eq!(d.requests, 4);
+    assert!(!d.allowed(), "{d:?}");
+    assert_eq!(d.requests(), 4);
     // The same `page-read` group policy that covers the single-URL tool.
-    assert_eq!(d.policy_ids, ["page-read-no-linkedin"]);
-    assert_eq!(d.reasons.len(), 1, "{d:?}");
+    assert_eq!(d.policy_ids(), ["page-read-no-linkedin"]);
+    assert_eq!(d.reasons().len(), 1, "{d:?}");
     assert!(
-        d.reasons[0].contains("element 1 of `/urls`")
-            && d.reasons[0].contains("https://WWW.LinkedIn.com./in/x"),
+        d.reasons()[0].contains("element 1 of `/urls`")
+            && d.reasons()[0].contains("https://WWW.LinkedIn.com./in/x"),
         "{d:?}"
     );
 }
@@ -167,19 +167,19 @@ fn bulk_elements_get_the_tool_specific_forbids_too() {
     let a = authorizer(&catalog());
     let payload = json!({"urls": ["http://example.com/", "https://127.0.0.1/", "https://[::1]:8080/x", "https://foo.localhost/"]});
     let d = a.authorize(&alice(), "web_fetch_exa", &payload);
-    assert!(!d.allowed);
+    assert!(!d.allowed());
     assert_eq!(
-        d.policy_ids,
+        d.policy_ids(),
         [
             "bulk-fetch-https-only",
             "bulk-fetch-no-internal-addresses",
             "bulk-fetch-no-internal-hosts"
         ]
     );
-    assert_eq!(d.reasons.len(), 4, "{d:?}");
-    assert!(d.reasons[0].contains("element 0") && d.reasons[3].contains("element 3"));
+    assert_eq!(d.reasons().len(), 4, "{d:?}");
+    assert!(d.reasons()[0].contains("element 0") && d.reasons()[3].contains("element 3"));
     // The single-URL tool has no such forbid: the per-tool policy does not leak to it.
-    assert!(scrape(&a, "http://example.com/").allowed);
+    assert!(scrape(&a, "http://example.com/").allowed());
 }
 
 #[test]
@@ -196,8 +196,8 @@ fn the_payload_and_facts_never_panic() {
     ] {
         for tool in ["firecrawl_scrape", "web_fetch_exa", "web_search"] {
             let d = a.authorize(&alice(), tool, &payload);
-            assert!(!d.allowed, "{tool} {payload}: {d:?}");
-            assert!(!d.reasons.is_empty());
+            assert!(!d.allowed(), "{tool} {payload}: {d:?}");
+            assert!(!d.reasons().is_empty());
         }
     }
 }
@@ -240,11 +240,11 @@ fn internal_hosts_are_denied_however_they_are_spelled() {
     ] {
         let url = format!("https://{host}/x");
         let d = a.authorize(&alice(), "web_fetch_exa", &json!({ "urls": [url] }));
-        assert!(!d.allowed, "{url}: {d:?}");
+        assert!(!d.allowed(), "{url}: {d:?}");
         assert!(
-            d.policy_ids
+            d.policy_ids()
                 .contains(&"bulk-fetch-no-internal-hosts".to_string())
-                && d.policy_ids
+                && d.policy_ids()
                     .contains(&"bulk-fetch-no-internal-addresses".to_string()),
             "{url}: {d:?}"
         );
@@ -262,8 +262,8 @@ fn internal_hosts_are_denied_however_they_are_spelled() {
     ] {
         let url = format!("https://{host}/x");
         let d = a.authorize(&alice(), "web_fetch_exa", &json!({ "urls": [url] }));
-        assert!(!d.allowed, "{url}: {d:?}");
-        assert_eq!(d.policy_ids, ["bulk-fetch-no-internal-hosts"], "{url}");
+        assert!(!d.allowed(), "{url}: {d:?}");
+        assert_eq!(d.policy_ids(), ["bulk-fetch-no-internal-hosts"], "{url}");
     }
     // Public names and addresses pass.
     let d = a.authorize(
@@ -271,7 +271,7 @@ fn internal_hosts_are_denied_however_they_are_spelled() {
         "web_fetch_exa",
         &json!({"urls": ["https://docs.rs/x", "https://93.184.216.34/", "https://user.github.io/"]}),
     );
-    assert!(d.allowed, "{d:?}");
+    assert!(d.allowed(), "{d:?}");
 }
 
 #[test]
@@ -282,12 +282,12 @@ fn a_crawl_start_is_authorized_as_a_page_read() {
         "tavily_crawl",
         &json!({"url": "https://www.linkedin.com/in/someone"}),
     );
-    assert!(!d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["page-read-no-linkedin"]);
+    assert!(!d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["page-read-no-linkedin"]);
     let d = a.authorize(
         &alice(),
         "tavily_crawl",
         &json!({"url": "https://docs.rs/"}),
     );
-    assert!(d.allowed, "{d:?}");
+    assert!(d.allowed(), "{d:?}");
 }

@@ -61,28 +61,28 @@ fn a_forbid_on_a_class_group_denies_the_real_catalog_tools() {
         "note_publish",
         &json!({"title": "t", "body": "b"}),
     );
-    assert!(!d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["freeze-compensatable"]);
+    assert!(!d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["freeze-compensatable"]);
     // note_retract is supersede: still permitted.
     let d = a.authorize(&alice(), "note_retract", &json!({"note_id": "n1"}));
-    assert!(d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["publishing-editors"]);
+    assert!(d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["publishing-editors"]);
     // The read-only group in a forbid, against the read-only group's own permit.
     let d = a.authorize(
         &Principal::agent("mallory"),
         "web_search",
         &json!({"query": "q"}),
     );
-    assert!(!d.allowed);
-    assert_eq!(d.policy_ids, ["freeze-read-only"]);
+    assert!(!d.allowed());
+    assert_eq!(d.policy_ids(), ["freeze-read-only"]);
     let d = a.authorize(
         &Principal::agent("mallory"),
         "web_fetch_exa",
         &json!({"urls": ["https://a.example.com/"]}),
     );
-    assert!(!d.allowed);
-    assert_eq!(d.policy_ids, ["freeze-read-only"]);
-    assert_eq!(d.reasons.len(), 2, "the call and its element: {d:?}");
+    assert!(!d.allowed());
+    assert_eq!(d.policy_ids(), ["freeze-read-only"]);
+    assert_eq!(d.reasons().len(), 2, "the call and its element: {d:?}");
 }
 
 #[test]
@@ -104,15 +104,15 @@ fn idn_hosts_match_in_every_spelling() {
         "https://b%C3%BCcher.example/",
     ] {
         let d = a.authorize(&alice(), "scrape", &json!({ "url": url }));
-        assert!(!d.allowed, "{url}: {d:?}");
-        assert_eq!(d.policy_ids, ["no-buecher"], "{url}");
+        assert!(!d.allowed(), "{url}: {d:?}");
+        assert_eq!(d.policy_ids(), ["no-buecher"], "{url}");
     }
     for url in [
         "https://bucher.example/",
         "https://xn--bcher-kva.example.org/",
     ] {
         let d = a.authorize(&alice(), "scrape", &json!({ "url": url }));
-        assert!(d.allowed, "{url}: {d:?}");
+        assert!(d.allowed(), "{url}: {d:?}");
     }
 }
 
@@ -141,8 +141,8 @@ fn decimals_are_exact_or_the_call_is_denied() {
         json!({"ratio": 0.1, "limits": {"max": 922337203685476.5_f64}}),
     ] {
         let d = call(ok.clone());
-        assert!(d.allowed, "{ok}: {d:?}");
-        assert_eq!(d.policy_ids, ["all"]);
+        assert!(d.allowed(), "{ok}: {d:?}");
+        assert_eq!(d.policy_ids(), ["all"]);
     }
     for (denied, by) in [
         (json!({"ratio": 0.5001}), "ratio-cap"),
@@ -153,8 +153,8 @@ fn decimals_are_exact_or_the_call_is_denied() {
         ),
     ] {
         let d = call(denied.clone());
-        assert!(!d.allowed, "{denied}");
-        assert_eq!(d.policy_ids, [by], "{denied}");
+        assert!(!d.allowed(), "{denied}");
+        assert_eq!(d.policy_ids(), [by], "{denied}");
     }
     // Never rounded: 0.50001 would round to 0.5000 (allowed); it is refused instead.
     for (inexact, pointer) in [
@@ -168,14 +168,14 @@ fn decimals_are_exact_or_the_call_is_denied() {
         (json!({"ratio": 0.1, "count": u64::MAX}), "/count"),
     ] {
         let d = call(inexact.clone());
-        assert!(!d.allowed, "{inexact}: {d:?}");
-        assert_eq!(d.requests, 0);
-        assert!(d.policy_ids.is_empty());
+        assert!(!d.allowed(), "{inexact}: {d:?}");
+        assert_eq!(d.requests(), 0);
+        assert!(d.policy_ids().is_empty());
         assert!(
-            d.reasons[0].contains(&format!("`{pointer}`")),
+            d.reasons()[0].contains(&format!("`{pointer}`")),
             "{inexact}: {d:?}"
         );
-        assert!(d.reasons[0].contains("exactly"), "{d:?}");
+        assert!(d.reasons()[0].contains("exactly"), "{d:?}");
     }
 }
 
@@ -191,13 +191,13 @@ fn an_evaluation_error_denies_even_when_cedar_allows() {
     );
     // No overflow: the forbid is evaluated and not satisfied.
     let d = a.authorize(&alice(), "measure", &json!({"ratio": 0, "count": 7}));
-    assert!(d.allowed, "{d:?}");
+    assert!(d.allowed(), "{d:?}");
     // Overflow: Cedar skips the erroring forbid and allows through `all`; the call is denied.
     let d = a.authorize(&alice(), "measure", &json!({"ratio": 0, "count": 1000}));
-    assert!(!d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["overflowing-forbid"]);
+    assert!(!d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["overflowing-forbid"]);
     assert!(
-        d.reasons
+        d.reasons()
             .iter()
             .any(|r| r.contains("overflowing-forbid") && r.contains("overflow")),
         "{d:?}"
@@ -214,14 +214,14 @@ fn policy_ids_are_the_annotations_or_file_and_index() {
          forbid (principal == Agent::\"bob\", action, resource) when { context.input has q && context.input.q == \"x\" };\n",
     );
     let d = a.authorize(&alice(), "reader", &json!({"q": "x"}));
-    assert!(d.allowed);
-    assert_eq!(d.policy_ids, ["named", "policies.cedar:0"]);
+    assert!(d.allowed());
+    assert_eq!(d.policy_ids(), ["named", "policies.cedar:0"]);
     let d = a.authorize(&Principal::agent("bob"), "reader", &json!({"q": "x"}));
-    assert!(!d.allowed);
-    assert_eq!(d.policy_ids, ["policies.cedar:2"]);
+    assert!(!d.allowed());
+    assert_eq!(d.policy_ids(), ["policies.cedar:2"]);
     let d = a.authorize(&Principal::agent("bob"), "reader", &json!({}));
-    assert!(d.allowed);
-    assert_eq!(d.policy_ids, ["policies.cedar:0"]);
+    assert!(d.allowed());
+    assert_eq!(d.policy_ids(), ["policies.cedar:0"]);
 }
 
 #[test]
@@ -243,17 +243,20 @@ fn a_tool_with_a_single_url_and_a_bulk_list_authorizes_both() {
         "crawl",
         &json!({"start": "https://good.example/"}),
     );
-    assert!(d.allowed && d.requests == 1, "{d:?}");
+    assert!(d.allowed() && d.requests() == 1, "{d:?}");
     let d = a.authorize(&alice(), "crawl", &json!({"start": "https://BAD.example/"}));
-    assert!(!d.allowed && d.reasons[0].starts_with("the call"), "{d:?}");
+    assert!(
+        !d.allowed() && d.reasons()[0].starts_with("the call"),
+        "{d:?}"
+    );
     let d = a.authorize(
         &alice(),
         "crawl",
         &json!({"start": "https://good.example/", "more": ["https://ok.example", "https://bad.example./"]}),
     );
-    assert!(!d.allowed && d.requests == 3, "{d:?}");
-    assert_eq!(d.policy_ids, ["no-bad"]);
-    assert!(d.reasons[0].contains("element 1 of `/more`"), "{d:?}");
+    assert!(!d.allowed() && d.requests() == 3, "{d:?}");
+    assert_eq!(d.policy_ids(), ["no-bad"]);
+    assert!(d.reasons()[0].contains("element 1 of `/more`"), "{d:?}");
 }
 
 #[test]
@@ -299,20 +302,19 @@ fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
     assert_eq!(a.validates_requests("plain"), Some(false));
     assert_eq!(a.validates_requests("searcher"), Some(true));
     let d = a.authorize(&alice(), "searcher", &json!({"query": "q"}));
-    assert!(d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["reads"]);
+    assert!(d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["reads"]);
     // The user's declaration has no `max_results`: the request does not conform, so it denies.
     let d = a.authorize(
         &alice(),
         "searcher",
         &json!({"query": "q", "max_results": 3}),
     );
-    assert!(!d.allowed, "{d:?}");
-    assert!(d.reasons[0].contains("request cannot be built"), "{d:?}");
-    assert!(
-        a.authorize(&alice(), "plain", &json!({"query": "q", "max_results": 3}))
-            .allowed
-    );
+    assert!(!d.allowed(), "{d:?}");
+    assert!(d.reasons()[0].contains("request cannot be built"), "{d:?}");
+    assert!(a
+        .authorize(&alice(), "plain", &json!({"query": "q", "max_results": 3}))
+        .allowed());
     // The real catalog declares no tool action itself: every request takes the fast path.
     let catalog = authorize_common::catalog();
     let a = authorizer(&catalog);
@@ -343,17 +345,17 @@ fn a_marked_list_of_objects_is_authorized_on_each_objects_url() {
     );
     let ok = json!({"pages": [{"link": "https://good.example.com/"}, {"link": "https://ok.example.com/", "title": "t"}]});
     let d = a.authorize(&alice(), "pages", &ok);
-    assert!(d.allowed && d.requests == 3, "{d:?}");
+    assert!(d.allowed() && d.requests() == 3, "{d:?}");
     let bad = json!({"pages": [{"link": "https://good.example.com/"}, {"link": "https://BAD.example.com./x"}]});
     let d = a.authorize(&alice(), "pages", &bad);
-    assert!(!d.allowed, "{d:?}");
-    assert_eq!(d.policy_ids, ["no-bad"]);
-    assert!(d.reasons[0].contains("element 1 of `/pages`"), "{d:?}");
+    assert!(!d.allowed(), "{d:?}");
+    assert_eq!(d.policy_ids(), ["no-bad"]);
+    assert!(d.reasons()[0].contains("element 1 of `/pages`"), "{d:?}");
     // A constrained tool's URL that Cedar cannot judge denies: no scheme, no host.
     let d = a.authorize(
         &alice(),
         "pages",
         &json!({"pages": [{"link": "bad.example.com/x"}]}),
     );
-    assert!(!d.allowed, "{d:?}");
+    assert!(!d.allowed(), "{d:?}");
 }

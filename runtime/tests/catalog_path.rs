@@ -21,10 +21,11 @@ use std::sync::{Arc, OnceLock};
 use escepine_contract::Principal;
 use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
+use escepine_runtime::ledger::Committed;
 use escepine_runtime::ledger::{CallResult, Durability, Entry, Intent, Outcome, Record};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
-use escepine_runtime::{CallError, CallOptions, CallReport, Runtime};
+use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
 use registry_build::EgressEntry;
 use serde_json::{json, Value};
 
@@ -69,6 +70,15 @@ fn entities() -> Value {
          "parents": [{"type": "Team", "id": "editors"}]},
         {"uid": {"type": "Agent", "id": "outsider"}, "attrs": {}, "parents": []}
     ])
+}
+
+/// A call that ended `ok`: its output and where its evidence is.
+struct Done {
+    call_id: String,
+    idempotency_key: String,
+    attempts: u32,
+    outcome: Committed,
+    output: Value,
 }
 
 struct Catalog {
@@ -124,12 +134,7 @@ impl Catalog {
         Self { dir, runtime }
     }
 
-    async fn call_as(
-        &self,
-        who: &str,
-        tool: &str,
-        payload: Value,
-    ) -> Result<CallReport, CallError> {
+    async fn call_as(&self, who: &str, tool: &str, payload: Value) -> CallReport {
         self.runtime
             .call(
                 &Principal::agent(who),
@@ -138,16 +143,22 @@ impl Catalog {
                 CallOptions::default(),
             )
             .await
+            .unwrap_or_else(|e| panic!("{tool}: refused before its intent: {e}"))
     }
 
-    async fn call(&self, tool: &str, payload: Value) -> Result<CallReport, CallError> {
+    async fn call(&self, tool: &str, payload: Value) -> CallReport {
         self.call_as("researcher", tool, payload).await
     }
 
-    async fn ok(&self, tool: &str, payload: Value) -> CallReport {
-        self.call(tool, payload)
-            .await
-            .unwrap_or_else(|e| panic!("{tool}: {e}"))
+    async fn ok(&self, tool: &str, payload: Value) -> Done {
+        let r = self.call(tool, payload).await;
+        Done {
+            call_id: r.call_id().to_string(),
+            idempotency_key: r.idempotency_key().to_string(),
+            attempts: r.attempts(),
+            outcome: r.outcome_entry().clone(),
+            output: r.into_output().unwrap_or_else(|e| panic!("{tool}: {e}")),
+        }
     }
 
     fn ledger_path(&self) -> PathBuf {
@@ -344,21 +355,15 @@ async fn a_linkedin_page_is_denied_before_any_request() {
         "https://www.linkedin.com/in/someone",
         "https://LinkedIn.COM./company/x",
     ] {
-        let err = c
-            .call("firecrawl_scrape", json!({ "url": url }))
-            .await
-            .expect_err("denied");
-        let call_id = match &err {
-            CallError::Denied {
-                call_id,
-                policy_ids,
-                ..
-            } => {
+        let err = c.call("firecrawl_scrape", json!({ "url": url })).await;
+        let call_id = match err.outcome() {
+            CallOutcome::Denied { policy_ids, .. } => {
                 assert_eq!(policy_ids, &["page-read-no-linkedin"], "{url}");
-                call_id.clone()
+                err.call_id().to_string()
             }
-            other => panic!("{url}: {other}"),
+            _ => panic!("{url}: {err}"),
         };
+        assert_eq!(err.attempts(), 0);
         let (intent, outcome) = c.evidence(&call_id);
         assert_eq!(intent.decision, "deny");
         assert_eq!(outcome.result, CallResult::Denied);
@@ -370,10 +375,9 @@ async fn a_linkedin_page_is_denied_before_any_request() {
             "web_fetch_exa",
             json!({"urls": ["https://docs.example.com/a", "https://www.linkedin.com/feed"]}),
         )
-        .await
-        .expect_err("denied");
+        .await;
     assert!(
-        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["page-read-no-linkedin"]),
+        matches!(err.outcome(), CallOutcome::Denied { policy_ids, .. } if policy_ids == &["page-read-no-linkedin"]),
         "{err}"
     );
     assert!(
@@ -411,10 +415,9 @@ async fn web_fetch_exa_through_the_governed_path() {
     // The bulk-fetch policies refuse plain HTTP and the machine itself, per element.
     let err = c
         .call("web_fetch_exa", json!({"urls": ["http://127.0.0.1:9/x"]}))
-        .await
-        .expect_err("denied");
-    match err {
-        CallError::Denied { policy_ids, .. } => {
+        .await;
+    match err.outcome() {
+        CallOutcome::Denied { policy_ids, .. } => {
             assert!(
                 policy_ids.contains(&"bulk-fetch-https-only".to_string()),
                 "{policy_ids:?}"
@@ -424,7 +427,7 @@ async fn web_fetch_exa_through_the_governed_path() {
                 "{policy_ids:?}"
             );
         }
-        other => panic!("{other}"),
+        _ => panic!("{err}"),
     }
     assert_eq!(api.requests().len(), 1);
 }
@@ -485,25 +488,17 @@ async fn notes_publish_retries_once_with_one_key_and_retract() {
             "note_publish",
             json!({"title": "t", "body": "b"}),
         )
-        .await
-        .expect_err("denied");
-    assert!(matches!(err, CallError::Denied { .. }), "{err}");
+        .await;
+    assert_eq!(err.kind(), CallKind::Denied, "{err}");
     assert_eq!(notes.requests().len(), before);
     // A permanent failure is not retried.
-    let err = c
-        .call("note_retract", json!({"note_id": "unknown"}))
-        .await
-        .expect_err("fails");
-    match err {
-        CallError::Failed {
-            attempts,
-            last_error,
-            ..
-        } => {
-            assert_eq!(attempts, 1);
+    let err = c.call("note_retract", json!({"note_id": "unknown"})).await;
+    match err.outcome() {
+        CallOutcome::Failed { last_error } => {
+            assert_eq!(err.attempts(), 1);
             assert!(last_error.contains("permanent"), "{last_error}");
         }
-        other => panic!("{other}"),
+        _ => panic!("{err}"),
     }
 }
 

@@ -79,8 +79,9 @@ fn governed_crash_child() {
                         )
                         .await
                         .unwrap();
+                    assert!(r.output().is_some(), "{r}");
                     let mut out = std::io::stdout().lock();
-                    out.write_all(format!("returned {}\n", r.call_id).as_bytes())
+                    out.write_all(format!("returned {}\n", r.call_id()).as_bytes())
                         .unwrap();
                     out.flush().unwrap();
                 }

@@ -15,7 +15,7 @@ use escepine_runtime::ledger::{
     BoxFuture, CallResult, Committed, Durability, Entry, Ledger, LedgerError, Record,
 };
 use escepine_runtime::secrets::MapSecrets;
-use escepine_runtime::{CallError, CallOptions, Runtime};
+use escepine_runtime::{CallError, CallKind, CallOptions, CallOutcome, NoOutput, Runtime};
 use serde_json::{json, Value};
 
 const SECRET: &str = "sup3r-s3cret-V4LUE";
@@ -89,7 +89,8 @@ impl Fixture {
         self.runtime.ledger().entries().unwrap()
     }
 
-    async fn call(&self, who: &str, tool: &str, payload: Value) -> Result<Value, CallError> {
+    /// The output of a call, or why there is none.
+    async fn call(&self, who: &str, tool: &str, payload: Value) -> Result<Value, NoOutput> {
         self.runtime
             .dispatch(&Principal::agent(who), tool, payload)
             .await
@@ -119,10 +120,10 @@ async fn an_allowed_call_runs_once_with_intent_before_outcome() {
         )
         .await
         .unwrap();
-    assert_eq!(report.output, json!({"count": 1}));
+    assert_eq!(report.output(), Some(&json!({"count": 1})));
     assert_eq!(
         f.runs(),
-        [format!("{} {}", report.call_id, report.idempotency_key)]
+        [format!("{} {}", report.call_id(), report.idempotency_key())]
     );
     let entries = f.entries();
     assert_eq!(entries.len(), 2);
@@ -130,7 +131,7 @@ async fn an_allowed_call_runs_once_with_intent_before_outcome() {
         (Record::Intent(i), Record::Outcome(o)) => {
             assert_eq!(
                 (i.call_id.as_str(), i.decision.as_str()),
-                (report.call_id.as_str(), "allow")
+                (report.call_id(), "allow")
             );
             assert_eq!(i.policy_ids, ["permit-alice"]);
             assert_eq!(o.result, CallResult::Ok);
@@ -139,7 +140,8 @@ async fn an_allowed_call_runs_once_with_intent_before_outcome() {
         }
         other => panic!("unexpected entries {other:?}"),
     }
-    assert!(report.intent.seq < report.outcome.seq);
+    assert!(report.intent_entry().seq < report.outcome_entry().seq);
+    assert_eq!(report.kind(), CallKind::Ok);
 }
 
 #[tokio::test]
@@ -150,10 +152,11 @@ async fn a_denied_call_runs_zero_times_and_is_not_retried() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids.is_empty()),
+        matches!(err.outcome(), Some(CallOutcome::Denied { policy_ids, .. }) if policy_ids.is_empty()),
         "{err}"
     );
-    assert_eq!(err.exit_code(), 3);
+    assert_eq!(err.kind(), CallKind::Denied);
+    assert_eq!(err.report().map(|r| r.attempts()), Some(0));
     assert!(f.runs().is_empty());
     let entries = f.entries();
     assert_eq!(
@@ -180,9 +183,11 @@ async fn a_forbid_on_a_class_group_denies_with_its_policy_id() {
         .call("alice", "t_write", json!({"counter": f.counter()}))
         .await
         .unwrap_err();
-    match err {
-        CallError::Denied { policy_ids, .. } => assert_eq!(policy_ids, ["forbid-supersede-class"]),
-        e => panic!("{e}"),
+    match err.outcome() {
+        Some(CallOutcome::Denied { policy_ids, .. }) => {
+            assert_eq!(policy_ids, &["forbid-supersede-class"])
+        }
+        _ => panic!("{err}"),
     }
     assert!(f.runs().is_empty());
 }
@@ -199,7 +204,7 @@ async fn a_policy_on_the_payload_denies() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["bound-note-length"]),
+        matches!(err.outcome(), Some(CallOutcome::Denied { policy_ids, .. }) if policy_ids == &["bound-note-length"]),
         "{err}"
     );
     assert!(f.runs().is_empty());
@@ -217,9 +222,9 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
         )
         .await
         .unwrap_err();
-    match &err {
-        CallError::Failed { attempts, .. } => assert_eq!(*attempts, 3),
-        e => panic!("{e}"),
+    match err.outcome() {
+        Some(CallOutcome::Failed { .. }) => assert_eq!(err.report().map(|r| r.attempts()), Some(3)),
+        _ => panic!("{err}"),
     }
     let runs = f.runs();
     assert_eq!(runs.len(), 3);
@@ -277,17 +282,21 @@ async fn a_permanent_failure_is_not_retried() {
         .call("alice", "t_fail", json!({"counter": f.counter()}))
         .await
         .unwrap_err();
-    match &err {
-        CallError::Failed {
-            attempts, call_id, ..
-        } => {
-            assert_eq!(*attempts, 1);
-            let o = outcome_of(&f.entries(), call_id);
+    match err.report() {
+        Some(r) if matches!(r.outcome(), CallOutcome::Failed { .. }) => {
+            assert_eq!(r.attempts(), 1);
+            let o = outcome_of(&f.entries(), r.call_id());
             assert_eq!(o.attempts[0].error_class.as_deref(), Some("permanent"));
+            // The report names the very outcome entry that records the failure.
+            let entry = f
+                .entries()
+                .into_iter()
+                .find(|e| e.seq == r.outcome_entry().seq);
+            assert_eq!(entry.map(|e| e.hash), Some(r.outcome_entry().hash.clone()));
         }
-        e => panic!("{e}"),
+        _ => panic!("{err}"),
     }
-    assert_eq!(err.exit_code(), 5);
+    assert_eq!(err.kind(), CallKind::Failed);
 }
 
 #[tokio::test]
@@ -318,7 +327,7 @@ async fn proposals_that_deviate_from_the_schema_never_run() {
     ];
     for (tool, payload, pointer, keyword) in cases {
         match f.call("alice", tool, payload.clone()).await {
-            Err(CallError::InputRejected(v)) => {
+            Err(NoOutput::Refused(CallError::InputRejected(v))) => {
                 assert!(
                     v.iter()
                         .any(|v| v.pointer == pointer && v.keyword == keyword),
@@ -329,7 +338,7 @@ async fn proposals_that_deviate_from_the_schema_never_run() {
         }
     }
     assert!(
-        matches!(f.call("alice", "t_nope", json!({})).await, Err(CallError::UnknownTool(n)) if n == "t_nope")
+        matches!(f.call("alice", "t_nope", json!({})).await, Err(NoOutput::Refused(CallError::UnknownTool(n))) if n == "t_nope")
     );
     assert!(f.runs().is_empty());
     assert!(
@@ -344,7 +353,7 @@ async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked
     let payload = json!({"counter": f.counter(), "note": null});
     assert!(matches!(
         f.call("alice", "t_count", payload.clone()).await,
-        Err(CallError::InputRejected(_))
+        Err(NoOutput::Refused(CallError::InputRejected(_)))
     ));
     let opts = CallOptions {
         openai_strict_nulls: true,
@@ -355,7 +364,7 @@ async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked
         .call(&Principal::agent("alice"), "t_count", payload, opts)
         .await
         .unwrap();
-    assert_eq!(r.output, json!({"count": 1}));
+    assert_eq!(r.output(), Some(&json!({"count": 1})));
     let bad = json!({"counter": null});
     let opts = CallOptions {
         openai_strict_nulls: true,
@@ -376,19 +385,16 @@ async fn an_output_violation_is_recorded_and_never_returned_nor_retried() {
         .call("alice", "t_bad_output", json!({"counter": f.counter()}))
         .await
         .unwrap_err();
-    let call_id = match &err {
-        CallError::OutputRejected {
-            call_id,
-            violations,
-        } => {
+    let call_id = match err.outcome() {
+        Some(CallOutcome::OutputRejected { violations }) => {
             assert!(violations
                 .iter()
                 .any(|v| v.keyword == "additionalProperties" || v.keyword == "required"));
-            call_id.clone()
+            err.call_id().unwrap_or_default().to_string()
         }
-        e => panic!("{e}"),
+        _ => panic!("{err}"),
     };
-    assert_eq!(err.exit_code(), 6);
+    assert_eq!(err.kind(), CallKind::OutputRejected);
     let o = outcome_of(&f.entries(), &call_id);
     assert_eq!(o.result, CallResult::OutputRejected);
     assert_eq!(o.attempts.len(), 1);
@@ -409,7 +415,7 @@ async fn url_rules_cannot_be_fooled_and_one_bad_element_denies_the_bulk_call() {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]),
+            matches!(err.outcome(), Some(CallOutcome::Denied { policy_ids, .. }) if policy_ids == &["forbid-linkedin-pages"]),
             "{url}: {err}"
         );
     }
@@ -424,7 +430,7 @@ async fn url_rules_cannot_be_fooled_and_one_bad_element_denies_the_bulk_call() {
     let bulk = json!({"counter": c, "urls": ["https://example.com/a", "https://www.linkedin.com/b", "https://example.org/"]});
     let err = f.call("alice", "t_bulk", bulk).await.unwrap_err();
     assert!(
-        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-linkedin-pages"]),
+        matches!(err.outcome(), Some(CallOutcome::Denied { policy_ids, .. }) if policy_ids == &["forbid-linkedin-pages"]),
         "{err}"
     );
     f.call(
@@ -449,9 +455,12 @@ async fn a_timeout_kills_the_tree_and_is_retried_within_budget() {
         )
         .await
         .unwrap_err();
-    match &err {
-        CallError::TimedOut { attempts, .. } => assert_eq!(*attempts, 2),
-        e => panic!("{e}"),
+    match err.outcome() {
+        Some(CallOutcome::TimedOut { .. }) => {
+            assert_eq!(err.report().map(|r| r.attempts()), Some(2));
+            assert_eq!(err.kind(), CallKind::TimedOut);
+        }
+        _ => panic!("{err}"),
     }
     let pid = fs::read_to_string(&pidfile).unwrap();
     // SIGKILL is delivered asynchronously: allow the kernel a moment to finish the process.
@@ -665,9 +674,10 @@ async fn a_secret_straddling_the_stderr_bound_is_not_half_kept() {
             )
             .await
             .unwrap_err();
-        let CallError::Failed { call_id, .. } = &err else {
+        let Some(CallOutcome::Failed { .. }) = err.outcome() else {
             panic!("not a failure: {err:?}")
         };
+        let call_id = err.call_id().unwrap_or_default();
         let outcome = outcome_of(&f.entries(), call_id);
         let stderr = outcome.attempts[0].stderr.as_deref().unwrap_or_default();
         assert!(stderr.starts_with(&"x".repeat(pad)), "{straddle}");
@@ -712,7 +722,10 @@ async fn a_ledger_that_cannot_be_written_stops_the_call_before_execution() {
         .call("alice", "t_count", json!({"counter": f.counter()}))
         .await
         .unwrap_err();
-    assert!(matches!(err, CallError::LedgerUnavailable(_)), "{err}");
+    assert!(
+        matches!(err, NoOutput::Refused(CallError::LedgerUnavailable(_))),
+        "{err}"
+    );
     assert!(
         f.runs().is_empty(),
         "nothing ran without its intent on record"

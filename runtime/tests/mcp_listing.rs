@@ -111,7 +111,7 @@ fn a_hidden_tool_is_never_permitted() {
             for record in &reg.records {
                 let allowed_somewhere = payloads
                     .iter()
-                    .any(|payload| authorizer.authorize(&p, &record.tool_id, payload).allowed);
+                    .any(|payload| authorizer.authorize(&p, &record.tool_id, payload).allowed());
                 let listed = l
                     .visibility(&p, &record.tool_id)
                     .expect("known tool")

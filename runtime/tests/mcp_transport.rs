@@ -18,7 +18,7 @@ use escepine_runtime::executor::{ExecError, Executor, Invocation};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::secrets::MapSecrets;
-use escepine_runtime::{CallError, Runtime};
+use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
 use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::{json, Value};
 
@@ -89,15 +89,10 @@ async fn the_demo_mcp_server_runs_as_governed_tools() {
         .dispatch(&agent(), "lookup_city", json!({ "city": "Atlantis" }))
         .await
         .expect_err("unknown city");
-    let CallError::Failed {
-        attempts,
-        last_error,
-        ..
-    } = &err
-    else {
+    let Some(CallOutcome::Failed { last_error }) = err.outcome() else {
         panic!("not a failure: {err:?}")
     };
-    assert_eq!(*attempts, 1);
+    assert_eq!(err.report().map(|r| r.attempts()), Some(1));
     assert!(
         last_error.contains("unknown city `Atlantis`"),
         "{last_error}"
@@ -112,7 +107,10 @@ async fn the_demo_mcp_server_runs_as_governed_tools() {
         )
         .await
         .expect_err("unknown field");
-    assert!(matches!(err, CallError::InputRejected(_)), "{err:?}");
+    assert!(
+        matches!(err, NoOutput::Refused(CallError::InputRejected(_))),
+        "{err:?}"
+    );
     let err = rt
         .dispatch(
             &Principal::agent("mallory"),
@@ -121,7 +119,7 @@ async fn the_demo_mcp_server_runs_as_governed_tools() {
         )
         .await
         .expect_err("mallory");
-    let CallError::Denied { policy_ids, .. } = &err else {
+    let Some(CallOutcome::Denied { policy_ids, .. }) = err.outcome() else {
         panic!("not a denial: {err:?}")
     };
     assert_eq!(policy_ids, &["forbid-mallory".to_string()]);
@@ -214,7 +212,7 @@ async fn a_secret_straddling_the_error_text_bound_is_not_half_kept() {
             )
             .await
             .expect_err("leak fails");
-        let CallError::Failed { last_error, .. } = &err else {
+        let Some(CallOutcome::Failed { last_error }) = err.outcome() else {
             panic!("not a failure: {err:?}")
         };
         let after = last_error.rfind('x').map_or("", |at| &last_error[at + 1..]);
@@ -453,7 +451,7 @@ async fn a_server_exiting_before_it_answers_names_its_stderr_in_the_error_and_th
             .dispatch(&agent(), tool, json!({}))
             .await
             .expect_err(tool);
-        let CallError::Failed { last_error, .. } = &err else {
+        let Some(CallOutcome::Failed { last_error }) = err.outcome() else {
             panic!("{tool}: not a failure: {err:?}")
         };
         assert!(last_error.contains(ended), "{tool}: {last_error}");

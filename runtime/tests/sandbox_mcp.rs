@@ -15,7 +15,7 @@ use escepine_runtime::executor::{ExecError, Execution, ProcessExecutor};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::sandbox::SandboxExecutor;
-use escepine_runtime::{CallError, Runtime};
+use escepine_runtime::{CallOutcome, Runtime};
 use sandbox_support::{
     executor, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot, MapResolver,
     UID_RANGE,
@@ -83,7 +83,7 @@ async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
         .dispatch(&agent, "lookup_city", json!({ "city": "Atlantis" }))
         .await
         .expect_err("unknown city");
-    let CallError::Failed { last_error, .. } = &err else {
+    let Some(CallOutcome::Failed { last_error }) = err.outcome() else {
         panic!("not a failure: {err:?}")
     };
     assert!(
@@ -390,7 +390,7 @@ async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refuse
         .dispatch(&agent, "echo_text", json!({ "text": "again" }))
         .await
         .expect_err("a changed definition");
-    let CallError::Failed { last_error, .. } = &err else {
+    let Some(CallOutcome::Failed { last_error }) = err.outcome() else {
         panic!("not a failure: {err:?}")
     };
     assert!(

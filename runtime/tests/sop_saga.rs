@@ -98,7 +98,17 @@ async fn two_writes_then_a_failure_compensate_in_reverse_order() {
 
     assert_eq!(out.status, RunStatus::Compensated);
     assert_eq!(out.state.as_deref(), Some("boom"));
-    assert_eq!(out.failure.as_ref().unwrap().kind, FailureKind::Failed);
+    let failure = out.failure.as_ref().unwrap();
+    assert_eq!(failure.kind, FailureKind::Failed);
+    let failed_call = failure
+        .call_id
+        .as_deref()
+        .expect("the failed call is named");
+    assert_eq!(
+        failure.outcome.as_ref(),
+        Some(&f.outcome(failed_call).1),
+        "the failed step keeps its call's outcome entry hash"
+    );
     assert!(
         f.store.items().is_empty(),
         "the store ends as before the run"
@@ -258,8 +268,13 @@ async fn a_denied_step_halts_with_the_policy_ids_and_the_tool_never_runs() {
         .unwrap();
     assert_eq!(denied.decision, "deny");
     assert_eq!(denied.policy_ids, ["no-forbidden-key"]);
-    let (o, _) = f.outcome(&denied.call_id);
+    let (o, outcome_hash) = f.outcome(&denied.call_id);
     assert_eq!(o.result, CallResult::Denied);
+    assert_eq!(
+        failure.outcome.as_ref(),
+        Some(&outcome_hash),
+        "the failure names the outcome entry of the denied call"
+    );
     assert!(
         o.attempts.is_empty(),
         "a DENY is never attempted, never retried"
@@ -274,6 +289,7 @@ async fn a_denied_step_halts_with_the_policy_ids_and_the_tool_never_runs() {
         .unwrap();
     assert_eq!(step_failed.failure.policy_ids, ["no-forbidden-key"]);
     assert_eq!(step_failed.failure.call_id.as_ref(), Some(&denied.call_id));
+    assert_eq!(step_failed.failure.outcome.as_ref(), Some(&outcome_hash));
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use escepine_contract::{Principal, SopStep, Tool};
 use escepine_runtime::ledger::BoxFuture;
 use escepine_runtime::sop::{Planner, PlannerError, StepRequest};
-use escepine_runtime::{CallError, CallOptions, Runtime};
+use escepine_runtime::{CallOptions, CallOutcome, Runtime};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -201,47 +201,52 @@ impl ResearchPlanner {
                 ..CallOptions::default()
             };
             let tool = firecrawl_scrape::Tool::CONTRACT.id;
-            match self
+            let report = match self
                 .runtime
                 .call(&self.principal, tool, payload, opts)
                 .await
             {
-                Ok(report) => {
-                    let out: firecrawl_scrape::Output = serde_json::from_value(report.output)
+                Ok(report) => report,
+                Err(e) => {
+                    self.progress.line(format_args!("  read {url} ✗ {e}"));
+                    nb.failed.push((url, e.to_string()));
+                    continue;
+                }
+            };
+            match report.outcome() {
+                CallOutcome::Ok(output) => {
+                    let out: firecrawl_scrape::Output = serde_json::from_value(output.clone())
                         .map_err(|e| PlannerError::Other(format!("output for {url}: {e}")))?;
+                    let outcome = report.outcome_entry().hash.clone();
                     self.progress.line(format_args!(
                         "  read {url} ✓ {} ({} chars), outcome entry {}…",
                         out.status_code,
                         out.markdown.len(),
-                        report.outcome.hash.get(..12).unwrap_or_default()
+                        outcome.get(..12).unwrap_or_default()
                     ));
                     nb.reads.push(Reading {
                         url,
                         title: out.title.unwrap_or(hit.title),
                         markdown: out.markdown,
-                        call_id: report.call_id,
-                        outcome: report.outcome.hash,
+                        call_id: report.call_id().to_string(),
+                        outcome,
                         via: "further",
                     });
                 }
-                Err(CallError::Denied {
-                    call_id,
-                    policy_ids,
-                    ..
-                }) => {
+                CallOutcome::Denied { policy_ids, .. } => {
                     self.progress.line(format_args!(
                         "  read {url} ✗ DENIED by [{}]: nothing was sent",
                         policy_ids.join(", ")
                     ));
                     nb.denied.push(Denial {
                         url,
-                        call_id,
-                        policy_ids,
+                        call_id: report.call_id().to_string(),
+                        policy_ids: policy_ids.clone(),
                     });
                 }
-                Err(e) => {
-                    self.progress.line(format_args!("  read {url} ✗ {e}"));
-                    nb.failed.push((url, e.to_string()));
+                _ => {
+                    self.progress.line(format_args!("  read {url} ✗ {report}"));
+                    nb.failed.push((url, report.to_string()));
                 }
             }
         }

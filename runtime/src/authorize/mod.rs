@@ -95,20 +95,14 @@ pub enum AuthorizeError {
     },
 }
 
-/// The outcome of authorizing one call.
+/// The outcome of authorizing one call. Only the [`Authorizer`] makes one; read it through
+/// its accessors.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Decision {
-    /// Whether the call may proceed: every request was allowed, without evaluation errors.
-    pub allowed: bool,
-    /// The determining policies, sorted and deduplicated across the call's requests: the
-    /// permits that allowed, on allow; on deny, the forbids that were satisfied and the
-    /// policies whose evaluation failed (empty for a default deny: nothing permitted).
-    pub policy_ids: Vec<String>,
-    /// Why the call was denied: the denied request (the call, or the element and its URL),
-    /// evaluation errors, URLs without facts, values Cedar cannot hold. Empty on allow.
-    pub reasons: Vec<String>,
-    /// How many Cedar requests were evaluated.
-    pub requests: usize,
+    allowed: bool,
+    policy_ids: Vec<String>,
+    reasons: Vec<String>,
+    requests: usize,
 }
 
 impl Decision {
@@ -119,6 +113,38 @@ impl Decision {
             reasons: vec![reason],
             requests: 0,
         }
+    }
+
+    /// Whether the call may proceed: every request was allowed, without evaluation errors.
+    pub fn allowed(&self) -> bool {
+        self.allowed
+    }
+
+    /// `allow` or `deny`, as the intent records it.
+    pub fn as_str(&self) -> &'static str {
+        if self.allowed {
+            "allow"
+        } else {
+            "deny"
+        }
+    }
+
+    /// The determining policies, sorted and deduplicated across the call's requests: the
+    /// permits that allowed, on allow; on deny, the forbids that were satisfied and the
+    /// policies whose evaluation failed (empty for a default deny: nothing permitted).
+    pub fn policy_ids(&self) -> &[String] {
+        &self.policy_ids
+    }
+
+    /// Why the call was denied: the denied request (the call, or the element and its URL),
+    /// evaluation errors, URLs without facts, values Cedar cannot hold. Empty on allow.
+    pub fn reasons(&self) -> &[String] {
+        &self.reasons
+    }
+
+    /// How many Cedar requests were evaluated.
+    pub fn requests(&self) -> usize {
+        self.requests
     }
 }
 

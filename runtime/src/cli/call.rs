@@ -11,7 +11,7 @@ use crate::ledger::sqlite::SqliteLedger;
 use crate::ledger::Durability;
 use crate::overlay::Overlay;
 use crate::stages::CallOptions;
-use crate::Runtime;
+use crate::{CallKind, Runtime};
 
 /// Arguments of `escepine call`.
 #[derive(Debug, clap::Args)]
@@ -55,7 +55,7 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
         Ok(v) => v,
         Err(e) => {
             let _ = writeln!(io.err, "error: --input is not JSON: {e}");
-            return 4;
+            return exit::call(CallKind::InputRejected);
         }
     };
     let registry = match registry_build::load(&args.registry.sources()) {
@@ -76,9 +76,13 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
         }
     };
     let result = rt.block_on(async {
-        let ledger =
-            SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| (5, e.to_string()))?;
-        let executor = args.run.executor(&registry).await.map_err(|e| (5, e))?;
+        let ledger = SqliteLedger::open(&args.ledger, Durability::Full)
+            .map_err(|e| (exit::call(CallKind::LedgerUnavailable), e.to_string()))?;
+        let executor = args
+            .run
+            .executor(&registry)
+            .await
+            .map_err(|e| (exit::call(CallKind::Failed), e))?;
         let secrets = args.run.secrets().map_err(|e| (exit::INVALID, e))?;
         let mut builder = Runtime::builder(registry)
             .ledger(Arc::new(ledger))
@@ -105,12 +109,20 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
         runtime
             .call(&principal, &args.tool, payload, opts)
             .await
-            .map_err(|e| (e.exit_code(), e.to_string()))
+            .map_err(|e| (exit::call(e.kind()), e.to_string()))
     });
     match result {
         Ok(report) => {
-            let _ = writeln!(io.out, "{}", report.output);
-            exit::OK
+            let code = exit::call(report.kind());
+            match report.output() {
+                Some(output) => {
+                    let _ = writeln!(io.out, "{output}");
+                }
+                None => {
+                    let _ = writeln!(io.err, "error: {report}");
+                }
+            }
+            code
         }
         Err((code, msg)) => {
             let _ = writeln!(io.err, "error: {msg}");

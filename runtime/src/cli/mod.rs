@@ -25,6 +25,48 @@ pub mod exit {
     pub const INVALID: i32 = 1;
     /// Bad usage.
     pub const USAGE: i32 = 2;
+
+    use crate::CallKind;
+
+    /// The exit status of `escepine call` for a call that ended with `kind` — the one place it
+    /// is decided: 0 ok, 3 denied, 4 input rejected or unknown tool (or a typed client that
+    /// does not match), 5 failed, timed out or ledger unavailable, 6 output rejected.
+    pub const fn call(kind: CallKind) -> i32 {
+        match kind {
+            CallKind::Ok => OK,
+            CallKind::Denied => 3,
+            CallKind::UnknownTool | CallKind::InputRejected | CallKind::ClientMismatch => 4,
+            CallKind::Failed | CallKind::TimedOut | CallKind::LedgerUnavailable => 5,
+            CallKind::OutputRejected => 6,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_kind_has_the_contracts_exit_status() {
+            let codes: Vec<(&str, i32)> = CallKind::ALL
+                .iter()
+                .map(|k| (k.as_str(), call(*k)))
+                .collect();
+            assert_eq!(
+                codes,
+                [
+                    ("ok", 0),
+                    ("denied", 3),
+                    ("failed", 5),
+                    ("timed_out", 5),
+                    ("output_rejected", 6),
+                    ("unknown_tool", 4),
+                    ("input_rejected", 4),
+                    ("ledger_unavailable", 5),
+                    ("client_mismatch", 4),
+                ]
+            );
+        }
+    }
 }
 
 /// The governed tool registry: check, bind and run registered tools.

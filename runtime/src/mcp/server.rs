@@ -10,7 +10,8 @@
 //!   `structuredContent` — a client may validate any `structuredContent` against the tool's
 //!   `outputSchema`, error or not (the TypeScript SDK does), and an error is not an output —
 //!   whose content is the message, then the details as JSON text, the same details being in
-//!   `_meta` under [`ERROR_META`]: `{"error": {"kind", "message", …}}` ([`error_body`]):
+//!   `_meta` under [`ERROR_META`]: `{"error": {"kind", "message", …}}` ([`report_body`],
+//!   [`refusal_body`]; the kind is the call's [`CallKind`], mapped to a reply by [`reply`]):
 //!   `denied` with `call_id`, `policy_ids` and `reasons`; `input_rejected` with `violations`
 //!   (`pointer`, `keyword`, `message`); `timed_out`, `failed`, `output_rejected` (pointers and
 //!   keywords only — the rejected output never reaches the caller), `ledger_unavailable`. A tool
@@ -50,6 +51,7 @@ use super::sessions::{named_session, SessionOwners};
 use super::tokens::Tokens;
 use crate::error::CallError;
 use crate::export;
+use crate::report::{CallKind, CallOutcome, CallReport};
 use crate::stages::CallOptions;
 use crate::Runtime;
 
@@ -142,7 +144,8 @@ impl GovernedServer {
             .collect()
     }
 
-    /// One `tools/call` for `principal`: the governed path, its end as an MCP result.
+    /// One `tools/call` for `principal`: the governed path, its end as an MCP result (see
+    /// [`reply`] for which end becomes what).
     ///
     /// # Errors
     /// An [`ErrorData`] (invalid params) for a tool the registry does not hold.
@@ -153,31 +156,30 @@ impl GovernedServer {
         arguments: Option<Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
         let payload = Value::Object(arguments.unwrap_or_default());
-        match self
+        let result = self
             .runtime
             .call(principal, name, payload, CallOptions::default())
-            .await
-        {
-            Ok(report) => {
+            .await;
+        let (kind, message, body) = match &result {
+            Ok(report) => (report.kind(), report.to_string(), report_body(report)),
+            Err(e) => (e.kind(), e.to_string(), refusal_body(e)),
+        };
+        match (reply(kind), result) {
+            (Reply::Structured, Ok(report)) => {
                 let mut meta = Map::new();
-                meta.insert(CALL_ID_META.into(), Value::from(report.call_id));
-                Ok(CallToolResult::structured(report.output).with_meta(Some(MetaObject(meta))))
+                meta.insert(CALL_ID_META.into(), Value::from(report.call_id()));
+                match report.into_output() {
+                    Ok(output) => {
+                        Ok(CallToolResult::structured(output).with_meta(Some(MetaObject(meta))))
+                    }
+                    Err(_) => Ok(tool_error(message, body)),
+                }
             }
-            Err(CallError::UnknownTool(tool)) => Err(ErrorData::invalid_params(
-                format!("unknown tool `{tool}`: not in the registry"),
-                Some(json!({ "tool": tool })),
+            (Reply::InvalidParams, _) => Err(ErrorData::invalid_params(
+                message,
+                Some(json!({ "tool": name })),
             )),
-            Err(e) => {
-                let body = error_body(&e);
-                let mut result = CallToolResult::error(vec![
-                    ContentBlock::text(e.to_string()),
-                    ContentBlock::text(body.to_string()),
-                ]);
-                let mut meta = Map::new();
-                meta.insert(ERROR_META.into(), body);
-                result.meta = Some(MetaObject(meta));
-                Ok(result)
-            }
+            _ => Ok(tool_error(message, body)),
         }
     }
 
@@ -193,61 +195,98 @@ impl GovernedServer {
     }
 }
 
-/// The details of an error result (its `_meta` [`ERROR_META`] and second text block):
-/// `{"error": {"kind", "message", …}}`.
-pub fn error_body(e: &CallError) -> Value {
-    let message = e.to_string();
-    let body = match e {
-        CallError::UnknownTool(tool) => {
-            json!({ "kind": "unknown_tool", "message": message, "tool": tool })
-        }
-        CallError::InputRejected(violations) => json!({
-            "kind": "input_rejected",
-            "message": message,
-            "violations": violations.iter().map(|v| json!({
-                "pointer": v.pointer, "keyword": v.keyword, "message": v.message,
-            })).collect::<Vec<_>>(),
-        }),
-        CallError::Denied {
-            call_id,
+/// A tool result with `isError: true`: the message, then the details as JSON text, the same
+/// details in `_meta` under [`ERROR_META`].
+fn tool_error(message: String, body: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![
+        ContentBlock::text(message),
+        ContentBlock::text(body.to_string()),
+    ]);
+    let mut meta = Map::new();
+    meta.insert(ERROR_META.into(), body);
+    result.meta = Some(MetaObject(meta));
+    result
+}
+
+/// How a call's end reaches an MCP client, by its [`CallKind`] — the one place the mapping is
+/// made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// A result with the output as `structuredContent` (`ok`).
+    Structured,
+    /// A JSON-RPC error, invalid params (`unknown_tool`, as MCP specifies for an unknown tool).
+    InvalidParams,
+    /// A tool result with `isError: true` and the details of [`report_body`] or
+    /// [`refusal_body`] (every other kind).
+    ToolError,
+}
+
+/// The reply for a call that ended with `kind`.
+pub const fn reply(kind: CallKind) -> Reply {
+    match kind {
+        CallKind::Ok => Reply::Structured,
+        CallKind::UnknownTool => Reply::InvalidParams,
+        CallKind::Denied
+        | CallKind::Failed
+        | CallKind::TimedOut
+        | CallKind::OutputRejected
+        | CallKind::InputRejected
+        | CallKind::LedgerUnavailable
+        | CallKind::ClientMismatch => Reply::ToolError,
+    }
+}
+
+/// The details of an error result for a call that got past its intent (its `_meta`
+/// [`ERROR_META`] and second text block): `{"error": {"kind", "message", "call_id", …}}`.
+pub fn report_body(report: &CallReport) -> Value {
+    let mut body = json!({
+        "kind": report.kind().as_str(),
+        "message": report.to_string(),
+        "call_id": report.call_id(),
+    });
+    let extra = match report.outcome() {
+        CallOutcome::Ok(_) => json!({}),
+        CallOutcome::Denied {
             policy_ids,
             reasons,
-        } => json!({
-            "kind": "denied", "message": message, "call_id": call_id,
-            "policy_ids": policy_ids, "reasons": reasons,
-        }),
-        CallError::TimedOut {
-            call_id,
-            attempts,
-            timeout_ms,
-        } => json!({
-            "kind": "timed_out", "message": message, "call_id": call_id,
-            "attempts": attempts, "timeout_ms": timeout_ms,
-        }),
-        CallError::Failed {
-            call_id, attempts, ..
-        } => json!({
-            "kind": "failed", "message": message, "call_id": call_id, "attempts": attempts,
-        }),
-        CallError::OutputRejected {
-            call_id,
-            violations,
-        } => json!({
+        } => json!({ "policy_ids": policy_ids, "reasons": reasons }),
+        CallOutcome::TimedOut { timeout_ms } => {
+            json!({ "attempts": report.attempts(), "timeout_ms": timeout_ms })
+        }
+        CallOutcome::Failed { .. } => json!({ "attempts": report.attempts() }),
+        CallOutcome::OutputRejected { violations } => json!({
             // The validator's messages may quote the rejected output: pointers and keywords only.
-            "kind": "output_rejected",
             "message": "the tool's output violates its output schema; it was recorded, not returned",
-            "call_id": call_id,
             "violations": violations.iter().map(|v| json!({
                 "pointer": v.pointer, "keyword": v.keyword,
             })).collect::<Vec<_>>(),
         }),
-        CallError::LedgerUnavailable(_) => {
-            json!({ "kind": "ledger_unavailable", "message": message })
-        }
-        CallError::Serde(_) => json!({ "kind": "serde", "message": message }),
-        CallError::ClientMismatch(_) => json!({ "kind": "client_mismatch", "message": message }),
     };
+    merge(&mut body, extra);
     json!({ "error": body })
+}
+
+/// The details of an error result for a call refused before its intent:
+/// `{"error": {"kind", "message", …}}`.
+pub fn refusal_body(e: &CallError) -> Value {
+    let mut body = json!({ "kind": e.kind().as_str(), "message": e.to_string() });
+    let extra = match e {
+        CallError::UnknownTool(tool) => json!({ "tool": tool }),
+        CallError::InputRejected(violations) => json!({
+            "violations": violations.iter().map(|v| json!({
+                "pointer": v.pointer, "keyword": v.keyword, "message": v.message,
+            })).collect::<Vec<_>>(),
+        }),
+        CallError::LedgerUnavailable(_) | CallError::ClientMismatch(_) => json!({}),
+    };
+    merge(&mut body, extra);
+    json!({ "error": body })
+}
+
+fn merge(body: &mut Value, extra: Value) {
+    if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+        body.extend(extra);
+    }
 }
 
 impl ServerHandler for GovernedServer {
@@ -463,7 +502,29 @@ fn refuse(why: &str) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::bearer;
+    use super::{bearer, refusal_body, reply, Reply};
+    use crate::{CallError, CallKind};
+
+    #[test]
+    fn only_ok_is_structured_and_only_an_unknown_tool_a_protocol_error() {
+        for kind in CallKind::ALL {
+            let expected = match kind {
+                CallKind::Ok => Reply::Structured,
+                CallKind::UnknownTool => Reply::InvalidParams,
+                _ => Reply::ToolError,
+            };
+            assert_eq!(reply(kind), expected, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_body_names_its_kind() {
+        let body = refusal_body(&CallError::ClientMismatch("other version".into()));
+        assert_eq!(body["error"]["kind"], "client_mismatch");
+        assert!(body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("other version")));
+    }
 
     #[test]
     fn bearer_values() {

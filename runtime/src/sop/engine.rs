@@ -15,15 +15,16 @@ use super::events::{
     StepFailed, StepFailure, StepStarted, StepSucceeded, Superseded, Undo,
 };
 use super::journal::{
-    denied_message, inconsistent, inverse_idempotency_key, journal_err, step_idempotency_key,
-    CallEnd, CallInfo, Cursor, Journal, RunState,
+    inconsistent, inverse_idempotency_key, journal_err, step_idempotency_key, CallEnd, CallInfo,
+    Cursor, Journal, RunState,
 };
 use super::planner::{Planner, StepRequest};
 use super::{saga, ExecutionState, Sop, State};
 use crate::error::CallError;
-use crate::ledger::{CallResult, Committed, Record, Transition};
+use crate::ledger::{Committed, Record, Transition};
 use crate::stages::CallOptions;
 use crate::Runtime;
+use crate::{CallKind, CallOutcome};
 
 /// Told of every escalation, as it is recorded (at least once: a run resumed after a crash
 /// between recording the escalation and ending the run tells its hooks again).
@@ -568,6 +569,7 @@ impl Engine {
                 message: format!("unknown tool `{}`: not in the registry", exec.tool),
                 call_id: None,
                 policy_ids: Vec::new(),
+                outcome: None,
             });
         };
         let data = st.data_value();
@@ -591,6 +593,7 @@ impl Engine {
                 message,
                 call_id: None,
                 policy_ids: Vec::new(),
+                outcome: None,
             })
         };
         match proposed {
@@ -631,95 +634,50 @@ impl Engine {
             compensates,
             ..CallOptions::default()
         };
-        let result = runtime
+        let report = match runtime
             .call(&st.principal, tool, payload.clone(), opts)
-            .await;
-        let mut info = CallInfo {
-            call_id: String::new(),
+            .await
+        {
+            Ok(report) => report,
+            Err(CallError::LedgerUnavailable(e)) => return Err(e.into()),
+            Err(refused) => {
+                // Refused before its intent: nothing recorded, no call to remember.
+                return Ok(Err(StepFailure {
+                    kind: FailureKind::of_call(refused.kind()).unwrap_or(FailureKind::Failed),
+                    message: refused.to_string(),
+                    call_id: None,
+                    policy_ids: Vec::new(),
+                    outcome: None,
+                }));
+            }
+        };
+        let (policy_ids, reasons) = match report.outcome() {
+            CallOutcome::Denied {
+                policy_ids,
+                reasons,
+            } => (policy_ids.clone(), reasons.clone()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let error = (report.kind() != CallKind::Ok).then(|| report.to_string());
+        let info = CallInfo {
+            call_id: report.call_id().to_string(),
             key,
             tool: tool.to_string(),
             class,
             input: payload,
-            policy_ids: Vec::new(),
-            reasons: Vec::new(),
-            end: None,
+            policy_ids,
+            reasons,
+            end: Some(CallEnd {
+                result: report.outcome().result(),
+                output: report.output().cloned(),
+                error,
+                outcome_hash: Some(report.outcome_entry().hash.clone()),
+            }),
         };
-        let (kind, message, call_id, end) = match result {
-            Ok(report) => {
-                info.call_id = report.call_id.clone();
-                info.end = Some(CallEnd {
-                    result: CallResult::Ok,
-                    output: Some(report.output),
-                    error: None,
-                    outcome_hash: Some(report.outcome.hash),
-                });
-                st.add_call(info);
-                return Ok(Ok(report.call_id));
-            }
-            Err(CallError::LedgerUnavailable(e)) => return Err(e.into()),
-            Err(CallError::UnknownTool(t)) => (
-                FailureKind::UnknownTool,
-                format!("unknown tool `{t}`: not in the registry"),
-                None,
-                None,
-            ),
-            Err(e @ CallError::InputRejected(_)) => {
-                (FailureKind::InputRejected, e.to_string(), None, None)
-            }
-            Err(CallError::Denied {
-                call_id,
-                policy_ids,
-                reasons,
-            }) => {
-                let message = denied_message(&policy_ids, &reasons);
-                info.policy_ids = policy_ids;
-                info.reasons = reasons;
-                (
-                    FailureKind::Denied,
-                    message,
-                    Some(call_id),
-                    Some(CallResult::Denied),
-                )
-            }
-            Err(e @ CallError::TimedOut { .. }) => (
-                FailureKind::TimedOut,
-                e.to_string(),
-                call_id_of(&e),
-                Some(CallResult::TimedOut),
-            ),
-            Err(e @ CallError::Failed { .. }) => (
-                FailureKind::Failed,
-                e.to_string(),
-                call_id_of(&e),
-                Some(CallResult::Failed),
-            ),
-            Err(e @ CallError::OutputRejected { .. }) => (
-                FailureKind::OutputRejected,
-                e.to_string(),
-                call_id_of(&e),
-                Some(CallResult::OutputRejected),
-            ),
-            Err(e @ (CallError::Serde(_) | CallError::ClientMismatch(_))) => {
-                (FailureKind::Failed, e.to_string(), None, None)
-            }
-        };
-        let failure = StepFailure {
-            kind,
-            message: message.clone(),
-            call_id: call_id.clone(),
-            policy_ids: info.policy_ids.clone(),
-        };
-        if let (Some(id), Some(result)) = (call_id, end) {
-            info.call_id = id;
-            info.end = Some(CallEnd {
-                result,
-                output: None,
-                error: Some(message),
-                outcome_hash: None,
-            });
-            st.add_call(info);
-        }
-        Ok(Err(failure))
+        // The step's result is read from the call as remembered, as on a resume.
+        let result = info.result();
+        st.add_call(info);
+        Ok(result.unwrap_or_else(|| Ok(report.call_id().to_string())))
     }
 
     /// Record the compensation plan (completed steps, most recent first).
@@ -823,6 +781,7 @@ impl Engine {
                                 message,
                                 call_id: None,
                                 policy_ids: Vec::new(),
+                                outcome: None,
                             }),
                         }
                     }
@@ -949,16 +908,6 @@ impl Engine {
             failure: st.failure.clone(),
             escalation: st.escalation.clone(),
         }
-    }
-}
-
-fn call_id_of(e: &CallError) -> Option<String> {
-    match e {
-        CallError::Denied { call_id, .. }
-        | CallError::TimedOut { call_id, .. }
-        | CallError::Failed { call_id, .. }
-        | CallError::OutputRejected { call_id, .. } => Some(call_id.clone()),
-        _ => None,
     }
 }
 

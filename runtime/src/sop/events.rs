@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ledger::Transition;
+use crate::report::CallKind;
 
 /// A run began: the SOP, its version and the principal it runs for.
 pub const RUN_STARTED: &str = "run_started";
@@ -164,6 +165,23 @@ pub enum FailureKind {
     CompensationMap,
 }
 
+impl FailureKind {
+    /// The failure kind of a call that ended with `kind`; `None` for a call that succeeded or
+    /// could not be recorded (the run stops on a ledger that is unavailable). A typed client's
+    /// mismatch is a failure of the step.
+    pub fn of_call(kind: CallKind) -> Option<Self> {
+        Some(match kind {
+            CallKind::Ok | CallKind::LedgerUnavailable => return None,
+            CallKind::Denied => Self::Denied,
+            CallKind::Failed | CallKind::ClientMismatch => Self::Failed,
+            CallKind::TimedOut => Self::TimedOut,
+            CallKind::OutputRejected => Self::OutputRejected,
+            CallKind::UnknownTool => Self::UnknownTool,
+            CallKind::InputRejected => Self::InputRejected,
+        })
+    }
+}
+
 /// Why a step or an inverse failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -178,6 +196,10 @@ pub struct StepFailure {
     /// For a DENY: the determining policies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy_ids: Vec<String>,
+    /// The hash of the call's outcome entry, for a call that got past its intent (denied,
+    /// failed, timed out, output rejected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
 }
 
 /// `step_failed`: the failure and the `on_failure` that applies.
@@ -453,6 +475,21 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calls_kind_is_the_steps_failure_kind_by_name() {
+        for kind in CallKind::ALL {
+            let failure = FailureKind::of_call(kind);
+            match kind {
+                CallKind::Ok | CallKind::LedgerUnavailable => assert_eq!(failure, None),
+                CallKind::ClientMismatch => assert_eq!(failure, Some(FailureKind::Failed)),
+                _ => {
+                    let name = serde_json::to_value(failure).expect("serialises");
+                    assert_eq!(name, kind.as_str(), "{kind}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn events_round_trip_through_transitions() {

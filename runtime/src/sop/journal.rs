@@ -17,9 +17,11 @@ use serde_json::{json, Map, Value};
 
 use super::error::SopRunError;
 use super::events::{
-    CompensationReason, Escalation, Event, PlanItem, RunStarted, RunStatus, StepFailure, Undo,
+    CompensationReason, Escalation, Event, FailureKind, PlanItem, RunStarted, RunStatus,
+    StepFailure, Undo,
 };
 use crate::ledger::{sha256_hex, CallResult, Entry, Ledger, Record};
+use crate::report::{denied_message, CallKind};
 
 /// The idempotency key of visit `visit` of `state` in `run_id`.
 pub fn step_idempotency_key(run_id: &str, state: &str, visit: u32) -> String {
@@ -148,45 +150,35 @@ pub(crate) struct CallEnd {
     pub result: CallResult,
     pub output: Option<Value>,
     pub error: Option<String>,
-    /// The hash of the outcome entry (known for every successful call).
+    /// The hash of the outcome entry.
     pub outcome_hash: Option<String>,
 }
 
 impl CallInfo {
-    /// The recorded end as a step result: the call id, or why it failed.
+    /// The recorded end as a step result: the call id, or why it failed (with the hash of
+    /// the outcome entry).
     pub(crate) fn result(&self) -> Option<Result<String, StepFailure>> {
-        use super::events::FailureKind as K;
         let end = self.end.as_ref()?;
-        let fail = |kind, message: String| {
-            Err(StepFailure {
-                kind,
-                message,
-                call_id: Some(self.call_id.clone()),
-                policy_ids: if kind == K::Denied {
-                    self.policy_ids.clone()
-                } else {
-                    Vec::new()
-                },
-            })
+        let kind = CallKind::of_result(end.result);
+        let Some(kind) = FailureKind::of_call(kind) else {
+            return Some(Ok(self.call_id.clone()));
         };
-        let error = end.error.clone().unwrap_or_default();
-        Some(match end.result {
-            CallResult::Ok => Ok(self.call_id.clone()),
-            CallResult::Denied => fail(K::Denied, denied_message(&self.policy_ids, &self.reasons)),
-            CallResult::Failed => fail(K::Failed, error),
-            CallResult::TimedOut => fail(K::TimedOut, error),
-            CallResult::OutputRejected => fail(K::OutputRejected, error),
-        })
+        let message = match kind {
+            FailureKind::Denied => denied_message(&self.policy_ids, &self.reasons),
+            _ => end.error.clone().unwrap_or_default(),
+        };
+        Some(Err(StepFailure {
+            kind,
+            message,
+            call_id: Some(self.call_id.clone()),
+            policy_ids: if kind == FailureKind::Denied {
+                self.policy_ids.clone()
+            } else {
+                Vec::new()
+            },
+            outcome: end.outcome_hash.clone(),
+        }))
     }
-}
-
-pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> String {
-    let mut m = format!("denied by policy [{}]", policy_ids.join(", "));
-    if !reasons.is_empty() {
-        m.push_str(": ");
-        m.push_str(&reasons.join("; "));
-    }
-    m
 }
 
 /// A step the run completed, as compensation needs it.

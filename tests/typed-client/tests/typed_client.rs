@@ -15,7 +15,7 @@ use std::sync::Arc;
 use escepine_contract::{CedarAction, Principal, Tool};
 use escepine_runtime::executor::ProcessExecutor;
 use escepine_runtime::ledger::{MemoryLedger, Record};
-use escepine_runtime::{CallError, Runtime};
+use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
 use path_tools::{t_count, t_write, Client};
 
 /// A runtime over the registry compiled into this test (`path_tools::REGISTRY`): no records
@@ -75,7 +75,7 @@ async fn the_typed_client_calls_through_the_governed_path() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&denied, CallError::Denied { policy_ids, .. } if policy_ids == &["forbid-supersede-class"]),
+        matches!(denied.outcome(), Some(CallOutcome::Denied { policy_ids, .. }) if policy_ids == &["forbid-supersede-class"]),
         "{denied}"
     );
     assert_eq!(
@@ -108,7 +108,7 @@ async fn the_typed_client_calls_through_the_governed_path() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, CallError::Denied { policy_ids, .. } if policy_ids == &["bound-note-length"]),
+        matches!(err.outcome(), Some(CallOutcome::Denied { policy_ids, .. }) if policy_ids == &["bound-note-length"]),
         "{err}"
     );
 
@@ -190,7 +190,7 @@ async fn a_client_compiled_from_another_contract_is_refused_before_anything_runs
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, CallError::ClientMismatch(_)),
+            matches!(&err, NoOutput::Refused(CallError::ClientMismatch(_))),
             "{what}: {err}"
         );
         assert!(err.to_string().contains("t_count"), "{what}: {err}");

@@ -13,7 +13,7 @@ use escepine_contract::Principal;
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::ledger::memory::MemoryLedger;
 use escepine_runtime::ledger::{CallResult, Record};
-use escepine_runtime::{CallError, CallOptions, Runtime};
+use escepine_runtime::{CallError, CallKind, CallOptions, CallOutcome, NoOutput, Runtime};
 use registry_build::{Registry, Sources};
 use serde_json::{json, Value};
 
@@ -74,7 +74,7 @@ impl Fixture {
         Self { _dir: dir, runtime }
     }
 
-    async fn call(&self, tool: &str, payload: Value) -> Result<Value, CallError> {
+    async fn call(&self, tool: &str, payload: Value) -> Result<Value, NoOutput> {
         self.runtime
             .call(
                 &Principal::agent("alice"),
@@ -82,8 +82,8 @@ impl Fixture {
                 payload,
                 CallOptions::default(),
             )
-            .await
-            .map(|r| r.output)
+            .await?
+            .into_output()
     }
 
     fn records(&self) -> Vec<Record> {
@@ -215,18 +215,18 @@ async fn cedar_sees_the_url_of_the_record_first_tool() {
         )
         .await
         .unwrap_err();
-    match err {
-        CallError::Denied { policy_ids, .. } => {
-            assert_eq!(policy_ids, ["url-normalize-web-only"]);
+    match err.outcome() {
+        Some(CallOutcome::Denied { policy_ids, .. }) => {
+            assert_eq!(policy_ids, &["url-normalize-web-only"]);
         }
-        other => panic!("expected a denial, got {other}"),
+        _ => panic!("expected a denial, got {err}"),
     }
     // A URL without a host has no URL facts for Cedar: denied as well (no policy allows it).
     let err = f
         .call("url_normalize", json!({"url": "file:///etc/passwd"}))
         .await
         .unwrap_err();
-    assert!(matches!(err, CallError::Denied { .. }), "{err}");
+    assert_eq!(err.kind(), CallKind::Denied, "{err}");
     assert!(f.records().iter().all(|r| match r {
         Record::Outcome(o) => o.result == CallResult::Denied && o.attempts.is_empty(),
         _ => true,
@@ -245,7 +245,7 @@ async fn the_input_gate_holds_the_derived_schema() {
     ] {
         let err = f.call("text_stats", bad.clone()).await.unwrap_err();
         assert!(
-            matches!(err, CallError::InputRejected(_)),
+            matches!(err, NoOutput::Refused(CallError::InputRejected(_))),
             "{bad}: expected an input rejection, got {err}"
         );
     }

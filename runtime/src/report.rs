@@ -1,0 +1,341 @@
+//! What a governed call ends with, as data: the [`CallReport`] of a call that got past its
+//! intent, its [`CallOutcome`], and the one classification, [`CallKind`], that tracing, MCP,
+//! the SOP engine and the command line all read.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::error::NoOutput;
+use crate::gate::Violation;
+use crate::ledger::{CallResult, Committed};
+
+/// How a governed call ended, in one word: the single classification every edge reads
+/// (the `error.type` of the call's span, the `kind` of an MCP error result, the SOP engine's
+/// failure kinds, the exit status of `escepine call`).
+///
+/// The first five are outcomes (the call got past its intent and its outcome is recorded);
+/// the last four are refusals ([`crate::CallError`]) before any intent was recorded, except
+/// [`CallKind::LedgerUnavailable`], which also ends a call whose outcome could not be committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// The output passed the output gate and was returned.
+    Ok,
+    /// Cedar denied the call; nothing ran.
+    Denied,
+    /// Every attempt failed, or a permanent failure stopped the retries.
+    Failed,
+    /// The last attempt outlived its timeout.
+    TimedOut,
+    /// The output violated the output schema; it was recorded, not returned.
+    OutputRejected,
+    /// The proposal names no registered tool; nothing ran or was recorded.
+    UnknownTool,
+    /// The payload deviates from the input schema; nothing ran or was recorded.
+    InputRejected,
+    /// The ledger could not be written.
+    LedgerUnavailable,
+    /// A typed client compiled from another contract than the registry holds.
+    ClientMismatch,
+}
+
+impl CallKind {
+    /// Every kind, in the order above.
+    pub const ALL: [Self; 9] = [
+        Self::Ok,
+        Self::Denied,
+        Self::Failed,
+        Self::TimedOut,
+        Self::OutputRejected,
+        Self::UnknownTool,
+        Self::InputRejected,
+        Self::LedgerUnavailable,
+        Self::ClientMismatch,
+    ];
+
+    /// The stable snake-case name: `ok`, `denied`, `failed`, `timed_out`, `output_rejected`,
+    /// `unknown_tool`, `input_rejected`, `ledger_unavailable`, `client_mismatch`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Denied => "denied",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+            Self::OutputRejected => "output_rejected",
+            Self::UnknownTool => "unknown_tool",
+            Self::InputRejected => "input_rejected",
+            Self::LedgerUnavailable => "ledger_unavailable",
+            Self::ClientMismatch => "client_mismatch",
+        }
+    }
+
+    /// The kind of a recorded outcome.
+    pub const fn of_result(result: CallResult) -> Self {
+        match result {
+            CallResult::Ok => Self::Ok,
+            CallResult::Denied => Self::Denied,
+            CallResult::Failed => Self::Failed,
+            CallResult::TimedOut => Self::TimedOut,
+            CallResult::OutputRejected => Self::OutputRejected,
+        }
+    }
+}
+
+impl fmt::Display for CallKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a call that got past its intent ended; recorded in its outcome entry before the call
+/// returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The output, scrubbed of the call's secrets and passed through the output gate.
+    Ok(Value),
+    /// Cedar denied the call; nothing ran, nothing was retried.
+    Denied {
+        /// The determining policies (empty for a default deny).
+        policy_ids: Vec<String>,
+        /// Evaluation errors, the denied element, … (scrubbed).
+        reasons: Vec<String>,
+    },
+    /// Every attempt failed, or a permanent failure stopped the retries.
+    Failed {
+        /// The last attempt's error (scrubbed).
+        last_error: String,
+    },
+    /// The last attempt outlived the tool's timeout.
+    TimedOut {
+        /// The tool's per-attempt bound.
+        timeout_ms: u64,
+    },
+    /// The output violates the output schema: recorded (its hash), never returned.
+    OutputRejected {
+        /// The violations (their messages may quote the rejected output).
+        violations: Vec<Violation>,
+    },
+}
+
+impl CallOutcome {
+    /// The outcome's kind.
+    pub const fn kind(&self) -> CallKind {
+        match self {
+            Self::Ok(_) => CallKind::Ok,
+            Self::Denied { .. } => CallKind::Denied,
+            Self::Failed { .. } => CallKind::Failed,
+            Self::TimedOut { .. } => CallKind::TimedOut,
+            Self::OutputRejected { .. } => CallKind::OutputRejected,
+        }
+    }
+
+    /// What the ledger records as the result.
+    pub const fn result(&self) -> CallResult {
+        match self {
+            Self::Ok(_) => CallResult::Ok,
+            Self::Denied { .. } => CallResult::Denied,
+            Self::Failed { .. } => CallResult::Failed,
+            Self::TimedOut { .. } => CallResult::TimedOut,
+            Self::OutputRejected { .. } => CallResult::OutputRejected,
+        }
+    }
+}
+
+/// A call that got past its intent: where its evidence is, and how it ended.
+///
+/// Only the runtime makes reports (the fields are private): a report names entries that were
+/// committed to the ledger.
+#[derive(Debug, Clone)]
+pub struct CallReport {
+    pub(crate) call_id: String,
+    pub(crate) idempotency_key: String,
+    pub(crate) outcome: CallOutcome,
+    pub(crate) intent: Committed,
+    pub(crate) outcome_entry: Committed,
+    pub(crate) attempts: u32,
+}
+
+impl CallReport {
+    /// The call id (its intent and outcome entries carry it).
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The idempotency key the call used.
+    pub fn idempotency_key(&self) -> &str {
+        &self.idempotency_key
+    }
+
+    /// How the call ended.
+    pub fn outcome(&self) -> &CallOutcome {
+        &self.outcome
+    }
+
+    /// The outcome's kind.
+    pub fn kind(&self) -> CallKind {
+        self.outcome.kind()
+    }
+
+    /// The gated output, for an [`CallOutcome::Ok`] call.
+    pub fn output(&self) -> Option<&Value> {
+        match &self.outcome {
+            CallOutcome::Ok(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The intent entry.
+    pub fn intent_entry(&self) -> &Committed {
+        &self.intent
+    }
+
+    /// The outcome entry (its hash is what an SOP step records).
+    pub fn outcome_entry(&self) -> &Committed {
+        &self.outcome_entry
+    }
+
+    /// Attempts made (0 for a denied call).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The outcome, the report's evidence dropped.
+    pub fn into_outcome(self) -> CallOutcome {
+        self.outcome
+    }
+
+    /// The output of an [`CallOutcome::Ok`] call; any other end as an error holding the
+    /// report.
+    ///
+    /// # Errors
+    /// [`NoOutput::Ended`] for every outcome but `Ok`.
+    pub fn into_output(self) -> Result<Value, NoOutput> {
+        match self.outcome {
+            CallOutcome::Ok(v) => Ok(v),
+            _ => Err(NoOutput::Ended(Box::new(self))),
+        }
+    }
+}
+
+/// The outcome in words: `ok`, `denied by policy [p]: reasons`, `failed after 2 attempt(s):
+/// …`, `timed out after 2 attempt(s) of 50 ms each`, `output rejected: …`.
+impl fmt::Display for CallReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let attempts = self.attempts;
+        match &self.outcome {
+            CallOutcome::Ok(_) => f.write_str("ok"),
+            CallOutcome::Denied {
+                policy_ids,
+                reasons,
+            } => f.write_str(&denied_message(policy_ids, reasons)),
+            CallOutcome::Failed { last_error } => {
+                write!(f, "failed after {attempts} attempt(s): {last_error}")
+            }
+            CallOutcome::TimedOut { timeout_ms } => write!(
+                f,
+                "timed out after {attempts} attempt(s) of {timeout_ms} ms each"
+            ),
+            CallOutcome::OutputRejected { violations } => {
+                write!(f, "output rejected: {}", violation_list(violations))
+            }
+        }
+    }
+}
+
+/// `denied by policy [a, b]: reason; reason` (the reasons part only when there are some).
+pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> String {
+    let mut m = format!("denied by policy [{}]", policy_ids.join(", "));
+    if !reasons.is_empty() {
+        m.push_str(": ");
+        m.push_str(&reasons.join("; "));
+    }
+    m
+}
+
+/// Violations joined by `; `.
+pub(crate) fn violation_list(v: &[Violation]) -> String {
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_are_stable_and_distinct() {
+        let names: Vec<&str> = CallKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ok",
+                "denied",
+                "failed",
+                "timed_out",
+                "output_rejected",
+                "unknown_tool",
+                "input_rejected",
+                "ledger_unavailable",
+                "client_mismatch"
+            ]
+        );
+        for r in [
+            CallResult::Ok,
+            CallResult::Denied,
+            CallResult::Failed,
+            CallResult::TimedOut,
+            CallResult::OutputRejected,
+        ] {
+            // The ledger's own name of a result is the kind's name.
+            let recorded = serde_json::to_value(r).unwrap();
+            assert_eq!(recorded, CallKind::of_result(r).as_str());
+        }
+    }
+
+    fn report(outcome: CallOutcome, attempts: u32) -> CallReport {
+        let entry = |seq: u64| Committed {
+            seq,
+            hash: format!("h{seq}"),
+        };
+        CallReport {
+            call_id: "c".into(),
+            idempotency_key: "k".into(),
+            outcome,
+            intent: entry(1),
+            outcome_entry: entry(2),
+            attempts,
+        }
+    }
+
+    #[test]
+    fn a_report_gives_its_output_only_when_ok() {
+        let ok = report(CallOutcome::Ok(serde_json::json!({"n": 1})), 1);
+        assert_eq!(ok.kind(), CallKind::Ok);
+        assert_eq!(ok.output(), Some(&serde_json::json!({"n": 1})));
+        assert_eq!(ok.into_output().unwrap(), serde_json::json!({"n": 1}));
+
+        let timed_out = report(CallOutcome::TimedOut { timeout_ms: 50 }, 2);
+        assert_eq!(
+            timed_out.to_string(),
+            "timed out after 2 attempt(s) of 50 ms each"
+        );
+        let err = timed_out.into_output().unwrap_err();
+        assert_eq!(err.kind(), CallKind::TimedOut);
+        assert_eq!(
+            err.report().map(|r| r.outcome_entry().hash.as_str()),
+            Some("h2")
+        );
+
+        let denied = report(
+            CallOutcome::Denied {
+                policy_ids: vec!["p".into()],
+                reasons: vec!["why".into()],
+            },
+            0,
+        );
+        assert_eq!(denied.to_string(), "denied by policy [p]: why");
+        assert_eq!(denied.outcome().result(), CallResult::Denied);
+    }
+}

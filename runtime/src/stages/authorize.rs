@@ -1,0 +1,123 @@
+//! Stage 3: Cedar authorization, and the admission after the intent that lets an allowed call
+//! on and ends a denied one.
+
+use serde_json::Value;
+
+use super::{CallContext, Ended};
+use crate::authorize::{Authorizer, Decision};
+use crate::report::CallOutcome;
+
+/// The decision on the gated payload (any evaluation error is a DENY). It is recorded in the
+/// span and, by the next stage, in the intent.
+pub(crate) fn authorize(
+    cx: &CallContext<'_>,
+    authorizer: &Authorizer,
+    payload: &Value,
+) -> Decision {
+    let decision = authorizer.authorize(cx.principal, &cx.tool.record.tool_id, payload);
+    let span = tracing::Span::current();
+    span.record("escepine.decision", decision.as_str());
+    span.record(
+        "escepine.policy_ids",
+        decision.policy_ids().join(",").as_str(),
+    );
+    decision
+}
+
+/// After the intent: an allowed call goes on; a denied one ends, with its policies and its
+/// reasons (scrubbed), never retried.
+pub(crate) fn admit(cx: &CallContext<'_>, decision: &Decision) -> Result<(), Ended> {
+    if decision.allowed() {
+        return Ok(());
+    }
+    Err(Ended {
+        outcome: CallOutcome::Denied {
+            policy_ids: decision.policy_ids().to_vec(),
+            reasons: decision
+                .reasons()
+                .iter()
+                .map(|r| cx.scrubber.text(r))
+                .collect(),
+        },
+        output_hash: None,
+        error: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::stages::testing::{alice, context, loaded, n_schema, record, Fixed};
+    use crate::stages::CallOptions;
+    use escepine_contract::Principal;
+
+    fn authorizer(records: &[registry_build::ToolRecord], policies: &str) -> Authorizer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("p.cedar"), policies).expect("policies written");
+        let binding = registry_build::cedar::bind(records, Some(dir.path()))
+            .unwrap_or_else(|d| panic!("policies bind: {d}"));
+        Authorizer::new(&binding, records, None).expect("authorizer")
+    }
+
+    #[test]
+    fn an_allowed_call_is_admitted_and_a_denied_one_ends_scrubbed() {
+        let mut rec = record("t", n_schema(), n_schema());
+        rec.secrets = vec!["KEY".into()];
+        let a = authorizer(
+            std::slice::from_ref(&rec),
+            "@id(\"alice-only\") permit(principal == Agent::\"alice\", action, resource);\n\
+             @id(\"no-big\") forbid(principal, action, resource) when { context.input.n > 5 };",
+        );
+        let tool = loaded(rec);
+        let opts = CallOptions::default();
+        let who = alice();
+        let secrets = Fixed(vec![("KEY", "s3cr3t")]);
+        let cx = context(&tool, &who, &opts, &secrets);
+
+        let d = authorize(&cx, &a, &json!({"n": 1}));
+        assert!(d.allowed(), "{d:?}");
+        assert_eq!(d.policy_ids(), ["alice-only"]);
+        assert_eq!(admit(&cx, &d), Ok(()));
+
+        let d = authorize(&cx, &a, &json!({"n": 6}));
+        assert_eq!(
+            (d.allowed(), d.policy_ids()),
+            (false, &["no-big".to_string()][..])
+        );
+        let ended = admit(&cx, &d).expect_err("denied");
+        assert!(
+            matches!(&ended.outcome, CallOutcome::Denied { policy_ids, .. } if policy_ids == &["no-big"])
+        );
+
+        let bob = Principal::agent("bob");
+        let cx = context(&tool, &bob, &opts, &secrets);
+        let d = authorize(&cx, &a, &json!({"n": 1}));
+        assert!(
+            !d.allowed() && d.policy_ids().is_empty(),
+            "a default deny: {d:?}"
+        );
+        assert!(admit(&cx, &d).is_err());
+    }
+
+    #[test]
+    fn denial_reasons_are_scrubbed_of_the_calls_secrets() {
+        let mut rec = record("t", n_schema(), n_schema());
+        rec.secrets = vec!["KEY".into()];
+        let tool = loaded(rec);
+        let (who, opts) = (alice(), CallOptions::default());
+        let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));
+        // A decision whose reason quotes the secret: the call of a tool named by it.
+        let a = authorizer(&[], "permit(principal, action, resource);");
+        let d = a.authorize(&who, "s3cr3t", &json!({}));
+        let ended = admit(&cx, &d).expect_err("unknown tool denied");
+        let CallOutcome::Denied { reasons, .. } = ended.outcome else {
+            panic!("denied");
+        };
+        assert!(
+            !reasons.is_empty() && reasons.iter().all(|r| !r.contains("s3cr3t")),
+            "{reasons:?}"
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! Stage 4: record the intent — committed before anything can execute.
+
+use serde_json::Value;
+
+use super::{retry, CallContext};
+use crate::authorize::Decision;
+use crate::error::CallError;
+use crate::ledger::{
+    canonical_json, sha256_hex, Committed, CredentialExemption, Intent, Ledger, Record,
+};
+
+/// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
+/// hash, the decision and its policies, the overlay, the deadline), committed; a ledger that
+/// cannot commit refuses the call before anything ran.
+pub(crate) async fn record(
+    cx: &CallContext<'_>,
+    ledger: &dyn Ledger,
+    payload: &Value,
+    decision: &Decision,
+) -> Result<Committed, CallError> {
+    Ok(ledger
+        .append(Record::Intent(intent(cx, payload, decision)))
+        .await?)
+}
+
+fn intent(cx: &CallContext<'_>, payload: &Value, decision: &Decision) -> Intent {
+    let record = &cx.tool.record;
+    let mut recorded = payload.clone();
+    cx.scrubber.value(&mut recorded);
+    let canonical = canonical_json(&recorded);
+    Intent {
+        call_id: cx.ids.call_id.clone(),
+        idempotency_key: cx.ids.idempotency_key.clone(),
+        run_id: cx.opts.run_id.clone(),
+        step: cx.opts.step.clone(),
+        compensates: cx.opts.compensates.clone(),
+        tool_id: record.tool_id.clone(),
+        tool_version: record.version.to_string(),
+        class: record.side_effect_class.as_str().to_string(),
+        principal: cx.principal.to_string(),
+        payload: recorded,
+        payload_hash: sha256_hex(canonical.as_bytes()),
+        decision: decision.as_str().to_string(),
+        policy_ids: decision.policy_ids().to_vec(),
+        reasons: decision
+            .reasons()
+            .iter()
+            .map(|r| cx.scrubber.text(r))
+            .collect(),
+        overlay: cx.tool.overlay.clone(),
+        deadline_ms: Some(retry::deadline(record).as_millis() as u64),
+        credential_exemptions: record
+            .credential_exemptions()
+            .into_iter()
+            .map(|e| CredentialExemption {
+                pointer: e.pointer,
+                reason: e.reason,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ledger::memory::MemoryLedger;
+    use crate::stages::testing::{alice, context, loaded, record as tool_record, Fixed};
+    use crate::stages::CallOptions;
+
+    #[tokio::test]
+    async fn the_intent_is_committed_scrubbed_with_the_decision_and_deadline() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "q": { "type": "string" } },
+            "required": ["q"],
+            "additionalProperties": false
+        });
+        let mut rec = tool_record("t", schema.clone(), schema);
+        rec.secrets = vec!["KEY".into()];
+        rec.timeout_ms = 100;
+        let tool = loaded(rec);
+        let who = alice();
+        let opts = CallOptions {
+            run_id: Some("r".into()),
+            step: Some("s".into()),
+            ..CallOptions::default()
+        };
+        let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));
+        let ledger = MemoryLedger::new();
+        let decision = Decision::default();
+        let entry = record(&cx, &ledger, &json!({"q": "a s3cr3t b"}), &decision)
+            .await
+            .expect("committed");
+        assert_eq!(entry.seq, 1);
+        let entries = ledger.entries().expect("readable");
+        let Record::Intent(i) = &entries[0].record else {
+            panic!("an intent");
+        };
+        assert_eq!((i.call_id.as_str(), i.idempotency_key.as_str()), ("c", "k"));
+        assert_eq!(
+            (i.run_id.as_deref(), i.step.as_deref()),
+            (Some("r"), Some("s"))
+        );
+        assert_eq!(i.decision, "deny");
+        assert!(!i.payload.to_string().contains("s3cr3t"), "{}", i.payload);
+        assert_eq!(
+            i.payload_hash,
+            sha256_hex(canonical_json(&i.payload).as_bytes())
+        );
+        assert_eq!(i.deadline_ms, Some(100));
+        assert_eq!(i.principal, "Agent::\"alice\"");
+    }
+}

@@ -1,0 +1,319 @@
+//! The governed call path: its stages, one job each, and [`run`], the one place they are
+//! composed.
+//!
+//! # The order
+//!
+//! Every call, no exceptions, in this order and no other:
+//!
+//! 1. [`resolve`]: the tool, by name (unknown → refused, nothing recorded). The
+//!    [`CallContext`] is built from it: ids, principal, options, the tool, its secrets and
+//!    their scrubber.
+//! 2. [`input::gate`]: the payload against the input schema (deviation → refused).
+//! 3. [`authorize::authorize`]: Cedar; a DENY is a decision, recorded, never retried.
+//! 4. [`intent::record`]: the intent is committed before anything can execute (a ledger that
+//!    cannot commit → refused). From here on every call ends with a recorded outcome.
+//!    [`authorize::admit`] then lets an allowed call on; a denied one ends here.
+//! 5. [`execute::execute`]: attempts in the executor, each bounded by the [`execute::Timeout`]
+//!    wrapper, repeated as the [`retry::Retry`] policy decides, within the call's deadline.
+//! 6. [`output::gate`]: the output scrubbed, then checked against the output schema.
+//! 7. [`outcome::record`]: the outcome is committed before control returns.
+//!
+//! # One shape
+//!
+//! Each stage is a function of the call context, the runtime part it uses, and the previous
+//! stage's product: `stage(cx, part, input) -> Result<output, stop>`. Before the intent a stop
+//! is a [`CallError`] (nothing was recorded); after it, an [`Ended`] call, whose outcome the
+//! last stage records.
+
+pub(crate) mod authorize;
+pub(crate) mod execute;
+pub(crate) mod input;
+pub(crate) mod intent;
+pub(crate) mod outcome;
+pub(crate) mod output;
+pub(crate) mod resolve;
+pub(crate) mod retry;
+#[cfg(test)]
+pub(crate) mod testing;
+
+use std::collections::{BTreeMap, HashMap};
+
+use escepine_contract::Principal;
+use registry_build::EgressEntry;
+use registry_build::ToolRecord;
+use serde_json::Value;
+
+use crate::authorize::Authorizer;
+use crate::error::CallError;
+use crate::executor::Executor;
+use crate::gate::SchemaGate;
+use crate::ledger::Ledger;
+use crate::report::{CallOutcome, CallReport};
+use crate::scrub::Scrubber;
+use crate::secrets::{self, SecretSource};
+
+pub(crate) use resolve::resolve;
+
+/// A registered tool with everything compiled once at start-up.
+pub(crate) struct LoadedTool {
+    /// The registered record.
+    pub(crate) record: ToolRecord,
+    /// The input gate (the record's input schema, compiled).
+    pub(crate) input_gate: SchemaGate,
+    /// The output gate (the record's output schema, compiled).
+    pub(crate) output_gate: SchemaGate,
+    /// Profile egress plus overlay entries.
+    pub(crate) egress: Vec<EgressEntry>,
+    /// The overlay entries in force, as recorded in intents.
+    pub(crate) overlay: Vec<String>,
+}
+
+/// What the caller asked for, beyond the tool and payload.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// The SOP run this call is a step of.
+    pub run_id: Option<String>,
+    /// The SOP state.
+    pub step: Option<String>,
+    /// Reuse this idempotency key (a resumed step); a fresh one otherwise.
+    pub idempotency_key: Option<String>,
+    /// The call this one compensates.
+    pub compensates: Option<String>,
+    /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
+    pub openai_strict_nulls: bool,
+}
+
+/// Identity of one call.
+#[derive(Debug, Clone)]
+pub(crate) struct CallIds {
+    /// Unique per call.
+    pub(crate) call_id: String,
+    /// The same across attempts (and across a resume).
+    pub(crate) idempotency_key: String,
+}
+
+impl CallIds {
+    /// Fresh ids (random 128-bit hex), reusing a given idempotency key.
+    pub(crate) fn new(idempotency_key: Option<String>) -> Self {
+        let call_id = random_id();
+        let idempotency_key = idempotency_key.unwrap_or_else(random_id);
+        Self {
+            call_id,
+            idempotency_key,
+        }
+    }
+}
+
+fn random_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    hex::encode(bytes)
+}
+
+/// Everything every stage of one call reads: who calls which tool, with what options, and the
+/// tool's secrets with the scrubber of exactly those values.
+pub(crate) struct CallContext<'a> {
+    /// The call's ids.
+    pub(crate) ids: CallIds,
+    /// The caller.
+    pub(crate) principal: &'a Principal,
+    /// The caller's options.
+    pub(crate) opts: &'a CallOptions,
+    /// The resolved tool.
+    pub(crate) tool: &'a LoadedTool,
+    /// The tool's declared secrets that the source has (never recorded).
+    pub(crate) secrets: BTreeMap<String, String>,
+    /// Scrubs those values from everything recorded, traced or returned.
+    pub(crate) scrubber: Scrubber,
+}
+
+impl<'a> CallContext<'a> {
+    /// The context of a call of `tool`, its secrets read from `source`.
+    pub(crate) fn new(
+        ids: CallIds,
+        principal: &'a Principal,
+        opts: &'a CallOptions,
+        tool: &'a LoadedTool,
+        source: &dyn SecretSource,
+    ) -> Self {
+        let secrets = secrets::resolve(source, &tool.record.secrets);
+        let scrubber = Scrubber::new(secrets.values().map(String::as_str));
+        Self {
+            ids,
+            principal,
+            opts,
+            tool,
+            secrets,
+            scrubber,
+        }
+    }
+}
+
+/// A call past its intent that has ended: the outcome and what its entry records besides.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ended {
+    /// How it ended.
+    pub(crate) outcome: CallOutcome,
+    /// SHA-256 of the canonical output, returned or rejected.
+    pub(crate) output_hash: Option<String>,
+    /// The error recorded (scrubbed).
+    pub(crate) error: Option<String>,
+}
+
+/// The runtime's parts the stages use.
+pub(crate) struct Parts<'a> {
+    /// The registered tools.
+    pub(crate) tools: &'a HashMap<String, LoadedTool>,
+    /// Cedar.
+    pub(crate) authorizer: &'a Authorizer,
+    /// The evidence ledger.
+    pub(crate) ledger: &'a dyn Ledger,
+    /// What runs each attempt.
+    pub(crate) executor: &'a dyn Executor,
+    /// Where secret values come from.
+    pub(crate) secrets: &'a dyn SecretSource,
+}
+
+/// One governed call: the stages in the order above. The span of the call (see [`span`]) is
+/// the caller's.
+pub(crate) async fn run(
+    parts: &Parts<'_>,
+    principal: &Principal,
+    name: &str,
+    payload: Value,
+    opts: &CallOptions,
+    ids: CallIds,
+) -> Result<CallReport, CallError> {
+    let tool = resolve(parts.tools, name)?; // 1
+    let cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
+    let payload = input::gate(&cx, payload)?; // 2
+    let decision = authorize::authorize(&cx, parts.authorizer, &payload); // 3
+    let intent = intent::record(&cx, parts.ledger, &payload, &decision).await?; // 4
+    let (attempts, ended) = match authorize::admit(&cx, &decision) {
+        Err(denied) => (Vec::new(), denied),
+        Ok(()) => {
+            let executed = execute::execute(&cx, parts.executor, &payload).await; // 5
+            let ended = match executed.result {
+                Ok(output) => output::gate(&cx, output), // 6
+                Err(ended) => ended,
+            };
+            (executed.attempts, ended)
+        }
+    };
+    let n = attempts.len() as u32;
+    let entry = outcome::record(&cx, parts.ledger, attempts, &ended).await?; // 7
+    Ok(CallReport {
+        call_id: cx.ids.call_id,
+        idempotency_key: cx.ids.idempotency_key,
+        outcome: ended.outcome,
+        intent,
+        outcome_entry: entry,
+        attempts: n,
+    })
+}
+
+/// The tracing span of one call, per the OpenTelemetry GenAI conventions; `error.type` is the
+/// [`crate::CallKind`] of a call that did not end `ok`.
+pub(crate) fn span(tool_id: &str, call_id: &str) -> tracing::Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = %format!("execute_tool {tool_id}"),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool_id,
+        gen_ai.tool.call.id = %call_id,
+        error.r#type = tracing::field::Empty,
+        escepine.decision = tracing::field::Empty,
+        escepine.policy_ids = tracing::field::Empty,
+    )
+}
+
+/// Records how the call ended, in its span and as an event inside it: for anything but `ok`,
+/// the span's `error.type` is the call's [`crate::CallKind`].
+pub(crate) fn trace_end(span: &tracing::Span, result: &Result<CallReport, CallError>) {
+    let _entered = span.enter();
+    let kind = match result {
+        Ok(r) => r.kind(),
+        Err(e) => e.kind(),
+    };
+    match result {
+        Ok(r) if kind == crate::CallKind::Ok => {
+            tracing::info!(attempts = r.attempts(), "tool call completed");
+        }
+        _ => {
+            span.record("error.type", kind.as_str());
+            let why = match result {
+                Ok(r) => r.to_string(),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(error.r#type = kind.as_str(), "tool call ended: {why}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Id, Record};
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+    use tracing_subscriber::Layer;
+
+    use super::*;
+    use crate::ledger::Committed;
+
+    /// Keeps every `error.type` recorded on a span.
+    #[derive(Clone, Default)]
+    struct ErrorTypes(Arc<Mutex<Vec<String>>>);
+
+    impl Visit for ErrorTypes {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "error.type" {
+                self.0.lock().unwrap().push(value.to_string());
+            }
+        }
+        fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for ErrorTypes {
+        fn on_record(&self, _: &Id, values: &Record<'_>, _: Context<'_, S>) {
+            values.record(&mut self.clone());
+        }
+    }
+
+    fn report(outcome: CallOutcome) -> CallReport {
+        let entry = Committed {
+            seq: 1,
+            hash: "h".into(),
+        };
+        CallReport {
+            call_id: "c".into(),
+            idempotency_key: "k".into(),
+            outcome,
+            intent: entry.clone(),
+            outcome_entry: entry,
+            attempts: 2,
+        }
+    }
+
+    #[test]
+    fn the_span_names_the_calls_kind_unless_it_is_ok() {
+        let seen = ErrorTypes::default();
+        let subscriber = tracing_subscriber::registry().with(seen.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            let ends: [Result<CallReport, CallError>; 4] = [
+                Ok(report(CallOutcome::Ok(Value::Null))),
+                Ok(report(CallOutcome::TimedOut { timeout_ms: 5 })),
+                Ok(report(CallOutcome::Denied {
+                    policy_ids: Vec::new(),
+                    reasons: Vec::new(),
+                })),
+                Err(CallError::UnknownTool("t".into())),
+            ];
+            for end in &ends {
+                trace_end(&span("t", "c"), end);
+            }
+        });
+        let seen = seen.0.lock().unwrap().clone();
+        assert_eq!(seen, ["timed_out", "denied", "unknown_tool"]);
+    }
+}
