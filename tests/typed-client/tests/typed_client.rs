@@ -93,7 +93,10 @@ async fn the_typed_client_calls_through_the_governed_path() {
         .t_count(&Principal::agent("alice"), long)
         .await
         .unwrap_err();
-    assert!(matches!(&err, CallError::InputRejected(_)), "{err}");
+    assert!(
+        matches!(err.refusal(), Some(CallError::InputRejected(_))),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read_to_string(&counter).unwrap().lines().count(),
         1
