@@ -57,9 +57,7 @@ mod timing;
 /// The code `registry-build` generated from the catalog: one module per tool (typed `Input` and
 /// `Output`), the Cedar action markers, the typed `Client`, and the typed SOP steps.
 #[allow(dead_code, missing_docs, clippy::all)]
-mod catalog {
-    escepine_contract::include_tools!();
-}
+mod catalog;
 
 use catalog::deliverable_assemble;
 use catalog::sops::research;

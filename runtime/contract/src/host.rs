@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::{Tool, ToolError, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
+use crate::tool::Tool;
+use crate::tool_error::{ToolError, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
 
 /// A boxed future that need not be `Send`: a tool host runs one call on a current-thread
 /// runtime.

@@ -8,12 +8,6 @@
 
 #![deny(missing_docs)]
 
-use std::fmt;
-use std::future::Future;
-
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-
 pub use serde;
 pub use serde_json;
 pub use url;
@@ -26,6 +20,8 @@ pub mod image;
 pub mod payload;
 mod principal;
 mod sop;
+mod tool;
+mod tool_error;
 
 pub use contract::{
     Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryBoundError, RetryPolicy,
@@ -38,106 +34,8 @@ pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use payload::Payload;
 pub use principal::{Principal, PrincipalParseError};
 pub use sop::{SopDefinition, SopStep};
-
-/// A registered tool known at compile time.
-///
-/// Implemented by the types `registry-build` generates from JSON records and by the `#[tool]`
-/// attribute macro. The runtime treats both alike: everything it needs is in [`Tool::CONTRACT`].
-pub trait Tool: Send + Sync + 'static {
-    /// The typed payload (closed at every depth: `#[serde(deny_unknown_fields)]`).
-    type Input: Serialize + DeserializeOwned + Send + Sync + 'static;
-    /// The typed output.
-    type Output: Serialize + DeserializeOwned + Send + Sync + 'static;
-    /// The Cedar action marker this tool is bound to at compile time.
-    type Action: CedarAction;
-    /// The registered contract: id, version, class, limits, profile, schemas.
-    ///
-    /// A Rust-first tool (`#[tool(id = …)]`) derives its schemas from its payload types when
-    /// the program runs, so its `CONTRACT` leaves `input_schema` and `output_schema` empty;
-    /// [`Tool::contract`] has them.
-    const CONTRACT: Contract;
-
-    /// The contract with its schema texts: [`Tool::CONTRACT`] for a tool generated from a
-    /// record; for a Rust-first tool, `CONTRACT` with the normalised schemas of its payload
-    /// types (computed once per process).
-    fn contract() -> Contract {
-        Self::CONTRACT
-    }
-}
-
-/// A Cedar action of the generated schema, as a type (`actions::firecrawl_scrape`).
-pub trait CedarAction: Send + Sync + 'static {
-    /// The action's entity id: `Action::"<ACTION_ID>"`.
-    const ACTION_ID: &'static str;
-    /// Whether this action is an action group (a class group or a record's `action_groups`).
-    const IS_GROUP: bool;
-}
-
-/// The seam between the generated typed client and whatever executes calls (the runtime).
-///
-/// The generated client trait is implemented for every `Invoke` type, so
-/// `runtime.firecrawl_scrape(&principal, input).await` type-checks against the record's schema.
-pub trait Invoke: Send + Sync {
-    /// The error a call can end with.
-    type Error: Send;
-
-    /// Run one governed call of tool `T` for `principal`.
-    fn invoke<T: Tool>(
-        &self,
-        principal: &Principal,
-        input: T::Input,
-    ) -> impl Future<Output = Result<T::Output, Self::Error>> + Send;
-}
-
-/// The outcome a tool implementation reports when it fails.
-///
-/// A transient failure may be retried within the tool's retry budget (on the `stdio-json`
-/// transport it is exit status 75, `EX_TEMPFAIL`); a permanent one never is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolError {
-    /// Whether a retry may succeed.
-    pub transient: bool,
-    /// What went wrong, for the evidence record.
-    pub message: String,
-}
-
-impl ToolError {
-    /// A failure a retry may cure (a timeout of a remote service, a 503).
-    pub fn transient(message: impl Into<String>) -> Self {
-        Self {
-            transient: true,
-            message: message.into(),
-        }
-    }
-
-    /// A failure no retry will cure.
-    pub fn permanent(message: impl Into<String>) -> Self {
-        Self {
-            transient: false,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = if self.transient {
-            "transient"
-        } else {
-            "permanent"
-        };
-        write!(f, "{kind} tool failure: {}", self.message)
-    }
-}
-
-impl std::error::Error for ToolError {}
-
-/// Exit status of a `stdio-json` tool process that failed transiently (`EX_TEMPFAIL`).
-pub const EXIT_TRANSIENT: i32 = 75;
-/// Environment variable carrying the call id into a tool process.
-pub const ENV_CALL_ID: &str = "ESCEPINE_CALL_ID";
-/// Environment variable carrying the idempotency key (the same across a call's attempts).
-pub const ENV_IDEMPOTENCY_KEY: &str = "ESCEPINE_IDEMPOTENCY_KEY";
+pub use tool::{CedarAction, Invoke, Tool};
+pub use tool_error::{ToolError, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};
 
 /// Includes the code `registry-build` generated into `OUT_DIR`, as `tonic::include_proto!` does:
 ///

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::Contract;
+use crate::contract::Contract;
 
 /// The only `$schema` the registration rules accept.
 pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -299,16 +299,16 @@ mod tests {
             open_world: None,
             cedar_action: "t",
             action_groups: &[],
-            class: crate::SideEffectClass::ReadOnly,
+            class: crate::contract::SideEffectClass::ReadOnly,
             compensation: None,
             timeout_ms: 1,
-            retry: crate::RetryPolicy {
+            retry: crate::contract::RetryPolicy {
                 max_attempts: 1,
                 backoff_ms: 0,
             },
-            on_failure: &[crate::FailureOutcome::Halt],
-            endpoint: crate::Endpoint {
-                transport: crate::Transport::StdioJson,
+            on_failure: &[crate::contract::FailureOutcome::Halt],
+            endpoint: crate::contract::Endpoint {
+                transport: crate::contract::Transport::StdioJson,
                 command: "t",
                 args: &[],
                 sha256: None,
@@ -317,7 +317,7 @@ mod tests {
             },
             secrets: &[],
             egress: &[],
-            filesystem: crate::Filesystem::Workspace,
+            filesystem: crate::contract::Filesystem::Workspace,
             read_only: &[],
             input_schema: "",
             output_schema: "",

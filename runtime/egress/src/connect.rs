@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::addr_policy::{admitted, Target, TargetHost};
-use super::Shared;
+use crate::shared::Shared;
 
 /// At most this many of a name's addresses are tried.
 const MAX_DIAL: usize = 4;

@@ -49,19 +49,17 @@ mod forward;
 mod head;
 pub mod host_class;
 mod resolver;
+mod shared;
 
-pub use resolver::{Resolver, SystemResolver};
+pub use resolver::{BoxFuture, Resolver, SystemResolver};
 
 use std::fmt;
 use std::fs;
-use std::future::Future;
 use std::io;
-use std::net::IpAddr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_contract::EgressEntry;
@@ -75,109 +73,10 @@ use addr_policy::{parse_authority, Target};
 use connect::{dial, vet, Vetting};
 use forward::{parse_absolute, rewrite};
 use head::{parse_head, read_head, HeadError, RequestHead};
+use shared::{Limits, Shared};
 
-/// A boxed, `Send` future: the [`Resolver`] seam is object safe.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// At most this many refusal lines are kept per proxy.
-const MAX_REFUSALS: usize = 1000;
 /// At most this many bytes of a client's unread input are drained after an error answer.
 const LINGER_BYTES: usize = 64 * 1024;
-
-/// Bounds of one proxy.
-#[derive(Debug, Clone)]
-struct Limits {
-    /// Largest request head, terminator included.
-    max_head: usize,
-    /// Time for a client to send its whole request head.
-    head_timeout: Duration,
-    /// Time for the resolver to answer.
-    resolve_timeout: Duration,
-    /// Time for each connection attempt.
-    connect_timeout: Duration,
-    /// Time to write an answer, and to drain the client after an error answer.
-    reply_timeout: Duration,
-    /// Connections served at once.
-    max_connections: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_head: 16 * 1024,
-            head_timeout: Duration::from_secs(10),
-            resolve_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(10),
-            reply_timeout: Duration::from_secs(2),
-            max_connections: 256,
-        }
-    }
-}
-
-/// The refusals recorded so far.
-#[derive(Debug, Default)]
-struct RefusalLog {
-    kept: Vec<String>,
-    dropped: u64,
-}
-
-/// State shared by the accept loop and every connection of one proxy.
-struct Shared {
-    entries: Vec<EgressEntry>,
-    resolver: Arc<dyn Resolver>,
-    limits: Limits,
-    refusals: Mutex<RefusalLog>,
-    connects: AtomicU64,
-    /// Unit tests only: treat loopback addresses of names as public, so that the name path can be
-    /// exercised end to end against loopback servers.
-    #[cfg(test)]
-    loopback_is_public: bool,
-}
-
-impl Shared {
-    fn new(entries: Vec<EgressEntry>, resolver: Arc<dyn Resolver>, limits: Limits) -> Self {
-        Self {
-            entries,
-            resolver,
-            limits,
-            refusals: Mutex::new(RefusalLog::default()),
-            connects: AtomicU64::new(0),
-            #[cfg(test)]
-            loopback_is_public: false,
-        }
-    }
-
-    /// The class of `ip` if the proxy never dials it for a name.
-    fn forbidden(&self, ip: IpAddr) -> Option<&'static str> {
-        #[cfg(test)]
-        if self.loopback_is_public && ip.is_loopback() {
-            return None;
-        }
-        addr_policy::forbidden(ip)
-    }
-
-    fn refuse(&self, line: String) {
-        tracing::debug!(refusal = %line, "egress refused");
-        let mut log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        if log.kept.len() < MAX_REFUSALS {
-            log.kept.push(line);
-        } else {
-            log.dropped += 1;
-        }
-    }
-
-    fn refusals(&self) -> Vec<String> {
-        let log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut out = log.kept.clone();
-        if log.dropped > 0 {
-            out.push(format!(
-                "refused {} more requests (not itemised)",
-                log.dropped
-            ));
-        }
-        out
-    }
-}
 
 /// The host-side egress proxy of one sandbox: see the [module documentation](self).
 #[derive(Debug, Clone, Copy, Default)]
@@ -506,10 +405,10 @@ async fn respond(shared: &Shared, client: &mut UnixStream, status: (u16, &str), 
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
-    use std::net::SocketAddr;
+    use std::net::{IpAddr, SocketAddr};
 
     use super::*;
-    use crate::BoxFuture;
+    use crate::shared::MAX_REFUSALS;
     use tokio::net::TcpListener;
 
     struct MapResolver(HashMap<String, Vec<IpAddr>>);

@@ -1,10 +1,13 @@
 //! Name resolution for the proxy: a seam, so tests (and deployments with their own DNS) can
 //! inject answers, and the system resolver as the default.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 
-use crate::BoxFuture;
+/// A boxed, `Send` future: the [`Resolver`] seam is object safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Resolves a host name to socket addresses for the [`EgressProxy`](super::EgressProxy).
 ///

@@ -30,26 +30,16 @@
 #[cfg(feature = "build")]
 pub mod build;
 pub mod check;
+mod exit;
 mod registration;
 #[cfg(feature = "host")]
 mod serve;
 
 pub use escepine_contract::{CallContext, ToolError, ToolFn};
+pub use exit::{EXIT_BAD_PAYLOAD, EXIT_INTERNAL, EXIT_PERMANENT, EXIT_TRANSIENT, EXIT_USAGE};
 pub use registration::{Failure, Registration};
 #[cfg(feature = "host")]
 pub use serve::{serve, Host};
-
-/// Exit status of a payload that does not deserialise into the tool's input type (`EX_DATAERR`).
-pub const EXIT_BAD_PAYLOAD: u8 = 65;
-/// Exit status of a permanent tool failure.
-pub const EXIT_PERMANENT: u8 = 1;
-/// Exit status of bad usage: no tool id, an unknown one, a bad option (`EX_USAGE`).
-pub const EXIT_USAGE: u8 = 64;
-/// Exit status of a failure of the host itself: an output that does not serialise, two tools with
-/// one id, no runtime (`EX_SOFTWARE`).
-pub const EXIT_INTERNAL: u8 = 70;
-/// Exit status of a transient tool failure (`EX_TEMPFAIL`): the runtime may retry.
-pub const EXIT_TRANSIENT: u8 = 75;
 
 /// The `main` of a crate of tools: serves the `#[tool]` functions named.
 ///

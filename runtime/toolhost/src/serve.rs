@@ -9,10 +9,8 @@ use std::process::ExitCode;
 use escepine_contract::CallContext;
 use serde_json::Value;
 
-use crate::{
-    Failure, Registration, EXIT_BAD_PAYLOAD, EXIT_INTERNAL, EXIT_PERMANENT, EXIT_TRANSIENT,
-    EXIT_USAGE,
-};
+use crate::exit::{EXIT_BAD_PAYLOAD, EXIT_INTERNAL, EXIT_PERMANENT, EXIT_TRANSIENT, EXIT_USAGE};
+use crate::registration::{Failure, Registration};
 
 /// Serve `tools` as this process's `main`: the command line from the environment, the payload
 /// from stdin, the output on stdout, the call context from `ESCEPINE_CALL_ID` and

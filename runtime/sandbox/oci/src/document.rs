@@ -271,7 +271,7 @@ impl Reader<'_> {
         &self,
         digest: &str,
         bytes: &[u8],
-    ) -> Result<(crate::ImageConfig, Vec<String>), OciError> {
+    ) -> Result<(crate::types::ImageConfig, Vec<String>), OciError> {
         let bad = |pointer: &str, reason: String| self.bad("config", digest, pointer, reason);
         let v: Value =
             serde_json::from_slice(bytes).map_err(|e| bad("", format!("not JSON: {e}")))?;
@@ -318,7 +318,7 @@ impl Reader<'_> {
                 )),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let config = crate::ImageConfig {
+        let config = crate::types::ImageConfig {
             entrypoint: strings("Entrypoint")?,
             cmd: strings("Cmd")?,
             env,

@@ -15,7 +15,7 @@ use oci_client::{Client, Reference};
 use crate::blobs::Blobs;
 use crate::document::{Descriptor, MANIFEST_TYPES, MAX_DOCUMENT};
 use crate::error::OciError;
-use crate::Access;
+use crate::types::Access;
 
 /// How long a connection to a registry may take to open.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);

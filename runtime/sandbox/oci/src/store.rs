@@ -24,8 +24,8 @@ use crate::blobs::{temp_path, Blobs};
 use crate::document::{host_platform, Document, Reader};
 use crate::error::OciError;
 use crate::fetch::Origin;
+use crate::types::{Access, FetchStats, ImageConfig, Unpacked};
 use crate::unpack::{compression_of, fsops, LayerSpec, Limits, Unpacker};
-use crate::{Access, FetchStats, ImageConfig, Unpacked};
 
 /// The metadata of an unpacked image, `images/<hex>/image.json`.
 #[derive(serde::Serialize, serde::Deserialize)]

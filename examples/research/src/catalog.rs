@@ -1,0 +1,1 @@
+escepine_contract::include_tools!();

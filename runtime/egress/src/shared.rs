@@ -1,0 +1,113 @@
+//! The state one proxy's accept loop and connections share: its entries, resolver, bounds and
+//! the refusals recorded so far.
+
+use std::net::IpAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use escepine_contract::EgressEntry;
+
+use crate::addr_policy;
+use crate::resolver::Resolver;
+
+/// At most this many refusal lines are kept per proxy.
+pub(crate) const MAX_REFUSALS: usize = 1000;
+/// Bounds of one proxy.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// Largest request head, terminator included.
+    pub(crate) max_head: usize,
+    /// Time for a client to send its whole request head.
+    pub(crate) head_timeout: Duration,
+    /// Time for the resolver to answer.
+    pub(crate) resolve_timeout: Duration,
+    /// Time for each connection attempt.
+    pub(crate) connect_timeout: Duration,
+    /// Time to write an answer, and to drain the client after an error answer.
+    pub(crate) reply_timeout: Duration,
+    /// Connections served at once.
+    pub(crate) max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_head: 16 * 1024,
+            head_timeout: Duration::from_secs(10),
+            resolve_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            reply_timeout: Duration::from_secs(2),
+            max_connections: 256,
+        }
+    }
+}
+
+/// The refusals recorded so far.
+#[derive(Debug, Default)]
+pub(crate) struct RefusalLog {
+    pub(crate) kept: Vec<String>,
+    pub(crate) dropped: u64,
+}
+
+/// State shared by the accept loop and every connection of one proxy.
+pub(crate) struct Shared {
+    pub(crate) entries: Vec<EgressEntry>,
+    pub(crate) resolver: Arc<dyn Resolver>,
+    pub(crate) limits: Limits,
+    pub(crate) refusals: Mutex<RefusalLog>,
+    pub(crate) connects: AtomicU64,
+    /// Unit tests only: treat loopback addresses of names as public, so that the name path can be
+    /// exercised end to end against loopback servers.
+    #[cfg(test)]
+    pub(crate) loopback_is_public: bool,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        entries: Vec<EgressEntry>,
+        resolver: Arc<dyn Resolver>,
+        limits: Limits,
+    ) -> Self {
+        Self {
+            entries,
+            resolver,
+            limits,
+            refusals: Mutex::new(RefusalLog::default()),
+            connects: AtomicU64::new(0),
+            #[cfg(test)]
+            loopback_is_public: false,
+        }
+    }
+
+    /// The class of `ip` if the proxy never dials it for a name.
+    pub(crate) fn forbidden(&self, ip: IpAddr) -> Option<&'static str> {
+        #[cfg(test)]
+        if self.loopback_is_public && ip.is_loopback() {
+            return None;
+        }
+        addr_policy::forbidden(ip)
+    }
+
+    pub(crate) fn refuse(&self, line: String) {
+        tracing::debug!(refusal = %line, "egress refused");
+        let mut log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.kept.len() < MAX_REFUSALS {
+            log.kept.push(line);
+        } else {
+            log.dropped += 1;
+        }
+    }
+
+    pub(crate) fn refusals(&self) -> Vec<String> {
+        let log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out = log.kept.clone();
+        if log.dropped > 0 {
+            out.push(format!(
+                "refused {} more requests (not itemised)",
+                log.dropped
+            ));
+        }
+        out
+    }
+}
