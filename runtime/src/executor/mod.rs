@@ -1,6 +1,7 @@
 //! The execution seam: one attempt of one call, in whatever isolation the executor gives.
 
-pub(crate) mod bounded;
+pub mod bounded;
+pub mod group;
 #[cfg(feature = "in-process")]
 pub mod inprocess;
 pub mod process;
@@ -122,4 +123,15 @@ impl ExecError {
 pub trait Executor: Send + Sync + 'static {
     /// Run the attempt, bounded by `inv.timeout` (killing everything it started on expiry).
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>>;
+}
+
+/// The failure of an `mcp-stdio` attempt in a program built without the `mcp-stdio` feature:
+/// the record is valid, this program cannot speak its transport.
+#[cfg(not(feature = "mcp-stdio"))]
+pub(crate) fn mcp_stdio_unavailable(tool: &ToolRecord) -> ExecError {
+    ExecError::Spawn(format!(
+        "tool `{}` has an `mcp-stdio` endpoint, and this program was built without \
+         escepine-runtime's `mcp-stdio` feature",
+        tool.tool_id
+    ))
 }

@@ -19,6 +19,10 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 
 use super::transport::SessionError;
 
+/// The MCP protocol revision this client asks for in `initialize` (the newest revision that
+/// has an `initialize` handshake).
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
 /// Most `tools/list` pages read before the listing is refused (a server whose cursors never
 /// end would otherwise hold the session until its deadline).
 pub const MAX_LIST_PAGES: usize = 1000;
@@ -62,7 +66,7 @@ where
             initialized: Value::Null,
         };
         let params = json!({
-            "protocolVersion": rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE.to_string(),
+            "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
             "clientInfo": { "name": "escepine", "version": env!("CARGO_PKG_VERSION") },
         });
