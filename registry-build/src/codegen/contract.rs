@@ -7,8 +7,8 @@ use quote::{format_ident, quote};
 use super::docs::doc_attrs;
 use super::error::BuildError;
 use super::idents::{action_ident, ToolName};
-use super::types::tool_types;
 use super::literal::{raw_str, str_slice};
+use super::types::tool_types;
 use crate::record::ToolRecord;
 use crate::rust_names::action_marker;
 

@@ -135,4 +135,3 @@ fn render(items: TokenStream) -> Result<String, BuildError> {
     let file: syn::File = syn::parse2(items).map_err(|e| BuildError::Syntax(e.to_string()))?;
     Ok(prettyplease::unparse(&file))
 }
-

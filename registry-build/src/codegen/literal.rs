@@ -21,4 +21,3 @@ pub(crate) fn raw_str(text: &str) -> proc_macro2::Literal {
         .parse()
         .unwrap_or_else(|_| proc_macro2::Literal::string(text))
 }
-

@@ -51,9 +51,9 @@ mod types;
 
 pub use builder::Builder;
 pub use error::BuildError;
+pub use generate::generate;
 #[cfg(test)]
 pub(crate) use generate::generate_records;
-pub use generate::generate;
 pub use options::{DEFAULT_CONTRACT_PATH, DEFAULT_FILE_NAME};
 
 #[cfg(test)]

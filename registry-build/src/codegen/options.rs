@@ -35,4 +35,3 @@ impl Default for Options {
 pub(crate) fn default_contract_path() -> syn::Path {
     syn::parse_quote!(::escepine_contract)
 }
-

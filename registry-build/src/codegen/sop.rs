@@ -110,7 +110,8 @@ fn sop_module(
     let version = sop.version.to_string();
     let start_name = sop.start.as_str();
     let start = variant(start_name)?;
-    let document = super::literal::raw_str(&serde_json::to_string(&sop.to_json()).unwrap_or_default());
+    let document =
+        super::literal::raw_str(&serde_json::to_string(&sop.to_json()).unwrap_or_default());
     let file = sop
         .source
         .file_name()

@@ -18,8 +18,8 @@
 use crate::ToolRecord;
 use serde_json::{json, Value};
 
+use super::format::{name_fits, ExportError, Format};
 use super::node::{self, escape};
-use super::{name_fits, ExportError, Format};
 
 /// Anthropic's rule for tool names.
 pub const NAME_RULE: &str = "^[a-zA-Z0-9_-]{1,64}$";

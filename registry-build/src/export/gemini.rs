@@ -39,8 +39,8 @@ use crate::ToolRecord;
 use serde_json::{json, Map, Value};
 
 use super::describe::Lost;
+use super::format::{name_fits, ExportError, Format};
 use super::node::{self, escape, Problem};
-use super::{name_fits, ExportError, Format};
 
 /// Gemini's rule for function names.
 pub const NAME_RULE: &str = "^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$";

@@ -41,11 +41,11 @@
 //! when it has one. The OpenAI, Anthropic and Gemini formats have no such field, so their
 //! exports leave it out.
 
-use escepine_contract::SideEffectClass;
 use crate::ToolRecord;
+use escepine_contract::SideEffectClass;
 use serde_json::{json, Map, Value};
 
-use super::{name_fits, ExportError, Format};
+use super::format::{name_fits, ExportError, Format};
 
 /// The MCP tool-name rule (a SHOULD in the specification).
 pub const NAME_RULE: &str = "^[A-Za-z0-9_.-]{1,128}$";

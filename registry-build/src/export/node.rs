@@ -9,7 +9,7 @@ use crate::schema::walk::JsonType;
 use serde_json::{Map, Value};
 
 use super::describe::Lost;
-use super::{ExportError, Format};
+use super::format::{ExportError, Format};
 
 /// Annotation keywords of the subset (they never change which instances are valid).
 pub(crate) const ANNOTATIONS: &[&str] = &[

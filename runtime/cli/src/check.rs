@@ -166,7 +166,9 @@ fn show_roots(
                 .find(|p| p.image.reference == r.raw)
                 .map(|p| &p.image)
         });
-        match rt.block_on(escepine_runtime::sandbox::listing::root_of(tool, &process, image)) {
+        match rt.block_on(escepine_runtime::sandbox::listing::root_of(
+            tool, &process, image,
+        )) {
             Ok(entries) => {
                 let _ = writeln!(io.out, "root of `{id}`:");
                 for e in entries {

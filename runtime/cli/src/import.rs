@@ -42,12 +42,12 @@ use registry_build::{record_check, Envelope, SourceFile};
 
 use super::tool_run::image_store;
 use super::{exit, Io};
-use escepine_runtime::images;
 use escepine_mcp::import::endpoint::absolute;
 use escepine_mcp::import::listing::{list_in_image, list_sandboxed, list_unsandboxed};
 use escepine_mcp::import::{
     draft, Decision, Draft, EndpointDraft, ImportError, ServerTools, NEEDS_DECISION_DIR,
 };
+use escepine_runtime::images;
 use escepine_runtime::sandbox::SandboxExecutor;
 
 /// Exit status when the server could not be started or read.

@@ -215,7 +215,10 @@ fn render_transition(e: &Entry, out: &mut String) {
             out.push_str(&format!("  state {s}"));
         }
         if !t.data.is_null() {
-            out.push_str(&format!("  {}", escepine_runtime::ledger::canonical_json(&t.data)));
+            out.push_str(&format!(
+                "  {}",
+                escepine_runtime::ledger::canonical_json(&t.data)
+            ));
         }
         out.push('\n');
     }

@@ -254,7 +254,8 @@ struct Printer(tokio::sync::mpsc::UnboundedSender<String>);
 impl RunObserver for Printer {
     fn on_transition(&self, t: &Transition, entry: &Committed) {
         let mut line = format!("{:>5}  {}", entry.seq, t.event);
-        if t.event == escepine_runtime::sop::events::RUN_STARTED || t.event == escepine_runtime::sop::events::RUN_RESUMED
+        if t.event == escepine_runtime::sop::events::RUN_STARTED
+            || t.event == escepine_runtime::sop::events::RUN_RESUMED
         {
             line = format!("run {}\n{line}", t.run_id);
         }

@@ -30,11 +30,11 @@ use escepine_contract::Principal;
 use registry_build::endpoint::WorkspaceBins;
 
 use super::{exit, Io};
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::Durability;
 use escepine_mcp::listing::{Analysis, Listing};
 use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
 use escepine_mcp::tokens::Tokens;
+use escepine_runtime::ledger::sqlite::SqliteLedger;
+use escepine_runtime::ledger::Durability;
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::Runtime;
 

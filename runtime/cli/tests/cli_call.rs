@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("this crate sits in runtime/").join("tests/fixtures/path")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("this crate sits in runtime/")
+        .join("tests/fixtures/path")
 }
 
 fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str]) -> Output {

@@ -3,9 +3,9 @@
 
 mod export_rules;
 
-use registry_build::export::{self, anthropic, gemini, mcp, openai, ExportError, Format};
 use escepine_runtime::gate::{drop_null_optionals, SchemaGate};
 use export_rules as rules;
+use registry_build::export::{self, anthropic, gemini, mcp, openai, ExportError, Format};
 use serde_json::{json, Value};
 
 const PAYLOADS_PER_TOOL: usize = 96;

@@ -38,12 +38,18 @@ fn write(path: &Path, v: &Value) {
 
 /// The Python fixture server.
 fn py_server() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("this crate sits in runtime/").join("tests/fixtures/mcp/py/server.py")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("this crate sits in runtime/")
+        .join("tests/fixtures/mcp/py/server.py")
 }
 
 /// The Python server that dies at start (its SDK "is not installed").
 fn py_dies() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("this crate sits in runtime/").join("tests/fixtures/mcp/py/dies.py")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("this crate sits in runtime/")
+        .join("tests/fixtures/mcp/py/dies.py")
 }
 
 /// `escepine <args…>` run from `cwd`.

@@ -50,10 +50,10 @@ use super::listing::Listing;
 use super::sessions::{named_session, SessionOwners};
 use super::tokens::Tokens;
 use escepine_runtime::CallError;
-use registry_build::export;
-use escepine_runtime::{CallKind, CallOutcome, CallReport};
 use escepine_runtime::CallOptions;
 use escepine_runtime::Runtime;
+use escepine_runtime::{CallKind, CallOutcome, CallReport};
+use registry_build::export;
 
 /// The path the streamable HTTP endpoint is served at.
 pub const HTTP_PATH: &str = "/mcp";

@@ -7,8 +7,8 @@
 mod mcp_support;
 
 use escepine_contract::Principal;
-use escepine_runtime::authorize::Authorizer;
 use escepine_mcp::listing::{Analysis, Listing, Visibility};
+use escepine_runtime::authorize::Authorizer;
 use serde_json::json;
 
 use mcp_support::{fixture, workspace_root};

@@ -10,11 +10,7 @@ use crate::scrub::Scrubber;
 
 /// A stderr stream read to its end and kept to `limit` bytes, scrubbed by `scrubber` before it
 /// is cut ([`escepine_sandbox::io::read_stderr`]).
-pub async fn read_stderr<R: AsyncRead + Unpin>(
-    r: R,
-    limit: usize,
-    scrubber: &Scrubber,
-) -> String {
+pub async fn read_stderr<R: AsyncRead + Unpin>(r: R, limit: usize, scrubber: &Scrubber) -> String {
     escepine_sandbox::io::read_stderr(r, limit, Some(scrubber)).await
 }
 

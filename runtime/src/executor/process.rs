@@ -31,10 +31,10 @@ pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
 use super::bounded::{read_bounded, read_stderr, with_stderr_tail, Bounded};
 use super::group::ProcessGroup;
-use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
+use super::seam::{BoxFuture, ExecError, Execution, Executor, Invocation};
 
-pub use escepine_sandbox::{SAFE_PATH, TOOL_LANG};
 pub use super::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+pub use escepine_sandbox::{SAFE_PATH, TOOL_LANG};
 
 /// How long to wait for a killed tool process to be reaped before leaving it to tokio's reaper.
 const REAP_GRACE: Duration = Duration::from_secs(5);
@@ -313,7 +313,7 @@ impl ProcessExecutor {
             #[cfg(feature = "mcp-stdio")]
             Transport::McpStdio => crate::mcp::transport::run(command, &inv, deadline).await,
             #[cfg(not(feature = "mcp-stdio"))]
-            Transport::McpStdio => Err(super::mcp_stdio_unavailable(inv.tool)),
+            Transport::McpStdio => Err(super::seam::mcp_stdio_unavailable(inv.tool)),
         }
     }
 }
@@ -400,4 +400,3 @@ fn signal_name(sig: i32) -> &'static str {
         _ => "",
     }
 }
-

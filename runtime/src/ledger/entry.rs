@@ -269,7 +269,6 @@ impl StoredRow {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

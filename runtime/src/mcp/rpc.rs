@@ -17,7 +17,31 @@
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use super::transport::SessionError;
+/// How an MCP session failed, before the server's exit status is known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The connection failed or closed before the answer (the server may have exited).
+    #[error("the MCP connection failed: {0}")]
+    Connection(String),
+    /// The server refused: a JSON-RPC error answer, or no tool of that name.
+    #[error("{0}")]
+    Refused(String),
+    /// The answer is not a usable output (no structured content, no JSON text).
+    #[error("{0}")]
+    Protocol(String),
+    /// The server's current definition of the tool differs from the record's pin
+    /// (`endpoint.definition_sha256`); no `tools/call` was sent.
+    #[error("{0}")]
+    Changed(String),
+    /// The tool reported an error (`isError: true`).
+    #[error("the MCP tool reported an error: {message}")]
+    Tool {
+        /// The tool's text content (whole: the transport's classification bounds it).
+        message: String,
+        /// Whether its `_meta` marked it transient.
+        transient: bool,
+    },
+}
 
 /// The MCP protocol revision this client asks for in `initialize` (the newest revision that
 /// has an `initialize` handshake).

@@ -74,12 +74,13 @@ use tokio::time::Instant;
 use super::definition;
 use super::names::tool_id_for;
 use super::rpc::RawClient;
+pub use super::rpc::SessionError;
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
-use crate::executor::{ExecError, Execution, Invocation};
+use crate::executor::seam::{ExecError, Execution, Invocation};
 use crate::gate::drop_null_optionals;
-use crate::sandbox::JobStatus;
 use crate::scrub::Scrubber;
+use escepine_sandbox::JobStatus;
 
 /// The `_meta` key of an error result (`isError: true`) that marks the failure transient: the
 /// retry budget may try again.
@@ -107,32 +108,6 @@ impl Default for Limits {
             stderr_bytes: DEFAULT_STDERR_LIMIT,
         }
     }
-}
-
-/// How an MCP session failed, before the server's exit status is known.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
-    /// The connection failed or closed before the answer (the server may have exited).
-    #[error("the MCP connection failed: {0}")]
-    Connection(String),
-    /// The server refused: a JSON-RPC error answer, or no tool of that name.
-    #[error("{0}")]
-    Refused(String),
-    /// The answer is not a usable output (no structured content, no JSON text).
-    #[error("{0}")]
-    Protocol(String),
-    /// The server's current definition of the tool differs from the record's pin
-    /// (`endpoint.definition_sha256`); no `tools/call` was sent.
-    #[error("{0}")]
-    Changed(String),
-    /// The tool reported an error (`isError: true`).
-    #[error("the MCP tool reported an error: {message}")]
-    Tool {
-        /// The tool's text content (whole: [`classify`] bounds it).
-        message: String,
-        /// Whether its `_meta` marked it transient.
-        transient: bool,
-    },
 }
 
 /// One attempt of an `mcp-stdio` tool: `command` (as built by
@@ -534,7 +509,10 @@ mod tests {
             ContentBlock::text("{\"b\": 1}"),
             ContentBlock::text("two"),
         ]);
-        assert_eq!(output_of(wire(r), &shape), Ok(json!({"text": "{\"b\": 1}\ntwo"})));
+        assert_eq!(
+            output_of(wire(r), &shape),
+            Ok(json!({"text": "{\"b\": 1}\ntwo"}))
+        );
         let r = CallToolResult::success(vec![]);
         assert_eq!(output_of(wire(r), &shape), Ok(json!({"text": ""})));
         let r = CallToolResult::success(vec![

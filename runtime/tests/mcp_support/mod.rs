@@ -26,7 +26,9 @@ pub fn escepine() -> PathBuf {
 
 /// `runtime/tests/fixtures/mcp/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {
-    workspace_root().join("runtime/tests/fixtures/mcp").join(rel)
+    workspace_root()
+        .join("runtime/tests/fixtures/mcp")
+        .join(rel)
 }
 
 /// The path of a current `escepine-mcp-demo`, building it once if needed.

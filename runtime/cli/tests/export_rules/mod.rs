@@ -29,7 +29,10 @@ pub fn workspace() -> PathBuf {
 
 /// The synthetic records of these tests.
 pub fn fixture_records_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("this crate sits in runtime/").join("tests/fixtures/export/records")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("this crate sits in runtime/")
+        .join("tests/fixtures/export/records")
 }
 
 /// Load the records of `dir` (every rule applied).

@@ -2,8 +2,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::endpoint::EndpointDraft;
+use super::model::{Decision, ServerTools, DRAFT_TIMEOUT_MS};
 use super::schema::normalize;
-use super::{Decision, EndpointDraft, ServerTools, DRAFT_TIMEOUT_MS};
 use escepine_runtime::mcp::definition::definition_sha256;
 use escepine_runtime::mcp::names::tool_id_for;
 use escepine_runtime::mcp::transport::text_output_schema;

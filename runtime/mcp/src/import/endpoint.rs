@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 
 use registry_build::endpoint::WorkspaceBins;
 
-use super::ImportError;
+use super::model::ImportError;
 
 /// The endpoint a draft names.
 #[derive(Debug, Clone, PartialEq, Eq)]

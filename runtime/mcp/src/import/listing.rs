@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::time::Instant;
 
-use super::{ImportError, ServerTools};
+use super::model::{ImportError, ServerTools};
 use escepine_runtime::executor::bounded::{read_stderr, with_stderr_tail};
 use escepine_runtime::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use escepine_runtime::executor::process::{SAFE_PATH, TOOL_LANG};

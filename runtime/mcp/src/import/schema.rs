@@ -7,7 +7,7 @@ use registry_build::schema::names::credential_word;
 use registry_build::schema::subset::escape;
 use serde_json::{Map, Value};
 
-use super::Decision;
+use super::model::Decision;
 
 /// A schema brought into the subset where that is mechanical (see the module documentation);
 /// `base` is its pointer in the record, for the notes.
