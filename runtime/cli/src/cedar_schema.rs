@@ -1,6 +1,8 @@
 //! `escepine cedar-schema`: the Cedar schema generated from the records, in Cedar syntax.
 
-use super::{exit, Io, RegistryArgs};
+use crate::args::RegistryArgs;
+use crate::error::CliResult;
+use crate::io::Io;
 
 /// Arguments of `escepine cedar-schema`.
 #[derive(Debug, clap::Args)]
@@ -9,15 +11,9 @@ pub(crate) struct Args {
     registry: RegistryArgs,
 }
 
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
-    match registry_build::load(&args.registry.sources()) {
-        Ok(reg) => {
-            let _ = write!(io.out, "{}", reg.cedar.schema_text);
-            exit::OK
-        }
-        Err(diags) => {
-            let _ = write!(io.err, "{}", diags.render());
-            exit::INVALID
-        }
-    }
+/// Print the schema.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    let reg = args.registry.load()?;
+    let _ = write!(io.out, "{}", reg.cedar.schema_text);
+    Ok(())
 }

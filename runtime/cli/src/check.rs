@@ -3,9 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tool_run::image_store;
-use super::{exit, Io, RegistryArgs};
 use escepine_runtime::images;
+
+use crate::args::RegistryArgs;
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
+use crate::tool_run::image_store;
 
 /// Arguments of `escepine check`.
 #[derive(Debug, clap::Args)]
@@ -29,13 +33,13 @@ pub(crate) struct Args {
     workspace_root: Option<PathBuf>,
 }
 
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
+/// Check; print what is valid on stdout, notes and remarks on stderr.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     if args.registry.policies.is_none() {
-        let _ = writeln!(
-            io.err,
-            "error: `escepine check` needs --policies DIR (the Cedar policies to validate)"
-        );
-        return exit::USAGE;
+        return Err(CliError::new(
+            exit::USAGE,
+            "`escepine check` needs --policies DIR (the Cedar policies to validate)",
+        ));
     }
     let mut sources = args.registry.sources();
     for s in &args.sops {
@@ -44,76 +48,60 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
     if let Some(root) = &args.workspace_root {
         sources = sources.workspace_root(root);
     }
-    match registry_build::load(&sources) {
-        Ok(reg) => {
-            for note in &reg.notes {
-                let _ = writeln!(io.err, "note: {note}");
-            }
-            // Warnings and notes of accepted records (a reviewed credential exemption, a
-            // script endpoint without a runtime), each labelled by its severity.
-            let _ = write!(io.err, "{}", reg.remarks.render_each());
-            let _ = writeln!(
-                io.out,
-                "ok: {} tools, {} policies valid in strict mode ({})",
-                reg.records.len(),
-                reg.cedar.policies.policies().count(),
-                reg.records
-                    .iter()
-                    .map(|r| r.tool_id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            if !args.sops.is_empty() {
-                let _ = writeln!(
-                    io.out,
-                    "ok: {} SOP{} valid ({})",
-                    reg.sops.len(),
-                    if reg.sops.len() == 1 { "" } else { "s" },
-                    reg.sops
-                        .iter()
-                        .map(|s| format!("{} {}", s.sop_id, s.version))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
-                    return exit::INVALID;
-                }
-            };
-            let images = match resolve_images(&rt, &reg, args.image_cache.as_deref(), io) {
-                Ok(images) => images,
-                Err(code) => return code,
-            };
-            show_roots(&rt, &reg, &images, &args.show_root, io)
-        }
-        Err(diags) => {
-            let _ = write!(io.err, "{}", diags.render());
-            exit::INVALID
-        }
+    let reg = crate::args::load(&sources)?;
+    for note in &reg.notes {
+        let _ = writeln!(io.err, "note: {note}");
     }
+    // Warnings and notes of accepted records (a reviewed credential exemption, a script
+    // endpoint without a runtime), each labelled by its severity.
+    let _ = write!(io.err, "{}", reg.remarks.render_each());
+    let _ = writeln!(
+        io.out,
+        "ok: {} tools, {} policies valid in strict mode ({})",
+        reg.records.len(),
+        reg.cedar.policies.policies().count(),
+        reg.records
+            .iter()
+            .map(|r| r.tool_id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !args.sops.is_empty() {
+        let _ = writeln!(
+            io.out,
+            "ok: {} SOP{} valid ({})",
+            reg.sops.len(),
+            if reg.sops.len() == 1 { "" } else { "s" },
+            reg.sops
+                .iter()
+                .map(|s| format!("{} {}", s.sop_id, s.version))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            CliError::new(
+                exit::INVALID,
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
+    let images = resolve_images(&rt, &reg, args.image_cache.as_deref(), io)?;
+    show_roots(&rt, &reg, &images, &args.show_root, io)
 }
 
-/// Every `endpoint.image` fetched, verified and unpacked into the image cache (a cached image
-/// costs no request), each reported.
 fn resolve_images(
     rt: &tokio::runtime::Runtime,
     reg: &registry_build::Registry,
     cache: Option<&Path>,
     io: &mut Io<'_>,
-) -> Result<Vec<images::Prepared>, i32> {
+) -> Result<Vec<images::Prepared>, CliError> {
     if !reg.records.iter().any(|r| r.endpoint.image.is_some()) {
         return Ok(Vec::new());
     }
-    let store = image_store(cache).map_err(|e| {
-        let _ = writeln!(io.err, "error: {e}");
-        exit::INVALID
-    })?;
+    let store = image_store(cache).map_err(|e| CliError::new(exit::INVALID, e))?;
     match rt.block_on(images::prepare(reg, &store)) {
         Ok(prepared) => {
             for p in &prepared {
@@ -134,10 +122,7 @@ fn resolve_images(
             }
             Ok(prepared)
         }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            Err(exit::INVALID)
-        }
+        Err(e) => Err(CliError::new(exit::INVALID, e)),
     }
 }
 
@@ -148,15 +133,19 @@ fn show_roots(
     images: &[images::Prepared],
     tools: &[String],
     io: &mut Io<'_>,
-) -> i32 {
+) -> CliResult {
     if tools.is_empty() {
-        return exit::OK;
+        return Ok(());
     }
     let process = escepine_runtime::executor::ProcessExecutor::new();
+    // Every tool is tried; the errors are reported together, the last one's status kept.
     let mut code = exit::OK;
+    let mut errors = String::new();
     for id in tools {
         let Some(tool) = reg.get(id) else {
-            let _ = writeln!(io.err, "error: --show-root: no tool `{id}` in the records");
+            errors.push_str(&format!(
+                "error: --show-root: no tool `{id}` in the records\n"
+            ));
             code = exit::USAGE;
             continue;
         };
@@ -176,10 +165,13 @@ fn show_roots(
                 }
             }
             Err(e) => {
-                let _ = writeln!(io.err, "error: the root of `{id}`: {e}");
+                errors.push_str(&format!("error: the root of `{id}`: {e}\n"));
                 code = exit::INVALID;
             }
         }
     }
-    code
+    match code {
+        exit::OK => Ok(()),
+        code => Err(CliError::text(code, errors)),
+    }
 }

@@ -2,7 +2,10 @@
 
 use registry_build::export::{self, Format};
 
-use super::{exit, Io, RegistryArgs};
+use crate::args::RegistryArgs;
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
 
 /// `--format`: a [`Format`], spelled and described by [`Format::as_str`] and [`Format::summary`].
 #[derive(Debug, Clone, Copy)]
@@ -34,40 +37,35 @@ pub(crate) struct Args {
     registry: RegistryArgs,
 }
 
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
-    let registry = match registry_build::load(&args.registry.sources()) {
-        Ok(r) => r,
-        Err(diags) => {
-            let _ = write!(io.err, "{}", diags.render());
-            return exit::INVALID;
-        }
-    };
+/// Print the definitions as a JSON array.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    let registry = args.registry.load()?;
     for note in &registry.notes {
         let _ = writeln!(io.err, "note: {note}");
     }
-    match export::export(&registry.records, args.format.0) {
-        Ok(tools) => match serde_json::to_string_pretty(&tools) {
-            Ok(text) => {
-                let _ = writeln!(io.out, "{text}");
-                exit::OK
-            }
-            Err(e) => {
-                let _ = writeln!(io.err, "error: cannot print the tool definitions: {e}");
-                exit::INVALID
-            }
-        },
+    let format = args.format.0;
+    match export::export(&registry.records, format) {
+        Ok(tools) => {
+            let text = serde_json::to_string_pretty(&tools).map_err(|e| {
+                CliError::new(
+                    exit::INVALID,
+                    format!("cannot print the tool definitions: {e}"),
+                )
+            })?;
+            let _ = writeln!(io.out, "{text}");
+            Ok(())
+        }
         Err(e) => {
+            let mut text = String::new();
             for problem in e.problems() {
-                let _ = writeln!(io.err, "error: {problem}");
+                text.push_str(&format!("error: {problem}\n"));
             }
             let n = e.problems().len();
-            let _ = writeln!(
-                io.err,
-                "no {} tool definitions written: {n} problem{} above",
-                args.format.0,
+            text.push_str(&format!(
+                "no {format} tool definitions written: {n} problem{} above\n",
                 if n == 1 { "" } else { "s" }
-            );
-            exit::INVALID
+            ));
+            Err(CliError::text(exit::INVALID, text))
         }
     }
 }

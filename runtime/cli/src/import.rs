@@ -40,8 +40,6 @@ use escepine_contract::ImageRef;
 use registry_build::endpoint::{self, WorkspaceBins};
 use registry_build::{record_check, Envelope, SourceFile};
 
-use super::tool_run::image_store;
-use super::{exit, Io};
 use escepine_mcp::import::endpoint::absolute;
 use escepine_mcp::import::listing::{list_in_image, list_sandboxed, list_unsandboxed};
 use escepine_mcp::import::{
@@ -50,8 +48,10 @@ use escepine_mcp::import::{
 use escepine_runtime::images;
 use escepine_runtime::sandbox::SandboxExecutor;
 
-/// Exit status when the server could not be started or read.
-const SERVER_FAILED: i32 = 3;
+use crate::error::{CliError, CliResult};
+use crate::exit::{self, SERVER_FAILED};
+use crate::io::Io;
+use crate::tool_run::image_store;
 
 /// Arguments of `escepine import`.
 #[derive(Debug, clap::Args)]
@@ -102,7 +102,8 @@ struct McpArgs {
     command: Vec<String>,
 }
 
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
+/// Import from the source.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     match &args.source {
         Source::Mcp(a) => mcp(a, io),
     }
@@ -128,16 +129,12 @@ fn folder(out: &Path, d: &Draft) -> PathBuf {
     }
 }
 
-fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
-    let usage = |io: &mut Io<'_>, msg: String| {
-        let _ = writeln!(io.err, "error: {msg}");
-        exit::USAGE
-    };
+fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
+    let usage = |msg: String| Err(CliError::new(exit::USAGE, msg));
     let image = match &a.image {
         None => None,
         Some(_) if a.unsandboxed => {
             return usage(
-                io,
                 "--image runs the server in a sandbox on the image's root; it cannot be \
                  combined with --unsandboxed"
                     .into(),
@@ -145,12 +142,11 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         }
         Some(raw) => match ImageRef::parse(raw) {
             Ok(r) => Some(r),
-            Err(e) => return usage(io, format!("--image: {e}")),
+            Err(e) => return usage(format!("--image: {e}")),
         },
     };
     if image.is_none() && a.command.is_empty() {
         return usage(
-            io,
             "give the server's command after `--` (escepine import mcp --out DIR -- <command \
              …>), or an image to run it from (--image REF)"
                 .into(),
@@ -158,13 +154,13 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     }
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
-        Err(e) => return usage(io, format!("cannot read the working directory: {e}")),
+        Err(e) => return usage(format!("cannot read the working directory: {e}")),
     };
     let envelope = match &a.envelope {
         None => None,
         Some(path) => match Envelope::load(path) {
             Ok(e) => Some(e),
-            Err(d) => return usage(io, d.render()),
+            Err(d) => return usage(d.render()),
         },
     };
     let workspace = workspace_for(&a.out);
@@ -172,7 +168,7 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         Some(r) => EndpointDraft::in_image(&r.raw, &a.command),
         None => match EndpointDraft::for_command(&a.command, &cwd, workspace.as_deref()) {
             Ok(e) => e,
-            Err(e) => return usage(io, e.to_string()),
+            Err(e) => return usage(e.to_string()),
         },
     };
     let read_only: Vec<PathBuf> = a.read_only.iter().map(|p| absolute(p, &cwd)).collect();
@@ -184,19 +180,12 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         cwd: &cwd,
         read_only: &read_only,
     };
-    let listed = match list(a, &server) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return SERVER_FAILED;
-        }
-    };
+    let listed = list(a, &server).map_err(|e| CliError::new(SERVER_FAILED, e))?;
     if listed.tools.is_empty() {
-        let _ = writeln!(
-            io.err,
-            "error: the MCP server lists no tools; nothing to import"
-        );
-        return SERVER_FAILED;
+        return Err(CliError::new(
+            SERVER_FAILED,
+            "the MCP server lists no tools; nothing to import",
+        ));
     }
     let bins = workspace
         .as_deref()
@@ -217,9 +206,7 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> i32 {
             d
         })
         .collect();
-    if let Err(code) = refuse_conflicts(&drafts, a, io) {
-        return code;
-    }
+    refuse_conflicts(&drafts, a)?;
     write_drafts(&drafts, a, io)
 }
 
@@ -340,49 +327,49 @@ fn rule_decisions(d: &Draft, out: &Path, ctx: &record_check::Context<'_>) -> Vec
 }
 
 /// Refuse before writing anything: two tools on one file, or drafts already there.
-fn refuse_conflicts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> Result<(), i32> {
-    let mut refused = false;
+fn refuse_conflicts(drafts: &[Draft], a: &McpArgs) -> CliResult {
+    let mut refused = String::new();
     for (i, d) in drafts.iter().enumerate() {
         if let Some(first) = drafts[..i].iter().find(|o| o.tool_id == d.tool_id) {
-            let _ = writeln!(
-                io.err,
-                "error: the MCP tools `{}` and `{}` both map to the tool id `{}`",
+            refused.push_str(&format!(
+                "error: the MCP tools `{}` and `{}` both map to the tool id `{}`\n",
                 first.mcp_name, d.mcp_name, d.tool_id
-            );
-            refused = true;
+            ));
         }
         for dir in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
             let path = dir.join(d.file_name());
             if path.exists() && !a.force {
-                let _ = writeln!(
-                    io.err,
-                    "error: {} exists (pass --force to overwrite it)",
+                refused.push_str(&format!(
+                    "error: {} exists (pass --force to overwrite it)\n",
                     path.display()
-                );
-                refused = true;
+                ));
             }
         }
     }
-    if refused {
-        Err(exit::INVALID)
-    } else {
+    if refused.is_empty() {
         Ok(())
+    } else {
+        Err(CliError::text(exit::INVALID, refused))
     }
 }
 
-fn write_drafts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> i32 {
+fn write_drafts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> CliResult {
     let mut pending = 0;
     for d in drafts {
         let dir = folder(&a.out, d);
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            let _ = writeln!(io.err, "error: cannot create {}: {e}", dir.display());
-            return exit::INVALID;
-        }
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            CliError::new(
+                exit::INVALID,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
         let path = dir.join(d.file_name());
-        if let Err(e) = std::fs::write(&path, d.text()) {
-            let _ = writeln!(io.err, "error: cannot write {}: {e}", path.display());
-            return exit::INVALID;
-        }
+        std::fs::write(&path, d.text()).map_err(|e| {
+            CliError::new(
+                exit::INVALID,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
         // With --force, the draft of this tool in the other folder is stale.
         for other in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
             let stale = other.join(d.file_name());
@@ -418,5 +405,5 @@ fn write_drafts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> i32 {
         drafts.len(),
         drafts.len() - pending
     );
-    exit::OK
+    Ok(())
 }

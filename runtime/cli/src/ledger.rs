@@ -3,10 +3,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::{exit, Io};
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::{verify_path, VerifyError};
 use escepine_runtime::ledger::{Attempt, Entry, Intent, Outcome, Record};
+
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
 
 /// Arguments of `escepine ledger`.
 #[derive(Debug, clap::Args)]
@@ -39,14 +42,15 @@ enum Sub {
 /// Exit status of `ledger verify` for an unreadable ledger (missing, not a ledger).
 const UNREADABLE: i32 = exit::USAGE;
 
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
+/// Verify or show the ledger.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     match &args.command {
         Sub::Verify { path, head } => verify(path, head.as_deref(), io),
         Sub::Show { path, run } => show(path, run.as_deref(), io),
     }
 }
 
-fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> i32 {
+fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> CliResult {
     match verify_path(path, head) {
         Ok(report) => {
             let _ = write!(
@@ -58,16 +62,14 @@ fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> i32 {
                 let _ = write!(io.out, " (expected head {anchor} is entry {seq})");
             }
             let _ = writeln!(io.out);
-            exit::OK
+            Ok(())
         }
         Err(VerifyError::Tampered(t)) => {
+            // The finding is the command's output.
             let _ = writeln!(io.out, "tampered: {t}");
-            exit::INVALID
+            Err(CliError::code(exit::INVALID))
         }
-        Err(VerifyError::Unreadable(e)) => {
-            let _ = writeln!(io.err, "error: {e}");
-            UNREADABLE
-        }
+        Err(VerifyError::Unreadable(e)) => Err(CliError::new(UNREADABLE, e)),
     }
 }
 
@@ -149,18 +151,13 @@ fn call_slot<'a>(
     (calls.len() - 1, true)
 }
 
-fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> i32 {
-    let entries = match read_entries(path) {
-        Ok(e) => e,
-        Err(e @ escepine_runtime::ledger::LedgerError::Corrupt { .. }) => {
-            let _ = writeln!(io.err, "error: {e} (run `escepine ledger verify`)");
-            return exit::INVALID;
+fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    let entries = read_entries(path).map_err(|e| match e {
+        escepine_runtime::ledger::LedgerError::Corrupt { .. } => {
+            CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
         }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return UNREADABLE;
-        }
-    };
+        e => CliError::new(UNREADABLE, e),
+    })?;
     let grouped = group(&entries);
     let runs = grouped.groups.iter().filter(|(r, _)| r.is_some()).count();
     let selected: Vec<&Group<'_>> = grouped
@@ -169,12 +166,10 @@ fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> i32 {
         .filter(|(r, _)| run.is_none() || *r == run)
         .collect();
     if let (Some(id), true) = (run, selected.is_empty()) {
-        let _ = writeln!(
-            io.err,
-            "error: no entries for run {id} in {}",
-            path.display()
-        );
-        return exit::INVALID;
+        return Err(CliError::new(
+            exit::INVALID,
+            format!("no entries for run {id} in {}", path.display()),
+        ));
     }
     let mut out = String::new();
     if run.is_none() {
@@ -200,7 +195,7 @@ fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> i32 {
         }
     }
     let _ = io.out.write_all(out.as_bytes());
-    exit::OK
+    Ok(())
 }
 
 fn render_transition(e: &Entry, out: &mut String) {

@@ -1,73 +1,33 @@
-//! The `escepine` command line (see the `escepine-cli` library).
+//! The `escepine` command line: argument parsing and one module per command.
+//!
+//! Each command is `exec(args, io) -> CliResult`: it writes its output to [`Io`] and ends with
+//! `Ok(())` (exit status 0) or a [`CliError`] carrying the exit status and the message, which
+//! [`run`] — the one place that prints an error — writes to standard error. The flags that
+//! build a runtime (`call`, `run`, `resume`, `serve`) are one group, [`args::RuntimeArgs`].
+
+#![deny(missing_docs)]
 
 use std::ffi::OsString;
-use std::io::Write;
-use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod call;
 mod cedar_schema;
 mod check;
+mod error;
+pub mod exit;
 mod export;
 mod import;
+mod io;
 mod ledger;
 mod run;
 mod serve;
 mod sop;
 mod tool_run;
 
-/// Process exit statuses of the `escepine` commands.
-pub mod exit {
-    /// Success.
-    pub const OK: i32 = 0;
-    /// The inputs are invalid (or a registration failed).
-    pub const INVALID: i32 = 1;
-    /// Bad usage.
-    pub const USAGE: i32 = 2;
-
-    use escepine_runtime::CallKind;
-
-    /// The exit status of `escepine call` for a call that ended with `kind` — the one place it
-    /// is decided: 0 ok, 3 denied, 4 input rejected or unknown tool (or a typed client that
-    /// does not match), 5 failed, timed out or ledger unavailable, 6 output rejected.
-    pub const fn call(kind: CallKind) -> i32 {
-        match kind {
-            CallKind::Ok => OK,
-            CallKind::Denied => 3,
-            CallKind::UnknownTool | CallKind::InputRejected | CallKind::ClientMismatch => 4,
-            CallKind::Failed | CallKind::TimedOut | CallKind::LedgerUnavailable => 5,
-            CallKind::OutputRejected => 6,
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn every_kind_has_the_contracts_exit_status() {
-            let codes: Vec<(&str, i32)> = CallKind::ALL
-                .iter()
-                .map(|k| (k.as_str(), call(*k)))
-                .collect();
-            assert_eq!(
-                codes,
-                [
-                    ("ok", 0),
-                    ("denied", 3),
-                    ("failed", 5),
-                    ("timed_out", 5),
-                    ("output_rejected", 6),
-                    ("unknown_tool", 4),
-                    ("input_rejected", 4),
-                    ("ledger_unavailable", 5),
-                    ("client_mismatch", 4),
-                ]
-            );
-        }
-    }
-}
+pub use error::{CliError, CliResult};
+pub use io::Io;
 
 /// The governed tool registry: check, bind and run registered tools.
 #[derive(Debug, Parser)]
@@ -104,14 +64,6 @@ enum Command {
     Sop(sop::Args),
 }
 
-/// Where a command writes: standard output and standard error, or buffers in tests.
-pub struct Io<'a> {
-    /// Standard output.
-    pub out: &'a mut dyn Write,
-    /// Standard error.
-    pub err: &'a mut dyn Write,
-}
-
 /// Run the command line `args` (the first item is the program name); returns the exit status.
 pub fn run<I, T>(args: I, io: &mut Io<'_>) -> i32
 where
@@ -138,43 +90,27 @@ where
             return code;
         }
     };
-    match cli.command {
-        Command::Check(a) => check::run(&a, io),
-        Command::CedarSchema(a) => cedar_schema::run(&a, io),
-        Command::Call(a) => call::run(&a, io),
-        Command::Export(a) => export::run(&a, io),
-        Command::Ledger(a) => ledger::run(&a, io),
-        Command::Run(a) => run::run(&a, io),
-        Command::Resume(a) => run::resume(&a, io),
-        Command::Sop(a) => sop::run(&a, io),
-        Command::Serve(a) => serve::run(&a, io),
-        Command::Import(a) => import::run(&a, io),
+    match exec(cli.command, io) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            e.print(io.err);
+            e.exit_code()
+        }
     }
 }
 
-/// Registry inputs shared by the commands.
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct RegistryArgs {
-    /// Directory of tool records (`*.json`).
-    #[arg(long, value_name = "DIR")]
-    records: PathBuf,
-    /// Directory of Cedar policies (`*.cedar`, optional `*.cedarschema`).
-    #[arg(long, value_name = "DIR")]
-    policies: Option<PathBuf>,
-    /// Deployment envelope; without it the coverage rule is skipped.
-    #[arg(long, value_name = "FILE")]
-    envelope: Option<PathBuf>,
-}
-
-impl RegistryArgs {
-    pub(crate) fn sources(&self) -> registry_build::Sources {
-        let mut s = registry_build::Sources::new().records(&self.records);
-        if let Some(p) = &self.policies {
-            s = s.policies(p);
-        }
-        if let Some(e) = &self.envelope {
-            s = s.envelope(e);
-        }
-        s
+/// Dispatch to the command.
+fn exec(command: Command, io: &mut Io<'_>) -> CliResult {
+    match command {
+        Command::Check(a) => check::exec(&a, io),
+        Command::CedarSchema(a) => cedar_schema::exec(&a, io),
+        Command::Call(a) => call::exec(&a, io),
+        Command::Export(a) => export::exec(&a, io),
+        Command::Ledger(a) => ledger::exec(&a, io),
+        Command::Run(a) => run::exec(&a, io),
+        Command::Resume(a) => run::resume(&a, io),
+        Command::Sop(a) => sop::exec(&a, io),
+        Command::Serve(a) => serve::exec(&a, io),
+        Command::Import(a) => import::exec(&a, io),
     }
 }

@@ -20,18 +20,17 @@ use std::sync::Arc;
 use escepine_contract::Principal;
 use serde_json::{json, Value};
 
-use super::{exit, Io, RegistryArgs};
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{Committed, Durability, Transition};
-use escepine_runtime::overlay::Overlay;
+use escepine_runtime::ledger::{Committed, Transition};
 use escepine_runtime::sop::{
     CancelToken, Engine, Journal, RunObserver, RunOptions, RunOutcome, ScriptedPlanner, Sop,
     SopRunError,
 };
 use escepine_runtime::Runtime;
 
-/// The run could not be driven (see the module documentation).
-pub const NOT_DRIVEN: i32 = 14;
+use crate::args::{RegistryArgs, RuntimeArgs};
+use crate::error::{CliError, CliResult};
+use crate::exit::{self, NOT_DRIVEN};
+use crate::io::Io;
 
 /// Arguments of `escepine run`.
 #[derive(Debug, clap::Args)]
@@ -40,7 +39,7 @@ pub(crate) struct RunArgs {
     #[arg(value_name = "SOP")]
     sop: PathBuf,
     #[command(flatten)]
-    runtime: RuntimeArgs,
+    runtime: RunRuntimeArgs,
     /// The principal every call of the run is made for, e.g. 'Agent::"researcher"'.
     #[arg(long)]
     principal: String,
@@ -60,7 +59,7 @@ pub(crate) struct ResumeArgs {
     #[arg(value_name = "RUN")]
     run: String,
     #[command(flatten)]
-    runtime: RuntimeArgs,
+    runtime: RunRuntimeArgs,
     /// The SOP file (default: the file recorded when the run started).
     #[arg(long, value_name = "FILE")]
     sop: Option<PathBuf>,
@@ -69,35 +68,23 @@ pub(crate) struct ResumeArgs {
     proposals: Option<PathBuf>,
 }
 
-/// What both commands need to build the runtime.
+/// What both commands need to build the runtime: the registry and the shared runtime flags,
+/// the ledger being the run's journal.
 #[derive(Debug, clap::Args)]
-struct RuntimeArgs {
+#[command(mut_arg("ledger", |a| a.help("The SQLite evidence ledger (the run's journal).")))]
+struct RunRuntimeArgs {
     #[command(flatten)]
     registry: RegistryArgs,
-    /// Cedar entities JSON (principals, their attributes and parents).
-    #[arg(long, value_name = "FILE")]
-    entities: Option<PathBuf>,
-    /// Extra egress entries for named tools (must lie inside the envelope).
-    #[arg(long, value_name = "FILE")]
-    overlay: Option<PathBuf>,
-    /// The SQLite evidence ledger (the run's journal).
-    #[arg(long, value_name = "PATH")]
-    ledger: PathBuf,
     #[command(flatten)]
-    run: super::tool_run::ToolRunArgs,
+    runtime: RuntimeArgs,
 }
 
-/// A failure before or instead of an outcome: exit status and message.
-type Failure = (i32, String);
-
-pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>) -> i32 {
-    let principal: Principal = match args.principal.parse() {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::USAGE;
-        }
-    };
+/// Start a run and drive it to its end.
+pub(crate) fn exec(args: &RunArgs, io: &mut Io<'_>) -> CliResult {
+    let principal: Principal = args
+        .principal
+        .parse()
+        .map_err(|e| CliError::new(exit::USAGE, e))?;
     let prepared = (|| {
         let runtime = build_runtime(&args.runtime)?;
         // Recorded with the run, so `resume` finds it from any directory.
@@ -113,10 +100,7 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>) -> i32 {
         };
         Ok((runtime, sop, planner, meta))
     })();
-    let (runtime, sop, planner, meta) = match prepared {
-        Ok(p) => p,
-        Err((code, msg)) => return fail(io, code, &msg),
-    };
+    let (runtime, sop, planner, meta) = prepared?;
     let options = RunOptions {
         run_id: args.run_id.clone(),
         meta,
@@ -128,7 +112,8 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>) -> i32 {
     })
 }
 
-pub(crate) fn resume(args: &ResumeArgs, io: &mut Io<'_>) -> i32 {
+/// Resume an interrupted run and drive it to its end.
+pub(crate) fn resume(args: &ResumeArgs, io: &mut Io<'_>) -> CliResult {
     let prepared = (|| {
         let runtime = build_runtime(&args.runtime)?;
         let journal = Journal::load(&**runtime.ledger(), &args.run).map_err(not_driven)?;
@@ -154,10 +139,7 @@ pub(crate) fn resume(args: &ResumeArgs, io: &mut Io<'_>) -> i32 {
         };
         Ok((runtime, sop, planner))
     })();
-    let (runtime, sop, planner) = match prepared {
-        Ok(p) => p,
-        Err((code, msg)) => return fail(io, code, &msg),
-    };
+    let (runtime, sop, planner) = prepared?;
     let run_id = args.run.clone();
     drive(io, runtime, sop, planner, move |engine, cancel| {
         Box::pin(async move { engine.resume_with(&run_id, cancel).await })
@@ -174,27 +156,15 @@ fn drive(
     sop: Sop,
     planner: ScriptedPlanner,
     start: impl FnOnce(Engine, CancelToken) -> RunFuture,
-) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            return fail(
-                io,
-                NOT_DRIVEN,
-                &format!("cannot start the async runtime: {e}"),
-            )
-        }
-    };
+) -> CliResult {
+    let rt = crate::args::async_runtime(NOT_DRIVEN)?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let engine = match Engine::builder(runtime, sop, Arc::new(planner))
         .observer(Arc::new(Printer(tx)))
         .build()
     {
         Ok(e) => e,
-        Err(e) => return fail(io, exit::INVALID, &e.to_string()),
+        Err(e) => return Err(CliError::new(exit::INVALID, e)),
     };
     let cancel = CancelToken::new();
     let result = rt.block_on(async {
@@ -242,9 +212,13 @@ fn drive(
                 let text = serde_json::to_string(e).unwrap_or_default();
                 let _ = writeln!(io.err, "escalation: {text}");
             }
-            outcome.status.exit_code()
+            // The run's end is printed: its status is all that is left.
+            match outcome.status.exit_code() {
+                exit::OK => Ok(()),
+                code => Err(CliError::code(code)),
+            }
         }
-        Err(e) => fail(io, NOT_DRIVEN, &e.to_string()),
+        Err(e) => Err(CliError::new(NOT_DRIVEN, e)),
     }
 }
 
@@ -272,49 +246,26 @@ impl RunObserver for Printer {
     }
 }
 
-fn build_runtime(args: &RuntimeArgs) -> Result<Runtime, Failure> {
+fn build_runtime(args: &RunRuntimeArgs) -> Result<Runtime, CliError> {
     let registry = registry_build::load(&args.registry.sources())
-        .map_err(|d| (exit::INVALID, d.render().trim_end().to_string()))?;
-    let ledger = SqliteLedger::open(&args.ledger, Durability::Full).map_err(not_driven)?;
+        .map_err(|d| CliError::new(exit::INVALID, d.render().trim_end()))?;
     // Images are fetched before the run starts (never inside a call).
-    let executor = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| not_driven(format!("cannot start the async runtime: {e}")))?
-        .block_on(args.run.executor(&registry))
-        .map_err(not_driven)?;
-    let secrets = args.run.secrets().map_err(invalid)?;
-    let mut builder = Runtime::builder(registry)
-        .ledger(Arc::new(ledger))
-        .executor(executor)
-        .secrets(secrets);
-    if let Some(path) = &args.entities {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
-        let v =
-            serde_json::from_str(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))?;
-        builder = builder.entities(v);
-    }
-    if let Some(path) = &args.overlay {
-        builder = builder.overlay(Overlay::load(path).map_err(invalid)?);
-    }
-    builder.build().map_err(invalid)
+        .block_on(args.runtime.build(registry, NOT_DRIVEN))
 }
 
-fn load_sop(path: &Path, runtime: &Runtime) -> Result<Sop, Failure> {
+fn load_sop(path: &Path, runtime: &Runtime) -> Result<Sop, CliError> {
     registry_build::sop::load(path, runtime.registry())
-        .map_err(|d| (exit::INVALID, d.render().trim_end().to_string()))
+        .map_err(|d| CliError::new(exit::INVALID, d.render().trim_end()))
 }
 
-fn invalid(e: impl ToString) -> Failure {
-    (exit::INVALID, e.to_string())
+fn invalid(e: impl std::fmt::Display) -> CliError {
+    CliError::new(exit::INVALID, e)
 }
 
-fn not_driven(e: impl ToString) -> Failure {
-    (NOT_DRIVEN, e.to_string())
-}
-
-fn fail(io: &mut Io<'_>, code: i32, msg: &str) -> i32 {
-    let _ = writeln!(io.err, "error: {msg}");
-    code
+fn not_driven(e: impl std::fmt::Display) -> CliError {
+    CliError::new(NOT_DRIVEN, e)
 }

@@ -22,24 +22,24 @@
 
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_contract::Principal;
 use registry_build::endpoint::WorkspaceBins;
 
-use super::{exit, Io};
 use escepine_mcp::listing::{Analysis, Listing};
 use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
 use escepine_mcp::tokens::Tokens;
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::Durability;
-use escepine_runtime::overlay::Overlay;
-use escepine_runtime::Runtime;
+
+use crate::args::{async_runtime, RuntimeArgs};
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
 
 /// The catalog directory of the workspace this binary was built from.
-const BUILT_CATALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools");
+const BUILT_CATALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tools");
 
 /// The MCP transports `escepine serve` speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -74,29 +74,20 @@ pub(crate) struct Args {
     /// Deployment envelope (the catalog's when --records is omitted).
     #[arg(long, value_name = "FILE")]
     envelope: Option<PathBuf>,
-    /// Cedar entities JSON (principals, their attributes and parents).
-    #[arg(long, value_name = "FILE")]
-    entities: Option<PathBuf>,
-    /// Extra egress entries for named tools (must lie inside the envelope).
-    #[arg(long, value_name = "FILE")]
-    overlay: Option<PathBuf>,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
     /// The principal served over stdio, e.g. 'Agent::"researcher"'.
     #[arg(long)]
     principal: Option<String>,
     /// Bearer tokens for HTTP: JSON {"<token>": "Agent::\"id\""}.
     #[arg(long, value_name = "FILE")]
     tokens: Option<PathBuf>,
-    /// The SQLite evidence ledger.
-    #[arg(long, value_name = "PATH")]
-    ledger: PathBuf,
     /// Where HTTP listens (loopback by default).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
     listen: SocketAddr,
     /// How tools/list decides what a principal sees (default: the most precise built in).
     #[arg(long, value_enum)]
     listing: Option<ListingArg>,
-    #[command(flatten)]
-    run: super::tool_run::ToolRunArgs,
 }
 
 /// The records, policies and envelope to load: as given, or the built-in catalog's.
@@ -141,50 +132,33 @@ pub(crate) fn catalog_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(BUILT_CATALOG))
 }
 
-fn read_json(path: &Path) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
-    let principal: Option<Principal> = match args.principal.as_deref().map(str::parse) {
-        None => None,
-        Some(Ok(p)) => Some(p),
-        Some(Err(e)) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::USAGE;
-        }
-    };
+/// Serve until the transport ends (stdio) or a stop signal (HTTP).
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    let usage = |m: &str| CliError::new(exit::USAGE, m);
+    let principal: Option<Principal> = args
+        .principal
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| CliError::new(exit::USAGE, e))?;
     let tokens = match (args.mcp, &principal, &args.tokens) {
         (Transport::Stdio, None, _) => {
-            let _ = writeln!(
-                io.err,
-                "error: `--mcp stdio` needs --principal 'Agent::\"id\"'"
-            );
-            return exit::USAGE;
+            return Err(usage("`--mcp stdio` needs --principal 'Agent::\"id\"'"))
         }
         (Transport::Http, _, None) => {
-            let _ = writeln!(
-                io.err,
-                "error: `--mcp http` needs --tokens FILE (JSON {{\"<token>\": \"Agent::\\\"id\\\"\"}})"
-            );
-            return exit::USAGE;
+            return Err(usage(
+                "`--mcp http` needs --tokens FILE (JSON {\"<token>\": \"Agent::\\\"id\\\"\"})",
+            ))
         }
         (Transport::Http, Some(_), _) => {
-            let _ = writeln!(
-                io.err,
-                "error: over HTTP each request's principal comes from its bearer token; \
-                 --principal is for stdio"
-            );
-            return exit::USAGE;
+            return Err(usage(
+                "over HTTP each request's principal comes from its bearer token; \
+                 --principal is for stdio",
+            ))
         }
-        (Transport::Http, None, Some(path)) => match Tokens::load(path) {
-            Ok(t) => Some(Arc::new(t)),
-            Err(e) => {
-                let _ = writeln!(io.err, "error: {e}");
-                return exit::INVALID;
-            }
-        },
+        (Transport::Http, None, Some(path)) => Some(Arc::new(
+            Tokens::load(path).map_err(|e| CliError::new(exit::INVALID, e))?,
+        )),
         (Transport::Stdio, Some(_), _) => None,
     };
     let analysis = match args.listing {
@@ -194,48 +168,21 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
         Some(ListingArg::PartialEval) => Analysis::PartialEval,
         #[cfg(not(feature = "mcp-partial-eval"))]
         Some(ListingArg::PartialEval) => {
-            let _ = writeln!(
-                io.err,
-                "error: --listing partial-eval needs escepine built with the feature \
-                 `mcp-partial-eval`"
-            );
-            return exit::USAGE;
+            return Err(usage(
+                "--listing partial-eval needs escepine built with the feature \
+                 `mcp-partial-eval`",
+            ))
         }
     };
-    let registry = match registry_build::load(&sources(args)) {
-        Ok(r) => r,
-        Err(d) => {
-            let _ = write!(io.err, "{}", d.render());
-            return exit::INVALID;
-        }
-    };
+    let registry = crate::args::load(&sources(args))?;
     for note in &registry.notes {
         let _ = writeln!(io.err, "note: {note}");
     }
-    let entities = match args.entities.as_deref().map(read_json).transpose() {
-        Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::INVALID;
-        }
-    };
-    let listing = match Listing::new(&registry, entities.as_ref()) {
-        Ok(l) => Arc::new(l.with_analysis(analysis)),
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::INVALID;
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: cannot start the async runtime: {e}");
-            return exit::INVALID;
-        }
-    };
+    let entities = args.runtime.entities()?;
+    let listing = Listing::new(&registry, entities.as_ref())
+        .map(|l| Arc::new(l.with_analysis(analysis)))
+        .map_err(|e| CliError::new(exit::INVALID, e))?;
+    let rt = async_runtime(exit::INVALID)?;
     // Logs (RUST_LOG) never go to stdout: over stdio, stdout is the protocol. They go to a
     // duplicate of fd 2, not through `std::io::stderr()`, whose lock the caller may hold.
     if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
@@ -245,23 +192,10 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
             .try_init();
     }
     let tools = registry.records.len();
-    let result: Result<(), String> = rt.block_on(async {
-        let ledger =
-            SqliteLedger::open(&args.ledger, Durability::Full).map_err(|e| e.to_string())?;
-        let executor = args.run.executor(&registry).await?;
-        let secrets = args.run.secrets()?;
-        let mut builder = Runtime::builder(registry)
-            .ledger(Arc::new(ledger))
-            .executor(executor)
-            .secrets(secrets);
-        if let Some(e) = entities {
-            builder = builder.entities(e);
-        }
-        if let Some(path) = &args.overlay {
-            builder = builder.overlay(Overlay::load(path).map_err(|e| e.to_string())?);
-        }
-        let runtime = builder.build().map_err(|e| e.to_string())?;
+    let result: CliResult = rt.block_on(async {
+        let runtime = args.runtime.build(registry, exit::INVALID).await?;
         let server = GovernedServer::new(runtime, listing);
+        let failed = |e: &dyn std::fmt::Display| CliError::new(exit::INVALID, e);
         match (principal, tokens) {
             (Some(p), _) => {
                 let _ = writeln!(
@@ -271,13 +205,13 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                 );
                 server::serve_stdio(server.for_principal(p))
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| failed(&e))
             }
             (None, Some(tokens)) => {
                 let listener = tokio::net::TcpListener::bind(args.listen)
                     .await
-                    .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                    .map_err(|e| failed(&format!("cannot listen on {}: {e}", args.listen)))?;
+                let addr = listener.local_addr().map_err(|e| failed(&e))?;
                 if !addr.ip().is_loopback() {
                     let _ = writeln!(
                         io.err,
@@ -294,19 +228,13 @@ pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
                 let _ = io.err.flush();
                 server::serve_http(server, listener, tokens, stop_signal())
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| failed(&e))
             }
-            (None, None) => Err("no principal and no tokens".to_string()),
+            (None, None) => Err(failed(&"no principal and no tokens")),
         }
     });
     rt.shutdown_timeout(Duration::from_secs(2));
-    match result {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            exit::INVALID
-        }
-    }
+    result
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use registry_build::sop::graph::{self, Format};
 
-use super::{exit, Io};
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
 
 /// Arguments of `escepine sop`.
 #[derive(Debug, clap::Args)]
@@ -35,27 +37,23 @@ struct GraphArgs {
     format: String,
 }
 
-pub(crate) fn run(args: &Args, io: &mut Io<'_>) -> i32 {
+/// Run the `sop` subcommand.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     match &args.command {
         Command::Graph(a) => graph_cmd(a, io),
     }
 }
 
-fn graph_cmd(args: &GraphArgs, io: &mut Io<'_>) -> i32 {
-    let format: Format = match args.format.parse() {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return exit::USAGE;
-        }
-    };
+fn graph_cmd(args: &GraphArgs, io: &mut Io<'_>) -> CliResult {
+    let format: Format = args
+        .format
+        .parse()
+        .map_err(|e| CliError::new(exit::USAGE, e))?;
     if args.sop.is_dir() {
-        let _ = writeln!(
-            io.err,
-            "error: {} is a directory; give one SOP file",
-            args.sop.display()
-        );
-        return exit::USAGE;
+        return Err(CliError::new(
+            exit::USAGE,
+            format!("{} is a directory; give one SOP file", args.sop.display()),
+        ));
     }
     let loaded = match &args.records {
         Some(records) => registry_build::load(
@@ -76,19 +74,12 @@ fn graph_cmd(args: &GraphArgs, io: &mut Io<'_>) -> i32 {
                 );
             }
             let _ = write!(io.out, "{}", graph::render(&sop, &records, format));
-            exit::OK
+            Ok(())
         }
-        Ok((None, _)) => {
-            let _ = writeln!(
-                io.err,
-                "error: {} holds no SOP (give one SOP file)",
-                args.sop.display()
-            );
-            exit::USAGE
-        }
-        Err(diags) => {
-            let _ = write!(io.err, "{}", diags.render());
-            exit::INVALID
-        }
+        Ok((None, _)) => Err(CliError::new(
+            exit::USAGE,
+            format!("{} holds no SOP (give one SOP file)", args.sop.display()),
+        )),
+        Err(diags) => Err(CliError::text(exit::INVALID, diags.render())),
     }
 }
