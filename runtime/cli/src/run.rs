@@ -71,7 +71,7 @@ pub(crate) struct ResumeArgs {
 /// What both commands need to build the runtime: the registry and the shared runtime flags,
 /// the ledger being the run's journal.
 #[derive(Debug, clap::Args)]
-#[command(mut_arg("ledger", |a| a.help("The SQLite evidence ledger (the run's journal).")))]
+#[command(mut_arg("ledger", |a| a.help("The SQLite evidence ledger (the run's journal)")))]
 struct RunRuntimeArgs {
     #[command(flatten)]
     registry: RegistryArgs,
