@@ -22,7 +22,9 @@
 //! [`load`] and [`check_records`].
 //!
 //! SOP files ([`sop`]) are checked against the records by [`Sources::sops`] (and
-//! `Builder::sops`), and compiled into typed state machines by the `Builder`.
+//! `Builder::sops`), and compiled into typed state machines by the `Builder`. A checked record
+//! is written as a tool definition for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini) by
+//! [`export`].
 
 #![deny(missing_docs)]
 
@@ -34,6 +36,7 @@ pub mod egress;
 pub mod embedded;
 pub mod endpoint;
 pub mod envelope;
+pub mod export;
 mod fields;
 mod files;
 pub mod host_path;

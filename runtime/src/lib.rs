@@ -1,4 +1,4 @@
-//! The runtime of Escepine: the governed call path and the `escepine` command-line tool.
+//! The runtime of Escepine: the governed call path.
 //!
 //! A [`Runtime`] is built once from a loaded [`registry_build::Registry`] and then executes only
 //! those tools, every call on one path: resolve, input gate, Cedar authorization, intent
@@ -6,20 +6,35 @@
 //! [`executor::Executor`], output gate, outcome recorded — before control returns to the
 //! caller. A call that got past its intent returns a [`CallReport`] whose [`CallOutcome`] is
 //! data; a [`CallError`] is a refusal before the intent. One [`CallKind`] classifies both.
+//!
+//! # Features
+//!
+//! An embedder takes `default-features = false` and only what it uses; the `escepine` binary
+//! (package `escepine-cli`), the MCP server (`escepine-mcp`) and the examples take the defaults.
+//!
+//! - `sandbox` (default, implies `mcp-stdio`): [`sandbox::SandboxExecutor`], the Linux backend of `escepine-sandbox`,
+//!   its init ([`sandbox::init::dispatch`]) and the listing of a sandbox's root.
+//! - `image` (default, implies `sandbox`): tools whose endpoint names an OCI image (`images`).
+//! - `sqlite` (default): the SQLite evidence ledger (`ledger::sqlite`).
+//! - `mcp-stdio` (default): the `mcp-stdio` endpoint transport and the raw MCP client (`mcp`).
+//!   Without it, a call to an `mcp-stdio` tool fails with a message naming the feature.
+//! - `in-process`: in-process execution, for tests and benchmarks only.
+//!
+//! Without any feature the runtime is the governed path, the Cedar authorizer, the gates, the
+//! process executor for `stdio-json` tools, the ledger trait with the memory ledger and its
+//! verification, and the SOP engine.
 
 #![deny(missing_docs)]
 
 pub mod authorize;
-#[cfg(feature = "image")]
-pub mod cli;
 mod error;
 pub mod executor;
-pub mod export;
 pub mod gate;
 pub use escepine_egress::host_class;
 #[cfg(feature = "image")]
 pub mod images;
 pub mod ledger;
+#[cfg(feature = "mcp-stdio")]
 pub mod mcp;
 pub mod overlay;
 mod report;

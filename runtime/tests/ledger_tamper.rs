@@ -3,6 +3,8 @@
 //!
 //! Needs the `sqlite3` program (Debian package `sqlite3`).
 
+#[path = "bins/mod.rs"]
+mod bins;
 mod ledger_support;
 
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
 use ledger_support::{denied_intent, denied_outcome, intent, outcome, transition};
 
 fn escepine(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_escepine"))
+    Command::new(bins::workspace_bin(bins::ESCEPINE))
         .args(args)
         .output()
         .unwrap()

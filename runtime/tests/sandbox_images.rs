@@ -4,6 +4,8 @@
 //! registry on loopback (Debian's `docker-registry`), and each from read-only host paths.
 //! Nothing is downloaded but what `.ci/fixtures` installed from PyPI and npm.
 
+#[path = "bins/mod.rs"]
+mod bins;
 mod image_support;
 
 use std::path::PathBuf;
@@ -77,7 +79,7 @@ impl Scene {
     }
 
     fn escepine(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_escepine"))
+        Command::new(bins::workspace_bin(bins::ESCEPINE))
             .args(args)
             .arg("--records")
             .arg(self.path("records"))

@@ -242,7 +242,7 @@ fn python_stdlib() -> std::path::PathBuf {
 }
 
 fn escepine() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+    sandbox_support::workspace_bin(sandbox_support::ESCEPINE)
 }
 
 #[tokio::test]

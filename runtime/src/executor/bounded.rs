@@ -10,16 +10,12 @@ use crate::scrub::Scrubber;
 
 /// A stderr stream read to its end and kept to `limit` bytes, scrubbed by `scrubber` before it
 /// is cut ([`escepine_sandbox::io::read_stderr`]).
-pub(crate) async fn read_stderr<R: AsyncRead + Unpin>(
-    r: R,
-    limit: usize,
-    scrubber: &Scrubber,
-) -> String {
+pub async fn read_stderr<R: AsyncRead + Unpin>(r: R, limit: usize, scrubber: &Scrubber) -> String {
     escepine_sandbox::io::read_stderr(r, limit, Some(scrubber)).await
 }
 
 /// Most bytes of a stderr tail quoted in a failure message ([`with_stderr_tail`]).
-pub(crate) const STDERR_TAIL_BYTES: usize = 400;
+pub const STDERR_TAIL_BYTES: usize = 400;
 
 /// Most lines of a stderr tail quoted in a failure message.
 const STDERR_TAIL_LINES: usize = 3;
@@ -30,7 +26,7 @@ const STDERR_TAIL_LINES: usize = 3;
 /// stopped (`ModuleNotFoundError: No module named 'mcp'`). The whole stderr stays in the
 /// attempt's evidence; the note of what was not kept and the sandbox's egress refusals are not
 /// quoted.
-pub(crate) fn with_stderr_tail(mut message: String, stderr: &str) -> String {
+pub fn with_stderr_tail(mut message: String, stderr: &str) -> String {
     let lines: Vec<&str> = stderr
         .lines()
         .map(str::trim_end)

@@ -18,7 +18,6 @@ mod resolve;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,13 +30,11 @@ use tokio::time::Instant;
 pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
 use super::bounded::{read_bounded, read_stderr, with_stderr_tail, Bounded};
-use super::{BoxFuture, ExecError, Execution, Executor, Invocation};
+use super::group::ProcessGroup;
+use super::seam::{BoxFuture, ExecError, Execution, Executor, Invocation};
 
+pub use super::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 pub use escepine_sandbox::{SAFE_PATH, TOOL_LANG};
-/// Default bound of a tool's stdout; beyond it the attempt is a protocol violation.
-pub const DEFAULT_STDOUT_LIMIT: usize = 16 * 1024 * 1024;
-/// Default bound of the stderr kept per attempt; the rest is counted and noted as truncated.
-pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
 
 /// How long to wait for a killed tool process to be reaped before leaving it to tokio's reaper.
 const REAP_GRACE: Duration = Duration::from_secs(5);
@@ -313,7 +310,10 @@ impl ProcessExecutor {
         match inv.tool.endpoint.transport {
             Transport::StdioJson => self.run(command, &inv, deadline).await,
             // One MCP session per attempt: see `crate::mcp::transport`.
+            #[cfg(feature = "mcp-stdio")]
             Transport::McpStdio => crate::mcp::transport::run(command, &inv, deadline).await,
+            #[cfg(not(feature = "mcp-stdio"))]
+            Transport::McpStdio => Err(super::seam::mcp_stdio_unavailable(inv.tool)),
         }
     }
 }
@@ -398,49 +398,5 @@ fn signal_name(sig: i32) -> &'static str {
         25 => " (SIGXFSZ)",
         31 => " (SIGSYS)",
         _ => "",
-    }
-}
-
-/// The process group of one attempt; killed with `SIGKILL` on [`ProcessGroup::kill`] and on
-/// drop unless disarmed (when the attempt finished and its group was already killed).
-#[derive(Debug)]
-pub(crate) struct ProcessGroup {
-    pgid: Option<rustix::process::Pid>,
-    armed: AtomicBool,
-}
-
-impl ProcessGroup {
-    /// The group led by `leader` (started with `process_group(0)`).
-    pub(crate) fn new(leader: Option<u32>) -> Self {
-        // `process_group(0)` makes the leader's pid the group id. Never signal group 0 (ours)
-        // or 1 (`kill(-1)` means every process).
-        let pgid = leader
-            .and_then(|p| i32::try_from(p).ok())
-            .filter(|&p| p > 1)
-            .and_then(rustix::process::Pid::from_raw);
-        Self {
-            pgid,
-            armed: AtomicBool::new(true),
-        }
-    }
-
-    /// Kill every process of the group with `SIGKILL`.
-    pub(crate) fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (nothing left in the group) is the normal case after a clean exit.
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-    }
-
-    fn disarm(&self) {
-        self.armed.store(false, Ordering::Relaxed);
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if self.armed.load(Ordering::Relaxed) {
-            self.kill();
-        }
     }
 }

@@ -206,6 +206,69 @@ pub fn select_run(entries: &[Entry], run_id: &str) -> Vec<Entry> {
         .collect()
 }
 
+/// Whether `s` has the shape of an entry hash: 64 lower-case hex digits.
+pub(crate) fn is_hash(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// One row as stored, before any check: a column of the wrong type reads as `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRow {
+    /// `seq` (the table's integer primary key).
+    pub seq: i64,
+    /// `prev`, if it is text.
+    pub prev: Option<String>,
+    /// `hash`, if it is text.
+    pub hash: Option<String>,
+    /// `at_ms`, if it is an integer.
+    pub at_ms: Option<i64>,
+    /// `body`, if it is text.
+    pub body: Option<String>,
+}
+
+impl StoredRow {
+    /// Decode into an [`Entry`]; a malformed column or body is [`LedgerError::Corrupt`].
+    pub fn to_entry(&self) -> Result<Entry, LedgerError> {
+        let seq = u64::try_from(self.seq).map_err(|_| LedgerError::Corrupt {
+            seq: 0,
+            why: format!("seq {} is negative", self.seq),
+        })?;
+        let corrupt = |why: &str| LedgerError::Corrupt {
+            seq,
+            why: why.to_string(),
+        };
+        let prev = self
+            .prev
+            .clone()
+            .ok_or_else(|| corrupt("prev is not text"))?;
+        let hash = self
+            .hash
+            .clone()
+            .ok_or_else(|| corrupt("hash is not text"))?;
+        let at_ms = self
+            .at_ms
+            .and_then(|t| u64::try_from(t).ok())
+            .ok_or_else(|| corrupt("at_ms is not a non-negative integer"))?;
+        let body = self
+            .body
+            .as_deref()
+            .ok_or_else(|| corrupt("body is not text"))?;
+        let record: Record = serde_json::from_str(body).map_err(|e| LedgerError::Corrupt {
+            seq,
+            why: format!("body is not a record: {e}"),
+        })?;
+        Ok(Entry {
+            seq,
+            prev,
+            at_ms,
+            record,
+            hash,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

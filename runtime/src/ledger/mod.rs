@@ -4,6 +4,7 @@ pub mod entry;
 pub mod lease;
 pub mod memory;
 pub mod record;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod verify;
 
@@ -16,6 +17,7 @@ pub use entry::{
 pub use lease::{FileLeases, LocalLeases, RunLease};
 pub use memory::MemoryLedger;
 pub use record::{Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, Transition};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLedger, SqliteOptions};
 pub use verify::{Tamper, TamperKind, VerifyError, VerifyReport};
 

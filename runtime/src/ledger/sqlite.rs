@@ -21,7 +21,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::entry::{entry_hash, now_ms, record_body, select_run, GENESIS_PREV};
+pub use super::entry::StoredRow;
+use super::entry::{entry_hash, is_hash, now_ms, record_body, select_run, GENESIS_PREV};
 use super::{
     BoxFuture, Committed, Durability, Entry, FileLeases, Ledger, LedgerError, Record, RunLease,
 };
@@ -351,13 +352,6 @@ fn read_head(conn: &Connection) -> Result<Option<(u64, String)>, BatchError> {
     }
 }
 
-/// Whether `s` has the shape of an entry hash: 64 lower-case hex digits.
-pub(crate) fn is_hash(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 /// Open the ledger at `path` read-only (it must exist).
 pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerError> {
     if !path.is_file() {
@@ -371,62 +365,6 @@ pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerError> {
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
         .map_err(|e| unavailable(path, "cannot read", e))?;
     Ok(conn)
-}
-
-/// One row as stored, before any check: a column of the wrong type reads as `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredRow {
-    /// `seq` (the table's integer primary key).
-    pub seq: i64,
-    /// `prev`, if it is text.
-    pub prev: Option<String>,
-    /// `hash`, if it is text.
-    pub hash: Option<String>,
-    /// `at_ms`, if it is an integer.
-    pub at_ms: Option<i64>,
-    /// `body`, if it is text.
-    pub body: Option<String>,
-}
-
-impl StoredRow {
-    /// Decode into an [`Entry`]; a malformed column or body is [`LedgerError::Corrupt`].
-    pub fn to_entry(&self) -> Result<Entry, LedgerError> {
-        let seq = u64::try_from(self.seq).map_err(|_| LedgerError::Corrupt {
-            seq: 0,
-            why: format!("seq {} is negative", self.seq),
-        })?;
-        let corrupt = |why: &str| LedgerError::Corrupt {
-            seq,
-            why: why.to_string(),
-        };
-        let prev = self
-            .prev
-            .clone()
-            .ok_or_else(|| corrupt("prev is not text"))?;
-        let hash = self
-            .hash
-            .clone()
-            .ok_or_else(|| corrupt("hash is not text"))?;
-        let at_ms = self
-            .at_ms
-            .and_then(|t| u64::try_from(t).ok())
-            .ok_or_else(|| corrupt("at_ms is not a non-negative integer"))?;
-        let body = self
-            .body
-            .as_deref()
-            .ok_or_else(|| corrupt("body is not text"))?;
-        let record: Record = serde_json::from_str(body).map_err(|e| LedgerError::Corrupt {
-            seq,
-            why: format!("body is not a record: {e}"),
-        })?;
-        Ok(Entry {
-            seq,
-            prev,
-            at_ms,
-            record,
-            hash,
-        })
-    }
 }
 
 fn text(v: ValueRef<'_>) -> Option<String> {

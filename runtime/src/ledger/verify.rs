@@ -16,10 +16,13 @@
 //! rewritten) unless the expected head is known from elsewhere: pass it as `anchor`.
 
 use std::fmt;
+#[cfg(feature = "sqlite")]
 use std::path::Path;
 
 use super::entry::{entry_hash, GENESIS_PREV};
-use super::sqlite::{self, is_hash, StoredRow};
+use super::entry::{is_hash, StoredRow};
+#[cfg(feature = "sqlite")]
+use super::sqlite;
 use super::{Entry, LedgerError};
 
 /// An intact chain.
@@ -83,6 +86,7 @@ pub enum VerifyError {
 /// Verify the ledger file at `path` (opened read-only), optionally against a known head hash.
 ///
 /// The happy path streams the rows; only on the first misfit are all rows loaded to diagnose it.
+#[cfg(feature = "sqlite")]
 pub fn verify_path(path: &Path, anchor: Option<&str>) -> Result<VerifyReport, VerifyError> {
     let conn = sqlite::open_read_only(path)?;
     let mut walk = Walk::new(anchor);

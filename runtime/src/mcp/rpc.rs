@@ -17,7 +17,35 @@
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use super::transport::SessionError;
+/// How an MCP session failed, before the server's exit status is known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// The connection failed or closed before the answer (the server may have exited).
+    #[error("the MCP connection failed: {0}")]
+    Connection(String),
+    /// The server refused: a JSON-RPC error answer, or no tool of that name.
+    #[error("{0}")]
+    Refused(String),
+    /// The answer is not a usable output (no structured content, no JSON text).
+    #[error("{0}")]
+    Protocol(String),
+    /// The server's current definition of the tool differs from the record's pin
+    /// (`endpoint.definition_sha256`); no `tools/call` was sent.
+    #[error("{0}")]
+    Changed(String),
+    /// The tool reported an error (`isError: true`).
+    #[error("the MCP tool reported an error: {message}")]
+    Tool {
+        /// The tool's text content (whole: the transport's classification bounds it).
+        message: String,
+        /// Whether its `_meta` marked it transient.
+        transient: bool,
+    },
+}
+
+/// The MCP protocol revision this client asks for in `initialize` (the newest revision that
+/// has an `initialize` handshake).
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Most `tools/list` pages read before the listing is refused (a server whose cursors never
 /// end would otherwise hold the session until its deadline).
@@ -62,7 +90,7 @@ where
             initialized: Value::Null,
         };
         let params = json!({
-            "protocolVersion": rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE.to_string(),
+            "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
             "clientInfo": { "name": "escepine", "version": env!("CARGO_PKG_VERSION") },
         });

@@ -65,7 +65,7 @@ use std::time::Duration;
 
 use escepine_contract::EXIT_TRANSIENT;
 use registry_build::ToolRecord;
-use rmcp::model::CallToolResult;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
@@ -74,12 +74,13 @@ use tokio::time::Instant;
 use super::definition;
 use super::names::tool_id_for;
 use super::rpc::RawClient;
+pub use super::rpc::SessionError;
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
-use crate::executor::process::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
-use crate::executor::{ExecError, Execution, Invocation};
+use crate::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use crate::executor::seam::{ExecError, Execution, Invocation};
 use crate::gate::drop_null_optionals;
-use crate::sandbox::JobStatus;
 use crate::scrub::Scrubber;
+use escepine_sandbox::JobStatus;
 
 /// The `_meta` key of an error result (`isError: true`) that marks the failure transient: the
 /// retry budget may try again.
@@ -107,32 +108,6 @@ impl Default for Limits {
             stderr_bytes: DEFAULT_STDERR_LIMIT,
         }
     }
-}
-
-/// How an MCP session failed, before the server's exit status is known.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
-    /// The connection failed or closed before the answer (the server may have exited).
-    #[error("the MCP connection failed: {0}")]
-    Connection(String),
-    /// The server refused: a JSON-RPC error answer, or no tool of that name.
-    #[error("{0}")]
-    Refused(String),
-    /// The answer is not a usable output (no structured content, no JSON text).
-    #[error("{0}")]
-    Protocol(String),
-    /// The server's current definition of the tool differs from the record's pin
-    /// (`endpoint.definition_sha256`); no `tools/call` was sent.
-    #[error("{0}")]
-    Changed(String),
-    /// The tool reported an error (`isError: true`).
-    #[error("the MCP tool reported an error: {message}")]
-    Tool {
-        /// The tool's text content (whole: [`classify`] bounds it).
-        message: String,
-        /// Whether its `_meta` marked it transient.
-        transient: bool,
-    },
 }
 
 /// One attempt of an `mcp-stdio` tool: `command` (as built by
@@ -254,7 +229,7 @@ where
             .request("tools/call", json!({ "name": name, "arguments": payload }))
             .await?
     };
-    let result: CallToolResult = serde_json::from_value(result).map_err(|e| {
+    let result: ToolResult = serde_json::from_value(result).map_err(|e| {
         SessionError::Protocol(format!(
             "the MCP tools/call result is not a CallToolResult: {e}"
         ))
@@ -319,23 +294,46 @@ pub fn is_text_shape(schema: &Value) -> bool {
         == Some(&Value::from("string"))
 }
 
+/// An MCP `tools/call` result (`CallToolResult` of the MCP schema), as far as the transport
+/// reads it: content blocks stay JSON; a text block is `{"type": "text", "text": …}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    /// The content blocks.
+    #[serde(default)]
+    pub content: Vec<Value>,
+    /// The structured result, when the server gives one.
+    #[serde(default)]
+    pub structured_content: Option<Value>,
+    /// Whether the result is a tool error.
+    #[serde(default)]
+    pub is_error: Option<bool>,
+    /// The result's `_meta` object.
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// The text of a content block that is a text block.
+fn text_of(block: &Value) -> Option<&str> {
+    if block.get("type").and_then(Value::as_str) != Some("text") {
+        return None;
+    }
+    block.get("text").and_then(Value::as_str)
+}
+
 /// The output of a `tools/call` result for a record whose output schema is `output_schema`
 /// (see the module documentation), before the `null` mapping.
 ///
 /// # Errors
 /// [`SessionError::Tool`] for an error result, [`SessionError::Protocol`] for a result that
 /// holds no output of the record's shape.
-pub fn output_of(result: CallToolResult, output_schema: &Value) -> Result<Value, SessionError> {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
+pub fn output_of(result: ToolResult, output_schema: &Value) -> Result<Value, SessionError> {
+    let texts: Vec<&str> = result.content.iter().filter_map(text_of).collect();
     if result.is_error == Some(true) {
         let transient = result
             .meta
             .as_ref()
-            .and_then(|m| m.0.get(TRANSIENT_META))
+            .and_then(|m| m.get(TRANSIENT_META))
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let message = if texts.is_empty() {
@@ -351,13 +349,12 @@ pub fn output_of(result: CallToolResult, output_schema: &Value) -> Result<Value,
     if is_text_shape(output_schema) {
         let mut output = Map::new();
         output.insert("text".into(), Value::from(texts.join("\n")));
-        let others = result
+        let others: Vec<Value> = result
             .content
             .iter()
-            .filter(|c| c.as_text().is_none())
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| SessionError::Protocol(format!("an MCP content block: {e}")))?;
+            .filter(|c| text_of(c).is_none())
+            .cloned()
+            .collect();
         if !others.is_empty() {
             output.insert("content".into(), Value::Array(others));
         }
@@ -434,7 +431,7 @@ pub(crate) fn classify(
 }
 
 /// How a server ended, for a failure message: `it exited with status 1`.
-pub(crate) fn describe_status(s: JobStatus) -> String {
+pub fn describe_status(s: JobStatus) -> String {
     match s {
         JobStatus::Exited(code) => format!("it exited with status {code}"),
         JobStatus::Signaled(sig) => format!("it was killed by signal {sig}"),
@@ -443,7 +440,7 @@ pub(crate) fn describe_status(s: JobStatus) -> String {
 
 /// A local process's exit status as a job status (a status with neither code nor signal, which
 /// Unix does not produce, reads as signal 0).
-pub(crate) fn job_status(s: ExitStatus) -> JobStatus {
+pub fn job_status(s: ExitStatus) -> JobStatus {
     match (s.code(), s.signal()) {
         (Some(code), _) => JobStatus::Exited(code),
         (None, sig) => JobStatus::Signaled(sig.unwrap_or(0)),
@@ -468,11 +465,17 @@ mod tests {
 
     use super::*;
 
+    /// `r` as the transport reads it off the wire: rmcp's own serialization of the MCP type.
+    fn wire(r: CallToolResult) -> ToolResult {
+        let v = serde_json::to_value(r).expect("a CallToolResult serializes");
+        serde_json::from_value(v).expect("a CallToolResult reads as a ToolResult")
+    }
+
     #[test]
     fn structured_content_is_the_output() {
         let r = CallToolResult::structured(json!({"a": 1}));
         assert_eq!(
-            output_of(r, &json!({"type": "object"})),
+            output_of(wire(r), &json!({"type": "object"})),
             Ok(json!({"a": 1}))
         );
     }
@@ -481,17 +484,17 @@ mod tests {
     fn one_json_text_is_the_output_otherwise() {
         let r = CallToolResult::success(vec![ContentBlock::text("{\"b\": true}")]);
         assert_eq!(
-            output_of(r, &json!({"type": "object"})),
+            output_of(wire(r), &json!({"type": "object"})),
             Ok(json!({"b": true}))
         );
         let r = CallToolResult::success(vec![ContentBlock::text("hello")]);
         assert!(matches!(
-            output_of(r, &json!({"type": "object"})),
+            output_of(wire(r), &json!({"type": "object"})),
             Err(SessionError::Protocol(_))
         ));
         let r = CallToolResult::success(vec![ContentBlock::text("{}"), ContentBlock::text("{}")]);
         assert!(matches!(
-            output_of(r, &json!({"type": "object"})),
+            output_of(wire(r), &json!({"type": "object"})),
             Err(SessionError::Protocol(_))
         ));
     }
@@ -506,27 +509,30 @@ mod tests {
             ContentBlock::text("{\"b\": 1}"),
             ContentBlock::text("two"),
         ]);
-        assert_eq!(output_of(r, &shape), Ok(json!({"text": "{\"b\": 1}\ntwo"})));
+        assert_eq!(
+            output_of(wire(r), &shape),
+            Ok(json!({"text": "{\"b\": 1}\ntwo"}))
+        );
         let r = CallToolResult::success(vec![]);
-        assert_eq!(output_of(r, &shape), Ok(json!({"text": ""})));
+        assert_eq!(output_of(wire(r), &shape), Ok(json!({"text": ""})));
         let r = CallToolResult::success(vec![
             ContentBlock::text("see"),
             ContentBlock::image("aGk=", "image/png"),
         ]);
-        let out = output_of(r, &shape).expect("output");
+        let out = output_of(wire(r), &shape).expect("output");
         assert_eq!(out["text"], "see");
         assert_eq!(out["content"][0]["type"], "image");
         assert_eq!(out["content"][0]["mimeType"], "image/png");
         // Structured content still wins.
         let r = CallToolResult::structured(json!({"text": "s"}));
-        assert_eq!(output_of(r, &shape), Ok(json!({"text": "s"})));
+        assert_eq!(output_of(wire(r), &shape), Ok(json!({"text": "s"})));
     }
 
     #[test]
     fn errors_are_permanent_unless_marked_transient() {
         let r = CallToolResult::error(vec![ContentBlock::text("no such city")]);
         assert_eq!(
-            output_of(r, &json!({"type": "object"})),
+            output_of(wire(r), &json!({"type": "object"})),
             Err(SessionError::Tool {
                 message: "no such city".into(),
                 transient: false
@@ -537,7 +543,7 @@ mod tests {
         let r = CallToolResult::error(vec![ContentBlock::text("busy")])
             .with_meta(Some(MetaObject(meta)));
         assert!(matches!(
-            output_of(r, &json!({"type": "object"})),
+            output_of(wire(r), &json!({"type": "object"})),
             Err(SessionError::Tool {
                 transient: true,
                 ..

@@ -61,6 +61,14 @@ pub const CATALOG: Bin = Bin {
     var: "ESCEPINE_CATALOG_BIN",
 };
 
+/// `escepine` (`runtime/cli`).
+pub const ESCEPINE: Bin = Bin {
+    package: "escepine-cli",
+    bin: "escepine",
+    dir: "runtime/cli",
+    var: "ESCEPINE_BIN",
+};
+
 /// `escepine-mcp-demo` (`tools/mcp-demo`).
 pub const MCP_DEMO: Bin = Bin {
     package: "escepine-mcp-demo",
@@ -69,11 +77,12 @@ pub const MCP_DEMO: Bin = Bin {
     var: "ESCEPINE_MCP_DEMO",
 };
 
-/// The workspace root (the parent of this crate's directory).
+/// The workspace root: the nearest ancestor of this crate's directory that holds `Cargo.lock`.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("runtime/ has a parent")
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .expect("this crate sits in the workspace")
         .to_path_buf()
 }
 

@@ -12,18 +12,22 @@ mod bins;
 #[allow(unused_imports)]
 pub use bins::workspace_root;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// The `escepine` binary of this package.
+/// The `escepine` binary: this package's own when it builds it (`escepine-cli`), else the
+/// workspace's ([`bins::ESCEPINE`]).
 pub fn escepine() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+    match option_env!("CARGO_BIN_EXE_escepine") {
+        Some(p) => PathBuf::from(p),
+        None => bins::workspace_bin(bins::ESCEPINE),
+    }
 }
 
 /// `runtime/tests/fixtures/mcp/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/mcp")
+    workspace_root()
+        .join("runtime/tests/fixtures/mcp")
         .join(rel)
 }
 

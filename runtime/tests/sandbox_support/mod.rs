@@ -14,6 +14,8 @@ mod image_support;
 // Not every test that includes this module needs it.
 #[allow(unused_imports)]
 pub use bins::workspace_root;
+#[allow(unused_imports)]
+pub use bins::{workspace_bin, ESCEPINE};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;

@@ -103,7 +103,7 @@ fn describe_output_passes_escepine_check() {
     let records = describe(dir.path());
     let ws = workspace();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = escepine_runtime::cli::run(
+    let code = escepine_cli::run(
         [
             "escepine",
             "check",
@@ -114,7 +114,7 @@ fn describe_output_passes_escepine_check() {
             "--envelope",
             ws.join("tools/envelope.json").to_str().unwrap(),
         ],
-        &mut escepine_runtime::cli::Io {
+        &mut escepine_cli::Io {
             out: &mut out,
             err: &mut err,
         },

@@ -12,7 +12,7 @@ use escepine_sandbox::io::copy_hashing;
 use registry_build::endpoint::WorkspaceBins;
 use registry_build::{ResolvedCommand, ToolRecord};
 
-use crate::executor::ExecError;
+use crate::executor::seam::ExecError;
 
 /// Where [`locate`] looks for a workspace binary, besides the fixed places.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,136 @@
+//! The flag groups commands share: the registry inputs ([`RegistryArgs`]) and everything that
+//! builds a runtime ([`RuntimeArgs`]: entities, overlay, ledger, executor, secrets).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use escepine_runtime::ledger::sqlite::SqliteLedger;
+use escepine_runtime::ledger::Durability;
+use escepine_runtime::overlay::Overlay;
+use escepine_runtime::Runtime;
+use registry_build::Registry;
+use serde_json::Value;
+
+use crate::error::CliError;
+use crate::exit;
+use crate::tool_run::ToolRunArgs;
+
+/// Registry inputs shared by the commands.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RegistryArgs {
+    /// Directory of tool records (`*.json`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) records: PathBuf,
+    /// Directory of Cedar policies (`*.cedar`, optional `*.cedarschema`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) policies: Option<PathBuf>,
+    /// Deployment envelope; without it the coverage rule is skipped.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) envelope: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    /// The sources these flags name.
+    pub(crate) fn sources(&self) -> registry_build::Sources {
+        let mut s = registry_build::Sources::new().records(&self.records);
+        if let Some(p) = &self.policies {
+            s = s.policies(p);
+        }
+        if let Some(e) = &self.envelope {
+            s = s.envelope(e);
+        }
+        s
+    }
+
+    /// The registry these flags name; invalid inputs are their rendered diagnostics.
+    pub(crate) fn load(&self) -> Result<Registry, CliError> {
+        load(&self.sources())
+    }
+}
+
+/// The registry of `sources`; invalid inputs are their rendered diagnostics (exit 1).
+pub(crate) fn load(sources: &registry_build::Sources) -> Result<Registry, CliError> {
+    registry_build::load(sources).map_err(|d| CliError::text(exit::INVALID, d.render()))
+}
+
+/// The flags of every command that builds a runtime (`call`, `run`, `resume`, `serve`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct RuntimeArgs {
+    /// Cedar entities JSON (principals, their attributes and parents).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) entities: Option<PathBuf>,
+    /// Extra egress entries for named tools (must lie inside the envelope).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) overlay: Option<PathBuf>,
+    /// The SQLite evidence ledger.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) ledger: PathBuf,
+    #[command(flatten)]
+    pub(crate) run: ToolRunArgs,
+}
+
+impl RuntimeArgs {
+    /// The `--entities` file, read as JSON (none without the flag).
+    ///
+    /// # Errors
+    /// Exit 1, naming the file, when it cannot be read or is not JSON.
+    pub(crate) fn entities(&self) -> Result<Option<Value>, CliError> {
+        let Some(path) = &self.entities else {
+            return Ok(None);
+        };
+        let invalid = |e: &dyn std::fmt::Display| {
+            CliError::new(exit::INVALID, format!("{}: {e}", path.display()))
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| invalid(&e))?;
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| invalid(&e))
+    }
+
+    /// The runtime over `registry`: the ledger opened, the executor made ready (its images
+    /// fetched), the secrets read, then the entities, the overlay, and the build.
+    ///
+    /// # Errors
+    /// `unavailable` (the command's status for it) when the ledger cannot be opened or the
+    /// executor made ready; exit 1 for invalid secrets, entities, overlay or runtime.
+    pub(crate) async fn build(
+        &self,
+        registry: Registry,
+        unavailable: i32,
+    ) -> Result<Runtime, CliError> {
+        let ledger = SqliteLedger::open(&self.ledger, Durability::Full)
+            .map_err(|e| CliError::new(unavailable, e))?;
+        let executor = self
+            .run
+            .executor(&registry)
+            .await
+            .map_err(|e| CliError::new(unavailable, e))?;
+        let secrets = self
+            .run
+            .secrets()
+            .map_err(|e| CliError::new(exit::INVALID, e))?;
+        let mut builder = Runtime::builder(registry)
+            .ledger(Arc::new(ledger))
+            .executor(executor)
+            .secrets(secrets);
+        if let Some(entities) = self.entities()? {
+            builder = builder.entities(entities);
+        }
+        if let Some(path) = &self.overlay {
+            let overlay = Overlay::load(path).map_err(|e| CliError::new(exit::INVALID, e))?;
+            builder = builder.overlay(overlay);
+        }
+        builder.build().map_err(|e| CliError::new(exit::INVALID, e))
+    }
+}
+
+/// A multi-threaded async runtime for a command.
+///
+/// # Errors
+/// `code` when it cannot be started.
+pub(crate) fn async_runtime(code: i32) -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(code, format!("cannot start the async runtime: {e}")))
+}

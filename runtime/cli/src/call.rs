@@ -1,0 +1,72 @@
+//! `escepine call`: one governed call over any records directory.
+
+use escepine_contract::Principal;
+use escepine_runtime::{CallKind, CallOptions};
+
+use crate::args::{async_runtime, RegistryArgs, RuntimeArgs};
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
+
+/// Arguments of `escepine call`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    registry: RegistryArgs,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// The principal, e.g. 'Agent::"researcher"'.
+    #[arg(long)]
+    principal: String,
+    /// The tool id.
+    #[arg(long)]
+    tool: String,
+    /// The payload JSON.
+    #[arg(long)]
+    input: String,
+    /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
+    #[arg(long)]
+    openai_strict: bool,
+}
+
+/// Make the call; print its output on stdout, or the report of a call without one.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    let principal: Principal = args
+        .principal
+        .parse()
+        .map_err(|e| CliError::new(exit::USAGE, e))?;
+    let payload: serde_json::Value = serde_json::from_str(&args.input).map_err(|e| {
+        CliError::new(
+            exit::call(CallKind::InputRejected),
+            format!("--input is not JSON: {e}"),
+        )
+    })?;
+    let registry = args.registry.load()?;
+    let rt = async_runtime(exit::INVALID)?;
+    let report = rt.block_on(async {
+        // A ledger that cannot be opened is `ledger_unavailable`, an executor that cannot be
+        // made ready `failed`: one exit status.
+        let runtime = args
+            .runtime
+            .build(registry, exit::call(CallKind::LedgerUnavailable))
+            .await?;
+        let opts = CallOptions {
+            openai_strict_nulls: args.openai_strict,
+            ..CallOptions::default()
+        };
+        runtime
+            .call(&principal, &args.tool, payload, opts)
+            .await
+            .map_err(|e| CliError::new(exit::call(e.kind()), e))
+    })?;
+    match report.output() {
+        Some(output) => {
+            let _ = writeln!(io.out, "{output}");
+            match exit::call(report.kind()) {
+                exit::OK => Ok(()),
+                code => Err(CliError::code(code)),
+            }
+        }
+        None => Err(CliError::new(exit::call(report.kind()), &report)),
+    }
+}

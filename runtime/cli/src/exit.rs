@@ -1,0 +1,55 @@
+//! Process exit statuses of the `escepine` commands.
+
+/// Success.
+pub const OK: i32 = 0;
+/// The inputs are invalid (or a registration failed).
+pub const INVALID: i32 = 1;
+/// Bad usage.
+pub const USAGE: i32 = 2;
+/// `escepine import`: the server could not be started or read.
+pub const SERVER_FAILED: i32 = 3;
+/// `escepine run` and `resume`: the run could not be driven (ledger unavailable, unknown run,
+/// inconsistent journal, an SOP that changed since the run started).
+pub const NOT_DRIVEN: i32 = 14;
+
+use escepine_runtime::CallKind;
+
+/// The exit status of `escepine call` for a call that ended with `kind` — the one place it
+/// is decided: 0 ok, 3 denied, 4 input rejected or unknown tool (or a typed client that
+/// does not match), 5 failed, timed out or ledger unavailable, 6 output rejected.
+pub const fn call(kind: CallKind) -> i32 {
+    match kind {
+        CallKind::Ok => OK,
+        CallKind::Denied => 3,
+        CallKind::UnknownTool | CallKind::InputRejected | CallKind::ClientMismatch => 4,
+        CallKind::Failed | CallKind::TimedOut | CallKind::LedgerUnavailable => 5,
+        CallKind::OutputRejected => 6,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_the_contracts_exit_status() {
+        let codes: Vec<(&str, i32)> = CallKind::ALL
+            .iter()
+            .map(|k| (k.as_str(), call(*k)))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                ("ok", 0),
+                ("denied", 3),
+                ("failed", 5),
+                ("timed_out", 5),
+                ("output_rejected", 6),
+                ("unknown_tool", 4),
+                ("input_rejected", 4),
+                ("ledger_unavailable", 5),
+                ("client_mismatch", 4),
+            ]
+        );
+    }
+}

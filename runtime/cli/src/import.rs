@@ -1,0 +1,409 @@
+//! `escepine import mcp --out DIR [--read-only PATH]... [--image REF [--image-cache DIR]]
+//! [--envelope FILE] [--unsandboxed] [--force] [--timeout-ms N] -- <command …>`: draft records
+//! from an existing MCP server ([`escepine_mcp::import`]).
+//!
+//! The server runs **in a sandbox** by default — the runtime's own Linux sandbox, as root:
+//! no host environment (`PATH`, `LANG`, `HOME` and `TMPDIR` only), no network, the server's
+//! binary with its interpreter and libraries, and every `--read-only PATH` (an interpreter's
+//! installation, a virtualenv, a `node_modules` tree, the server's code; each also written
+//! into every draft's `sandbox_profile.read_only`). `--unsandboxed` is the explicit opt-out: a
+//! host process with a cleared environment (`PATH` as tools get it, `LANG`, the host's `HOME`).
+//!
+//! With `--image REF` (an OCI image pinned by digest) the server runs in a sandbox on the
+//! image's root instead: the image is fetched, verified and unpacked into the image cache
+//! (`--image-cache DIR`, else the default one) first — over plain HTTP only when `--envelope`
+//! lists its registry as `http://host:port` — and the command after `--` is a path or name
+//! inside the image, kept as given; with none, the image's `Entrypoint` and `Cmd` run. The
+//! image's `Env` and `WorkingDir` apply. The drafts name the image in `endpoint.image` (its
+//! digest pins the server: no `sha256`).
+//!
+//! The command is kept as given, a path made absolute against the working directory
+//! lexically (a virtualenv's `python` symlink is not resolved). Each tool of the raw
+//! `tools/list` is drafted on its own and checked with the registry's own record rules
+//! (`--envelope` for the coverage rules): a draft passing them with nothing left to decide is
+//! written to `DIR/<tool id>.json`; any other to `DIR/needs-decision/<tool id>.json`
+//! (`escepine check --records DIR` does not read that folder), its decisions listed — tool and
+//! JSON pointer — in its `$comment` and on stdout. Existing drafts are kept unless `--force`
+//! (which also removes a draft of the same tool from the other folder).
+//!
+//! Exit status: 0 the server was listed and every tool drafted (decisions may remain); 1
+//! nothing written (a draft exists, two tools map to one id, a file cannot be written); 2
+//! usage (no command and no image, an image reference not pinned by digest, `--image` with
+//! `--unsandboxed`, an unreadable envelope); 3 the server could not be started or listed (its
+//! stderr's last lines quoted), including an image that cannot be fetched, verified or
+//! unpacked.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use escepine_contract::ImageRef;
+use registry_build::endpoint::{self, WorkspaceBins};
+use registry_build::{record_check, Envelope, SourceFile};
+
+use escepine_mcp::import::endpoint::absolute;
+use escepine_mcp::import::listing::{list_in_image, list_sandboxed, list_unsandboxed};
+use escepine_mcp::import::{
+    draft, Decision, Draft, EndpointDraft, ImportError, ServerTools, NEEDS_DECISION_DIR,
+};
+use escepine_runtime::images;
+use escepine_runtime::sandbox::SandboxExecutor;
+
+use crate::error::{CliError, CliResult};
+use crate::exit::{self, SERVER_FAILED};
+use crate::io::Io;
+use crate::tool_run::image_store;
+
+/// Arguments of `escepine import`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    source: Source,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Source {
+    /// Start an MCP server (`-- <command …>`), read its tools/list, write draft records.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct McpArgs {
+    /// Directory the drafts are written to (created if missing); drafts needing a decision go
+    /// to its `needs-decision` folder.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Overwrite existing draft files.
+    #[arg(long)]
+    force: bool,
+    /// How long the server gets to start and list its tools.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    timeout_ms: u64,
+    /// A host path the server needs, bound read-only at its own path in the sandbox and
+    /// written into every draft's `sandbox_profile.read_only` (repeatable).
+    #[arg(long = "read-only", value_name = "PATH")]
+    read_only: Vec<PathBuf>,
+    /// An OCI image pinned by digest (`host:port/name@sha256:…`, `oci:/layout@sha256:…`) to
+    /// run the server from, on the image's root; the command after `--` is then a path or name
+    /// inside the image, and may be left out (the image's Entrypoint and Cmd).
+    #[arg(long, value_name = "REF")]
+    image: Option<String>,
+    /// The image cache `--image` is fetched into; default `$ESCEPINE_IMAGE_CACHE`, else
+    /// `/var/cache/escepine/images` for root, else `~/.cache/escepine/images`.
+    #[arg(long, value_name = "DIR", requires = "image")]
+    image_cache: Option<PathBuf>,
+    /// The deployment envelope the drafts are checked against (coverage rules).
+    #[arg(long, value_name = "FILE")]
+    envelope: Option<PathBuf>,
+    /// Run the server as a host process instead of in a sandbox (cleared environment).
+    #[arg(long)]
+    unsandboxed: bool,
+    /// The server's command and arguments, after `--` (optional with `--image`).
+    #[arg(last = true, num_args = 0.., value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// Import from the source.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    match &args.source {
+        Source::Mcp(a) => mcp(a, io),
+    }
+}
+
+/// The workspace the drafts belong to: above the output directory, else the working directory.
+fn workspace_for(out: &Path) -> Option<PathBuf> {
+    let existing = out.ancestors().find(|p| p.exists())?.to_path_buf();
+    WorkspaceBins::find_root(&existing).or_else(|| {
+        std::env::current_dir()
+            .ok()
+            .and_then(|d| WorkspaceBins::find_root(&d))
+    })
+}
+
+/// Where a draft goes: `OUT/` when it passes every rule and leaves nothing to decide, else
+/// `OUT/needs-decision/`.
+fn folder(out: &Path, d: &Draft) -> PathBuf {
+    if d.decisions.is_empty() {
+        out.to_path_buf()
+    } else {
+        out.join(NEEDS_DECISION_DIR)
+    }
+}
+
+fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
+    let usage = |msg: String| Err(CliError::new(exit::USAGE, msg));
+    let image = match &a.image {
+        None => None,
+        Some(_) if a.unsandboxed => {
+            return usage(
+                "--image runs the server in a sandbox on the image's root; it cannot be \
+                 combined with --unsandboxed"
+                    .into(),
+            )
+        }
+        Some(raw) => match ImageRef::parse(raw) {
+            Ok(r) => Some(r),
+            Err(e) => return usage(format!("--image: {e}")),
+        },
+    };
+    if image.is_none() && a.command.is_empty() {
+        return usage(
+            "give the server's command after `--` (escepine import mcp --out DIR -- <command \
+             …>), or an image to run it from (--image REF)"
+                .into(),
+        );
+    }
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => return usage(format!("cannot read the working directory: {e}")),
+    };
+    let envelope = match &a.envelope {
+        None => None,
+        Some(path) => match Envelope::load(path) {
+            Ok(e) => Some(e),
+            Err(d) => return usage(d.render()),
+        },
+    };
+    let workspace = workspace_for(&a.out);
+    let endpoint = match &image {
+        Some(r) => EndpointDraft::in_image(&r.raw, &a.command),
+        None => match EndpointDraft::for_command(&a.command, &cwd, workspace.as_deref()) {
+            Ok(e) => e,
+            Err(e) => return usage(e.to_string()),
+        },
+    };
+    let read_only: Vec<PathBuf> = a.read_only.iter().map(|p| absolute(p, &cwd)).collect();
+    let shown: Vec<String> = read_only.iter().map(|p| p.display().to_string()).collect();
+
+    let server = Server {
+        image: image.as_ref(),
+        envelope: envelope.as_ref(),
+        cwd: &cwd,
+        read_only: &read_only,
+    };
+    let listed = list(a, &server).map_err(|e| CliError::new(SERVER_FAILED, e))?;
+    if listed.tools.is_empty() {
+        return Err(CliError::new(
+            SERVER_FAILED,
+            "the MCP server lists no tools; nothing to import",
+        ));
+    }
+    let bins = workspace
+        .as_deref()
+        .map(WorkspaceBins::discover)
+        .unwrap_or_default();
+    let ctx = record_check::Context {
+        envelope: envelope.as_ref(),
+        bins: &bins,
+    };
+    let drafts: Vec<Draft> = listed
+        .tools
+        .iter()
+        .map(|t| {
+            let mut d = draft(t, &listed, &endpoint, &shown);
+            for decision in rule_decisions(&d, &a.out, &ctx) {
+                d.decide(decision);
+            }
+            d
+        })
+        .collect();
+    refuse_conflicts(&drafts, a)?;
+    write_drafts(&drafts, a, io)
+}
+
+/// Where and how the server to list runs.
+struct Server<'a> {
+    /// The image to run it from (`--image`).
+    image: Option<&'a ImageRef>,
+    /// The envelope (which says whether the image's registry is reached over plain HTTP).
+    envelope: Option<&'a Envelope>,
+    /// The working directory a relative command is made absolute against.
+    cwd: &'a Path,
+    /// The `--read-only` paths, absolute.
+    read_only: &'a [PathBuf],
+}
+
+/// Start the server as asked and read its tools.
+fn list(a: &McpArgs, server: &Server<'_>) -> Result<ServerTools, ImportError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ImportError::Spawn {
+            command: a.command.join(" "),
+            why: format!("cannot start the async runtime: {e}"),
+        })?;
+    let timeout = Duration::from_millis(a.timeout_ms);
+    let result = if a.unsandboxed {
+        rt.block_on(list_unsandboxed(&a.command, timeout))
+    } else if let Some(image) = server.image {
+        rt.block_on(list_image(a, server, image, timeout))
+    } else {
+        let (program, args) = a.command.split_first().ok_or(ImportError::NoCommand)?;
+        let spawn = |why: String| ImportError::Spawn {
+            command: program.clone(),
+            why,
+        };
+        let path = if program.contains('/') {
+            absolute(Path::new(program), server.cwd)
+        } else {
+            endpoint::on_path(program).ok_or_else(|| spawn("not found on PATH".into()))?
+        };
+        let executor = sandbox(spawn)?;
+        rt.block_on(list_sandboxed(
+            &executor,
+            &path,
+            args,
+            server.read_only,
+            timeout,
+        ))
+    };
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// The runtime's sandbox executor, or why there is none (`spawn` makes the error).
+fn sandbox(spawn: impl Fn(String) -> ImportError) -> Result<SandboxExecutor, ImportError> {
+    SandboxExecutor::new().map_err(|e| {
+        spawn(format!(
+            "no sandbox: {e} (pass --unsandboxed to run the server as a host process)"
+        ))
+    })
+}
+
+/// Fetch `image` into the image cache (before the listing's timeout starts: a fetch is not
+/// the server's start-up), then list the server on its root.
+async fn list_image(
+    a: &McpArgs,
+    server: &Server<'_>,
+    image: &ImageRef,
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let spawn = |why: String| ImportError::Spawn {
+        command: format!("the image {}", image.raw),
+        why,
+    };
+    let store = image_store(a.image_cache.as_deref()).map_err(&spawn)?;
+    let (root, _) = images::ensure(image, server.envelope, &store)
+        .await
+        .map_err(|e| spawn(format!("it cannot be fetched, verified or unpacked: {e}")))?;
+    let executor = sandbox(spawn)?;
+    let (command, args) = a
+        .command
+        .split_first()
+        .map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
+    list_in_image(&executor, &root, command, args, server.read_only, timeout).await
+}
+
+/// What the registry's own record rules refuse in the draft `d` (checked as if at its place
+/// in `out`), each as a decision naming the pointer, the rule and why.
+fn rule_decisions(d: &Draft, out: &Path, ctx: &record_check::Context<'_>) -> Vec<Decision> {
+    let file = SourceFile::new(out.join(d.file_name()), d.text());
+    let (_, diags) = registry_build::check_records(&[file], ctx);
+    diags
+        .iter()
+        // Warnings and notes (a script endpoint, an exemption) are printed by `check`; only
+        // what the rules refuse is a decision.
+        .filter(|diag| diag.is_error())
+        .filter(|diag| {
+            // A decision the draft already names (at its pointer or below) is not listed twice.
+            !d.decisions.iter().any(|k| {
+                diag.pointer.as_deref().is_some_and(|p| {
+                    p == k.pointer
+                        || (p.starts_with(k.pointer.as_str())
+                            && p[k.pointer.len()..].starts_with('/'))
+                })
+            })
+        })
+        .map(|diag| {
+            Decision::new(
+                diag.pointer.as_deref().unwrap_or(""),
+                &format!(
+                    "{} (registration rule {})",
+                    diag.message.trim_end(),
+                    diag.rule.id()
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Refuse before writing anything: two tools on one file, or drafts already there.
+fn refuse_conflicts(drafts: &[Draft], a: &McpArgs) -> CliResult {
+    let mut refused = String::new();
+    for (i, d) in drafts.iter().enumerate() {
+        if let Some(first) = drafts[..i].iter().find(|o| o.tool_id == d.tool_id) {
+            refused.push_str(&format!(
+                "error: the MCP tools `{}` and `{}` both map to the tool id `{}`\n",
+                first.mcp_name, d.mcp_name, d.tool_id
+            ));
+        }
+        for dir in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
+            let path = dir.join(d.file_name());
+            if path.exists() && !a.force {
+                refused.push_str(&format!(
+                    "error: {} exists (pass --force to overwrite it)\n",
+                    path.display()
+                ));
+            }
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::text(exit::INVALID, refused))
+    }
+}
+
+fn write_drafts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> CliResult {
+    let mut pending = 0;
+    for d in drafts {
+        let dir = folder(&a.out, d);
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            CliError::new(
+                exit::INVALID,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        let path = dir.join(d.file_name());
+        std::fs::write(&path, d.text()).map_err(|e| {
+            CliError::new(
+                exit::INVALID,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+        // With --force, the draft of this tool in the other folder is stale.
+        for other in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
+            let stale = other.join(d.file_name());
+            if other != dir && stale.is_file() {
+                let _ = std::fs::remove_file(&stale);
+            }
+        }
+        let _ = writeln!(
+            io.out,
+            "wrote {} (MCP tool `{}`)",
+            path.display(),
+            d.mcp_name
+        );
+        for note in &d.notes {
+            let _ = writeln!(io.out, "    {note}");
+        }
+        for k in &d.decisions {
+            let _ = writeln!(
+                io.out,
+                "    decide: tool `{}` at {}: {}",
+                d.mcp_name, k.pointer, k.what
+            );
+        }
+        pending += usize::from(!d.decisions.is_empty());
+    }
+    let out_dir = a.out.display();
+    let _ = writeln!(
+        io.out,
+        "ok: {} draft(s) written, {} ready in {out_dir}, {pending} needing a decision in \
+         {out_dir}/{NEEDS_DECISION_DIR}; make the decisions, move each decided draft up to \
+         {out_dir}, then run `escepine check --records {out_dir} --policies <DIR> --envelope \
+         <FILE>`",
+        drafts.len(),
+        drafts.len() - pending
+    );
+    Ok(())
+}

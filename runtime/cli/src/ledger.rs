@@ -1,0 +1,351 @@
+//! `escepine ledger verify PATH` and `escepine ledger show PATH [--run ID]`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use escepine_runtime::ledger::sqlite::read_entries;
+use escepine_runtime::ledger::verify::{verify_path, VerifyError};
+use escepine_runtime::ledger::{Attempt, Entry, Intent, Outcome, Record};
+
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
+
+/// Arguments of `escepine ledger`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// Recompute the hash chain; name the first changed, removed, inserted or reordered entry.
+    /// Exit 0 intact, 1 tampered, 2 unreadable.
+    Verify {
+        /// The ledger file (SQLite), opened read-only.
+        path: PathBuf,
+        /// A head hash recorded elsewhere: the chain must contain it (shows entries cut from its end).
+        #[arg(long, value_name = "HASH")]
+        head: Option<String>,
+    },
+    /// Print runs and calls: tool, principal, decision and policies, attempts, timings, outcome.
+    Show {
+        /// The ledger file (SQLite), opened read-only.
+        path: PathBuf,
+        /// Only this SOP run.
+        #[arg(long, value_name = "ID")]
+        run: Option<String>,
+    },
+}
+
+/// Exit status of `ledger verify` for an unreadable ledger (missing, not a ledger).
+const UNREADABLE: i32 = exit::USAGE;
+
+/// Verify or show the ledger.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    match &args.command {
+        Sub::Verify { path, head } => verify(path, head.as_deref(), io),
+        Sub::Show { path, run } => show(path, run.as_deref(), io),
+    }
+}
+
+fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    match verify_path(path, head) {
+        Ok(report) => {
+            let _ = write!(
+                io.out,
+                "intact: {} entries, head {}",
+                report.entries, report.head
+            );
+            if let (Some(anchor), Some(seq)) = (head, report.anchor_seq) {
+                let _ = write!(io.out, " (expected head {anchor} is entry {seq})");
+            }
+            let _ = writeln!(io.out);
+            Ok(())
+        }
+        Err(VerifyError::Tampered(t)) => {
+            // The finding is the command's output.
+            let _ = writeln!(io.out, "tampered: {t}");
+            Err(CliError::code(exit::INVALID))
+        }
+        Err(VerifyError::Unreadable(e)) => Err(CliError::new(UNREADABLE, e)),
+    }
+}
+
+/// One call as the ledger tells it: its intent and outcome entries.
+#[derive(Default)]
+struct Call<'a> {
+    call_id: &'a str,
+    intent: Option<(&'a Entry, &'a Intent)>,
+    outcome: Option<(u64, &'a Outcome)>,
+}
+
+enum Item<'a> {
+    Transition(&'a Entry),
+    Call(usize),
+}
+
+/// The entries grouped by run (in order of first appearance), calls outside any run last.
+struct Grouped<'a> {
+    calls: Vec<Call<'a>>,
+    groups: Vec<Group<'a>>,
+}
+
+/// A run id (`None`: calls outside any run) and its items in chain order.
+type Group<'a> = (Option<&'a str>, Vec<Item<'a>>);
+
+fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
+    let mut calls: Vec<Call<'a>> = Vec::new();
+    let mut call_index: HashMap<&'a str, usize> = HashMap::new();
+    let mut groups: Vec<Group<'a>> = Vec::new();
+    let mut group_index: HashMap<Option<&'a str>, usize> = HashMap::new();
+    let mut place = |groups: &mut Vec<Group<'a>>, run: Option<&'a str>| -> usize {
+        *group_index.entry(run).or_insert_with(|| {
+            groups.push((run, Vec::new()));
+            groups.len() - 1
+        })
+    };
+    for e in entries {
+        match &e.record {
+            Record::Transition(t) => {
+                let g = place(&mut groups, Some(t.run_id.as_str()));
+                groups[g].1.push(Item::Transition(e));
+            }
+            Record::Intent(i) => {
+                let (c, new) = call_slot(&mut calls, &mut call_index, &i.call_id);
+                calls[c].intent.get_or_insert((e, i));
+                if new {
+                    let g = place(&mut groups, i.run_id.as_deref());
+                    groups[g].1.push(Item::Call(c));
+                }
+            }
+            Record::Outcome(o) => {
+                let (c, new) = call_slot(&mut calls, &mut call_index, &o.call_id);
+                calls[c].outcome.get_or_insert((e.seq, o));
+                if new {
+                    let g = place(&mut groups, None);
+                    groups[g].1.push(Item::Call(c));
+                }
+            }
+        }
+    }
+    // Calls outside any run come last.
+    groups.sort_by_key(|(run, _)| run.is_none());
+    Grouped { calls, groups }
+}
+
+fn call_slot<'a>(
+    calls: &mut Vec<Call<'a>>,
+    index: &mut HashMap<&'a str, usize>,
+    id: &'a str,
+) -> (usize, bool) {
+    if let Some(&c) = index.get(id) {
+        return (c, false);
+    }
+    calls.push(Call {
+        call_id: id,
+        ..Call::default()
+    });
+    index.insert(id, calls.len() - 1);
+    (calls.len() - 1, true)
+}
+
+fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    let entries = read_entries(path).map_err(|e| match e {
+        escepine_runtime::ledger::LedgerError::Corrupt { .. } => {
+            CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
+        }
+        e => CliError::new(UNREADABLE, e),
+    })?;
+    let grouped = group(&entries);
+    let runs = grouped.groups.iter().filter(|(r, _)| r.is_some()).count();
+    let selected: Vec<&Group<'_>> = grouped
+        .groups
+        .iter()
+        .filter(|(r, _)| run.is_none() || *r == run)
+        .collect();
+    if let (Some(id), true) = (run, selected.is_empty()) {
+        return Err(CliError::new(
+            exit::INVALID,
+            format!("no entries for run {id} in {}", path.display()),
+        ));
+    }
+    let mut out = String::new();
+    if run.is_none() {
+        out.push_str(&format!(
+            "ledger {}: {} entries, {} runs, {} calls\n",
+            path.display(),
+            entries.len(),
+            runs,
+            grouped.calls.len()
+        ));
+    }
+    for (r, items) in selected {
+        out.push('\n');
+        match r {
+            Some(id) => out.push_str(&format!("run {id}\n")),
+            None => out.push_str("calls outside any run\n"),
+        }
+        for item in items {
+            match item {
+                Item::Transition(e) => render_transition(e, &mut out),
+                Item::Call(c) => render_call(&grouped.calls[*c], &mut out),
+            }
+        }
+    }
+    let _ = io.out.write_all(out.as_bytes());
+    Ok(())
+}
+
+fn render_transition(e: &Entry, out: &mut String) {
+    if let Record::Transition(t) = &e.record {
+        out.push_str(&format!(
+            "  #{:<5} {}  {}",
+            e.seq,
+            iso8601(e.at_ms),
+            t.event
+        ));
+        if let Some(s) = &t.state {
+            out.push_str(&format!("  state {s}"));
+        }
+        if !t.data.is_null() {
+            out.push_str(&format!(
+                "  {}",
+                escepine_runtime::ledger::canonical_json(&t.data)
+            ));
+        }
+        out.push('\n');
+    }
+}
+
+fn render_call(call: &Call<'_>, out: &mut String) {
+    const PAD: &str = "      ";
+    match call.intent {
+        Some((e, i)) => {
+            out.push_str(&format!(
+                "  #{:<5} {}  call {}  {}@{}  {}",
+                e.seq,
+                iso8601(e.at_ms),
+                call.call_id,
+                i.tool_id,
+                i.tool_version,
+                i.class
+            ));
+            if let Some(step) = &i.step {
+                out.push_str(&format!("  step {step}"));
+            }
+            out.push('\n');
+            out.push_str(&format!("{PAD}principal  {}\n", i.principal));
+            let policies = if i.policy_ids.is_empty() {
+                "(none)".to_string()
+            } else {
+                i.policy_ids.join(", ")
+            };
+            out.push_str(&format!(
+                "{PAD}decision   {}  policies {policies}\n",
+                i.decision
+            ));
+            for reason in &i.reasons {
+                out.push_str(&format!("{PAD}reason     {reason}\n"));
+            }
+            if let Some(c) = &i.compensates {
+                out.push_str(&format!("{PAD}compensates {c}\n"));
+            }
+            out.push_str(&format!("{PAD}payload    sha256 {}\n", i.payload_hash));
+            out.push_str(&format!("{PAD}idempotency {}\n", i.idempotency_key));
+            for o in &i.overlay {
+                out.push_str(&format!("{PAD}overlay    {o}\n"));
+            }
+        }
+        None => out.push_str(&format!("  call {}  (no intent recorded)\n", call.call_id)),
+    }
+    match call.outcome {
+        Some((seq, o)) => {
+            for (n, a) in o.attempts.iter().enumerate() {
+                render_attempt(n + 1, a, out);
+            }
+            out.push_str(&format!("{PAD}outcome    {}", result_word(o)));
+            if let Some(h) = &o.output_hash {
+                out.push_str(&format!("  output sha256 {h}"));
+            }
+            out.push_str(&format!("  (#{seq})\n"));
+            if let Some(e) = &o.error {
+                out.push_str(&format!("{PAD}error      {}\n", one_line(e)));
+            }
+        }
+        None => out.push_str(&format!("{PAD}outcome    (none recorded)\n")),
+    }
+}
+
+fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
+    let ms = a.duration_us as f64 / 1000.0;
+    out.push_str(&format!(
+        "      attempt {n}  {}  {ms:>10.3} ms  ",
+        iso8601(a.start_ms)
+    ));
+    match (&a.error_class, &a.error) {
+        (None, _) => out.push_str("ok"),
+        (Some(class), Some(msg)) => out.push_str(&format!("{class}: {}", one_line(msg))),
+        (Some(class), None) => out.push_str(class),
+    }
+    out.push('\n');
+    for r in &a.egress_refusals {
+        out.push_str(&format!("        egress refused {r}\n"));
+    }
+}
+
+fn result_word(o: &Outcome) -> String {
+    serde_json::to_value(o.result)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{:?}", o.result))
+}
+
+fn one_line(s: &str) -> String {
+    let line: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    // 160 characters, never ending inside a `[REDACTED]` marker.
+    match line.char_indices().nth(160) {
+        Some((at, _)) => format!("{}…", escepine_runtime::scrub::prefix(&line, at)),
+        None => line,
+    }
+}
+
+/// `ms` (Unix milliseconds) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso8601;
+
+    #[test]
+    fn timestamps_are_utc_iso8601() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(iso8601(1_735_689_599_999), "2024-12-31T23:59:59.999Z");
+    }
+}

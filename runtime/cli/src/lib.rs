@@ -1,0 +1,116 @@
+//! The `escepine` command line: argument parsing and one module per command.
+//!
+//! Each command is `exec(args, io) -> CliResult`: it writes its output to [`Io`] and ends with
+//! `Ok(())` (exit status 0) or a [`CliError`] carrying the exit status and the message, which
+//! [`run`] — the one place that prints an error — writes to standard error. The flags that
+//! build a runtime (`call`, `run`, `resume`, `serve`) are one group, [`args::RuntimeArgs`].
+
+#![deny(missing_docs)]
+
+use std::ffi::OsString;
+
+use clap::{Parser, Subcommand};
+
+mod args;
+mod call;
+mod cedar_schema;
+mod check;
+mod error;
+pub mod exit;
+mod export;
+mod import;
+mod io;
+mod ledger;
+mod run;
+mod serve;
+mod sop;
+mod tool_run;
+
+pub use error::{CliError, CliResult};
+pub use io::Io;
+
+/// The governed tool registry: check, bind and run registered tools.
+#[derive(Debug, Parser)]
+#[command(name = "escepine", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Apply every registration rule and Cedar strict validation; report all problems at once.
+    Check(check::Args),
+    /// Print the Cedar schema generated from the records, in Cedar syntax.
+    CedarSchema(cedar_schema::Args),
+    /// Make one governed call: gates, Cedar, evidence, execution. Prints the output JSON.
+    Call(call::Args),
+    /// Print the tools as definitions for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini).
+    Export(export::Args),
+    /// Verify or show an evidence ledger.
+    #[command(subcommand_required = true)]
+    Ledger(ledger::Args),
+    /// Run an SOP through the governed path, printing each recorded event; exit 0 completed,
+    /// 10 halted, 11 escalated, 12 compensated, 13 cancelled, 14 not driven.
+    Run(run::RunArgs),
+    /// Resume an interrupted SOP run from the ledger (same registry flags as `run`).
+    Resume(run::ResumeArgs),
+    /// Serve the governed tools over MCP (stdio, or streamable HTTP with bearer tokens).
+    Serve(serve::Args),
+    /// Import tools as draft records: `import mcp --out DIR -- <command …>`.
+    #[command(subcommand_required = true)]
+    Import(import::Args),
+    /// Work with SOP files: `sop graph` draws one as Mermaid or DOT.
+    Sop(sop::Args),
+}
+
+/// Run the command line `args` (the first item is the program name); returns the exit status.
+pub fn run<I, T>(args: I, io: &mut Io<'_>) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = write!(
+                if e.use_stderr() {
+                    &mut *io.err
+                } else {
+                    &mut *io.out
+                },
+                "{}",
+                e.render()
+            );
+            return code;
+        }
+    };
+    match exec(cli.command, io) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            e.print(io.err);
+            e.exit_code()
+        }
+    }
+}
+
+/// Dispatch to the command.
+fn exec(command: Command, io: &mut Io<'_>) -> CliResult {
+    match command {
+        Command::Check(a) => check::exec(&a, io),
+        Command::CedarSchema(a) => cedar_schema::exec(&a, io),
+        Command::Call(a) => call::exec(&a, io),
+        Command::Export(a) => export::exec(&a, io),
+        Command::Ledger(a) => ledger::exec(&a, io),
+        Command::Run(a) => run::exec(&a, io),
+        Command::Resume(a) => run::resume(&a, io),
+        Command::Sop(a) => sop::exec(&a, io),
+        Command::Serve(a) => serve::exec(&a, io),
+        Command::Import(a) => import::exec(&a, io),
+    }
+}

@@ -1,0 +1,255 @@
+//! `escepine serve --mcp stdio|http`: the governed tools over MCP ([`escepine_mcp::server`]).
+//!
+//! The registry is loaded once (every rule applied) and frozen, as for `escepine call`. Without
+//! `--records`, the built-in catalog is served: `tools/records`, `tools/policies` and
+//! `tools/envelope.json` of the workspace the command runs in (found upwards from the working
+//! directory), else of the workspace this binary was built from (its path compiled in). With
+//! `--records`, `--policies` and `--envelope` are whatever is given (no policies: every call is
+//! denied and nothing is listed).
+//!
+//! - `--mcp stdio` serves this process's stdin and stdout for `--principal` (required); logs go
+//!   to stderr only.
+//! - `--mcp http` serves streamable HTTP at `http://<listen>/mcp` (`--listen`, loopback
+//!   `127.0.0.1:8787` by default; port 0 picks a free one). Every request needs
+//!   `Authorization: Bearer <token>` with a token of `--tokens FILE` (JSON
+//!   `{"<token>": "Agent::\"id\""}`), which gives its principal; others get `401`. Each MCP
+//!   session serves only the principal whose token opened it; another principal naming its
+//!   `Mcp-Session-Id` gets `404` ([`escepine_mcp::sessions`]). Once listening it prints
+//!   `listening on http://<addr>/mcp` on stderr. SIGINT or SIGTERM stops it.
+//!
+//! `--listing partial-eval|scope` chooses how tools are listed ([`escepine_mcp::listing`]; the
+//! default is the most precise one built in).
+
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use escepine_contract::Principal;
+use registry_build::endpoint::WorkspaceBins;
+
+use escepine_mcp::listing::{Analysis, Listing};
+use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
+use escepine_mcp::tokens::Tokens;
+
+use crate::args::{async_runtime, RuntimeArgs};
+use crate::error::{CliError, CliResult};
+use crate::exit;
+use crate::io::Io;
+
+/// The catalog directory of the workspace this binary was built from.
+const BUILT_CATALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tools");
+
+/// The MCP transports `escepine serve` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Transport {
+    /// This process's stdin and stdout, for `--principal`.
+    Stdio,
+    /// Streamable HTTP on `--listen`, principals from bearer tokens.
+    Http,
+}
+
+/// How `tools/list` decides what a principal sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ListingArg {
+    /// Cedar partial evaluation (needs the crate feature `mcp-partial-eval`).
+    PartialEval,
+    /// The conservative scope analysis.
+    Scope,
+}
+
+/// Arguments of `escepine serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The MCP transport.
+    #[arg(long, value_enum, value_name = "stdio|http")]
+    mcp: Transport,
+    /// Directory of tool records (the built-in catalog's when omitted).
+    #[arg(long, value_name = "DIR")]
+    records: Option<PathBuf>,
+    /// Directory of Cedar policies (the catalog's when --records is omitted).
+    #[arg(long, value_name = "DIR")]
+    policies: Option<PathBuf>,
+    /// Deployment envelope (the catalog's when --records is omitted).
+    #[arg(long, value_name = "FILE")]
+    envelope: Option<PathBuf>,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// The principal served over stdio, e.g. 'Agent::"researcher"'.
+    #[arg(long)]
+    principal: Option<String>,
+    /// Bearer tokens for HTTP: JSON {"<token>": "Agent::\"id\""}.
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// Where HTTP listens (loopback by default).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// How tools/list decides what a principal sees (default: the most precise built in).
+    #[arg(long, value_enum)]
+    listing: Option<ListingArg>,
+}
+
+/// The records, policies and envelope to load: as given, or the built-in catalog's.
+fn sources(args: &Args) -> registry_build::Sources {
+    let mut s = registry_build::Sources::new();
+    match &args.records {
+        Some(records) => {
+            s = s.records(records);
+            if let Some(p) = &args.policies {
+                s = s.policies(p);
+            }
+            if let Some(e) = &args.envelope {
+                s = s.envelope(e);
+            }
+        }
+        None => {
+            let catalog = catalog_dir();
+            s = s.records(catalog.join("records"));
+            s = s.policies(
+                args.policies
+                    .clone()
+                    .unwrap_or_else(|| catalog.join("policies")),
+            );
+            s = s.envelope(
+                args.envelope
+                    .clone()
+                    .unwrap_or_else(|| catalog.join("envelope.json")),
+            );
+        }
+    }
+    s
+}
+
+/// `tools/` of the workspace above the working directory, else of the one this binary was
+/// built from.
+pub(crate) fn catalog_dir() -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|d| WorkspaceBins::find_root(&d))
+        .map(|root| root.join("tools"))
+        .filter(|t| t.join("records").is_dir())
+        .unwrap_or_else(|| PathBuf::from(BUILT_CATALOG))
+}
+
+/// Serve until the transport ends (stdio) or a stop signal (HTTP).
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    let usage = |m: &str| CliError::new(exit::USAGE, m);
+    let principal: Option<Principal> = args
+        .principal
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| CliError::new(exit::USAGE, e))?;
+    let tokens = match (args.mcp, &principal, &args.tokens) {
+        (Transport::Stdio, None, _) => {
+            return Err(usage("`--mcp stdio` needs --principal 'Agent::\"id\"'"))
+        }
+        (Transport::Http, _, None) => {
+            return Err(usage(
+                "`--mcp http` needs --tokens FILE (JSON {\"<token>\": \"Agent::\\\"id\\\"\"})",
+            ))
+        }
+        (Transport::Http, Some(_), _) => {
+            return Err(usage(
+                "over HTTP each request's principal comes from its bearer token; \
+                 --principal is for stdio",
+            ))
+        }
+        (Transport::Http, None, Some(path)) => Some(Arc::new(
+            Tokens::load(path).map_err(|e| CliError::new(exit::INVALID, e))?,
+        )),
+        (Transport::Stdio, Some(_), _) => None,
+    };
+    let analysis = match args.listing {
+        None => Analysis::best(),
+        Some(ListingArg::Scope) => Analysis::Scope,
+        #[cfg(feature = "mcp-partial-eval")]
+        Some(ListingArg::PartialEval) => Analysis::PartialEval,
+        #[cfg(not(feature = "mcp-partial-eval"))]
+        Some(ListingArg::PartialEval) => {
+            return Err(usage(
+                "--listing partial-eval needs escepine built with the feature \
+                 `mcp-partial-eval`",
+            ))
+        }
+    };
+    let registry = crate::args::load(&sources(args))?;
+    for note in &registry.notes {
+        let _ = writeln!(io.err, "note: {note}");
+    }
+    let entities = args.runtime.entities()?;
+    let listing = Listing::new(&registry, entities.as_ref())
+        .map(|l| Arc::new(l.with_analysis(analysis)))
+        .map_err(|e| CliError::new(exit::INVALID, e))?;
+    let rt = async_runtime(exit::INVALID)?;
+    // Logs (RUST_LOG) never go to stdout: over stdio, stdout is the protocol. They go to a
+    // duplicate of fd 2, not through `std::io::stderr()`, whose lock the caller may hold.
+    if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::sync::Mutex::new(std::fs::File::from(fd)))
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .try_init();
+    }
+    let tools = registry.records.len();
+    let result: CliResult = rt.block_on(async {
+        let runtime = args.runtime.build(registry, exit::INVALID).await?;
+        let server = GovernedServer::new(runtime, listing);
+        let failed = |e: &dyn std::fmt::Display| CliError::new(exit::INVALID, e);
+        match (principal, tokens) {
+            (Some(p), _) => {
+                let _ = writeln!(
+                    io.err,
+                    "escepine serve: {tools} tools over MCP stdio for {p} (listing: {})",
+                    analysis.as_str()
+                );
+                server::serve_stdio(server.for_principal(p))
+                    .await
+                    .map_err(|e| failed(&e))
+            }
+            (None, Some(tokens)) => {
+                let listener = tokio::net::TcpListener::bind(args.listen)
+                    .await
+                    .map_err(|e| failed(&format!("cannot listen on {}: {e}", args.listen)))?;
+                let addr = listener.local_addr().map_err(|e| failed(&e))?;
+                if !addr.ip().is_loopback() {
+                    let _ = writeln!(
+                        io.err,
+                        "warning: listening on {addr}, which is not loopback: put TLS in front"
+                    );
+                }
+                let _ = writeln!(
+                    io.err,
+                    "escepine serve: {tools} tools over MCP streamable HTTP, {} token(s) \
+                     (listing: {}); listening on http://{addr}{HTTP_PATH}",
+                    tokens.len(),
+                    analysis.as_str()
+                );
+                let _ = io.err.flush();
+                server::serve_http(server, listener, tokens, stop_signal())
+                    .await
+                    .map_err(|e| failed(&e))
+            }
+            (None, None) => Err(failed(&"no principal and no tokens")),
+        }
+    });
+    rt.shutdown_timeout(Duration::from_secs(2));
+    result
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}

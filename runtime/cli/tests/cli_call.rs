@@ -1,0 +1,303 @@
+//! `escepine call`: one governed call from the command line, with design.md's exit codes.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("this crate sits in runtime/")
+        .join("tests/fixtures/path")
+}
+
+fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str]) -> Output {
+    let f = fixtures();
+    let _ = common::testtool();
+    Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["call", "--records"])
+        .arg(f.join("records"))
+        .arg("--policies")
+        .arg(f.join("policies"))
+        .arg("--envelope")
+        .arg(f.join("envelope.json"))
+        .args([
+            "--principal",
+            principal,
+            "--tool",
+            tool,
+            "--input",
+            input,
+            "--ledger",
+        ])
+        .arg(ledger)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The unsandboxed executor, for the scenarios that count calls in a host file.
+const PROCESS: &[&str] = &["--executor", "process"];
+
+#[test]
+fn exit_codes_follow_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let counter = dir.path().join("counter");
+    let c = counter.to_str().unwrap();
+    let alice = r#"Agent::"alice""#;
+
+    let ok = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}"}}"#),
+        PROCESS,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(out, serde_json::json!({"count": 1}));
+
+    let cases: &[(&str, &str, String, i32)] = &[
+        (
+            r#"Agent::"mallory""#,
+            "t_count",
+            format!(r#"{{"counter":"{c}"}}"#),
+            3,
+        ),
+        (alice, "t_write", format!(r#"{{"counter":"{c}"}}"#), 3),
+        (
+            alice,
+            "t_count",
+            format!(r#"{{"counter":"{c}","extra":1}}"#),
+            4,
+        ),
+        (alice, "t_nope", "{}".into(), 4),
+        (alice, "t_fail", format!(r#"{{"counter":"{c}"}}"#), 5),
+        (alice, "t_bad_output", format!(r#"{{"counter":"{c}"}}"#), 6),
+    ];
+    for (principal, tool, input, code) in cases {
+        let o = call(&ledger, principal, tool, input, PROCESS);
+        assert_eq!(
+            o.status.code(),
+            Some(*code),
+            "{tool} {input}: {}",
+            text(&o.stderr)
+        );
+        assert!(
+            o.stdout.is_empty(),
+            "nothing is printed on stdout for a failed call"
+        );
+    }
+    let with_nulls = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}","note":null}}"#),
+        &["--openai-strict", "--executor", "process"],
+    );
+    assert_eq!(
+        with_nulls.status.code(),
+        Some(0),
+        "{}",
+        text(&with_nulls.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        2,
+        "only the allowed calls ran"
+    );
+
+    let verify = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "verify"])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
+}
+
+#[test]
+fn calls_run_in_the_sandbox_unless_asked_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let host_counter = dir.path().join("counter");
+    let c = host_counter.to_str().unwrap();
+    let alice = r#"Agent::"alice""#;
+
+    // By default the tool runs in a fresh sandbox: the host's directory is not there to write
+    // to, so the tool fails (exit 5) and the host file never appears.
+    let refused = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}"}}"#),
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(5), "{}", text(&refused.stderr));
+    assert!(!host_counter.exists());
+
+    // Its own workspace is writable, and fresh for every call: the count is 1 each time.
+    for _ in 0..2 {
+        let ok = call(
+            &ledger,
+            alice,
+            "t_count",
+            r#"{"counter":"/workspace/counter"}"#,
+            &[],
+        );
+        assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+        let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+        assert_eq!(out, serde_json::json!({"count": 1}));
+    }
+
+    // `--executor process` opts out: the same call now writes the host file.
+    let unsandboxed = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}"}}"#),
+        PROCESS,
+    );
+    assert_eq!(
+        unsandboxed.status.code(),
+        Some(0),
+        "{}",
+        text(&unsandboxed.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&host_counter)
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+
+    let bad = call(
+        &ledger,
+        alice,
+        "t_count",
+        r#"{"counter":"/workspace/c"}"#,
+        &["--executor", "docker"],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}
+
+#[test]
+fn a_registration_failure_or_a_refused_overlay_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let bad = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["call", "--records", "/no/such/dir", "--policies"])
+        .arg(fixtures().join("policies"))
+        .args([
+            "--principal",
+            r#"Agent::"alice""#,
+            "--tool",
+            "t_count",
+            "--input",
+            "{}",
+            "--ledger",
+        ])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+
+    let overlay = dir.path().join("overlay.json");
+    std::fs::write(&overlay, r#"{"tools": {"t_count": ["127.0.0.1:9"]}}"#).unwrap();
+    let refused = call(
+        &ledger,
+        r#"Agent::"alice""#,
+        "t_count",
+        "{}",
+        &["--overlay", overlay.to_str().unwrap()],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("outside the deployment envelope"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
+
+#[test]
+fn a_secrets_file_reaches_the_declaring_tool_only_and_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let file = dir.path().join("secrets.env");
+    let value = "file-s3cret-VALUE-7731";
+    std::fs::write(
+        &file,
+        format!("# tool credentials\nT_SECRET={value}\nOTHER_SECRET=undeclared-VALUE-7731\n"),
+    )
+    .unwrap();
+    let secrets = ["--secrets", file.to_str().unwrap()];
+    let alice = r#"Agent::"alice""#;
+
+    // `t_secret` declares T_SECRET: inside its sandbox the variable holds the file's value,
+    // which the tool echoes, and the runtime scrubs before anything leaves.
+    let ok = call(
+        &ledger,
+        alice,
+        "t_secret",
+        r#"{"name":"T_SECRET"}"#,
+        &secrets,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(out, serde_json::json!({"leak": "[REDACTED]"}));
+    // An undeclared name is not in its environment at all.
+    let other = call(
+        &ledger,
+        alice,
+        "t_secret",
+        r#"{"name":"OTHER_SECRET"}"#,
+        &secrets,
+    );
+    assert_eq!(other.status.code(), Some(0), "{}", text(&other.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&other.stdout).unwrap();
+    assert_eq!(out, serde_json::json!({"leak": ""}));
+    // Neither value is anywhere in what the caller or the ledger saw.
+    for o in [&ok, &other] {
+        assert!(!text(&o.stdout).contains("VALUE-7731"));
+        assert!(!text(&o.stderr).contains("VALUE-7731"));
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("ledger.db")
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains("VALUE-7731"),
+                "{}",
+                path.display()
+            );
+        }
+    }
+
+    // A malformed file is refused before any call, naming the file and line.
+    std::fs::write(&file, "T_SECRET\n").unwrap();
+    let bad = call(
+        &ledger,
+        alice,
+        "t_secret",
+        r#"{"name":"T_SECRET"}"#,
+        &secrets,
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("secrets.env:1: expected NAME=value"),
+        "{}",
+        text(&bad.stderr)
+    );
+}

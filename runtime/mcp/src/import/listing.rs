@@ -1,0 +1,224 @@
+//! Starting the server to import and reading its raw `tools/list`: in a sandbox (the default)
+//! or as a host process (`--unsandboxed`). Either way its stderr is read, bounded, and its last
+//! lines are quoted when the server fails before listing (`ModuleNotFoundError: …`).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::Command;
+use tokio::time::Instant;
+
+use super::model::{ImportError, ServerTools};
+use escepine_runtime::executor::bounded::{read_stderr, with_stderr_tail};
+use escepine_runtime::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use escepine_runtime::executor::process::{SAFE_PATH, TOOL_LANG};
+use escepine_runtime::executor::ExecError;
+use escepine_runtime::mcp::rpc::RawClient;
+use escepine_runtime::mcp::transport::{describe_status, job_status, SessionError, SHUTDOWN_GRACE};
+use escepine_runtime::sandbox::JobStatus;
+use escepine_runtime::sandbox::{SandboxExecutor, ServerSession, ToolImage};
+use escepine_runtime::scrub::Scrubber;
+
+/// Initialize a session on `read`/`write` (the server's stdout and stdin) and read every page
+/// of `tools/list`, raw. The session is closed (the server's stdin with it) before this returns.
+///
+/// # Errors
+/// [`SessionError`] as the raw client reports it.
+pub async fn list_over<R, W>(read: R, write: W) -> Result<ServerTools, SessionError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut client = RawClient::connect(read, write, DEFAULT_STDOUT_LIMIT).await?;
+    let tools = client.list_tools().await?;
+    let field = |k: &str| {
+        client
+            .server_info()
+            .and_then(|i| i.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Ok(ServerTools {
+        name: field("name"),
+        version: field("version"),
+        tools,
+    })
+}
+
+/// Start `command` as a host process — with a cleared environment: `PATH` (the tools' own,
+/// [`SAFE_PATH`]), `LANG` ([`TOOL_LANG`]) and the host's `HOME` only — in a new process group
+/// killed at the end, and read its tools within `timeout`.
+///
+/// # Errors
+/// [`ImportError`]; a failed session quotes the end of the server's stderr.
+pub async fn list_unsandboxed(
+    command: &[String],
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let (program, args) = command.split_first().ok_or(ImportError::NoCommand)?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", SAFE_PATH)
+        .env("LANG", TOOL_LANG)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(home) = std::env::var_os("HOME") {
+        cmd.env("HOME", home);
+    }
+    let mut child = cmd.spawn().map_err(|e| ImportError::Spawn {
+        command: program.clone(),
+        why: e.to_string(),
+    })?;
+    let group = ProcessGroup::new(child.id());
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(ImportError::Spawn {
+            command: program.clone(),
+            why: "its pipes were not set up".into(),
+        });
+    };
+    let scrubber = Scrubber::default();
+    let deadline = Instant::now() + timeout;
+    let work = async {
+        let listed = tokio::time::timeout_at(deadline, list_over(stdout, stdin)).await;
+        let grace = Instant::now() + SHUTDOWN_GRACE;
+        let status = tokio::time::timeout_at(grace, child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        group.kill();
+        (listed, status.map(job_status))
+    };
+    let ((listed, status), stderr) =
+        tokio::join!(work, read_stderr(stderr, DEFAULT_STDERR_LIMIT, &scrubber));
+    outcome(program, listed, status, &stderr, timeout)
+}
+
+/// Start `program` (absolute) with `args` in a sandbox of `executor`
+/// ([`SandboxExecutor::attach_server`]: no host environment, no network, `read_only` besides
+/// its binary's own files), read its tools within `timeout`, and destroy the sandbox.
+///
+/// # Errors
+/// [`ImportError`]; a failed session quotes the end of the server's stderr.
+pub async fn list_sandboxed(
+    executor: &SandboxExecutor,
+    program: &Path,
+    args: &[String],
+    read_only: &[PathBuf],
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let shown = program.display().to_string();
+    list_attached(
+        &shown,
+        executor.attach_server(program, args, read_only),
+        timeout,
+    )
+    .await
+}
+
+/// Start the server of `command` and `args` (as a record's endpoint gives them: empty, the
+/// image's `Entrypoint` and `Cmd`) on the root of `image`, in a sandbox of `executor`
+/// ([`SandboxExecutor::attach_image_server`]: the image's `Env` and `WorkingDir`, no host
+/// environment, no network, `read_only` bound), read its tools within `timeout`, and destroy
+/// the sandbox.
+///
+/// # Errors
+/// [`ImportError`]; a failed session quotes the end of the server's stderr.
+pub async fn list_in_image(
+    executor: &SandboxExecutor,
+    image: &ToolImage,
+    command: &str,
+    args: &[String],
+    read_only: &[PathBuf],
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let shown = if command.is_empty() {
+        format!("the entrypoint of {}", image.reference)
+    } else {
+        format!("{command} in {}", image.reference)
+    };
+    list_attached(
+        &shown,
+        executor.attach_image_server(image, command, args, read_only),
+        timeout,
+    )
+    .await
+}
+
+/// Wait for `start` (a server starting in its sandbox), read its tools, and destroy the
+/// sandbox; all within `timeout`.
+async fn list_attached(
+    shown: &str,
+    start: impl std::future::Future<Output = Result<ServerSession, ExecError>>,
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    let deadline = Instant::now() + timeout;
+    let session = tokio::time::timeout_at(deadline, start)
+        .await
+        .map_err(|_| ImportError::TimedOut {
+            command: shown.to_string(),
+            timeout,
+        })?
+        .map_err(|e| ImportError::Spawn {
+            command: shown.to_string(),
+            why: e.to_string(),
+        })?;
+    let (attached, sandbox) = session.into_parts();
+    let escepine_runtime::sandbox::Attached {
+        stdin,
+        stdout,
+        stderr,
+        status,
+    } = attached;
+    let scrubber = Scrubber::default();
+    let work = async {
+        let listed = tokio::time::timeout_at(deadline, list_over(stdout, stdin)).await;
+        let grace = Instant::now() + SHUTDOWN_GRACE;
+        let ended = tokio::time::timeout_at(grace, status)
+            .await
+            .ok()
+            .and_then(Result::ok);
+        // Destroying the sandbox ends every process in it, which closes its stderr.
+        let _ = sandbox.destroy().await;
+        (listed, ended)
+    };
+    let ((listed, status), stderr) =
+        tokio::join!(work, read_stderr(stderr, DEFAULT_STDERR_LIMIT, &scrubber));
+    outcome(shown, listed, status, &stderr, timeout)
+}
+
+/// The listing's result: a timeout, a failed session (its status and stderr tail quoted), or
+/// the tools.
+fn outcome(
+    program: &str,
+    listed: Result<Result<ServerTools, SessionError>, tokio::time::error::Elapsed>,
+    status: Option<JobStatus>,
+    stderr: &str,
+    timeout: Duration,
+) -> Result<ServerTools, ImportError> {
+    match listed {
+        Err(_) => Err(ImportError::TimedOut {
+            command: program.to_string(),
+            timeout,
+        }),
+        Ok(Ok(tools)) => Ok(tools),
+        Ok(Err(e)) => {
+            let ended = match status {
+                Some(s) => format!("; {}", describe_status(s)),
+                None => String::new(),
+            };
+            Err(ImportError::Session {
+                command: program.to_string(),
+                why: with_stderr_tail(format!("{e}{ended}"), stderr),
+            })
+        }
+    }
+}

@@ -1,0 +1,537 @@
+//! The governed tools over MCP (`escepine serve`): an `rmcp` server over stdio or streamable
+//! HTTP.
+//!
+//! - `tools/list` gives, for the calling principal, the tools [`Listing`] lists — each exactly
+//!   as `escepine export --format mcp` writes it ([`registry_build::export::mcp::tool`]: name,
+//!   description, `inputSchema` and `outputSchema` as registered, annotations from the class).
+//! - `tools/call` runs the whole governed path ([`Runtime::call`]) for the principal. A call
+//!   that completes returns the gated output as `structuredContent` (and its JSON text as
+//!   content). Any other end is a tool error result (`isError: true`) **without**
+//!   `structuredContent` — a client may validate any `structuredContent` against the tool's
+//!   `outputSchema`, error or not (the TypeScript SDK does), and an error is not an output —
+//!   whose content is the message, then the details as JSON text, the same details being in
+//!   `_meta` under [`ERROR_META`]: `{"error": {"kind", "message", …}}` ([`report_body`],
+//!   [`refusal_body`]; the kind is the call's [`CallKind`], mapped to a reply by [`reply`]):
+//!   `denied` with `call_id`, `policy_ids` and `reasons`; `input_rejected` with `violations`
+//!   (`pointer`, `keyword`, `message`); `timed_out`, `failed`, `output_rejected` (pointers and
+//!   keywords only — the rejected output never reaches the caller), `ledger_unavailable`. A tool
+//!   the registry does not hold is a JSON-RPC error (`-32602`, invalid params), as MCP
+//!   specifies for an unknown tool.
+//! - The principal is fixed for stdio ([`GovernedServer::for_principal`]); over HTTP it is the
+//!   one the request's bearer token maps to ([`super::tokens`]), checked on every request before
+//!   rmcp sees it: a missing or unknown token is refused with `401` and
+//!   `WWW-Authenticate: Bearer`. Each session serves only the principal whose token opened it
+//!   ([`super::sessions`]): a request of another principal naming its `Mcp-Session-Id` — a
+//!   `POST` into it, the `GET` of its event stream, its `DELETE` — gets `404`, as for a session
+//!   that does not exist.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use escepine_contract::Principal;
+use http::{header, StatusCode};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::listing::Listing;
+use super::sessions::{named_session, SessionOwners};
+use super::tokens::Tokens;
+use escepine_runtime::CallError;
+use escepine_runtime::CallOptions;
+use escepine_runtime::Runtime;
+use escepine_runtime::{CallKind, CallOutcome, CallReport};
+use registry_build::export;
+
+/// The path the streamable HTTP endpoint is served at.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// The `_meta` key of a completed call's result holding its call id (its ledger entries).
+pub const CALL_ID_META: &str = "dev.escepine/call_id";
+
+/// The `_meta` key of an error result holding its details (`{"error": {"kind", …}}`).
+pub const ERROR_META: &str = "dev.escepine/error";
+
+/// Why serving stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The MCP session could not start or failed.
+    #[error("MCP: {0}")]
+    Mcp(String),
+    /// The listener failed.
+    #[error("HTTP: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The principal of an HTTP request, as its bearer token mapped it (a request extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated(pub Principal);
+
+/// The MCP server handler over a [`Runtime`]. Cheap to clone (one per HTTP session).
+#[derive(Clone)]
+pub struct GovernedServer {
+    runtime: Runtime,
+    listing: Arc<Listing>,
+    principal: Option<Principal>,
+}
+
+impl std::fmt::Debug for GovernedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GovernedServer")
+            .field("tools", &self.runtime.registry().records.len())
+            .field("analysis", &self.listing.analysis())
+            .field("principal", &self.principal)
+            .finish()
+    }
+}
+
+impl GovernedServer {
+    /// A server whose principal comes from each HTTP request ([`Authenticated`]).
+    pub fn new(runtime: Runtime, listing: Arc<Listing>) -> Self {
+        Self {
+            runtime,
+            listing,
+            principal: None,
+        }
+    }
+
+    /// The same server acting for `principal` always (stdio).
+    pub fn for_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    /// The runtime calls go through.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The `tools/list` entries for `principal`, in registry order.
+    pub fn tools_for(&self, principal: &Principal) -> Vec<Tool> {
+        let registry = self.runtime.registry();
+        self.listing
+            .visible(principal)
+            .into_iter()
+            .filter_map(|id| registry.get(id))
+            .filter_map(|record| {
+                let entry = match export::mcp::checked_tool(record) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        tracing::warn!("not listed: {e}");
+                        return None;
+                    }
+                };
+                match serde_json::from_value::<Tool>(entry) {
+                    Ok(tool) => Some(tool),
+                    Err(e) => {
+                        tracing::warn!(tool = %record.tool_id, "not listed: {e}");
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// One `tools/call` for `principal`: the governed path, its end as an MCP result (see
+    /// [`reply`] for which end becomes what).
+    ///
+    /// # Errors
+    /// An [`ErrorData`] (invalid params) for a tool the registry does not hold.
+    pub async fn call_for(
+        &self,
+        principal: &Principal,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let payload = Value::Object(arguments.unwrap_or_default());
+        let result = self
+            .runtime
+            .call(principal, name, payload, CallOptions::default())
+            .await;
+        let (kind, message, body) = match &result {
+            Ok(report) => (report.kind(), report.to_string(), report_body(report)),
+            Err(e) => (e.kind(), e.to_string(), refusal_body(e)),
+        };
+        match (reply(kind), result) {
+            (Reply::Structured, Ok(report)) => {
+                let mut meta = Map::new();
+                meta.insert(CALL_ID_META.into(), Value::from(report.call_id()));
+                match report.into_output() {
+                    Ok(output) => {
+                        Ok(CallToolResult::structured(output).with_meta(Some(MetaObject(meta))))
+                    }
+                    Err(_) => Ok(tool_error(message, body)),
+                }
+            }
+            (Reply::InvalidParams, _) => Err(ErrorData::invalid_params(
+                message,
+                Some(json!({ "tool": name })),
+            )),
+            _ => Ok(tool_error(message, body)),
+        }
+    }
+
+    fn principal_of(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        if let Some(p) = &self.principal {
+            return Ok(p.clone());
+        }
+        ctx.extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Authenticated>())
+            .map(|a| a.0.clone())
+            .ok_or_else(|| ErrorData::invalid_request("no authenticated principal", None))
+    }
+}
+
+/// A tool result with `isError: true`: the message, then the details as JSON text, the same
+/// details in `_meta` under [`ERROR_META`].
+fn tool_error(message: String, body: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![
+        ContentBlock::text(message),
+        ContentBlock::text(body.to_string()),
+    ]);
+    let mut meta = Map::new();
+    meta.insert(ERROR_META.into(), body);
+    result.meta = Some(MetaObject(meta));
+    result
+}
+
+/// How a call's end reaches an MCP client, by its [`CallKind`] — the one place the mapping is
+/// made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// A result with the output as `structuredContent` (`ok`).
+    Structured,
+    /// A JSON-RPC error, invalid params (`unknown_tool`, as MCP specifies for an unknown tool).
+    InvalidParams,
+    /// A tool result with `isError: true` and the details of [`report_body`] or
+    /// [`refusal_body`] (every other kind).
+    ToolError,
+}
+
+/// The reply for a call that ended with `kind`.
+pub const fn reply(kind: CallKind) -> Reply {
+    match kind {
+        CallKind::Ok => Reply::Structured,
+        CallKind::UnknownTool => Reply::InvalidParams,
+        CallKind::Denied
+        | CallKind::Failed
+        | CallKind::TimedOut
+        | CallKind::OutputRejected
+        | CallKind::InputRejected
+        | CallKind::LedgerUnavailable
+        | CallKind::ClientMismatch => Reply::ToolError,
+    }
+}
+
+/// The details of an error result for a call that got past its intent (its `_meta`
+/// [`ERROR_META`] and second text block): `{"error": {"kind", "message", "call_id", …}}`.
+pub fn report_body(report: &CallReport) -> Value {
+    let mut body = json!({
+        "kind": report.kind().as_str(),
+        "message": report.to_string(),
+        "call_id": report.call_id(),
+    });
+    let extra = match report.outcome() {
+        CallOutcome::Ok(_) => json!({}),
+        CallOutcome::Denied {
+            policy_ids,
+            reasons,
+        } => json!({ "policy_ids": policy_ids, "reasons": reasons }),
+        CallOutcome::TimedOut { timeout_ms } => {
+            json!({ "attempts": report.attempts(), "timeout_ms": timeout_ms })
+        }
+        CallOutcome::Failed { .. } => json!({ "attempts": report.attempts() }),
+        CallOutcome::OutputRejected { violations } => json!({
+            // The validator's messages may quote the rejected output: pointers and keywords only.
+            "message": "the tool's output violates its output schema; it was recorded, not returned",
+            "violations": violations.iter().map(|v| json!({
+                "pointer": v.pointer, "keyword": v.keyword,
+            })).collect::<Vec<_>>(),
+        }),
+    };
+    merge(&mut body, extra);
+    json!({ "error": body })
+}
+
+/// The details of an error result for a call refused before its intent:
+/// `{"error": {"kind", "message", …}}`.
+pub fn refusal_body(e: &CallError) -> Value {
+    let mut body = json!({ "kind": e.kind().as_str(), "message": e.to_string() });
+    let extra = match e {
+        CallError::UnknownTool(tool) => json!({ "tool": tool }),
+        CallError::InputRejected(violations) => json!({
+            "violations": violations.iter().map(|v| json!({
+                "pointer": v.pointer, "keyword": v.keyword, "message": v.message,
+            })).collect::<Vec<_>>(),
+        }),
+        CallError::LedgerUnavailable(_) | CallError::ClientMismatch(_) => json!({}),
+    };
+    merge(&mut body, extra);
+    json!({ "error": body })
+}
+
+fn merge(body: &mut Value, extra: Value) {
+    if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+        body.extend(extra);
+    }
+}
+
+impl ServerHandler for GovernedServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("escepine", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Escepine's governed tools: every call passes the input gate, Cedar \
+                 authorization, the evidence ledger and the output gate. A denial names its \
+                 policies; a rejected input names the pointer and keyword.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let principal = self.principal_of(&context)?;
+        Ok(ListToolsResult::with_all_items(self.tools_for(&principal)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let principal = self.principal_of(&context)?;
+        self.call_for(&principal, &request.name, request.arguments)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
+
+/// Serve `server` (which must have a principal) on this process's stdin and stdout until the
+/// client closes them.
+///
+/// The session reads and writes duplicates of file descriptors 0 and 1, not
+/// `std::io::stdin()`/`stdout()`, so it never waits on a lock of those handles that the caller
+/// holds (the `escepine` binary holds stdout's for its whole run).
+///
+/// # Errors
+/// [`ServeError::Io`] when the descriptors cannot be duplicated; [`ServeError::Mcp`] when the
+/// session cannot start or fails.
+pub async fn serve_stdio(server: GovernedServer) -> Result<(), ServeError> {
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
+    serve_io(
+        server,
+        tokio::fs::File::from_std(std::fs::File::from(stdin)),
+        tokio::fs::File::from_std(std::fs::File::from(stdout)),
+    )
+    .await
+}
+
+/// Serve `server` (which must have a principal) on `read` and `write` (newline-delimited
+/// JSON-RPC, MCP's stdio framing) until the client closes `read`.
+///
+/// # Errors
+/// [`ServeError::Mcp`] when the session cannot start or fails.
+pub async fn serve_io<R, W>(server: GovernedServer, read: R, write: W) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let running = server
+        .serve(rmcp::transport::async_rw::AsyncRwTransport::new_server(
+            read, write,
+        ))
+        .await
+        .map_err(|e| ServeError::Mcp(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Mcp(e.to_string()))?;
+    Ok(())
+}
+
+/// The HTTP application: streamable HTTP MCP at [`HTTP_PATH`], behind bearer-token
+/// authentication. `allowed_hosts` are the `Host` values accepted (rmcp's DNS-rebinding guard;
+/// loopback names by default).
+pub fn http_router(
+    server: GovernedServer,
+    tokens: Arc<Tokens>,
+    allowed_hosts: Vec<String>,
+    ct: CancellationToken,
+) -> axum::Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_cancellation_token(ct);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let owners = Arc::new(SessionOwners::new(Arc::clone(&sessions)));
+    let service: StreamableHttpService<GovernedServer, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+    // The last layer added runs first: authentication, then the session's owner, then rmcp.
+    axum::Router::new()
+        .nest_service(HTTP_PATH, service)
+        .layer(middleware::from_fn_with_state(owners, bind_sessions))
+        .layer(middleware::from_fn_with_state(tokens, authenticate))
+}
+
+/// Serve `server` over streamable HTTP on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// [`ServeError::Io`] when the listener fails.
+pub async fn serve_http(
+    server: GovernedServer,
+    listener: TcpListener,
+    tokens: Arc<Tokens>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let addr = listener.local_addr()?;
+    let ct = CancellationToken::new();
+    let app = http_router(server, tokens, allowed_hosts(addr), ct.clone());
+    let stop = ct.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stop.cancel();
+        })
+        .await?;
+    ct.cancel();
+    Ok(())
+}
+
+/// The `Host` values accepted for a listener on `addr`: the loopback names, plus the address
+/// itself (with and without its port) when it is not loopback.
+pub fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
+    let mut hosts = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    if !addr.ip().is_loopback() {
+        hosts.push(addr.ip().to_string());
+        hosts.push(addr.to_string());
+    }
+    hosts
+}
+
+/// Bearer-token authentication of every request: the principal goes into the request's
+/// extensions, or the request is refused with `401`.
+async fn authenticate(State(tokens): State<Arc<Tokens>>, mut req: Request, next: Next) -> Response {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer);
+    let Some(token) = presented else {
+        return refuse("a bearer token is required (Authorization: Bearer <token>)");
+    };
+    let Some(principal) = tokens.principal(token) else {
+        return refuse("the bearer token is not valid");
+    };
+    req.extensions_mut()
+        .insert(Authenticated(principal.clone()));
+    next.run(req).await
+}
+
+/// Sessions bound to their principals ([`super::sessions`]): a request naming a session reaches
+/// it only for the principal that opened it, others get `404`, as for a session that does not
+/// exist; the answer's effect on sessions (opened, ended) is recorded.
+async fn bind_sessions(
+    State(owners): State<Arc<SessionOwners>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>().cloned() else {
+        return refuse("a bearer token is required (Authorization: Bearer <token>)");
+    };
+    let named = match named_session(req.headers()) {
+        Ok(named) => named,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                json!({ "error": e.to_string() }).to_string(),
+            )
+                .into_response()
+        }
+    };
+    if let Some(id) = &named {
+        if !owners.admits(id, &principal) {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+    }
+    let response = next.run(req).await;
+    owners
+        .observe(&principal, named.as_deref(), response.headers())
+        .await;
+    response
+}
+
+/// The token of an `Authorization` value of the `Bearer` scheme (case-insensitive).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn refuse(why: &str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [
+            (header::WWW_AUTHENTICATE, "Bearer realm=\"escepine\""),
+            (header::CONTENT_TYPE, "application/json"),
+        ],
+        json!({ "error": why }).to_string(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bearer, refusal_body, reply, Reply};
+    use escepine_runtime::{CallError, CallKind};
+
+    #[test]
+    fn only_ok_is_structured_and_only_an_unknown_tool_a_protocol_error() {
+        for kind in CallKind::ALL {
+            let expected = match kind {
+                CallKind::Ok => Reply::Structured,
+                CallKind::UnknownTool => Reply::InvalidParams,
+                _ => Reply::ToolError,
+            };
+            assert_eq!(reply(kind), expected, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_body_names_its_kind() {
+        let body = refusal_body(&CallError::ClientMismatch("other version".into()));
+        assert_eq!(body["error"]["kind"], "client_mismatch");
+        assert!(body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("other version")));
+    }
+
+    #[test]
+    fn bearer_values() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer "), None);
+    }
+}

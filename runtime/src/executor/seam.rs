@@ -1,0 +1,128 @@
+//! The seam itself: an attempt handed to an [`Executor`], what it returns, how it fails. Below
+//! every executor and transport, which all speak it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use registry_build::{EgressEntry, ToolRecord};
+use serde_json::Value;
+
+pub use crate::ledger::BoxFuture;
+use crate::scrub::Scrubber;
+
+/// One attempt of one call, as handed to an [`Executor`].
+#[derive(Debug, Clone)]
+pub struct Invocation<'a> {
+    /// The tool's registered record.
+    pub tool: &'a ToolRecord,
+    /// The validated, authorized payload (the very value Cedar saw).
+    pub payload: &'a Value,
+    /// The call id (`ESCEPINE_CALL_ID`).
+    pub call_id: &'a str,
+    /// The idempotency key (`ESCEPINE_IDEMPOTENCY_KEY`), the same across attempts.
+    pub idempotency_key: &'a str,
+    /// 1-based attempt number.
+    pub attempt: u32,
+    /// Bound of this attempt.
+    pub timeout: Duration,
+    /// Secret values the tool declared, by name (never recorded).
+    pub secrets: &'a BTreeMap<String, String>,
+    /// The scrubber of exactly those values (the governed path's own, built once per call).
+    pub scrubber: &'a Scrubber,
+    /// The egress entries in force (profile plus overlay).
+    pub egress: &'a [EgressEntry],
+}
+
+impl Invocation<'_> {
+    /// The scrubber of this attempt's secret values, for text an executor cuts to a bound: it
+    /// scrubs before it cuts (see [`Scrubber::text_within`]). A cheap clone of
+    /// [`Invocation::scrubber`].
+    pub fn scrubber(&self) -> Scrubber {
+        self.scrubber.clone()
+    }
+}
+
+/// What a successful attempt produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// The tool's output JSON (not yet gated).
+    pub output: Value,
+    /// Diagnostics the tool wrote: bounded, the attempt's secrets scrubbed before the cut (the
+    /// governed path scrubs what it records again).
+    pub stderr: String,
+    /// Egress refusals observed during the attempt.
+    pub egress_refusals: Vec<String>,
+}
+
+/// Why an attempt failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExecError {
+    /// A failure the tool or transport marks transient (exit 75); retried within the budget.
+    #[error("transient failure: {message}")]
+    Transient {
+        /// What went wrong.
+        message: String,
+        /// The tool's stderr.
+        stderr: String,
+    },
+    /// A failure no retry cures.
+    #[error("permanent failure: {message}")]
+    Permanent {
+        /// What went wrong.
+        message: String,
+        /// The tool's stderr.
+        stderr: String,
+    },
+    /// The attempt outlived its timeout; its whole process tree was killed.
+    #[error("timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The tool's output was not one JSON value.
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// The tool could not be started (missing binary, digest mismatch, sandbox setup).
+    #[error("could not start the tool: {0}")]
+    Spawn(String),
+}
+
+impl ExecError {
+    /// Whether the retry policy may try again.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Transient { .. } | Self::TimedOut(_))
+    }
+
+    /// The error class recorded in the ledger.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Self::Transient { .. } => "transient",
+            Self::Permanent { .. } => "permanent",
+            Self::TimedOut(_) => "timeout",
+            Self::Protocol(_) => "protocol",
+            Self::Spawn(_) => "spawn",
+        }
+    }
+
+    /// The stderr captured with the failure, if any.
+    pub fn stderr(&self) -> &str {
+        match self {
+            Self::Transient { stderr, .. } | Self::Permanent { stderr, .. } => stderr,
+            _ => "",
+        }
+    }
+}
+
+/// Runs one attempt of one call. The sandbox executor wraps the process executor.
+pub trait Executor: Send + Sync + 'static {
+    /// Run the attempt, bounded by `inv.timeout` (killing everything it started on expiry).
+    fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>>;
+}
+
+/// The failure of an `mcp-stdio` attempt in a program built without the `mcp-stdio` feature:
+/// the record is valid, this program cannot speak its transport.
+#[cfg(not(feature = "mcp-stdio"))]
+pub(crate) fn mcp_stdio_unavailable(tool: &ToolRecord) -> ExecError {
+    ExecError::Spawn(format!(
+        "tool `{}` has an `mcp-stdio` endpoint, and this program was built without \
+         escepine-runtime's `mcp-stdio` feature",
+        tool.tool_id
+    ))
+}
