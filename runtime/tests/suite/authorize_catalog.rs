@@ -2,7 +2,6 @@
 //! policies, default deny, URL facts that cannot be fooled, per-element authorization of the
 //! bulk tool, and the determining policies' `@id`s.
 
-
 use crate::support::authorize::{authorizer, catalog};
 use escepine_contract::Principal;
 use escepine_runtime::authorize::{Authorizer, Decision, UrlFacts};

@@ -1,11 +1,12 @@
 //! Cedar authorization with policy sets written for the test: a `forbid` on a class group,
 //! IDN hosts, decimal exactness, evaluation errors, and policy ids.
 
-
 use crate::support::authorize;
 use std::fs;
 
-use crate::support::authorize::{authorizer, catalog_entities, load, record, workspace, TempCatalog};
+use crate::support::authorize::{
+    authorizer, catalog_entities, load, record, workspace, TempCatalog,
+};
 use escepine_contract::Principal;
 use escepine_runtime::authorize::Authorizer;
 use serde_json::{json, Value};

@@ -8,7 +8,6 @@
 //! [`Authorizer::unsliced`] must return the same decision, policy ids, reasons and request
 //! counts. The policies are not validated, so ill-typed conditions (errors) are covered too.
 
-
 use std::str::FromStr;
 use std::sync::OnceLock;
 

@@ -9,7 +9,6 @@
 //! runtime overlay admitting each test server's port (as a demo would) is within it; the
 //! overlay is what a sandboxing executor enforces.
 
-
 use crate::support::host;
 use escepine_testkit::bins;
 use std::collections::BTreeMap;
@@ -56,8 +55,7 @@ fn workspace() -> PathBuf {
 /// or older than a source of `tools/catalog` (`ESCEPINE_CATALOG_BIN` overrides).
 fn catalog_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| bins::path(bins::CATALOG))
-        .clone()
+    BIN.get_or_init(|| bins::path(bins::CATALOG)).clone()
 }
 
 /// The researcher is an editor.
@@ -197,7 +195,7 @@ through a proxy that admits only the hosts of the tool's profile and the overlay
 
 #[tokio::test]
 async fn web_search_through_the_governed_path() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let searx = Server::start(|req| {
         Reply::json(
             200,
@@ -233,7 +231,7 @@ async fn web_search_through_the_governed_path() {
 
 #[tokio::test]
 async fn tavily_search_through_the_governed_path() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     const KEY: &str = "tvly-path-test-KEY";
     let api = Server::start(|req| {
         if req.header("authorization") != Some(&format!("Bearer {KEY}")) {
@@ -272,7 +270,7 @@ async fn tavily_search_through_the_governed_path() {
 
 #[tokio::test]
 async fn tavily_crawl_through_the_governed_path() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let site = Server::start(|req| match req.path.as_str() {
         "/robots.txt" => Reply::text(200, "User-agent: *\nDisallow: /private/\n"),
         "/" => {
@@ -296,7 +294,7 @@ async fn tavily_crawl_through_the_governed_path() {
 
 #[tokio::test]
 async fn firecrawl_scrape_reads_directly_and_through_the_api() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let site = Server::start(|req| match req.path.as_str() {
         "/article" => Reply::html(ARTICLE),
         _ => Reply::status(404),
@@ -347,7 +345,7 @@ async fn firecrawl_scrape_reads_directly_and_through_the_api() {
 
 #[tokio::test]
 async fn a_linkedin_page_is_denied_before_any_request() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let api = Server::start(|_| Reply::json(200, &json!({"success": true, "data": {}})));
     let base = api.url();
     let c = Catalog::new(
@@ -391,7 +389,7 @@ async fn a_linkedin_page_is_denied_before_any_request() {
 
 #[tokio::test]
 async fn web_fetch_exa_through_the_governed_path() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     const KEY: &str = "exa-path-test-KEY";
     let api = Server::start(|req| {
         let urls: Vec<Value> = req.json()["urls"].as_array().cloned().unwrap_or_default();
@@ -438,7 +436,7 @@ async fn web_fetch_exa_through_the_governed_path() {
 
 #[tokio::test]
 async fn notes_publish_retries_once_with_one_key_and_retract() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let attempts = Arc::new(std::sync::Mutex::new(0u32));
     let seen = Arc::clone(&attempts);
     let notes = Server::start(move |req| match req.path.as_str() {
@@ -509,7 +507,7 @@ async fn notes_publish_retries_once_with_one_key_and_retract() {
 
 #[tokio::test]
 async fn deliverable_assemble_ties_sources_to_ledger_entries() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let site = Server::start(|_| Reply::html(ARTICLE));
     let c = Catalog::new(&[], &[("firecrawl_scrape", &site)]);
     let mut sources = Vec::new();

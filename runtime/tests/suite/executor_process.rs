@@ -1,15 +1,14 @@
 //! The process executor against real processes (`escepine-testtool`, see `common`).
 
-
 use crate::support::host;
 use crate::support::pin;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use escepine_testkit::testtool::{testtool, testtool_record, TESTTOOL};
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation, ProcessExecutor};
+use escepine_testkit::testtool::{testtool, testtool_record, TESTTOOL};
 use registry_build::{ResolvedCommand, ToolRecord};
 use serde_json::{json, Value};
 
@@ -84,7 +83,7 @@ fn read_pid(path: &Path) -> u32 {
 
 #[tokio::test]
 async fn echo_round_trip() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let payload = json!({ "url": "https://example.com/a?b=c", "n": [1, 2.5, {"deep": null}] });
     let done = run(&testtool_record("echo_tool", "echo"), payload.clone())
@@ -97,7 +96,7 @@ async fn echo_round_trip() {
 
 #[tokio::test]
 async fn the_environment_holds_only_the_allowed_variables() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     assert!(std::env::var_os("PATH").is_some());
     let mut record = testtool_record("env_tool", "env");
@@ -139,7 +138,7 @@ async fn the_environment_holds_only_the_allowed_variables() {
 
 #[tokio::test]
 async fn call_id_and_idempotency_key_reach_the_tool() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let counter = dir.path().join("counter");
@@ -158,7 +157,7 @@ async fn call_id_and_idempotency_key_reach_the_tool() {
 
 #[tokio::test]
 async fn exit_75_is_transient() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let counter = dir.path().join("counter");
@@ -180,7 +179,7 @@ async fn exit_75_is_transient() {
 
 #[tokio::test]
 async fn exit_1_is_permanent() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let err = run(&testtool_record("fail_tool", "fail"), json!({}))
         .await
@@ -195,7 +194,7 @@ async fn exit_1_is_permanent() {
 
 #[tokio::test]
 async fn a_signal_is_permanent_and_named() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let err = run(&testtool_record("abort_tool", "abort"), json!({}))
         .await
@@ -208,7 +207,7 @@ async fn a_signal_is_permanent_and_named() {
 
 #[tokio::test]
 async fn garbage_on_stdout_is_a_protocol_violation() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let err = run(&testtool_record("garbage_tool", "garbage"), json!({}))
         .await
@@ -220,7 +219,7 @@ async fn garbage_on_stdout_is_a_protocol_violation() {
 
 #[tokio::test]
 async fn an_undeclared_shape_is_left_to_the_output_gate() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let done = run(&testtool_record("bad_tool", "bad_output"), json!({}))
         .await
@@ -230,7 +229,7 @@ async fn an_undeclared_shape_is_left_to_the_output_gate() {
 
 #[tokio::test]
 async fn stdout_beyond_the_bound_is_a_protocol_violation() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let executor = ProcessExecutor::new().with_stdout_limit(1024);
     let record = testtool_record("big_tool", "big");
@@ -262,7 +261,7 @@ async fn stdout_beyond_the_bound_is_a_protocol_violation() {
 
 #[tokio::test]
 async fn stderr_is_bounded_and_the_rest_counted() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let total: usize = 1 << 20;
     let done = run(
@@ -281,7 +280,7 @@ async fn stderr_is_bounded_and_the_rest_counted() {
 
 #[tokio::test]
 async fn a_timeout_kills_the_whole_process_group() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let pidfile = dir.path().join("grandchild.pid");
@@ -307,7 +306,7 @@ async fn a_timeout_kills_the_whole_process_group() {
 
 #[tokio::test]
 async fn leftovers_die_when_the_tool_exits() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let pidfile = dir.path().join("grandchild.pid");
@@ -330,7 +329,7 @@ async fn leftovers_die_when_the_tool_exits() {
 
 #[tokio::test]
 async fn dropping_the_attempt_kills_the_group() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let pidfile = dir.path().join("grandchild.pid");
@@ -357,7 +356,7 @@ async fn dropping_the_attempt_kills_the_group() {
 
 #[tokio::test]
 async fn a_digest_mismatch_refuses_before_running() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let counter = dir.path().join("counter");
@@ -391,7 +390,7 @@ fn sha256_of(path: &Path) -> String {
 
 #[tokio::test]
 async fn workspace_binaries_are_found_beside_the_executable_or_in_a_configured_dir() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let path = tool();
     let mut record = testtool_record("echo_tool", "echo");
     record.endpoint.command = TESTTOOL.into();
@@ -427,7 +426,7 @@ async fn workspace_binaries_are_found_beside_the_executable_or_in_a_configured_d
 
 #[tokio::test]
 async fn a_missing_binary_is_a_spawn_error() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let mut record = testtool_record("gone_tool", "echo");
     record.endpoint.resolved = ResolvedCommand::Path("/nonexistent/escepine-gone".into());
@@ -438,7 +437,7 @@ async fn a_missing_binary_is_a_spawn_error() {
 
 #[tokio::test]
 async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     // A binary that exits at once instead of answering the MCP handshake: the transport must
     // report a failure promptly, never an output.
@@ -457,7 +456,7 @@ async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
 
 #[tokio::test]
 async fn declared_secrets_reach_the_tool_and_reserved_names_are_refused() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let mut record = testtool_record("secret_tool", "secret");
     record.secrets = vec!["TEST_API_KEY".into()];
@@ -505,7 +504,7 @@ async fn declared_secrets_reach_the_tool_and_reserved_names_are_refused() {
 
 #[tokio::test]
 async fn many_attempts_run_concurrently() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let executor = ProcessExecutor::new();
     let record = testtool_record("echo_tool", "echo");
@@ -527,7 +526,7 @@ async fn many_attempts_run_concurrently() {
 
 #[tokio::test]
 async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     tool();
     let race = pin::PinRace::start();
     let mut record = testtool_record("pinned_script", "echo");

@@ -6,7 +6,6 @@
 //! `returned <call id>` as each call returns. The tool appends its call id to a counter file
 //! when it executes. The parent kills the child mid-flight.
 
-
 use crate::support::host;
 use escepine_testkit::testtool;
 use std::collections::BTreeSet;
@@ -96,7 +95,7 @@ fn governed_crash_child() {
 
 #[test]
 fn sigkill_while_64_governed_calls_are_in_flight() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let _ = testtool::testtool();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())

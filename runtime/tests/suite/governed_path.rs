@@ -1,7 +1,6 @@
 //! The governed call path end to end: real processes (the testkit's `escepine-testtool`), a
 //! real SQLite ledger, the real Cedar policies of `tests/fixtures/path`.
 
-
 use crate::support::{host, logs};
 use escepine_testkit::testtool;
 use std::collections::BTreeMap;
@@ -110,7 +109,7 @@ fn outcome_of(entries: &[Entry], call_id: &str) -> escepine_runtime::ledger::Out
 
 #[tokio::test]
 async fn an_allowed_call_runs_once_with_intent_before_outcome() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let report = f
         .runtime
@@ -148,7 +147,7 @@ async fn an_allowed_call_runs_once_with_intent_before_outcome() {
 
 #[tokio::test]
 async fn a_denied_call_runs_zero_times_and_is_not_retried() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let err = f
         .call("mallory", "t_count", json!({"counter": f.counter()}))
@@ -181,7 +180,7 @@ async fn a_denied_call_runs_zero_times_and_is_not_retried() {
 
 #[tokio::test]
 async fn a_forbid_on_a_class_group_denies_with_its_policy_id() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let err = f
         .call("alice", "t_write", json!({"counter": f.counter()}))
@@ -198,7 +197,7 @@ async fn a_forbid_on_a_class_group_denies_with_its_policy_id() {
 
 #[tokio::test]
 async fn a_policy_on_the_payload_denies() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let err = f
         .call(
@@ -217,7 +216,7 @@ async fn a_policy_on_the_payload_denies() {
 
 #[tokio::test]
 async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     // Fails more often than the budget allows: exactly 3 attempts, then the error.
     let err = f
@@ -268,7 +267,7 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
 
 #[tokio::test]
 async fn a_transient_failure_then_success_returns_the_output() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let out = f
         .call(
@@ -284,7 +283,7 @@ async fn a_transient_failure_then_success_returns_the_output() {
 
 #[tokio::test]
 async fn a_permanent_failure_is_not_retried() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let err = f
         .call("alice", "t_fail", json!({"counter": f.counter()}))
@@ -309,7 +308,7 @@ async fn a_permanent_failure_is_not_retried() {
 
 #[tokio::test]
 async fn proposals_that_deviate_from_the_schema_never_run() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let c = f.counter();
     let cases = [
@@ -358,7 +357,7 @@ async fn proposals_that_deviate_from_the_schema_never_run() {
 
 #[tokio::test]
 async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let payload = json!({"counter": f.counter(), "note": null});
     assert!(matches!(
@@ -390,7 +389,7 @@ async fn the_openai_strict_dialect_maps_null_optionals_to_absent_only_when_asked
 
 #[tokio::test]
 async fn an_output_violation_is_recorded_and_never_returned_nor_retried() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let err = f
         .call("alice", "t_bad_output", json!({"counter": f.counter()}))
@@ -414,7 +413,7 @@ async fn an_output_violation_is_recorded_and_never_returned_nor_retried() {
 
 #[tokio::test]
 async fn url_rules_cannot_be_fooled_and_one_bad_element_denies_the_bulk_call() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let c = f.counter();
     for url in [
@@ -457,7 +456,7 @@ async fn url_rules_cannot_be_fooled_and_one_bad_element_denies_the_bulk_call() {
 
 #[tokio::test]
 async fn a_timeout_kills_the_tree_and_is_retried_within_budget() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let pidfile = f.dir.path().join("pid");
     let err = f
@@ -498,7 +497,7 @@ fn alive(pid: &str) -> bool {
 
 #[tokio::test]
 async fn a_secret_never_reaches_the_ledger_the_logs_or_the_caller() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let logs = logs::capture();
     let f = Fixture::new();
     // In the output (and on stderr): scrubbed before the output gate.
@@ -589,7 +588,7 @@ fn form_of(text: &str, secret: &str) -> Option<&'static str> {
 
 #[test]
 fn the_form_check_sees_every_form() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
     use base64::Engine;
     for secret in [SECRET, RICH_SECRET] {
@@ -610,7 +609,7 @@ fn the_form_check_sees_every_form() {
 
 #[tokio::test]
 async fn a_secret_in_any_plausible_encoding_reaches_neither_the_caller_nor_the_ledger() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     for (name, secret) in [("T_SECRET", SECRET), ("T_SECRET_RICH", RICH_SECRET)] {
         // The tool prints every form on stderr and returns them as its output.
@@ -655,7 +654,7 @@ async fn a_secret_in_any_plausible_encoding_reaches_neither_the_caller_nor_the_l
 
 #[tokio::test]
 async fn a_secret_straddling_the_stderr_bound_is_not_half_kept() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     use escepine_runtime::executor::process::DEFAULT_STDERR_LIMIT;
     let f = Fixture::new();
     for straddle in [1, 4, 9, 10, SECRET.len() - 1] {
@@ -712,7 +711,7 @@ impl Ledger for BrokenLedger {
 
 #[tokio::test]
 async fn a_ledger_that_cannot_be_written_stops_the_call_before_execution() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::with_ledger(|_| Arc::new(BrokenLedger));
     let err = f
         .call("alice", "t_count", json!({"counter": f.counter()}))

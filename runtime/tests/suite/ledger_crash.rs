@@ -5,7 +5,6 @@
 //! `ESCEPINE_LEDGER_CRASH_CHILD` naming the ledger file. It prints `ack <seq> <hash>` for every
 //! acknowledged append, one `write` per line; the parent kills it mid-flight.
 
-
 use crate::support::host;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -13,10 +12,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::ledger::{intent, outcome};
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::verify_path;
 use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
-use crate::support::ledger::{intent, outcome};
 
 const CHILD_ENV: &str = "ESCEPINE_LEDGER_CRASH_CHILD";
 const TASKS: usize = 64;
@@ -62,7 +61,7 @@ fn crash_child() {
 
 #[test]
 fn sigkill_while_64_appenders_are_in_flight() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -1,17 +1,16 @@
 //! The durable ledger on real SQLite files: chaining, reopening, concurrency, unavailability.
 
-
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::{verify_entries, verify_path};
 use escepine_runtime::ledger::{
     Durability, Ledger, LedgerError, MemoryLedger, Record, SqliteLedger, SqliteOptions,
     GENESIS_PREV,
 };
-use crate::support::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 
 fn records() -> Vec<Record> {
     vec![

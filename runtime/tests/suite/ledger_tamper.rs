@@ -3,13 +3,12 @@
 //!
 //! Needs the `sqlite3` program (Debian package `sqlite3`).
 
-
 use crate::support::host;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
 use crate::support::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
+use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
 
 fn escepine(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_escepine"))
@@ -64,7 +63,7 @@ fn verify(path: &Path) -> Output {
 
 #[test]
 fn an_untouched_ledger_verifies() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let dir = tempfile::tempdir().unwrap();
     let (path, head) = ledger(dir.path());
     let out = verify(&path);
@@ -83,7 +82,7 @@ fn an_untouched_ledger_verifies() {
 
 #[test]
 fn each_tampering_with_sqlite3_is_named() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let cases: &[(&str, &str, &str)] = &[
         (
             "a changed body",
@@ -156,7 +155,7 @@ fn each_tampering_with_sqlite3_is_named() {
 
 #[test]
 fn a_cut_off_end_shows_only_against_a_known_head() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let dir = tempfile::tempdir().unwrap();
     let (path, head) = ledger(dir.path());
     let out = escepine(&["ledger", "verify", path.to_str().unwrap(), "--head", &head]);
@@ -184,7 +183,7 @@ fn a_cut_off_end_shows_only_against_a_known_head() {
 
 #[test]
 fn a_file_that_is_not_a_ledger_is_unreadable() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.db");
     std::fs::write(
@@ -205,7 +204,7 @@ fn a_file_that_is_not_a_ledger_is_unreadable() {
 
 #[test]
 fn show_prints_runs_and_calls_readably() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -3,7 +3,6 @@
 //! records and policies of `tests/fixtures/mcp/demo` — and the transport's failure classes on
 //! servers that misbehave.
 
-
 use crate::support::host;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -48,7 +47,7 @@ fn agent() -> Principal {
 
 #[tokio::test]
 async fn the_demo_mcp_server_runs_as_governed_tools() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = runtime(dir.path());
 
@@ -179,7 +178,7 @@ const LEAK_RECORD: &str = r#"{
 
 #[tokio::test]
 async fn a_secret_straddling_the_error_text_bound_is_not_half_kept() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let records = dir.path().join("records");
     std::fs::create_dir(&records).expect("records dir");
@@ -297,7 +296,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
 
 #[tokio::test]
 async fn an_exact_tool_name_is_called_and_a_missing_one_is_a_permanent_failure() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let exact = record("lookup_city", demo_server(), &[], 10_000, 1);
     let out = attempt(&exact, json!({ "city": "kyoto" }))
         .await
@@ -321,7 +320,7 @@ async fn an_exact_tool_name_is_called_and_a_missing_one_is_a_permanent_failure()
 
 #[tokio::test]
 async fn a_server_that_dies_before_answering_is_permanent_or_transient_by_its_status() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let sh = PathBuf::from("/bin/sh");
     let err = attempt(
         &record(
@@ -352,7 +351,7 @@ async fn a_server_that_dies_before_answering_is_permanent_or_transient_by_its_st
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_and_its_group_is_killed() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     // `sleep` as an MCP server: it never answers `initialize`.
     let dir = tempfile::tempdir().expect("tempdir");
     let pidfile = dir.path().join("pid");
@@ -384,7 +383,7 @@ async fn a_server_that_never_answers_times_out_and_its_group_is_killed() {
 
 #[tokio::test]
 async fn the_payload_must_be_an_object() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let rec = record("lookup_city", demo_server(), &[], 10_000, 1);
     let err = attempt(&rec, json!([1])).await.expect_err("array");
     assert!(matches!(err, ExecError::Protocol(_)), "{err:?}");
@@ -421,7 +420,7 @@ fn dies_record(dir: &std::path::Path, tool_id: &str, transport: &str) {
 
 #[tokio::test]
 async fn a_server_exiting_before_it_answers_names_its_stderr_in_the_error_and_the_ledger() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (records, policies) = (dir.path().join("records"), dir.path().join("policies"));
     std::fs::create_dir(&records).expect("mkdir");

@@ -1,6 +1,5 @@
 //! Egress from the sandbox: only through the call's proxy, only to its profile's entries.
 
-
 use crate::support::host;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -9,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::sandbox::*;
 use escepine_contract::Principal;
 use escepine_runtime::ledger::memory::MemoryLedger;
 use escepine_runtime::ledger::Record;
@@ -16,7 +16,6 @@ use escepine_runtime::overlay::Overlay;
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::Runtime;
 use registry_build::EgressEntry;
-use crate::support::sandbox::*;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -64,7 +63,7 @@ fn resolver() -> MapResolver {
 
 #[tokio::test]
 async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     let (allowed, allowed_hits) = http_server("hello from the allowed server").await;
@@ -132,7 +131,7 @@ async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
 
 #[tokio::test]
 async fn an_empty_profile_means_no_network_at_all() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     let (port, hits) = http_server("unreachable").await;
@@ -236,7 +235,7 @@ fn registry(dir: &Path, hostile: &Path) -> registry_build::Registry {
 
 #[tokio::test]
 async fn an_overlay_names_a_loopback_server_reached_through_the_proxy() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let run_dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(run_dir.path());

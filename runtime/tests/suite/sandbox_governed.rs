@@ -2,18 +2,17 @@
 //! secrets end to end: a declared secret is visible inside, an undeclared one and the host's
 //! environment are not, and no secret reaches the ledger, the logs or the caller.
 
-
 use crate::support::{host, logs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::support::sandbox::*;
 use escepine_contract::Principal;
 use escepine_runtime::executor::ProcessExecutor;
 use escepine_runtime::ledger::{CallResult, Entry, MemoryLedger, Record};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallKind, NoOutput, Runtime};
-use crate::support::sandbox::*;
 use serde_json::{json, Value};
 
 const SECRET: &str = "sandboxed-s3cret-VALUE";
@@ -84,7 +83,7 @@ fn outcomes(entries: &[Entry]) -> Vec<escepine_runtime::ledger::Outcome> {
 
 #[tokio::test]
 async fn allowed_calls_run_each_in_a_fresh_workspace() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     // The counter file lives in the sandbox's workspace: every call starts from nothing.
     for _ in 0..2 {
@@ -107,7 +106,7 @@ async fn allowed_calls_run_each_in_a_fresh_workspace() {
 
 #[tokio::test]
 async fn denied_failed_flaky_and_bad_output_calls_behave_as_on_the_process_executor() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let err = f
         .call("mallory", "t_count", json!({"counter": "/workspace/c"}))
@@ -164,7 +163,7 @@ async fn denied_failed_flaky_and_bad_output_calls_behave_as_on_the_process_execu
 
 #[tokio::test]
 async fn a_secret_straddling_the_stderr_bound_is_not_half_kept() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     use escepine_runtime::executor::process::DEFAULT_STDERR_LIMIT;
     let f = Fixture::new();
     let straddles = [1, 9, 10, SECRET.len() - 1];
@@ -201,7 +200,7 @@ async fn a_secret_straddling_the_stderr_bound_is_not_half_kept() {
 
 #[tokio::test]
 async fn declared_secrets_only_and_never_recorded_or_returned() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let logs = logs::capture();
     let f = Fixture::new();
     // Declared: the tool sees it (the output says so, scrubbed before the gate).

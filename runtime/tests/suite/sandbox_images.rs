@@ -4,7 +4,6 @@
 //! registry on loopback (Debian's `docker-registry`), and each from read-only host paths.
 //! Nothing is downloaded but what `.ci/fixtures` installed from PyPI and npm.
 
-
 use crate::support::host;
 use escepine_testkit::sample_images;
 use std::path::PathBuf;
@@ -124,7 +123,7 @@ fn image_endpoint(reference: &str) -> Value {
 
 #[tokio::test]
 async fn the_python_sdk_server_runs_from_its_image_pulled_by_digest() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let registry = Registry::start().expect("a loopback registry");
     let layouts = tempfile::tempdir().expect("tempdir");
     let python = sample_images::python_image(layouts.path());
@@ -168,7 +167,7 @@ async fn the_python_sdk_server_runs_from_its_image_pulled_by_digest() {
 
 #[tokio::test]
 async fn the_node_sdk_server_runs_from_its_image() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let registry = Registry::start().expect("a loopback registry");
     let layouts = tempfile::tempdir().expect("tempdir");
     let node = sample_images::node_image(layouts.path());
@@ -194,7 +193,7 @@ async fn the_node_sdk_server_runs_from_its_image() {
 
 #[tokio::test]
 async fn a_second_runtime_fetches_nothing_and_a_plain_http_registry_needs_the_envelope() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let mut registry = Registry::start().expect("a loopback registry");
     let layouts = tempfile::tempdir().expect("tempdir");
     let python = sample_images::python_image(layouts.path());
@@ -242,7 +241,7 @@ async fn a_second_runtime_fetches_nothing_and_a_plain_http_registry_needs_the_en
 
 #[tokio::test]
 async fn a_layer_altered_in_the_registry_is_refused_by_its_digest() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let registry = Registry::start().expect("a loopback registry");
     let layouts = tempfile::tempdir().expect("tempdir");
     let python = sample_images::python_image(layouts.path());
@@ -306,7 +305,7 @@ fn from_read_only_paths(endpoint: Value, paths: &[PathBuf], words: &str) -> Scen
 
 #[test]
 fn the_python_sdk_server_runs_from_read_only_host_paths() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let python = fixtures::python_bin().expect("the fixtures are installed");
     let server = fixtures::server_source("py_sdk_server.py").expect("the server");
     let paths = fixtures::python_read_only_paths().expect("the fixtures are installed");
@@ -330,7 +329,7 @@ fn the_python_sdk_server_runs_from_read_only_host_paths() {
 
 #[test]
 fn the_node_sdk_server_runs_from_read_only_host_paths() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let node = fixtures::node_bin().expect("the fixtures are installed");
     let server = fixtures::server_source("node_sdk_server.mjs").expect("the server");
     let modules = fixtures::node_modules().expect("the fixtures are installed");

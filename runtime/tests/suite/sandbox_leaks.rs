@@ -2,21 +2,20 @@
 //! and a warm pool that never hands out a sandbox twice — then no leftover process, child,
 //! mount, directory or memory cgroup on the host.
 
-
 use crate::support::host;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::sandbox::*;
 use escepine_runtime::sandbox::SandboxExecutor;
 use futures::stream::{self, StreamExt};
 use registry_build::EgressEntry;
-use crate::support::sandbox::*;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_calls_leave_nothing_behind() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
@@ -34,7 +33,7 @@ async fn a_thousand_calls_leave_nothing_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_concurrent_calls_with_proxies_leave_nothing_behind() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
@@ -73,7 +72,7 @@ async fn sixty_four_concurrent_calls_with_proxies_leave_nothing_behind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_warm_pool_never_reuses_a_sandbox() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     let ex: SandboxExecutor = executor(MapResolver::default(), dir.path()).with_warm_pool(2);
@@ -105,7 +104,7 @@ async fn the_warm_pool_never_reuses_a_sandbox() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_backends_never_share_an_outside_uid() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     // Two backends of one process start their slot cursors at the same place: only the
@@ -140,7 +139,7 @@ async fn two_backends_never_share_an_outside_uid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_zygote_is_replaced_and_a_dropped_backend_takes_its_zygote_along() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
     let before = zygotes();
@@ -210,7 +209,7 @@ fn sandbox_crash_child() {
 
 #[test]
 fn a_killed_runtime_leaves_no_sandbox_behind() {
-    let _host = host::exclusive();
+    let _host = host::exclusive_blocking();
     let dir = tempfile::tempdir().unwrap();
     let _ = hostile();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())

@@ -4,23 +4,22 @@
 //! that stay silent, fail transiently or leave a child behind are classified as for a local
 //! process, and the host is checked clean after each scenario.
 
-
 use crate::support::host;
 use crate::support::sandbox;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::sandbox::{
+    executor, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot, MapResolver,
+    UID_RANGE,
+};
 use escepine_contract::Principal;
 use escepine_runtime::executor::{ExecError, Execution, ProcessExecutor};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::{CallOutcome, Runtime};
-use crate::support::sandbox::{
-    executor, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot, MapResolver,
-    UID_RANGE,
-};
 use serde_json::json;
 
 /// One attempt of the probe server started with `args`, with no secrets and no egress.
@@ -36,7 +35,7 @@ async fn probe_attempt(
 
 #[tokio::test]
 async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let demo_fixture =
@@ -114,7 +113,7 @@ async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
 
 #[tokio::test]
 async fn the_mcp_server_sees_only_its_sandbox() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let planted = dir.path().join("planted");
@@ -164,7 +163,7 @@ async fn the_mcp_server_sees_only_its_sandbox() {
 
 #[tokio::test]
 async fn a_silent_server_times_out_and_its_sandbox_is_destroyed() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
@@ -179,7 +178,7 @@ async fn a_silent_server_times_out_and_its_sandbox_is_destroyed() {
 
 #[tokio::test]
 async fn exit_75_before_the_handshake_is_transient() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
@@ -203,7 +202,7 @@ async fn exit_75_before_the_handshake_is_transient() {
 
 #[tokio::test]
 async fn a_child_left_behind_dies_with_the_sandbox() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
@@ -244,7 +243,7 @@ fn escepine() -> std::path::PathBuf {
 
 #[tokio::test]
 async fn import_lists_a_python_server_in_a_sandbox_with_its_read_only_paths() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let (out, state) = (dir.path().join("drafts"), dir.path().join("state"));
@@ -328,7 +327,7 @@ async fn import_lists_a_python_server_in_a_sandbox_with_its_read_only_paths() {
 
 #[tokio::test]
 async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refused() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let (out, state, policies) = (
@@ -418,7 +417,7 @@ async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refuse
 
 #[tokio::test]
 async fn a_server_exiting_early_in_its_sandbox_names_its_stderr() {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path()).with_read_only(python_stdlib());

@@ -2,15 +2,14 @@
 //! development form of interpreter runtimes), and an unpacked image tree as the whole root.
 //! Real sandboxes (root, namespaces), real interpreters.
 
-
 use crate::support::host;
 use crate::support::sandbox;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use escepine_runtime::sandbox::{Job, JobStatus, SandboxBackend, SandboxExecutor, SandboxSpec};
 use crate::support::sandbox::{backend, record_for, MapResolver};
+use escepine_runtime::sandbox::{Job, JobStatus, SandboxBackend, SandboxExecutor, SandboxSpec};
 use serde_json::Value;
 
 const PYTHON: &str = "/usr/bin/python3.11";
@@ -76,7 +75,7 @@ async fn python_spec(run_dir: &Path, binds: Vec<PathBuf>) -> SandboxSpec {
 
 #[tokio::test]
 async fn a_bound_host_tree_is_read_only_at_its_own_path() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = backend(MapResolver::default(), run_dir.path());
     let spec = python_spec(run_dir.path(), vec![PathBuf::from(STDLIB)]).await;
@@ -100,7 +99,7 @@ async fn a_bound_host_tree_is_read_only_at_its_own_path() {
 
 #[tokio::test]
 async fn without_the_bind_the_interpreter_finds_no_library() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = backend(MapResolver::default(), run_dir.path());
     let spec = python_spec(run_dir.path(), Vec::new()).await;
@@ -143,7 +142,7 @@ fn python_tree(dest: &Path) {
 
 #[tokio::test]
 async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let tree = tempfile::tempdir().expect("tempdir");
     python_tree(tree.path());
@@ -179,7 +178,7 @@ async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
 
 #[tokio::test]
 async fn a_virtualenv_keeps_its_environment_through_its_own_python_link() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     use escepine_testkit::fixtures;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = backend(MapResolver::default(), run_dir.path());
@@ -211,7 +210,7 @@ async fn a_virtualenv_keeps_its_environment_through_its_own_python_link() {
 
 #[tokio::test]
 async fn the_self_test_runs_a_program_in_a_fresh_sandbox_and_names_what_fails() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let run_dir = tempfile::tempdir().expect("a run directory");
     let ex =
         SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), run_dir.path())));

@@ -14,7 +14,6 @@
 //! and checks that it ends as the reference did: same status, same items, same SOP events, no
 //! write applied twice (per idempotency key), and a ledger that verifies.
 
-
 use crate::support::host;
 use crate::support::sop;
 use std::os::unix::process::ExitStatusExt;
@@ -24,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::support::sop::{item, key, Items, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::verify::verify_path;
 use escepine_runtime::ledger::{
@@ -31,7 +31,6 @@ use escepine_runtime::ledger::{
 };
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus, ScriptedPlanner};
 use serde_json::json;
-use crate::support::sop::{item, key, Items, Store};
 
 const DIR_ENV: &str = "ESCEPINE_SOP_CRASH_DIR";
 const STORE_ENV: &str = "ESCEPINE_SOP_CRASH_STORE";
@@ -250,7 +249,7 @@ fn crash_and_resume(bin: &Path, sop: &str, point: Point, reference: &Reference) 
 
 #[test]
 fn sigkill_at_50_points_then_resume() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let started = Instant::now();
     let _ = escepine_testkit::testtool::testtool();
     let bin: PathBuf = std::env::current_exe().unwrap();

@@ -9,7 +9,6 @@
 //! no step; the lease is held under another name of the file (a hard link) too. Once the child is SIGKILLed, the same driver gets the run and finishes it, each
 //! write applied once.
 
-
 use crate::support::host;
 use crate::support::sop;
 use std::os::unix::process::ExitStatusExt;
@@ -18,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::sop::{item, key, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::{Durability, FileLeases, Ledger, LedgerError, SqliteLedger};
@@ -25,7 +25,6 @@ use escepine_runtime::sop::{
     Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
 };
 use serde_json::Value;
-use crate::support::sop::{item, key, Store};
 
 const DIR_ENV: &str = "ESCEPINE_SOP_LEASE_DIR";
 const STORE_ENV: &str = "ESCEPINE_SOP_LEASE_STORE";
@@ -124,7 +123,7 @@ fn delete_beside_ledger(dir: &Path) -> Vec<String> {
 
 #[test]
 fn deleting_files_beside_the_ledger_lets_no_second_driver_in() {
-    let _host = host::shared();
+    let _host = host::shared_blocking();
     let _ = escepine_testkit::testtool::testtool();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ledger");

@@ -4,12 +4,12 @@
 //! Saga compensation (reverse order, by class), supersede, DENY, `halt_and_escalate` with its
 //! hook, cancellation, a failing inverse, decisions and constraints.
 
-
 use crate::support::host;
 use crate::support::sop;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::sop::{item, key, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::{
     CallResult, Durability, Entry, Intent, Ledger, LedgerError, Outcome, Record, SqliteLedger,
@@ -21,7 +21,6 @@ use escepine_runtime::sop::{
 };
 use escepine_runtime::Runtime;
 use serde_json::{json, Value};
-use crate::support::sop::{item, key, Store};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -44,12 +43,7 @@ impl Fixture {
     }
 
     fn engine(&self, sop: &str, planner: impl Planner + 'static) -> Engine {
-        Engine::new(
-            self.runtime.clone(),
-            sop::sop(sop),
-            Arc::new(planner),
-        )
-        .unwrap()
+        Engine::new(self.runtime.clone(), sop::sop(sop), Arc::new(planner)).unwrap()
     }
 
     fn entries(&self) -> Vec<Entry> {
@@ -90,7 +84,7 @@ fn alice() -> Principal {
 
 #[tokio::test]
 async fn two_writes_then_a_failure_compensate_in_reverse_order() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let planner = ScriptedPlanner::new()
         .every("put_a", item(&f.store, "a", "first"))
@@ -183,7 +177,7 @@ async fn two_writes_then_a_failure_compensate_in_reverse_order() {
 
 #[tokio::test]
 async fn a_supersede_step_is_marked_superseded_not_removed() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     f.store.seed("doc", "v1");
     let planner = ScriptedPlanner::new()
@@ -250,7 +244,7 @@ async fn a_supersede_step_is_marked_superseded_not_removed() {
 
 #[tokio::test]
 async fn a_denied_step_halts_with_the_policy_ids_and_the_tool_never_runs() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let planner = ScriptedPlanner::new()
         .every("put_a", item(&f.store, "a", "x"))
@@ -298,7 +292,7 @@ async fn a_denied_step_halts_with_the_policy_ids_and_the_tool_never_runs() {
 
 #[tokio::test]
 async fn a_per_url_step_is_authorized_on_its_url() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     // `put_a` requires per-URL authorization; the policies keep store writes on loopback.
     let planner = ScriptedPlanner::new().every(
@@ -328,20 +322,16 @@ impl EscalationHook for Hook {
 
 #[tokio::test]
 async fn halt_and_escalate_fires_the_hook_with_a_structured_record() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let planner = ScriptedPlanner::new()
         .every("put_a", item(&f.store, "a", "x"))
         .every("boom", json!({"reason": "escalate me"}));
     let hook = Arc::new(Hook::default());
-    let engine = Engine::builder(
-        f.runtime.clone(),
-        sop::sop("escalate"),
-        Arc::new(planner),
-    )
-    .escalation_hook(hook.clone())
-    .build()
-    .unwrap();
+    let engine = Engine::builder(f.runtime.clone(), sop::sop("escalate"), Arc::new(planner))
+        .escalation_hook(hook.clone())
+        .build()
+        .unwrap();
     let mut subscriber = engine.subscribe_escalations();
     let out = engine.run(&alice()).await.unwrap();
 
@@ -405,7 +395,7 @@ impl Planner for WaitingPlanner {
 
 #[tokio::test]
 async fn cancelling_a_run_compensates_it() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let (planner, reached) = WaitingPlanner::writing_a_and_b(&f.store);
     let engine = f.engine("cancel", planner);
@@ -440,7 +430,7 @@ async fn cancelling_a_run_compensates_it() {
 
 #[tokio::test]
 async fn a_failing_inverse_is_retried_then_the_run_escalates_listing_what_is_unfinished() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     // put_b's inverse fails once (503) and succeeds on its retry; put_a's inverse keeps failing.
     let planner = ScriptedPlanner::new()
@@ -448,14 +438,10 @@ async fn a_failing_inverse_is_retried_then_the_run_escalates_listing_what_is_unf
         .every("put_b", item(&f.store, "flaky-b", "y"))
         .every("boom", json!({}));
     let hook = Arc::new(Hook::default());
-    let engine = Engine::builder(
-        f.runtime.clone(),
-        sop::sop("two_writes"),
-        Arc::new(planner),
-    )
-    .escalation_hook(hook.clone())
-    .build()
-    .unwrap();
+    let engine = Engine::builder(f.runtime.clone(), sop::sop("two_writes"), Arc::new(planner))
+        .escalation_hook(hook.clone())
+        .build()
+        .unwrap();
     let out = engine.run(&alice()).await.unwrap();
 
     assert_eq!(out.status, RunStatus::Escalated);
@@ -503,7 +489,7 @@ async fn a_failing_inverse_is_retried_then_the_run_escalates_listing_what_is_unf
 
 #[tokio::test]
 async fn decisions_branch_on_outputs_and_constraints_bound_proposals() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let store = f.store.clone();
     let planner = FnPlanner(move |r: &StepRequest<'_>| match r.state {
@@ -546,7 +532,7 @@ async fn decisions_branch_on_outputs_and_constraints_bound_proposals() {
 
 #[tokio::test]
 async fn an_engine_refuses_an_sop_that_does_not_fit_the_registry() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let mut sop = sop::sop("escalate");
     if let Some(escepine_runtime::sop::State::Execution(e)) = sop.states.get_mut("put_a") {
@@ -667,7 +653,7 @@ mod typed {
 
 #[tokio::test]
 async fn a_typed_planner_proposes_each_step_as_its_tool_input() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     use escepine_runtime::sop::TypedPlanner;
     use typed::{Boom, FailInput, PutA, PutB, PutInput};
 
@@ -703,7 +689,7 @@ async fn a_typed_planner_proposes_each_step_as_its_tool_input() {
 
 #[tokio::test]
 async fn a_run_being_driven_cannot_be_resumed_elsewhere_until_its_driver_stops() {
-    let _host = host::shared();
+    let _host = host::shared().await;
     let f = Fixture::new();
     let (planner, reached) = WaitingPlanner::writing_a_and_b(&f.store);
     let engine = f.engine("cancel", planner);

@@ -7,12 +7,11 @@ use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use escepine_runtime::executor::{ExecError, Execution};
-use escepine_runtime::sandbox::{Limits, SandboxExecutor};
 use crate::support::sandbox::*;
 use crate::support::{host, pin};
+use escepine_runtime::executor::{ExecError, Execution};
+use escepine_runtime::sandbox::{Limits, SandboxExecutor};
 use serde_json::{json, Value};
-
 
 pub(crate) const HOST_VAR: &str = "ESCEPINE_SANDBOX_TEST_HOST_VAR";
 
@@ -23,14 +22,14 @@ fn no_secrets() -> BTreeMap<String, String> {
 /// One scenario's hold on the machine: the host alone, its run directory and the host as it
 /// was before (checked clean at the end).
 struct Scenario {
-    _host: std::sync::RwLockWriteGuard<'static, ()>,
+    _host: tokio::sync::RwLockWriteGuard<'static, ()>,
     dir: tempfile::TempDir,
     host: HostSnapshot,
 }
 
 impl Scenario {
     async fn start() -> Self {
-        let host_lock = host::exclusive();
+        let host_lock = host::exclusive().await;
         let dir = tempfile::tempdir().unwrap();
         let host = HostSnapshot::take(dir.path());
         Self {
@@ -209,11 +208,14 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Root) {
 pub async fn a_fork_bomb_stops_at_the_process_limit(tool_root: Root) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
-    let ex = tool_root.executor(MapResolver::default(), dir.path()).with_limits(Limits {
-        processes: 16,
-        ..Limits::default()
-    });
-    let out = probe(tool_root, 
+    let ex = tool_root
+        .executor(MapResolver::default(), dir.path())
+        .with_limits(Limits {
+            processes: 16,
+            ..Limits::default()
+        });
+    let out = probe(
+        tool_root,
         &ex,
         "hostile_forkbomb",
         "forkbomb",
@@ -236,14 +238,22 @@ pub async fn a_fork_bomb_stops_at_the_process_limit(tool_root: Root) {
 pub async fn memory_beyond_the_limit_is_refused(tool_root: Root) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
-    let ex = tool_root.executor(MapResolver::default(), dir.path()).with_limits(Limits {
-        memory_bytes: 256 << 20,
-        ..Limits::default()
-    });
-    let out = probe(tool_root, &ex, "hostile_alloc", "alloc", json!({ "mb": 4096 }))
-        .await
-        .expect("the allocation reports")
-        .output;
+    let ex = tool_root
+        .executor(MapResolver::default(), dir.path())
+        .with_limits(Limits {
+            memory_bytes: 256 << 20,
+            ..Limits::default()
+        });
+    let out = probe(
+        tool_root,
+        &ex,
+        "hostile_alloc",
+        "alloc",
+        json!({ "mb": 4096 }),
+    )
+    .await
+    .expect("the allocation reports")
+    .output;
     let got = out["allocated_mb"].as_u64().unwrap();
     assert!(got < 256, "{out}");
     assert!(out["refused"].is_string(), "{out}");
@@ -299,7 +309,7 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
 }
 
 pub async fn a_missing_init_is_a_clear_error(tool_root: Root) {
-    let _host = host::exclusive();
+    let _host = host::exclusive().await;
     let backend = escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init");
     let ex = tool_root.with_images(SandboxExecutor::with_backend(std::sync::Arc::new(backend)));
     let err = probe(tool_root, &ex, "hostile_noop", "noop", json!({}))
@@ -324,11 +334,13 @@ pub async fn shared_tmpfs_and_memfd_memory_count_against_the_bound(tool_root: Ro
     // Other memory the kernel does not count in RLIMIT_DATA: a memfd, and a file in the
     // workspace tmpfs (made larger than the bound for this).
     for kind in ["shared", "memfd", "workspace"] {
-        let small = tool_root.executor(MapResolver::default(), dir.path()).with_limits(Limits {
-            memory_bytes: 192 << 20,
-            workspace_bytes: 1 << 30,
-            ..Limits::default()
-        });
+        let small = tool_root
+            .executor(MapResolver::default(), dir.path())
+            .with_limits(Limits {
+                memory_bytes: 192 << 20,
+                workspace_bytes: 1 << 30,
+                ..Limits::default()
+            });
         cases.push((small, kind, 512, 192));
     }
     for (ex, kind, mb, bound) in &cases {
@@ -401,7 +413,8 @@ pub async fn only_unix_and_internet_sockets_exist(tool_root: Root) {
         0x1_0001,
     ];
     let families: Vec<i32> = allowed.iter().chain(refused.iter()).copied().collect();
-    let out = probe(tool_root, 
+    let out = probe(
+        tool_root,
         &ex,
         "hostile_families",
         "families",
