@@ -2,7 +2,7 @@
 //! policies (`tools/policies`), a [`Runtime`] with the real tool binary (`escepine-catalog`)
 //! run by the executor [`executor`] builds, a SQLite ledger in a temporary directory, and
 //! loopback servers speaking each service's documented shapes (the catalog's own test server,
-//! `tools/catalog/tests/support/server.rs`). The principal is `Agent::"researcher"`, a member of
+//! `escepine_testkit::server`). The principal is `Agent::"researcher"`, a member of
 //! `Team::"editors"` (which `publishing.cedar` requires for the writing tools).
 //!
 //! The registry is checked against the real deployment envelope plus `127.0.0.1`, so that the
@@ -51,8 +51,8 @@ fn workspace() -> PathBuf {
     bins::workspace_root()
 }
 
-/// A current `escepine-catalog` in this test's `target/<profile>/`, built once if it is missing
-/// or older than a source of `tools/catalog` (`ESCEPINE_CATALOG_BIN` overrides).
+/// The current `escepine-catalog` in this test's `target/<profile>/` (see
+/// [`escepine_testkit::bins`]; `ESCEPINE_CATALOG_BIN` names another).
 fn catalog_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| bins::path(bins::CATALOG)).clone()

@@ -1,4 +1,5 @@
-//! The process executor against real processes (`escepine-testtool`, see `common`).
+//! The process executor against real processes (`escepine-testtool`, see
+//! `escepine_testkit::testtool`).
 
 use crate::support::host;
 use crate::support::pin;

@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 /// The sandboxes' outside uids when the tests run as root (the backend's default base).
 pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
 
-/// The path of a current `escepine-hostile`, building it once if needed.
+/// The path of a current `escepine-hostile`.
 pub fn hostile() -> PathBuf {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();
     TOOL.get_or_init(|| bins::path(bins::HOSTILE)).clone()
