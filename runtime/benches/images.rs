@@ -25,12 +25,11 @@ use escepine_runtime::scrub::Scrubber;
 use escepine_testkit::fixtures;
 use escepine_testkit::image::BuiltImage;
 use escepine_testkit::registry::Registry;
+use escepine_testkit::sample_images as image_support;
 use registry_build::{ResolvedCommand, ToolRecord};
 use serde_json::{json, Value};
 use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
-#[path = "../tests/image_support/mod.rs"]
-mod image_support;
 #[path = "support/sandboxed.rs"]
 mod support;
 

@@ -11,7 +11,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use escepine_runtime::ledger::{Durability, Ledger, MemoryLedger, Record, SqliteLedger};
 use tokio::runtime::Runtime;
 
-#[path = "../tests/ledger_support/mod.rs"]
+// Not every record the tests build is benchmarked.
+#[allow(dead_code)]
+#[path = "../tests/suite/support/ledger.rs"]
 mod ledger_support;
 
 /// Time `total` appends made by `concurrency` tasks, each alternating intent and outcome.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use escepine_sandbox::{Job, JobStatus, SandboxError, SAFE_PATH, TOOL_LANG};
 
-use super::SandboxExecutor;
+use super::executor::SandboxExecutor;
 
 /// The program a self-test runs: it exits 0 and needs nothing but its libraries.
 const PROBE: &str = "true";

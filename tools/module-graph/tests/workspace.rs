@@ -9,12 +9,8 @@ use std::path::{Path, PathBuf};
 /// so does a listed one that is gone (remove its line).
 const KNOWN: &[(&str, &str)] = &[
     ("runtime", "crate"),
-    ("runtime", "crate::cli"),
     ("runtime", "crate::error"),
-    ("runtime", "crate::executor"),
-    ("runtime", "crate::export"),
     ("runtime", "crate::ledger"),
-    ("runtime", "crate::mcp::import"),
     ("runtime", "crate::sop"),
 ];
 

@@ -1,6 +1,18 @@
-//! What the testkit's probes share.
+//! The workspace's test kit: what its tests share, as a library, and the probes its tests run.
+//!
+//! - [`bins`]: the workspace's binaries, found beside the running test program (never built).
+//! - [`testtool`]: the `escepine-testtool` binary and a registered record for it.
+//! - [`server`]: an HTTP/1.1 server (and proxy) on loopback that records every request.
+//! - [`registry`]: a real OCI registry on loopback.
+//! - [`fixtures`]: the installed MCP servers and SDKs.
+//! - [`image`] (feature `image`): OCI image layouts built in tests, and [`sample_images`] built
+//!   from the fixtures and the workspace's binaries (feature `push`).
+//! - [`hostname`]: what the probes share.
 
+pub mod bins;
 pub mod fixtures;
+pub mod server;
+pub mod testtool;
 
 /// The host name of the UTS namespace the process runs in (empty if it cannot be read).
 pub fn hostname() -> String {
@@ -17,3 +29,6 @@ pub mod registry;
 
 #[cfg(feature = "image")]
 pub mod image;
+
+#[cfg(feature = "push")]
+pub mod sample_images;

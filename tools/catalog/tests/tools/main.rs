@@ -3,8 +3,7 @@
 //! (paths, headers, bodies, idempotency keys), its outputs (checked against the record's output
 //! schema, as the runtime's output gate would) and its exit statuses.
 
-#[path = "../support/server.rs"]
-mod server;
+use escepine_testkit::server;
 
 mod cli;
 mod deliverable_assemble;

@@ -1,0 +1,299 @@
+//! Egress from the sandbox: only through the call's proxy, only to its profile's entries.
+
+use crate::support::host;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::sandbox::*;
+use escepine_contract::Principal;
+use escepine_runtime::ledger::memory::MemoryLedger;
+use escepine_runtime::ledger::Record;
+use escepine_runtime::overlay::Overlay;
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_runtime::Runtime;
+use registry_build::EgressEntry;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A one-line HTTP server on 127.0.0.1 counting its connections.
+async fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&hits);
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (port, hits)
+}
+
+fn entry(s: &str) -> EgressEntry {
+    s.parse().unwrap()
+}
+
+fn resolver() -> MapResolver {
+    let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+    MapResolver(BTreeMap::from([(
+        "internal.test".to_string(),
+        vec![loopback],
+    )]))
+}
+
+#[tokio::test]
+async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let (allowed, allowed_hits) = http_server("hello from the allowed server").await;
+    let (other, other_hits) = http_server("you should not see this").await;
+    let ex = executor(resolver(), dir.path());
+    let egress = [
+        entry(&format!("127.0.0.1:{allowed}")),
+        entry(&format!("internal.test:{other}")),
+    ];
+    let payload = json!({ "requests": [
+        { "method": "GET", "target": format!("127.0.0.1:{allowed}"), "path": "/plain" },
+        { "method": "CONNECT", "target": format!("127.0.0.1:{allowed}"), "path": "/tunnel" },
+        { "method": "CONNECT", "target": format!("127.0.0.1:{other}") },
+        { "method": "GET", "target": format!("127.0.0.1:{other}"), "path": "/" },
+        { "method": "CONNECT", "target": format!("internal.test:{other}") },
+    ]});
+    let done = run(
+        &ex,
+        &hostile_record("hostile_http", "http"),
+        payload,
+        &BTreeMap::new(),
+        &egress,
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("the tool runs");
+    let out = &done.output;
+    assert_eq!(out["proxy"], "http://127.0.0.1:3128", "{out}");
+    let results = out["results"].as_array().unwrap();
+    let status = |i: usize| results[i]["status"].as_str().unwrap_or("").to_string();
+    let body = |i: usize| results[i]["body"].as_str().unwrap_or("").to_string();
+    // The entry naming 127.0.0.1:<port> reaches the real server, plain and tunnelled.
+    assert!(status(0).contains("200"), "{out}");
+    assert!(body(0).contains("hello from the allowed server"), "{out}");
+    assert!(status(1).contains("200"), "{out}");
+    assert!(body(1).contains("hello from the allowed server"), "{out}");
+    // A loopback port not in the profile, directly or by an allowlisted name that resolves
+    // to loopback: refused before any connection.
+    for i in 2..5 {
+        assert!(
+            !status(i).contains("200"),
+            "request {i} went through: {out}"
+        );
+        assert!(!body(i).contains("you should not see this"), "{out}");
+    }
+    assert_eq!(
+        other_hits.load(Ordering::SeqCst),
+        0,
+        "a packet reached the other port"
+    );
+    assert_eq!(allowed_hits.load(Ordering::SeqCst), 2);
+    // Each refusal is in the attempt's evidence.
+    let refusals = &done.egress_refusals;
+    assert_eq!(refusals.len(), 3, "{refusals:?}");
+    assert!(
+        refusals.iter().any(|r| r.contains("internal.test")),
+        "{refusals:?}"
+    );
+    assert!(
+        refusals.iter().all(|r| r.starts_with("refused")),
+        "{refusals:?}"
+    );
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn an_empty_profile_means_no_network_at_all() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let (port, hits) = http_server("unreachable").await;
+    let ex = executor(resolver(), dir.path());
+    let done = run(
+        &ex,
+        &hostile_record("hostile_connect", "connect"),
+        json!({ "addr": format!("127.0.0.1:{port}") }),
+        &BTreeMap::new(),
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("the tool runs");
+    // Loopback is down: not even the sandbox's own 127.0.0.1 answers.
+    assert_eq!(
+        done.output["connect"]["ok"],
+        json!(false),
+        "{}",
+        done.output
+    );
+    let relay = run(
+        &ex,
+        &hostile_record("hostile_connect", "connect"),
+        json!({ "addr": "127.0.0.1:3128" }),
+        &BTreeMap::new(),
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("the tool runs");
+    assert_eq!(
+        relay.output["connect"]["ok"],
+        json!(false),
+        "{}",
+        relay.output
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    host.assert_clean().await;
+}
+
+fn registry(dir: &Path, hostile: &Path) -> registry_build::Registry {
+    let records = dir.join("records");
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&records).unwrap();
+    std::fs::create_dir_all(&policies).unwrap();
+    let record = json!({
+        "tool_id": "web_get",
+        "version": "1.0.0",
+        "description": "Fetches through the proxy.",
+        "input_schema": {
+            "type": "object", "additionalProperties": false,
+            "properties": { "requests": { "type": "array", "items": {
+                "type": "object", "additionalProperties": false,
+                "properties": {
+                    "method": { "type": "string" },
+                    "target": { "type": "string" },
+                    "path": { "type": "string" }
+                }
+            } } },
+            "required": ["requests"]
+        },
+        "output_schema": {
+            "type": "object", "additionalProperties": false,
+            "properties": {
+                "proxy": { "type": "string" },
+                "results": { "type": "array", "items": {
+                    "type": "object", "additionalProperties": false,
+                    "properties": {
+                        "ok": { "type": "boolean" },
+                        "status": { "type": "string" },
+                        "body": { "type": "string" },
+                        "error": { "type": "string" }
+                    }
+                } }
+            }
+        },
+        "side_effect_class": "read-only",
+        "accepts_credentials": false,
+        "timeout_ms": 20000,
+        "retry": { "max_attempts": 1, "backoff_ms": 0 },
+        "on_failure": ["halt"],
+        "endpoint": { "transport": "stdio-json", "command": hostile.display().to_string(), "args": ["http"] },
+        "auth": { "secrets": [] },
+        "sandbox_profile": { "egress": [], "filesystem": "workspace" }
+    });
+    std::fs::write(records.join("web_get.json"), record.to_string()).unwrap();
+    std::fs::write(
+        policies.join("all.cedar"),
+        "@id(\"permit-all\")\npermit(principal, action, resource);\n",
+    )
+    .unwrap();
+    registry_build::load(
+        &registry_build::Sources::new()
+            .records(records)
+            .policies(policies)
+            .workspace_root(workspace_root()),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.render()))
+}
+
+#[tokio::test]
+async fn an_overlay_names_a_loopback_server_reached_through_the_proxy() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(run_dir.path());
+    let (port, hits) = http_server("served on loopback").await;
+    let overlay = Overlay::default().admit("web_get", entry(&format!("127.0.0.1:{port}")));
+    let ex: SandboxExecutor = executor(resolver(), run_dir.path());
+    let runtime = Runtime::builder(registry(dir.path(), &hostile()))
+        .ledger(Arc::new(MemoryLedger::new()))
+        .executor(Arc::new(ex))
+        .overlay(overlay)
+        .build()
+        .unwrap();
+    let out: Value = runtime
+        .dispatch(
+            &Principal::agent("alice"),
+            "web_get",
+            json!({ "requests": [
+                { "method": "GET", "target": format!("127.0.0.1:{port}"), "path": "/" },
+                { "method": "CONNECT", "target": "127.0.0.1:1" }
+            ]}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out["results"][0]["status"]
+            .as_str()
+            .unwrap()
+            .contains("200"),
+        "{out}"
+    );
+    assert_eq!(out["results"][0]["body"], "served on loopback", "{out}");
+    assert!(
+        !out["results"][1]["status"]
+            .as_str()
+            .unwrap()
+            .contains("200"),
+        "{out}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // The overlay and the refusal are in the evidence.
+    let entries = runtime.ledger().entries().unwrap();
+    let intent = entries
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Intent(i) => Some(i.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(intent.overlay, [format!("127.0.0.1:{port}")]);
+    let outcome = entries
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Outcome(o) => Some(o.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(outcome.attempts[0].egress_refusals.len(), 1, "{outcome:?}");
+    assert!(outcome.attempts[0].egress_refusals[0].contains("127.0.0.1:1"));
+    drop(runtime);
+    host.assert_clean().await;
+}

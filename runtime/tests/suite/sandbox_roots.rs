@@ -1,0 +1,228 @@
+//! Sandbox roots beyond a lone binary: host paths bound read-only at their own path (the
+//! development form of interpreter runtimes), and an unpacked image tree as the whole root.
+//! Real sandboxes (root, namespaces), real interpreters.
+
+use crate::support::host;
+use crate::support::sandbox;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::sandbox::{backend, record_for, MapResolver};
+use escepine_runtime::sandbox::{Job, JobStatus, SandboxBackend, SandboxExecutor, SandboxSpec};
+use serde_json::Value;
+
+const PYTHON: &str = "/usr/bin/python3.11";
+const STDLIB: &str = "/usr/lib/python3.11";
+
+/// What the probe script reports, as JSON on stdout.
+const PROBE: &str = r#"
+import json, os, sys
+facts = {"executable": sys.executable, "cwd": os.getcwd()}
+try:
+    import json.decoder
+    facts["stdlib"] = json.decoder.__file__
+except Exception as e:
+    facts["stdlib"] = repr(e)
+try:
+    open("/usr/lib/python3.11/escepine-probe", "w")
+    facts["write"] = "allowed"
+except OSError as e:
+    facts["write"] = e.errno
+mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
+facts["mounts"] = mounts
+print(json.dumps(facts))
+"#;
+
+fn job(argv: Vec<String>, cwd: Option<&str>) -> Job {
+    Job {
+        argv,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: cwd.map(str::to_string),
+        stdin: String::new(),
+        deadline: tokio::time::Instant::now() + Duration::from_secs(20),
+        stdout_limit: 1 << 20,
+        stderr_limit: 1 << 16,
+        scrubber: Default::default(),
+    }
+}
+
+async fn run(
+    backend: &dyn SandboxBackend,
+    spec: SandboxSpec,
+    job: Job,
+) -> (JobStatus, Value, String) {
+    let mut sandbox = backend
+        .provision(Arc::new(spec))
+        .await
+        .expect("provisioned");
+    let out = backend.execute(&mut sandbox, job).await.expect("executed");
+    backend.destroy(sandbox).await;
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status, value, out.stderr)
+}
+
+/// The spec the executor makes for `python3.11` (its binary and libraries copied), plus `binds`.
+async fn python_spec(run_dir: &Path, binds: Vec<PathBuf>) -> SandboxSpec {
+    let ex = SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), run_dir)));
+    let record = record_for("py", Path::new(PYTHON), &[]);
+    let spec = ex.spec(&record, &[]).await.expect("a spec");
+    SandboxSpec {
+        binds,
+        ..(*spec).clone()
+    }
+}
+
+#[tokio::test]
+async fn a_bound_host_tree_is_read_only_at_its_own_path() {
+    let _host = host::shared().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = backend(MapResolver::default(), run_dir.path());
+    let spec = python_spec(run_dir.path(), vec![PathBuf::from(STDLIB)]).await;
+    let argv = vec![PYTHON.to_string(), "-I".into(), "-c".into(), PROBE.into()];
+    let (status, facts, stderr) = run(&backend, spec, job(argv, None)).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    assert_eq!(
+        facts["stdlib"], "/usr/lib/python3.11/json/decoder.py",
+        "{facts}"
+    );
+    assert_eq!(facts["write"], 30, "EROFS expected: {facts}");
+    assert_eq!(facts["cwd"], "/workspace");
+    let mounts: Vec<&str> = facts["mounts"]
+        .as_array()
+        .expect("mount points")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(mounts.contains(&STDLIB), "{mounts:?}");
+}
+
+#[tokio::test]
+async fn without_the_bind_the_interpreter_finds_no_library() {
+    let _host = host::shared().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = backend(MapResolver::default(), run_dir.path());
+    let spec = python_spec(run_dir.path(), Vec::new()).await;
+    let argv = vec![PYTHON.to_string(), "-I".into(), "-c".into(), PROBE.into()];
+    let (status, _, stderr) = run(&backend, spec, job(argv, None)).await;
+    assert_ne!(status, JobStatus::Exited(0));
+    assert!(
+        stderr.contains("encodings") || stderr.contains("platform independent libraries"),
+        "{stderr}"
+    );
+}
+
+/// A root made of a directory tree (what the image store unpacks): the host's python copied in
+/// with its libraries and standard library, nothing else of the host.
+fn python_tree(dest: &Path) {
+    let copy = |from: &Path| {
+        let to = dest.join(from.strip_prefix("/").expect("absolute"));
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        let status = std::process::Command::new("cp")
+            .args(["-a", "--dereference"])
+            .arg(from)
+            .arg(&to)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+    };
+    copy(Path::new(PYTHON));
+    copy(Path::new(STDLIB));
+    let ldd = std::process::Command::new("ldd")
+        .arg(PYTHON)
+        .output()
+        .expect("ldd");
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        if let Some(path) = line.split_whitespace().find(|w| w.starts_with('/')) {
+            copy(Path::new(path));
+        }
+    }
+    std::fs::create_dir_all(dest.join("app")).expect("mkdir");
+}
+
+#[tokio::test]
+async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
+    let _host = host::shared().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let tree = tempfile::tempdir().expect("tempdir");
+    python_tree(tree.path());
+    let backend = backend(MapResolver::default(), run_dir.path());
+    let spec = SandboxSpec {
+        program: PathBuf::from(PYTHON),
+        program_identity: "oci:/test@sha256:0".into(),
+        program_sha256: None,
+        read_only: vec!["/usr".into(), "/lib".into(), "/lib64".into(), "/app".into()],
+        binds: Vec::new(),
+        root_tree: Some(tree.path().to_path_buf()),
+        egress: Vec::new(),
+        limits: Default::default(),
+    };
+    let argv = vec![PYTHON.to_string(), "-I".into(), "-c".into(), PROBE.into()];
+    let (status, facts, stderr) = run(&backend, spec, job(argv, Some("/app"))).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    assert_eq!(facts["cwd"], "/app");
+    assert_eq!(facts["write"], 30, "the root is read-only: {facts}");
+    let mut mounts: Vec<&str> = facts["mounts"]
+        .as_array()
+        .expect("mount points")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    mounts.sort();
+    assert_eq!(
+        mounts,
+        ["/", "/proc", "/workspace"],
+        "nothing of the host is mounted"
+    );
+}
+
+#[tokio::test]
+async fn a_virtualenv_keeps_its_environment_through_its_own_python_link() {
+    let _host = host::shared().await;
+    use escepine_testkit::fixtures;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = backend(MapResolver::default(), run_dir.path());
+    let python = fixtures::python_bin().expect("the fixtures are installed");
+    let ex = SandboxExecutor::with_backend(Arc::new(sandbox::backend(
+        MapResolver::default(),
+        run_dir.path(),
+    )));
+    let record = record_for("venv", &python, &[]);
+    let spec = ex.spec(&record, &[]).await.expect("a spec");
+    let spec = SandboxSpec {
+        binds: fixtures::python_read_only_paths().expect("the fixtures are installed"),
+        ..(*spec).clone()
+    };
+    let code =
+        "import json, sys, mcp; print(json.dumps({'prefix': sys.prefix, 'mcp': mcp.__file__}))";
+    let argv = vec![python.display().to_string(), "-c".into(), code.into()];
+    let (status, facts, stderr) = run(&backend, spec, job(argv, None)).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    let venv = fixtures::python_venv().expect("the venv");
+    assert_eq!(facts["prefix"], venv.display().to_string(), "{facts}");
+    assert!(
+        facts["mcp"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(&venv.display().to_string())),
+        "{facts}"
+    );
+}
+
+#[tokio::test]
+async fn the_self_test_runs_a_program_in_a_fresh_sandbox_and_names_what_fails() {
+    let _host = host::shared().await;
+    let run_dir = tempfile::tempdir().expect("a run directory");
+    let ex =
+        SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), run_dir.path())));
+    let test = ex.self_test().await.expect("sandboxes work here");
+    assert_eq!(test.backend, "linux");
+    assert!(test.program.ends_with("true"), "{}", test.program.display());
+
+    // An init that cannot start: the self-test fails and says so, rather than the first call.
+    let broken = SandboxExecutor::with_backend(Arc::new(
+        escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init")
+            .with_run_dir(run_dir.path()),
+    ));
+    let err = broken.self_test().await.expect_err("no init, no sandbox");
+    assert!(err.to_string().contains("/nonexistent/init"), "{err}");
+}

@@ -1,0 +1,453 @@
+//! Helpers of the sandbox tests: the `escepine-hostile` tool, records for it (on its binary or
+//! on an image root, [`Root`]), sandbox executors with an injected resolver, and the
+//! host-cleanliness check ([`HostSnapshot`], which a test runs under
+//! [`crate::support::host::exclusive`]).
+//!
+//! [`hostile`] finds `escepine-hostile` (tools/testkit) with [`escepine_testkit::bins`]
+//! (`ESCEPINE_HOSTILE` names another). The sandboxes' init is this test program (dispatched in
+//! `main.rs`).
+
+use escepine_testkit::{bins, sample_images};
+
+pub use escepine_testkit::bins::workspace_root;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
+use escepine_runtime::ledger::BoxFuture;
+use escepine_runtime::sandbox::proxy::Resolver;
+use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
+use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use serde_json::{json, Value};
+
+/// The sandboxes' outside uids when the tests run as root (the backend's default base).
+pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
+
+/// The path of a current `escepine-hostile`.
+pub fn hostile() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| bins::path(bins::HOSTILE)).clone()
+}
+
+/// The path of a current `escepine-mcp-probe` (an MCP server that reports where it runs).
+pub fn mcp_probe() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| bins::path(bins::MCP_PROBE)).clone()
+}
+
+/// The path of a current `escepine-mcp-demo` (the workspace's rmcp demo server).
+pub fn mcp_demo() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| bins::path(bins::MCP_DEMO)).clone()
+}
+
+/// A record speaking `mcp-stdio` to `binary` with `args`, with permissive schemas.
+pub fn mcp_record(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
+    let mut record = record_for(tool_id, binary, args);
+    record.endpoint.transport = Transport::McpStdio;
+    record
+}
+
+/// The path of a current `escepine-testtool`.
+pub fn testtool() -> PathBuf {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| bins::path(bins::TESTTOOL)).clone()
+}
+
+/// The host path of the sandboxes' init: this test program (the backend starts
+/// `/proc/self/exe`).
+pub fn init() -> PathBuf {
+    std::env::current_exe().expect("this test program has a path")
+}
+
+/// A record whose endpoint is `binary` with `args`, with permissive schemas.
+pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
+    ToolRecord {
+        source: PathBuf::from("<test>"),
+        tool_id: tool_id.to_string(),
+        version: "1.0.0".parse().expect("a semver version"),
+        title: None,
+        description: format!("{} {}", binary.display(), args.join(" ")),
+        open_world: None,
+        input_schema: json!({ "type": "object" }),
+        output_schema: json!({ "type": "object" }),
+        cedar_action: tool_id.to_string(),
+        action_groups: Vec::new(),
+        side_effect_class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 20_000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: vec![FailureOutcome::Halt],
+        endpoint: EndpointSpec {
+            transport: Transport::StdioJson,
+            command: binary.display().to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            sha256: None,
+            image: None,
+            definition_sha256: None,
+            resolved: ResolvedCommand::Path(binary.to_path_buf()),
+        },
+        secrets: Vec::new(),
+        sandbox_profile: SandboxProfile {
+            egress: Vec::new(),
+            filesystem: Filesystem::Workspace,
+            read_only: Vec::new(),
+        },
+    }
+}
+
+/// A record for `escepine-hostile` in `mode`, on its binary root.
+pub fn hostile_record(tool_id: &str, mode: &str) -> ToolRecord {
+    Root::Binary.hostile_record(tool_id, mode)
+}
+
+/// Where the hostile tool's sandbox root comes from: the same scenarios run on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    /// The host binary and its libraries.
+    Binary,
+    /// An OCI image holding the same binary and its libraries, verified and unpacked by the
+    /// image store.
+    Image,
+}
+
+impl Root {
+    /// A record for `escepine-hostile` in `mode` on this root.
+    pub fn hostile_record(self, tool_id: &str, mode: &str) -> ToolRecord {
+        let mut record = record_for(tool_id, &hostile(), &[mode]);
+        if self == Root::Image {
+            let reference = hostile_image().reference.clone();
+            record.endpoint.image =
+                Some(escepine_contract::ImageRef::parse(&reference).expect("a pinned reference"));
+            record.endpoint.command = String::new();
+            record.endpoint.resolved = ResolvedCommand::InImage(None);
+        }
+        record
+    }
+
+    /// A sandbox executor over [`backend`] with the images this root's records name.
+    pub fn executor(self, resolver: MapResolver, run_dir: &Path) -> SandboxExecutor {
+        self.with_images(SandboxExecutor::with_backend(Arc::new(backend(
+            resolver, run_dir,
+        ))))
+    }
+
+    /// `executor` with the images this root's records name (none on the binary root).
+    pub fn with_images(self, executor: SandboxExecutor) -> SandboxExecutor {
+        match self {
+            Root::Binary => executor,
+            Root::Image => executor.with_image(hostile_image().clone()),
+        }
+    }
+}
+
+/// Answers from a fixed map (names not in it do not resolve).
+#[derive(Debug, Default, Clone)]
+pub struct MapResolver(pub BTreeMap<String, Vec<std::net::IpAddr>>);
+
+impl Resolver for MapResolver {
+    fn resolve(&self, host: &str, port: u16) -> BoxFuture<'_, io::Result<Vec<SocketAddr>>> {
+        let found = self.0.get(host).cloned();
+        Box::pin(async move {
+            found
+                .map(|ips| {
+                    ips.into_iter()
+                        .map(|ip| SocketAddr::new(ip, port))
+                        .collect()
+                })
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such name"))
+        })
+    }
+}
+
+/// The Linux backend with the tests' init and `resolver`, its proxy sockets under `run_dir`.
+pub fn backend(resolver: MapResolver, run_dir: &Path) -> LinuxBackend {
+    LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
+        .with_resolver(Arc::new(resolver))
+        .with_run_dir(run_dir)
+}
+
+/// A sandbox executor over [`backend`], for the hostile tool on its binary root.
+pub fn executor(resolver: MapResolver, run_dir: &Path) -> SandboxExecutor {
+    Root::Binary.executor(resolver, run_dir)
+}
+
+/// Where the hostile tool sits in its image.
+const HOSTILE_IN_IMAGE: &str = "/usr/local/bin/escepine-hostile";
+
+/// The hostile tool's image: built as an OCI layout, verified and unpacked by the image store
+/// once per test process, as the runtime does at start-up.
+fn hostile_image() -> &'static ToolImage {
+    static IMAGE: OnceLock<(tempfile::TempDir, ToolImage)> = OnceLock::new();
+    &IMAGE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let built =
+                sample_images::binary_image(dir.path(), "hostile", &hostile(), HOSTILE_IN_IMAGE);
+            let reference = built.reference();
+            let store = escepine_oci::ImageStore::open(dir.path().join("cache")).expect("a store");
+            let image = escepine_contract::ImageRef::parse(&reference).expect("a pinned reference");
+            // Off the test's own runtime: a thread with a runtime of its own.
+            let (tool, _) = std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime")
+                    .block_on(escepine_runtime::images::ensure(&image, None, &store))
+            })
+            .join()
+            .expect("the fetch thread")
+            .expect("the hostile image unpacks");
+            (dir, tool)
+        })
+        .1
+}
+
+/// One attempt of `record` with `payload`, `secrets` and `egress`.
+pub async fn run(
+    executor: &dyn Executor,
+    record: &ToolRecord,
+    payload: Value,
+    secrets: &BTreeMap<String, String>,
+    egress: &[EgressEntry],
+    timeout: Duration,
+) -> Result<Execution, ExecError> {
+    let inv = Invocation {
+        tool: record,
+        payload: &payload,
+        call_id: "call-sandbox",
+        idempotency_key: "idem-sandbox",
+        attempt: 1,
+        timeout,
+        secrets,
+        scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
+        egress,
+    };
+    executor.execute(inv).await
+}
+
+/// What the host looked like before: compared by [`HostSnapshot::assert_clean`].
+#[derive(Debug)]
+pub struct HostSnapshot {
+    mounts: usize,
+    children: BTreeSet<u32>,
+    run_dir: PathBuf,
+}
+
+/// Host pids of the processes whose real uid is in [`UID_RANGE`] (sandbox processes).
+pub fn sandbox_processes() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let name = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Name:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if real_uid(&status).is_some_and(|u| UID_RANGE.contains(&u)) {
+            out.push((pid, name));
+        }
+    }
+    out
+}
+
+/// The real uid of process `pid`, if it still exists.
+pub fn uid_of(pid: u32) -> Option<u32> {
+    real_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// The real uid in the text of a `/proc/<pid>/status` file.
+fn real_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Live (not zombie) children of `parent`.
+pub fn children_of(parent: u32) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 1 && fields[0] != "Z" && fields[1].parse::<u32>().ok() == Some(parent) {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+/// Whether `pid` is a backend's zygote (`escepine-init --server`): it lives as long
+/// as its backend.
+pub fn is_zygote(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"--server"))
+}
+
+/// Live children of this process, zygotes excluded.
+pub fn children() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| !is_zygote(*p))
+        .collect()
+}
+
+/// This process's live zygotes.
+pub fn zygotes() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| is_zygote(*p))
+        .collect()
+}
+
+/// Live children of this process's zygotes: each is the outer process of a live sandbox.
+pub fn outers() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| is_zygote(*p))
+        .flat_map(children_of)
+        .collect()
+}
+
+/// This process's memory cgroup directory (v1 `memory` hierarchy, else the unified one).
+pub fn own_memory_cgroup() -> Option<PathBuf> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let (v1, path) = cgroups
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == "memory")
+                .then(|| (true, path.to_string()))
+        })
+        .or_else(|| {
+            cgroups
+                .lines()
+                .find_map(|l| l.strip_prefix("0::").map(|p| (false, p.to_string())))
+        })?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let fields: Vec<&str> = before.split(' ').collect();
+        let tail: Vec<&str> = after.split(' ').collect();
+        let found = if v1 {
+            tail[0] == "cgroup" && tail.get(2)?.split(',').any(|o| o == "memory")
+        } else {
+            tail[0] == "cgroup2"
+        };
+        if !found {
+            return None;
+        }
+        let relative = path
+            .strip_prefix(fields[3].trim_end_matches('/'))
+            .unwrap_or(&path)
+            .trim_start_matches('/');
+        let mut dir = PathBuf::from(fields[4]).join(relative);
+        if dir.ends_with("escepine-runtime") {
+            dir.pop();
+        }
+        Some(dir)
+    })
+}
+
+/// The sandbox memory cgroups of the process `pid` that exist now.
+pub fn sandbox_cgroups_of(pid: u32) -> Vec<String> {
+    let prefix = format!("escepine-sbx-{pid}-");
+    own_memory_cgroup()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+fn mount_count() -> usize {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn sandbox_dirs(run_dir: &Path) -> Vec<String> {
+    std::fs::read_dir(run_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("escepine-sbx-"))
+        .collect()
+}
+
+impl HostSnapshot {
+    /// The host now, with sandbox directories expected under `run_dir`.
+    pub fn take(run_dir: &Path) -> Self {
+        Self {
+            mounts: mount_count(),
+            children: children(),
+            run_dir: run_dir.to_path_buf(),
+        }
+    }
+
+    /// Asserts that no sandbox process, child process, mount, directory or memory cgroup was
+    /// left behind
+    /// (allowing a few seconds for reaping and for teardowns still running on the runtime).
+    pub async fn assert_clean(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let procs = sandbox_processes();
+            let extra: Vec<u32> = children().difference(&self.children).copied().collect();
+            let outers = outers();
+            let mounts = mount_count();
+            let dirs = sandbox_dirs(&self.run_dir);
+            let cgroups = sandbox_cgroups_of(std::process::id());
+            if procs.is_empty()
+                && extra.is_empty()
+                && outers.is_empty()
+                && mounts == self.mounts
+                && dirs.is_empty()
+                && cgroups.is_empty()
+            {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "left behind: sandbox processes {procs:?}, children {extra:?}, outer \
+                     processes {outers:?}, mounts {} (before {}), directories {dirs:?}, \
+                     cgroups {cgroups:?}",
+                    mounts, self.mounts
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
