@@ -161,16 +161,14 @@ pub fn path(bin: Bin) -> PathBuf {
     find(bin).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The newest of the package's `Cargo.toml` and the files under its `src/`.
+/// The newest file under the package's `src/` (what cargo's own freshness check compares by
+/// time; a manifest whose time changed but whose content did not rebuilds nothing).
 fn newest_source(package_dir: &Path) -> Option<(PathBuf, SystemTime)> {
-    let manifest = package_dir.join("Cargo.toml");
-    let first = modified(&manifest).map(|t| (manifest, t));
     walkdir::WalkDir::new(package_dir.join("src"))
         .into_iter()
         .flatten()
         .filter(|e| e.file_type().is_file())
         .filter_map(|e| modified(e.path()).map(|t| (e.into_path(), t)))
-        .chain(first)
         .max_by_key(|(_, t)| *t)
 }
 
