@@ -31,6 +31,8 @@
 pub mod cedar;
 #[cfg(feature = "codegen")]
 pub mod codegen;
+#[cfg(feature = "tokens")]
+pub mod contract_tokens;
 pub mod diagnostic;
 pub mod egress;
 pub mod embedded;
@@ -52,6 +54,8 @@ pub mod urls;
 
 #[cfg(feature = "codegen")]
 pub use codegen::{BuildError, Builder};
+#[cfg(feature = "tokens")]
+pub use contract_tokens::{ContractTokens, SchemaTexts};
 pub use diagnostic::{Diagnostic, Diagnostics, Severity, SourceFile};
 pub use egress::{EgressEntry, EgressHost};
 pub use envelope::{Envelope, ImageSourceEntry};

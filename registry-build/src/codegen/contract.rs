@@ -1,14 +1,14 @@
 //! One module per tool: its types, its canonical schema texts and its `Tool` implementation.
 
-use escepine_contract::{FailureOutcome, Filesystem, SideEffectClass, Transport};
-use proc_macro2::{Literal, TokenStream};
-use quote::{format_ident, quote};
+use proc_macro2::TokenStream;
+use quote::quote;
 
 use super::docs::doc_attrs;
 use super::error::BuildError;
 use super::idents::{action_ident, ToolName};
-use super::literal::{raw_str, str_slice};
+use super::literal::raw_str;
 use super::types::tool_types;
+use crate::contract_tokens::ContractTokens;
 use crate::record::ToolRecord;
 use crate::rust_names::action_marker;
 
@@ -41,7 +41,7 @@ pub(crate) fn tool_module(
         action_marker(&record.cedar_action)
     );
     let action = action_ident(&record.cedar_action)?;
-    let contract = contract_expr(record, c);
+    let contract = ContractTokens::from_record(record, quote!(#c));
 
     Ok(quote! {
         #module_doc
@@ -102,148 +102,4 @@ fn facts(record: &ToolRecord) -> String {
         s.push_str(&format!(" Compensated by `{}`.", c.tool));
     }
     s
-}
-
-/// The `Contract { … }` constant expression of a record.
-fn contract_expr(record: &ToolRecord, c: &syn::Path) -> TokenStream {
-    let id = &record.tool_id;
-    let version = record.version.to_string();
-    let description = &record.description;
-    let cedar_action = &record.cedar_action;
-    let class = format_ident!(
-        "{}",
-        match record.side_effect_class {
-            SideEffectClass::ReadOnly => "ReadOnly",
-            SideEffectClass::Compensatable => "Compensatable",
-            SideEffectClass::Supersede => "Supersede",
-        }
-    );
-    let compensation = record.compensation.as_ref().map(|inverse| {
-        let tool = &inverse.tool;
-        let fields = inverse.map.iter().map(|(k, _)| k);
-        let pointers = inverse.map.iter().map(|(_, v)| v);
-        quote! {
-            ::core::option::Option::Some(#c::Compensation {
-                tool: #tool,
-                map: &[#((#fields, #pointers)),*],
-            })
-        }
-    });
-    let timeout_ms = Literal::u64_unsuffixed(record.timeout_ms);
-    let max_attempts = Literal::u32_unsuffixed(record.retry.max_attempts);
-    let backoff_ms = Literal::u64_unsuffixed(record.retry.backoff_ms);
-    let on_failure = record.on_failure.iter().map(|o| {
-        format_ident!(
-            "{}",
-            match o {
-                FailureOutcome::Halt => "Halt",
-                FailureOutcome::HaltAndEscalate => "HaltAndEscalate",
-                FailureOutcome::Compensate => "Compensate",
-            }
-        )
-    });
-    let transport = format_ident!(
-        "{}",
-        match record.endpoint.transport {
-            Transport::StdioJson => "StdioJson",
-            Transport::McpStdio => "McpStdio",
-        }
-    );
-    let command = &record.endpoint.command;
-    let some_str = |v: Option<&str>| v.map(|s| quote! { ::core::option::Option::Some(#s) });
-    let list = |items: Vec<String>| {
-        (!items.is_empty()).then(|| str_slice(items.iter().map(String::as_str)))
-    };
-
-    // Fields left at `Endpoint::OMITTED` / `Contract::OMITTED` are not written.
-    let mut endpoint = vec![
-        quote! { transport: #c::Transport::#transport },
-        quote! { command: #command },
-    ];
-    let optional_endpoint = [
-        ("args", list(record.endpoint.args.clone())),
-        ("sha256", some_str(record.endpoint.sha256.as_deref())),
-        (
-            "image",
-            some_str(record.endpoint.image.as_ref().map(|i| i.raw.as_str())),
-        ),
-        (
-            "definition_sha256",
-            some_str(record.endpoint.definition_sha256.as_deref()),
-        ),
-    ];
-    for (field, value) in optional_endpoint {
-        if let Some(v) = value {
-            let f = format_ident!("{field}");
-            endpoint.push(quote! { #f: #v });
-        }
-    }
-
-    let mut fields = vec![quote! { id: #id }, quote! { version: #version }];
-    if let Some(t) = some_str(record.title.as_deref()) {
-        fields.push(quote! { title: #t });
-    }
-    fields.push(quote! { description: #description });
-    if let Some(b) = record.open_world {
-        fields.push(quote! { open_world: ::core::option::Option::Some(#b) });
-    }
-    fields.push(quote! { cedar_action: #cedar_action });
-    if let Some(groups) = list(record.action_groups.clone()) {
-        fields.push(quote! { action_groups: #groups });
-    }
-    fields.push(quote! { class: #c::SideEffectClass::#class });
-    if let Some(comp) = compensation {
-        fields.push(quote! { compensation: #comp });
-    }
-    fields.push(quote! { timeout_ms: #timeout_ms });
-    fields.push(quote! { retry: #c::RetryPolicy::new(#max_attempts, #backoff_ms) });
-    if record.on_failure == FailureOutcome::ALL {
-        fields.push(quote! { on_failure: &#c::FailureOutcome::ALL });
-    } else {
-        fields.push(quote! { on_failure: &[#(#c::FailureOutcome::#on_failure),*] });
-    }
-    fields.push(quote! {
-        endpoint: #c::Endpoint { #(#endpoint,)* ..#c::Endpoint::OMITTED }
-    });
-    let optional = [
-        ("secrets", list(record.secrets.clone())),
-        (
-            "egress",
-            list(
-                record
-                    .sandbox_profile
-                    .egress
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect(),
-            ),
-        ),
-        (
-            "read_only",
-            list(
-                record
-                    .sandbox_profile
-                    .read_only
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect(),
-            ),
-        ),
-    ];
-    for (field, value) in optional {
-        if let Some(v) = value {
-            let f = format_ident!("{field}");
-            fields.push(quote! { #f: #v });
-        }
-    }
-    let filesystem = match record.sandbox_profile.filesystem {
-        Filesystem::Workspace => quote! { Workspace },
-    };
-    fields.push(quote! { filesystem: #c::Filesystem::#filesystem });
-    fields.push(quote! { input_schema: INPUT_SCHEMA });
-    fields.push(quote! { output_schema: OUTPUT_SCHEMA });
-
-    quote! {
-        #c::Contract { #(#fields,)* ..#c::Contract::OMITTED }
-    }
 }

@@ -66,19 +66,23 @@ fn generate_all(
 
     let c = &options.contract;
     let names = idents::ToolNames::new(&sorted)?;
-    let modules = tool_modules(&sorted, c)?;
-    let mut items = TokenStream::new();
-    if !sorted.is_empty() {
-        items.extend(types::conversion_error_module());
-    }
-    items.extend(actions::actions_module(actions, &sorted, c)?);
-    items.extend(client::tool_id_enum(&sorted, &names, c));
-    items.extend(client::client_trait(&sorted, &names, c));
-    if !sops.is_empty() {
-        items.extend(sop::sops_module(sops, &sorted, &names, c)?);
-    }
-    items.extend(embedded);
-    let rest = render(items)?;
+    // The rest of the file is made and printed on this thread while the tool modules are on
+    // the others.
+    let rest = || -> Result<String, BuildError> {
+        let mut items = TokenStream::new();
+        if !sorted.is_empty() {
+            items.extend(types::conversion_error_module());
+        }
+        items.extend(actions::actions_module(actions, &sorted, c)?);
+        items.extend(client::tool_id_enum(&sorted, &names, c));
+        items.extend(client::client_trait(&sorted, &names, c));
+        if !sops.is_empty() {
+            items.extend(sop::sops_module(sops, &sorted, &names, c)?);
+        }
+        items.extend(embedded);
+        render(items)
+    };
+    let (modules, rest) = tool_modules(&sorted, c, rest)?;
     let count = sorted.len();
     let plural = if count == 1 { "" } else { "s" };
     Ok(format!(
@@ -87,10 +91,15 @@ fn generate_all(
     ))
 }
 
-/// The tool modules, printed: each tool's types and contract are independent of the others',
-/// so the records are split over the available cores (the text is the same as one pass's:
-/// prettyplease prints top-level items one after the other).
-fn tool_modules(records: &[&ToolRecord], c: &syn::Path) -> Result<String, BuildError> {
+/// The tool modules, printed, and `rest()`: each tool's types and contract are independent of
+/// the others', so the records are split over the available cores while `rest` runs on this
+/// thread (the text is the same as one pass's: prettyplease prints top-level items one after
+/// the other).
+fn tool_modules(
+    records: &[&ToolRecord],
+    c: &syn::Path,
+    rest: impl FnOnce() -> Result<String, BuildError>,
+) -> Result<(String, String), BuildError> {
     let threads = std::thread::available_parallelism()
         .map(usize::from)
         .unwrap_or(1)
@@ -110,24 +119,27 @@ fn tool_modules(records: &[&ToolRecord], c: &syn::Path) -> Result<String, BuildE
         render(items)
     };
     if threads <= 1 {
-        return one(records);
+        return Ok((one(records)?, rest()?));
     }
     let chunk = records.len().div_ceil(threads);
-    let parts: Vec<Result<String, BuildError>> = std::thread::scope(|scope| {
+    let (parts, rest) = std::thread::scope(|scope| {
         let handles: Vec<_> = records
             .chunks(chunk)
             .map(|part| scope.spawn(move || one(part)))
             .collect();
-        handles
+        let rest = rest();
+        let parts: Vec<Result<String, BuildError>> = handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
                     Err(BuildError::Syntax("a generator thread panicked".into()))
                 })
             })
-            .collect()
+            .collect();
+        (parts, rest)
     });
-    parts.into_iter().collect()
+    let modules = parts.into_iter().collect::<Result<String, BuildError>>()?;
+    Ok((modules, rest?))
 }
 
 /// Parse a token stream with syn 2 and print it with prettyplease.

@@ -1,13 +1,4 @@
-//! Literals of the generated code: string slices and raw strings.
-
-use proc_macro2::TokenStream;
-use quote::quote;
-
-/// `quote!` of a list of string literals as a `&'static [&'static str]` expression.
-pub(crate) fn str_slice<'a>(items: impl IntoIterator<Item = &'a str>) -> TokenStream {
-    let items = items.into_iter();
-    quote! { &[#(#items),*] }
-}
+//! Literals of the generated code: raw strings.
 
 /// `text` as a raw string literal (`r#"…"#`, with as many `#` as it needs), so JSON reads as
 /// JSON in the generated file.

@@ -1,8 +1,9 @@
 //! Rust-first: `#[tool(id = "…", …)]` declares the whole contract in Rust.
 
-use escepine_contract::{FailureOutcome, SideEffectClass};
-use proc_macro2::{Literal, TokenStream};
+use escepine_contract::{FailureOutcome, Filesystem, SideEffectClass, Transport};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use registry_build::{ContractTokens, SchemaTexts};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ItemFn, LitStr, Path};
@@ -14,20 +15,18 @@ use super::signature::{call_body, Signature};
 /// A Rust-first contract whose arguments passed every rule.
 pub(crate) struct RustFirst {
     id: LitStr,
-    version: LitStr,
-    /// The `SideEffectClass` variant.
-    class: &'static str,
+    version: String,
+    class: SideEffectClass,
     timeout_ms: u64,
     max_attempts: u32,
     backoff_ms: u64,
-    /// The `FailureOutcome` variants.
-    on_failure: Vec<&'static str>,
-    action_groups: Vec<LitStr>,
-    egress: Vec<LitStr>,
-    secrets: Vec<LitStr>,
+    on_failure: Vec<FailureOutcome>,
+    action_groups: Vec<String>,
+    egress: Vec<String>,
+    secrets: Vec<String>,
     /// The inverse's id, and inverse field → JSON pointer.
-    compensation: Option<(LitStr, Vec<(String, LitStr)>)>,
-    command: Option<LitStr>,
+    compensation: Option<(String, Vec<(String, String)>)>,
+    command: Option<String>,
     types: Option<Path>,
     description: String,
 }
@@ -36,52 +35,79 @@ impl RustFirst {
     /// The contract of arguments that passed validation (`None` if one is missing after all).
     pub fn from_attr(a: &ToolAttr, description: String) -> Option<Self> {
         let retry = a.retry.get()?;
-        let class = match SideEffectClass::parse(&a.side_effect.get()?.value())? {
-            SideEffectClass::ReadOnly => "ReadOnly",
-            SideEffectClass::Compensatable => "Compensatable",
-            SideEffectClass::Supersede => "Supersede",
-        };
+        let class = SideEffectClass::parse(&a.side_effect.get()?.value())?;
         let on_failure = a
             .on_failure
             .get()?
             .iter()
-            .map(|o| {
-                FailureOutcome::parse(&o.name).map(|o| match o {
-                    FailureOutcome::Halt => "Halt",
-                    FailureOutcome::HaltAndEscalate => "HaltAndEscalate",
-                    FailureOutcome::Compensate => "Compensate",
-                })
-            })
+            .map(|o| FailureOutcome::parse(&o.name))
             .collect::<Option<Vec<_>>>()?;
+        let values = |lits: Option<&Vec<LitStr>>| -> Vec<String> {
+            lits.map(|l| l.iter().map(LitStr::value).collect())
+                .unwrap_or_default()
+        };
         let compensation = match a.compensation.get() {
-            Some(c) => Some((c.tool.clone()?, c.map.clone())),
+            Some(c) => Some((
+                c.tool.as_ref()?.value(),
+                c.map.iter().map(|(k, p)| (k.clone(), p.value())).collect(),
+            )),
             None => None,
         };
         Some(Self {
             id: a.id.get()?.clone(),
-            version: a.version.get()?.clone(),
+            version: a.version.get()?.value(),
             class,
             timeout_ms: a.timeout_ms.get()?.base10_parse().ok()?,
             max_attempts: retry.max_attempts.as_ref()?.base10_parse().ok()?,
             backoff_ms: retry.backoff_ms.as_ref()?.base10_parse().ok()?,
             on_failure,
-            action_groups: a.action_groups.get().cloned().unwrap_or_default(),
-            egress: a
-                .sandbox
-                .get()
-                .map(|s| s.egress.clone())
-                .unwrap_or_default(),
-            secrets: a.secrets.get().cloned().unwrap_or_default(),
+            action_groups: values(a.action_groups.get()),
+            egress: values(a.sandbox.get().map(|s| &s.egress)),
+            secrets: values(a.secrets.get()),
             compensation,
-            command: a.command.get().cloned(),
+            command: a.command.get().map(LitStr::value),
             types: a.types.get().cloned(),
             description,
         })
     }
 }
 
+impl RustFirst {
+    /// The contract constant, by the generator's own rendering: the endpoint runs the crate's
+    /// binary (or `command`) with the tool id as its argument; the schema texts are derived.
+    fn contract(&self) -> ContractTokens {
+        let id = self.id.value();
+        ContractTokens {
+            path: quote!(::escepine_contract),
+            id: id.clone(),
+            version: self.version.clone(),
+            title: None,
+            description: self.description.clone(),
+            open_world: None,
+            cedar_action: id.clone(),
+            action_groups: self.action_groups.clone(),
+            class: self.class,
+            compensation: self.compensation.clone(),
+            timeout_ms: self.timeout_ms,
+            max_attempts: self.max_attempts,
+            backoff_ms: self.backoff_ms,
+            on_failure: self.on_failure.clone(),
+            transport: Transport::StdioJson,
+            command: self.command.clone(),
+            args: vec![id],
+            sha256: None,
+            image: None,
+            definition_sha256: None,
+            secrets: self.secrets.clone(),
+            egress: self.egress.clone(),
+            read_only: Vec::new(),
+            filesystem: Filesystem::Workspace,
+            schemas: SchemaTexts::Derived,
+        }
+    }
+}
+
 pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenStream {
-    let description = &args.description;
     let id_ident = match tool_ident(&args.id) {
         Ok(i) => i,
         Err(e) => {
@@ -99,38 +125,7 @@ pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenS
 
     let input_ty = &sig.input;
     let output_ty = &sig.output;
-    let version = &args.version;
-    let class = format_ident!("{}", args.class);
-    let action_groups = &args.action_groups;
-    let compensation = match &args.compensation {
-        Some((tool, map)) => {
-            let fields = map.iter().map(|(k, _)| k);
-            let pointers = map.iter().map(|(_, p)| p);
-            quote! {
-                ::core::option::Option::Some(::escepine_contract::Compensation {
-                    tool: #tool,
-                    map: &[#((#fields, #pointers)),*],
-                })
-            }
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let timeout_ms = Literal::u64_unsuffixed(args.timeout_ms);
-    let max_attempts = Literal::u32_unsuffixed(args.max_attempts);
-    let backoff_ms = Literal::u64_unsuffixed(args.backoff_ms);
-    let on_failure = args.on_failure.iter().map(|o| format_ident!("{o}"));
-    let command = match &args.command {
-        Some(c) => quote!(#c),
-        None => quote! {
-            match ::core::option_env!("CARGO_BIN_NAME") {
-                ::core::option::Option::Some(bin) => bin,
-                ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
-            }
-        },
-    };
-    let secrets = &args.secrets;
-    let egress = &args.egress;
-
+    let contract = args.contract();
     // The payload types must be payloads; the bound is checked at the user's types.
     let input_bound = quote_spanned!(input_ty.span()=> #input_ty);
     let output_bound = quote_spanned!(output_ty.span()=> #output_ty);
@@ -159,38 +154,9 @@ pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenS
             type Input = #input_ty;
             type Output = #output_ty;
             type Action = #action;
-            const CONTRACT: ::escepine_contract::Contract = ::escepine_contract::Contract {
-                id: #id,
-                version: #version,
-                title: ::core::option::Option::None,
-                description: #description,
-                open_world: ::core::option::Option::None,
-                cedar_action: #id,
-                action_groups: &[#(#action_groups),*],
-                class: ::escepine_contract::SideEffectClass::#class,
-                compensation: #compensation,
-                timeout_ms: #timeout_ms,
-                retry: ::escepine_contract::RetryPolicy {
-                    max_attempts: #max_attempts,
-                    backoff_ms: #backoff_ms,
-                },
-                on_failure: &[#(::escepine_contract::FailureOutcome::#on_failure),*],
-                endpoint: ::escepine_contract::Endpoint {
-                    transport: ::escepine_contract::Transport::StdioJson,
-                    command: #command,
-                    args: &[#id],
-                    sha256: ::core::option::Option::None,
-                    image: ::core::option::Option::None,
-                    definition_sha256: ::core::option::Option::None,
-                },
-                secrets: &[#(#secrets),*],
-                egress: &[#(#egress),*],
-                filesystem: ::escepine_contract::Filesystem::Workspace,
-                read_only: &[],
-                // Derived from the payload types when the program runs: see `contract()`.
-                input_schema: "",
-                output_schema: "",
-            };
+            // The schema texts are derived from the payload types when the program runs: see
+            // `contract()`.
+            const CONTRACT: ::escepine_contract::Contract = #contract;
 
             fn contract() -> ::escepine_contract::Contract {
                 static CONTRACT: ::std::sync::OnceLock<::escepine_contract::Contract> =

@@ -69,13 +69,16 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
     // report a knock-on error for a record whose own errors are already reported.
     let mut declared: BTreeMap<String, (SourceFile, String)> = BTreeMap::new();
     let mut duplicate = BTreeSet::new();
-    for src in files {
-        let value = match fields::parse(src) {
-            Ok(v) => v,
-            Err(d) => {
+    // Each file's own rules are independent of the others': checked on every core, then
+    // taken in file order (a file whose id is already declared is reported as a duplicate
+    // only, as if it had not been checked).
+    for (src, outcome) in files.iter().zip(check_each(files, ctx)) {
+        let (value, own, checked_one) = match outcome {
+            Own::Unreadable(d) => {
                 diags.push(*d);
                 continue;
             }
+            Own::Read(value, own, checked_one) => (value, own, checked_one),
         };
         if let Some((ptr, id)) = id_of(&value) {
             if let Some((first, _)) = declared.get(&id) {
@@ -96,7 +99,8 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
             }
             declared.insert(id, (src.clone(), ptr));
         }
-        if let Some(c) = check_one(src, &value, ctx, Completeness::Full, &mut diags) {
+        diags.extend(own);
+        if let Some(c) = checked_one {
             checked.push(c);
         }
     }
@@ -119,6 +123,48 @@ pub fn check_all(files: &[SourceFile], ctx: &Context<'_>) -> (Vec<ToolRecord>, D
         .collect();
     records.sort_by(|a, b| a.tool_id.cmp(&b.tool_id));
     (records, diags)
+}
+
+/// One file's outcome of its own rules.
+enum Own {
+    /// Not JSON (or not readable as a record file).
+    Unreadable(Box<Diagnostic>),
+    /// Its value, the problems of its own rules, and its record if it passed them.
+    Read(Value, Diagnostics, Option<Checked>),
+}
+
+/// Every file's own rules, the files split over the available cores; in file order.
+fn check_each(files: &[SourceFile], ctx: &Context<'_>) -> Vec<Own> {
+    let one = |src: &SourceFile| match fields::parse(src) {
+        Ok(value) => {
+            let mut own = Diagnostics::new();
+            let checked = check_one(src, &value, ctx, Completeness::Full, &mut own);
+            Own::Read(value, own, checked)
+        }
+        Err(d) => Own::Unreadable(d),
+    };
+    let threads = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1)
+        .min(files.len().div_ceil(16).max(1));
+    if threads <= 1 {
+        return files.iter().map(one).collect();
+    }
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(part) => part,
+                // A rule that panics is a bug: let it surface as it would on one thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
 /// Check a draft record (a JSON object as a tool's Rust declaration gives it) against every
