@@ -24,18 +24,21 @@ fn the_server_answers_the_handshake_and_lists_its_tools() {
         .expect("the demo server starts");
     let mut stdin = child.stdin.take().expect("its stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("its stdout"));
-    let mut send = |message: Value| {
+    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
         writeln!(stdin, "{message}").expect("write to the server");
         stdin.flush().expect("flush");
     };
-    send(json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-03-26",
-            "capabilities": {},
-            "clientInfo": {"name": "escepine-mcp-demo-test", "version": "0"}
-        }
-    }));
+    send(
+        &mut stdin,
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "escepine-mcp-demo-test", "version": "0"}
+            }
+        }),
+    );
     let init = next_message(&mut stdout);
     assert_eq!(init["id"], 1, "{init}");
     assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
@@ -43,8 +46,14 @@ fn the_server_answers_the_handshake_and_lists_its_tools() {
         init["result"]["capabilities"]["tools"].is_object(),
         "{init}"
     );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
     let listed = next_message(&mut stdout);
     assert_eq!(listed["id"], 2, "{listed}");
     let mut names: Vec<&str> = listed["result"]["tools"]
@@ -59,7 +68,7 @@ fn the_server_answers_the_handshake_and_lists_its_tools() {
         ["lookup_city", "set-label", "word-count"],
         "{listed}"
     );
-    drop(send);
+    drop(stdin);
     drop(stdout);
     child.kill().ok();
     child.wait().expect("the server is reaped");
