@@ -1,8 +1,5 @@
 //! `escepine call`: one governed call from the command line, with design.md's exit codes.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,7 +12,7 @@ fn fixtures() -> PathBuf {
 
 fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str]) -> Output {
     let f = fixtures();
-    let _ = common::testtool();
+    let _ = escepine_testkit::testtool::testtool();
     Command::new(env!("CARGO_BIN_EXE_escepine"))
         .args(["call", "--records"])
         .arg(f.join("records"))

@@ -1,7 +1,9 @@
 //! `escepine run` and `escepine resume`: the binary, the SOP files and records of
 //! `tests/fixtures/sop`, the loopback store admitted by an overlay file, a SQLite ledger.
 
-#[path = "../../tests/sop_support/mod.rs"]
+// The SOP helpers of the runtime's own tests (the store, the fixtures), shared with them.
+#[path = "../../tests/suite/support/sop.rs"]
+#[allow(dead_code)]
 mod sop_support;
 
 use std::os::unix::process::ExitStatusExt;
@@ -20,7 +22,7 @@ struct Cli {
 
 impl Cli {
     fn new() -> Self {
-        let _ = sop_support::common::testtool();
+        let _ = escepine_testkit::testtool::testtool();
         let dir = tempfile::tempdir().unwrap();
         let store = Store::start();
         let tools: serde_json::Map<String, serde_json::Value> =

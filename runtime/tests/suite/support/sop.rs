@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use escepine_runtime::executor::ProcessExecutor;
@@ -284,7 +284,7 @@ fn handle(
 
 /// `runtime/tests/fixtures/sop`.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sop")
+    bins::workspace_root().join("runtime/tests/fixtures/sop")
 }
 
 /// The registry of the SOP fixtures.
