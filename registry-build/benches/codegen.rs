@@ -210,7 +210,8 @@ fn emit(dir: &Path, n: usize) {
     );
 }
 
-fn main() {
+/// The benchmark (see the crate docs above); `codegen_mimalloc` runs it with mimalloc.
+pub fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--emit") {
         let dir = args.get(i + 1).expect("--emit DIR N");

@@ -83,6 +83,21 @@ fn one_enum_for_input_and_output_and_one_error_type() {
 }
 
 #[test]
+fn a_string_enum_has_its_four_conversions() {
+    use firecrawl_scrape::Formats;
+    assert_eq!(Formats::Markdown.to_string(), "markdown");
+    assert_eq!("html".parse::<Formats>().ok(), Some(Formats::Html));
+    assert_eq!(Formats::try_from("markdown").ok(), Some(Formats::Markdown));
+    assert_eq!(
+        Formats::try_from(String::from("html")).ok(),
+        Some(Formats::Html)
+    );
+    assert!(Formats::try_from("Markdown").is_err());
+    // The serde names and the conversions' strings are the same.
+    assert_eq!(serde_json::to_value(Formats::Html).unwrap(), json!("html"));
+}
+
+#[test]
 fn schema_text_is_the_canonical_record_schema() {
     let c = <firecrawl_scrape::Tool as Tool>::CONTRACT;
     assert!(std::ptr::eq(c.input_schema, firecrawl_scrape::INPUT_SCHEMA));

@@ -21,7 +21,7 @@ pub(crate) fn tool_module(
     let id = record.tool_id.as_str();
     let module = &name.module;
     let url_type = format!("{}::url::Url", quote!(#c).to_string().replace(' ', ""));
-    let types = tool_types(record, &url_type)?;
+    let types = tool_types(record, c, &url_type)?;
 
     let input_text = raw_str(&canonical(&record.input_schema));
     let output_text = raw_str(&canonical(&record.output_schema));

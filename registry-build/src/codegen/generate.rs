@@ -112,11 +112,14 @@ fn tool_modules(
             message: e.to_string(),
         })?;
         let names = idents::ToolNames::new(part)?;
-        let mut items = TokenStream::new();
+        // One module parsed and printed at a time: its tree is freed before the next is made,
+        // so the allocator reuses the same memory instead of growing the heap by the whole
+        // part's trees.
+        let mut text = String::new();
         for (record, name) in part.iter().zip(&names.tools) {
-            items.extend(contract::tool_module(record, name, &c)?);
+            text.push_str(&render(contract::tool_module(record, name, &c)?)?);
         }
-        render(items)
+        Ok(text)
     };
     if threads <= 1 {
         return Ok((one(records)?, rest()?));

@@ -47,6 +47,7 @@ mod idents;
 mod literal;
 mod options;
 mod sop;
+mod string_enums;
 mod types;
 
 pub use builder::Builder;

@@ -25,6 +25,7 @@ use typify::{TypeSpace, TypeSpaceSettings};
 
 use super::docs::doc_text;
 use super::error::BuildError;
+use super::string_enums;
 use crate::record::ToolRecord;
 use crate::rust_names::upper_camel;
 
@@ -62,7 +63,11 @@ const MODULE_NAMES: &[&str] = &["Input", "Output", "Tool"];
 
 /// The typify items of `record` (`Input`, `Output` and every nested or shared type), to be
 /// placed in the tool's module beside `use super::error;`.
-pub(crate) fn tool_types(record: &ToolRecord, url_type: &str) -> Result<TokenStream, BuildError> {
+pub(crate) fn tool_types(
+    record: &ToolRecord,
+    contract: &syn::Path,
+    url_type: &str,
+) -> Result<TokenStream, BuildError> {
     let err = |message: String| BuildError::Types {
         file: record.source.clone(),
         tool: record.tool_id.clone(),
@@ -102,7 +107,10 @@ pub(crate) fn tool_types(record: &ToolRecord, url_type: &str) -> Result<TokenStr
             "the generated types would need a crate beyond serde, serde_json and url".to_string(),
         ));
     }
-    Ok(without_error_module(space.to_stream()))
+    Ok(string_enums::fold(
+        without_error_module(space.to_stream()),
+        contract,
+    ))
 }
 
 /// `pub mod error`: the conversion error of every tool's enums (`FromStr`, `TryFrom`), which

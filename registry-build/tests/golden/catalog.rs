@@ -32,44 +32,9 @@ pub mod deliverable_assemble {
         #[serde(rename = "json")]
         Json,
     }
-    impl ::std::fmt::Display for Format {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-            match *self {
-                Self::Markdown => f.write_str("markdown"),
-                Self::Html => f.write_str("html"),
-                Self::Json => f.write_str("json"),
-            }
-        }
-    }
-    impl ::std::str::FromStr for Format {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            match value {
-                "markdown" => Ok(Self::Markdown),
-                "html" => Ok(Self::Html),
-                "json" => Ok(Self::Json),
-                _ => Err("invalid value".into()),
-            }
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for Format {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for Format {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
+    ::escepine_contract::string_enum!(
+        Format { Markdown = "markdown", Html = "html", Json = "json" }
+    );
     ///The input (payload) of tool `deliverable_assemble`.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(deny_unknown_fields)]
@@ -421,42 +386,9 @@ pub mod tavily_search {
         #[serde(rename = "advanced")]
         Advanced,
     }
-    impl ::std::fmt::Display for InputSearchDepth {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-            match *self {
-                Self::Basic => f.write_str("basic"),
-                Self::Advanced => f.write_str("advanced"),
-            }
-        }
-    }
-    impl ::std::str::FromStr for InputSearchDepth {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            match value {
-                "basic" => Ok(Self::Basic),
-                "advanced" => Ok(Self::Advanced),
-                _ => Err("invalid value".into()),
-            }
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for InputSearchDepth {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for InputSearchDepth {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
+    ::escepine_contract::string_enum!(
+        InputSearchDepth { Basic = "basic", Advanced = "advanced" }
+    );
     ///The output of tool `tavily_search`.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(deny_unknown_fields)]

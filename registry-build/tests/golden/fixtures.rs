@@ -138,42 +138,7 @@ pub mod firecrawl_scrape {
         #[serde(rename = "html")]
         Html,
     }
-    impl ::std::fmt::Display for Formats {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-            match *self {
-                Self::Markdown => f.write_str("markdown"),
-                Self::Html => f.write_str("html"),
-            }
-        }
-    }
-    impl ::std::str::FromStr for Formats {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            match value {
-                "markdown" => Ok(Self::Markdown),
-                "html" => Ok(Self::Html),
-                _ => Err("invalid value".into()),
-            }
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for Formats {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for Formats {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
+    ::escepine_contract::string_enum!(Formats { Markdown = "markdown", Html = "html" });
     ///The input (payload) of tool `firecrawl_scrape`.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(deny_unknown_fields)]

@@ -57,6 +57,73 @@ macro_rules! include_tools {
     };
 }
 
+/// The conversions of a generated string enum (`Display`, `FromStr`, `TryFrom<&str>`,
+/// `TryFrom<String>`), each variant with the string it stands for:
+///
+/// ```
+/// mod tool {
+///     pub mod error {
+///         pub struct ConversionError(pub &'static str);
+///         impl From<&'static str> for ConversionError {
+///             fn from(value: &'static str) -> Self {
+///                 Self(value)
+///             }
+///         }
+///     }
+///     #[derive(Debug, PartialEq)]
+///     pub enum Mode {
+///         Fast,
+///         Thorough,
+///     }
+///     escepine_contract::string_enum!(Mode { Fast = "fast", Thorough = "thorough" });
+/// }
+/// use tool::Mode;
+///
+/// fn main() {
+///     assert_eq!(Mode::Thorough.to_string(), "thorough");
+///     assert_eq!("fast".parse::<Mode>().ok(), Some(Mode::Fast));
+///     assert!(Mode::try_from("slow").is_err());
+/// }
+/// ```
+///
+/// The code `registry-build` generates calls it for every string enum of a tool's schemas; the
+/// error is the `error::ConversionError` in scope where it is called.
+#[macro_export]
+macro_rules! string_enum {
+    ($name:ident { $($variant:ident = $value:literal),* $(,)? }) => {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                match *self {
+                    $(Self::$variant => f.write_str($value),)*
+                }
+            }
+        }
+        impl ::std::str::FromStr for $name {
+            type Err = self::error::ConversionError;
+            fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+                match value {
+                    $($value => Ok(Self::$variant),)*
+                    _ => Err("invalid value".into()),
+                }
+            }
+        }
+        impl ::std::convert::TryFrom<&str> for $name {
+            type Error = self::error::ConversionError;
+            fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+        impl ::std::convert::TryFrom<::std::string::String> for $name {
+            type Error = self::error::ConversionError;
+            fn try_from(
+                value: ::std::string::String,
+            ) -> ::std::result::Result<Self, self::error::ConversionError> {
+                value.parse()
+            }
+        }
+    };
+}
+
 /// An [`EmbeddedFile`] of the crate being compiled: `$path` (relative to its
 /// `CARGO_MANIFEST_DIR`, starting with `/`) and its text, by `include_str!`. Generated `REGISTRY`
 /// constants embed their files with it.
