@@ -10,20 +10,20 @@
 //! write applied once.
 
 use crate::support::host;
-use crate::support::sop;
+use escepine_testkit::sop;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::sop::{item, key, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::{Durability, FileLeases, Ledger, LedgerError, SqliteLedger};
 use escepine_runtime::sop::{
     Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
 };
+use escepine_testkit::sop::{item, key, Store};
 use serde_json::Value;
 
 const DIR_ENV: &str = "ESCEPINE_SOP_LEASE_DIR";
