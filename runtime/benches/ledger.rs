@@ -9,12 +9,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use escepine_runtime::ledger::{Durability, Ledger, MemoryLedger, Record, SqliteLedger};
+use escepine_testkit::ledger as ledger_support;
 use tokio::runtime::Runtime;
-
-// Not every record the tests build is benchmarked.
-#[allow(dead_code)]
-#[path = "../tests/suite/support/ledger.rs"]
-mod ledger_support;
 
 /// Time `total` appends made by `concurrency` tasks, each alternating intent and outcome.
 fn appends(

@@ -33,6 +33,7 @@ pub mod gate;
 pub use escepine_egress::host_class;
 #[cfg(feature = "image")]
 pub mod images;
+mod kind;
 pub mod ledger;
 #[cfg(feature = "mcp-stdio")]
 pub mod mcp;
@@ -45,7 +46,8 @@ pub mod secrets;
 pub mod sop;
 mod stages;
 
-pub use error::{CallError, NoOutput};
-pub use report::{CallKind, CallOutcome, CallReport};
+pub use error::CallError;
+pub use kind::CallKind;
+pub use report::{CallOutcome, CallReport, NoOutput};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use stages::CallOptions;

@@ -1,91 +1,15 @@
 //! What a governed call ends with, as data: the [`CallReport`] of a call that got past its
-//! intent, its [`CallOutcome`], and the one classification, [`CallKind`], that tracing, MCP,
-//! the SOP engine and the command line all read.
+//! intent, its [`CallOutcome`], and [`NoOutput`], why a caller that wants only the output did
+//! not get one.
 
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::error::NoOutput;
-use crate::gate::Violation;
+use crate::error::CallError;
+use crate::gate::{violation_list, Violation};
+use crate::kind::CallKind;
 use crate::ledger::{CallResult, Committed};
-
-/// How a governed call ended, in one word: the single classification every edge reads
-/// (the `error.type` of the call's span, the `kind` of an MCP error result, the SOP engine's
-/// failure kinds, the exit status of `escepine call`).
-///
-/// The first five are outcomes (the call got past its intent and its outcome is recorded);
-/// the last four are refusals ([`crate::CallError`]) before any intent was recorded, except
-/// [`CallKind::LedgerUnavailable`], which also ends a call whose outcome could not be committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CallKind {
-    /// The output passed the output gate and was returned.
-    Ok,
-    /// Cedar denied the call; nothing ran.
-    Denied,
-    /// Every attempt failed, or a permanent failure stopped the retries.
-    Failed,
-    /// The last attempt outlived its timeout.
-    TimedOut,
-    /// The output violated the output schema; it was recorded, not returned.
-    OutputRejected,
-    /// The proposal names no registered tool; nothing ran or was recorded.
-    UnknownTool,
-    /// The payload deviates from the input schema; nothing ran or was recorded.
-    InputRejected,
-    /// The ledger could not be written.
-    LedgerUnavailable,
-    /// A typed client compiled from another contract than the registry holds.
-    ClientMismatch,
-}
-
-impl CallKind {
-    /// Every kind, in the order above.
-    pub const ALL: [Self; 9] = [
-        Self::Ok,
-        Self::Denied,
-        Self::Failed,
-        Self::TimedOut,
-        Self::OutputRejected,
-        Self::UnknownTool,
-        Self::InputRejected,
-        Self::LedgerUnavailable,
-        Self::ClientMismatch,
-    ];
-
-    /// The stable snake-case name: `ok`, `denied`, `failed`, `timed_out`, `output_rejected`,
-    /// `unknown_tool`, `input_rejected`, `ledger_unavailable`, `client_mismatch`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Denied => "denied",
-            Self::Failed => "failed",
-            Self::TimedOut => "timed_out",
-            Self::OutputRejected => "output_rejected",
-            Self::UnknownTool => "unknown_tool",
-            Self::InputRejected => "input_rejected",
-            Self::LedgerUnavailable => "ledger_unavailable",
-            Self::ClientMismatch => "client_mismatch",
-        }
-    }
-
-    /// The kind of a recorded outcome.
-    pub const fn of_result(result: CallResult) -> Self {
-        match result {
-            CallResult::Ok => Self::Ok,
-            CallResult::Denied => Self::Denied,
-            CallResult::Failed => Self::Failed,
-            CallResult::TimedOut => Self::TimedOut,
-            CallResult::OutputRejected => Self::OutputRejected,
-        }
-    }
-}
-
-impl fmt::Display for CallKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// How a call that got past its intent ended; recorded in its outcome entry before the call
 /// returned.
@@ -252,47 +176,73 @@ pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> Strin
     m
 }
 
-/// Violations joined by `; `.
-pub(crate) fn violation_list(v: &[Violation]) -> String {
-    v.iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+/// Why a call gave no output: refused before its intent, ended with another outcome than
+/// [`CallOutcome::Ok`], or (typed client) an output its type could not read. What
+/// [`CallReport::into_output`] and the typed client return.
+#[derive(Debug, thiserror::Error)]
+pub enum NoOutput {
+    /// Refused before the intent.
+    #[error(transparent)]
+    Refused(#[from] CallError),
+    /// The call ended with an outcome other than `Ok` (the report holds it).
+    #[error("{0}")]
+    Ended(Box<CallReport>),
+    /// The typed client could not read the gated output as its output type (the call is
+    /// recorded as `ok`).
+    #[error("the typed client cannot read the output of call {call_id}: {message}")]
+    OutputType {
+        /// The call.
+        call_id: String,
+        /// The deserialiser's message.
+        message: String,
+    },
+}
+
+impl NoOutput {
+    /// The kind: the refusal's, the outcome's, or [`CallKind::ClientMismatch`] for an output
+    /// the typed client cannot read.
+    pub fn kind(&self) -> CallKind {
+        match self {
+            Self::Refused(e) => e.kind(),
+            Self::Ended(r) => r.kind(),
+            Self::OutputType { .. } => CallKind::ClientMismatch,
+        }
+    }
+
+    /// The report, for a call that got past its intent with another outcome than `Ok`.
+    pub fn report(&self) -> Option<&CallReport> {
+        match self {
+            Self::Ended(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The outcome, for a call that got past its intent with another outcome than `Ok`.
+    pub fn outcome(&self) -> Option<&CallOutcome> {
+        self.report().map(CallReport::outcome)
+    }
+
+    /// The refusal, for a call refused before its intent.
+    pub fn refusal(&self) -> Option<&CallError> {
+        match self {
+            Self::Refused(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The call id, when an intent was recorded.
+    pub fn call_id(&self) -> Option<&str> {
+        match self {
+            Self::Refused(_) => None,
+            Self::Ended(r) => Some(r.call_id()),
+            Self::OutputType { call_id, .. } => Some(call_id),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kind_names_are_stable_and_distinct() {
-        let names: Vec<&str> = CallKind::ALL.iter().map(|k| k.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "ok",
-                "denied",
-                "failed",
-                "timed_out",
-                "output_rejected",
-                "unknown_tool",
-                "input_rejected",
-                "ledger_unavailable",
-                "client_mismatch"
-            ]
-        );
-        for r in [
-            CallResult::Ok,
-            CallResult::Denied,
-            CallResult::Failed,
-            CallResult::TimedOut,
-            CallResult::OutputRejected,
-        ] {
-            // The ledger's own name of a result is the kind's name.
-            let recorded = serde_json::to_value(r).unwrap();
-            assert_eq!(recorded, CallKind::of_result(r).as_str());
-        }
-    }
 
     fn report(outcome: CallOutcome, attempts: u32) -> CallReport {
         let entry = |seq: u64| Committed {

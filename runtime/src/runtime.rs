@@ -9,12 +9,12 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::authorize::Authorizer;
-use crate::error::{CallError, NoOutput};
+use crate::error::CallError;
 use crate::executor::Executor;
 use crate::gate::SchemaGate;
 use crate::ledger::Ledger;
 use crate::overlay::{Overlay, OverlayError};
-use crate::report::CallReport;
+use crate::report::{CallReport, NoOutput};
 use crate::secrets::{EnvSecrets, SecretSource};
 use crate::stages::{self, CallIds, CallOptions, LoadedTool, Parts};
 

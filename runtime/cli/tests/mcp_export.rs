@@ -2,9 +2,6 @@
 //! `tools/list` (read with rmcp's client) is exactly `escepine export --format mcp` — the
 //! fixtures' records, and the built-in catalog that `serve` uses without `--records`.
 
-#[path = "../../tests/mcp_support/mod.rs"]
-mod mcp_support;
-
 use std::path::Path;
 use std::process::Stdio;
 
@@ -13,7 +10,14 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 use tokio::process::Command;
 
-use mcp_support::{escepine, fixture, testtool, workspace_root};
+use escepine_testkit::bins::workspace_root;
+use escepine_testkit::mcp::fixture;
+use escepine_testkit::testtool::testtool;
+
+/// The `escepine` binary of this package.
+fn escepine() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+}
 
 fn export(records: &Path) -> Value {
     let out = std::process::Command::new(escepine())

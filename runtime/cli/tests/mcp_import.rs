@@ -12,9 +12,6 @@
 //! - a virtualenv's interpreter keeps its own path; servers that cannot start say why;
 //! - the workspace's rmcp server (`escepine-mcp-demo`) is imported with its binary's name.
 
-#[path = "../../tests/mcp_support/mod.rs"]
-mod mcp_support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -22,7 +19,13 @@ use escepine_runtime::ledger::{CallResult, Record};
 use escepine_runtime::mcp::rpc::RawClient;
 use serde_json::{json, Value};
 
-use mcp_support::{demo_server, escepine, workspace_root};
+use escepine_testkit::bins::workspace_root;
+use escepine_testkit::mcp::demo_server;
+
+/// The `escepine` binary of this package.
+fn escepine() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

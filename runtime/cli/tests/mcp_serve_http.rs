@@ -3,9 +3,6 @@
 //! gate error — and refused without a token or with a wrong one (401). A session serves only the
 //! principal whose token opened it: another token naming its id is refused on every verb (404).
 
-#[path = "../../tests/mcp_support/mod.rs"]
-mod mcp_support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -18,7 +15,13 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use mcp_support::{escepine, fixture, testtool};
+use escepine_testkit::mcp::fixture;
+use escepine_testkit::testtool::testtool;
+
+/// The `escepine` binary of this package.
+fn escepine() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+}
 
 const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-0123456789abc";

@@ -3,9 +3,6 @@
 //! input gate's pointer and keyword for an unknown field — over the testtool records of
 //! `tests/fixtures/mcp`.
 
-#[path = "../../tests/mcp_support/mod.rs"]
-mod mcp_support;
-
 use std::process::Stdio;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -15,7 +12,13 @@ use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::process::Command;
 
-use mcp_support::{escepine, fixture, testtool};
+use escepine_testkit::mcp::fixture;
+use escepine_testkit::testtool::testtool;
+
+/// The `escepine` binary of this package.
+fn escepine() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_escepine"))
+}
 
 async fn serve(principal: &str, ledger: &std::path::Path) -> RunningService<RoleClient, ()> {
     testtool(); // built, so the records' workspace binary resolves

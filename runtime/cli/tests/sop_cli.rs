@@ -1,19 +1,14 @@
 //! `escepine run` and `escepine resume`: the binary, the SOP files and records of
 //! `tests/fixtures/sop`, the loopback store admitted by an overlay file, a SQLite ledger.
 
-// The SOP helpers of the runtime's own tests (the store, the fixtures), shared with them.
-#[path = "../../tests/suite/support/sop.rs"]
-#[allow(dead_code)]
-mod sop_support;
-
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::verify_path;
+use escepine_testkit::sop::{fixtures, item, key, sop_path, Store};
 use serde_json::json;
-use sop_support::{fixtures, item, key, sop_path, Store};
 
 struct Cli {
     dir: tempfile::TempDir,

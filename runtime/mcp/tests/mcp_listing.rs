@@ -3,15 +3,13 @@
 //! partial evaluation with the feature `mcp-partial-eval` — and the guarantee that matters: a
 //! hidden tool is one no request of that principal can be permitted to call.
 
-#[path = "../../tests/mcp_support/mod.rs"]
-mod mcp_support;
-
 use escepine_contract::Principal;
 use escepine_mcp::listing::{Analysis, Listing, Visibility};
 use escepine_runtime::authorize::Authorizer;
 use serde_json::json;
 
-use mcp_support::{fixture, workspace_root};
+use escepine_testkit::bins::workspace_root;
+use escepine_testkit::mcp::fixture;
 
 fn registry(policies: &str) -> registry_build::Registry {
     registry_build::load(

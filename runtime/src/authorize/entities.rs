@@ -8,7 +8,7 @@ use cedar_policy::{Entities, Entity, EntityUid, RestrictedExpression, Schema};
 use registry_build::ToolRecord;
 use serde_json::Value;
 
-use super::AuthorizeError;
+use super::error::AuthorizeError;
 
 /// Build the store. `tool_uids` pairs each record with its resource uid.
 pub fn build(

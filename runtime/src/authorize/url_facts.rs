@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use cedar_policy::RestrictedExpression;
 use url::{Host, Url};
 
-use crate::host_class;
+use escepine_egress::host_class;
 
 /// The facts of one URL, as `context.url` carries them.
 #[derive(Debug, Clone, PartialEq, Eq)]

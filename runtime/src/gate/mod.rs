@@ -7,4 +7,5 @@ mod dialect;
 mod schema;
 
 pub use dialect::drop_null_optionals;
+pub(crate) use schema::violation_list;
 pub use schema::{SchemaGate, Violation};

@@ -72,6 +72,14 @@ impl SchemaGate {
     }
 }
 
+/// Violations joined by `; `.
+pub(crate) fn violation_list(v: &[Violation]) -> String {
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

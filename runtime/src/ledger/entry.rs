@@ -11,7 +11,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{Committed, LedgerError, Record};
+use super::error::LedgerError;
+use super::record::Record;
+
+/// A committed entry: its sequence number and hash (the evidence index cites the hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// Position in the chain, from 1.
+    pub seq: u64,
+    /// The entry's hash (hex).
+    pub hash: String,
+}
 
 /// The `prev` of the first entry: 64 zeros.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -271,8 +281,9 @@ impl StoredRow {
 
 #[cfg(test)]
 mod tests {
+    use super::GENESIS_PREV as G;
     use super::*;
-    use crate::ledger::{Transition, GENESIS_PREV as G};
+    use crate::ledger::record::Transition;
     use serde_json::json;
 
     #[test]

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
-use super::LedgerError;
+use super::error::LedgerError;
 use escepine_sandbox::ofd_lock;
 
 /// A claim on one run, released when dropped.

@@ -2,8 +2,11 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::entry::{entry_hash, now_ms, record_body, select_run, GENESIS_PREV};
-use super::{BoxFuture, Committed, Entry, Ledger, LedgerError, LocalLeases, Record, RunLease};
+use super::entry::{entry_hash, now_ms, record_body, select_run, Committed, Entry, GENESIS_PREV};
+use super::error::LedgerError;
+use super::lease::{LocalLeases, RunLease};
+use super::record::Record;
+use super::store::{BoxFuture, Ledger};
 
 /// A ledger held in a `Mutex<Vec<Entry>>`; nothing survives the process.
 #[derive(Debug, Default)]

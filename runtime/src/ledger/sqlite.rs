@@ -22,10 +22,13 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use tokio::sync::oneshot;
 
 pub use super::entry::StoredRow;
-use super::entry::{entry_hash, is_hash, now_ms, record_body, select_run, GENESIS_PREV};
-use super::{
-    BoxFuture, Committed, Durability, Entry, FileLeases, Ledger, LedgerError, Record, RunLease,
+use super::entry::{
+    entry_hash, is_hash, now_ms, record_body, select_run, Committed, Entry, GENESIS_PREV,
 };
+use super::error::LedgerError;
+use super::lease::{FileLeases, RunLease};
+use super::record::Record;
+use super::store::{BoxFuture, Durability, Ledger};
 
 /// The table every store of the chain holds (see `runtime/LEDGER.md`).
 pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS entries (

@@ -19,11 +19,12 @@ use std::fmt;
 #[cfg(feature = "sqlite")]
 use std::path::Path;
 
+use super::entry::Entry;
 use super::entry::{entry_hash, GENESIS_PREV};
 use super::entry::{is_hash, StoredRow};
+use super::error::LedgerError;
 #[cfg(feature = "sqlite")]
 use super::sqlite;
-use super::{Entry, LedgerError};
 
 /// An intact chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -440,7 +441,7 @@ fn diagnose(rows: &[StoredRow], i: usize, expected: u64, expected_prev: &str) ->
 mod tests {
     use super::*;
     use crate::ledger::entry::record_body;
-    use crate::ledger::{Record, Transition};
+    use crate::ledger::record::{Record, Transition};
 
     fn chain(n: u64) -> Vec<StoredRow> {
         let mut prev = GENESIS_PREV.to_string();

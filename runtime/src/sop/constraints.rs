@@ -8,8 +8,8 @@ use registry_build::Registry;
 use serde_json::Value;
 
 use super::error::SopRunError;
-use super::{DecisionState, Sop, State};
 use crate::gate::SchemaGate;
+use registry_build::sop::{DecisionState, Sop, State};
 
 /// A proposal that violates a step's SOP constraint.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,12 +19,14 @@ use super::journal::{
     Cursor, Journal, RunState,
 };
 use super::planner::{Planner, StepRequest};
-use super::{saga, ExecutionState, Sop, State};
+use super::saga;
 use crate::error::CallError;
+use crate::kind::CallKind;
 use crate::ledger::{Committed, Record, Transition};
+use crate::report::CallOutcome;
+use crate::runtime::Runtime;
 use crate::stages::CallOptions;
-use crate::Runtime;
-use crate::{CallKind, CallOutcome};
+use registry_build::sop::{ExecutionState, Sop, State};
 
 /// Told of every escalation, as it is recorded (at least once: a run resumed after a crash
 /// between recording the escalation and ending the run tells its hooks again).

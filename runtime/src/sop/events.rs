@@ -8,8 +8,8 @@ use escepine_contract::{FailureOutcome, SideEffectClass};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::kind::CallKind;
 use crate::ledger::Transition;
-use crate::report::CallKind;
 
 /// A run began: the SOP, its version and the principal it runs for.
 pub const RUN_STARTED: &str = "run_started";

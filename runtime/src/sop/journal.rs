@@ -20,8 +20,9 @@ use super::events::{
     CompensationReason, Escalation, Event, FailureKind, PlanItem, RunStarted, RunStatus,
     StepFailure, Undo,
 };
+use crate::kind::CallKind;
 use crate::ledger::{sha256_hex, CallResult, Entry, Ledger, Record};
-use crate::report::{denied_message, CallKind};
+use crate::report::denied_message;
 
 /// The idempotency key of visit `visit` of `state` in `run_id`.
 pub fn step_idempotency_key(run_id: &str, state: &str, visit: u32) -> String {

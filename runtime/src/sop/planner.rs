@@ -23,8 +23,8 @@ use escepine_contract::{SopStep, Tool};
 use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
-use super::{ExecutionState, Sop};
 use crate::ledger::BoxFuture;
+use registry_build::sop::{ExecutionState, Sop};
 
 /// Why a planner produced no proposal. The step fails (kind `planner`) and its `on_failure`
 /// applies.

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{CallContext, Ended};
+use super::context::CallContext;
+use super::ended::Ended;
 use crate::authorize::{Authorizer, Decision};
 use crate::report::CallOutcome;
 
@@ -49,8 +50,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, n_schema, record, Fixed};
-    use crate::stages::CallOptions;
     use escepine_contract::Principal;
 
     fn authorizer(records: &[registry_build::ToolRecord], policies: &str) -> Authorizer {

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use super::context::CallContext;
+use super::ended::Ended;
 use super::retry::Retry;
-use super::{CallContext, Ended};
 use crate::executor::{ExecError, Execution, Executor, Invocation};
 use crate::ledger::Attempt;
 use crate::report::CallOutcome;
@@ -161,8 +162,8 @@ mod tests {
 
     use super::*;
     use crate::executor::BoxFuture;
+    use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, n_schema, record, Fixed};
-    use crate::stages::CallOptions;
 
     /// Answers attempt `i` with the `i`-th script entry (the last one repeats); `None` never
     /// answers.

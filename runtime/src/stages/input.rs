@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::CallContext;
+use super::context::CallContext;
 use crate::error::CallError;
 use crate::gate;
 
@@ -25,8 +25,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, n_schema, record, Fixed};
-    use crate::stages::CallOptions;
 
     #[test]
     fn conforming_payloads_pass_unchanged_and_others_are_refused() {

@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{retry, CallContext};
+use super::context::CallContext;
+use super::retry;
 use crate::authorize::Decision;
 use crate::error::CallError;
 use crate::ledger::{
@@ -66,8 +67,8 @@ mod tests {
 
     use super::*;
     use crate::ledger::memory::MemoryLedger;
+    use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, record as tool_record, Fixed};
-    use crate::stages::CallOptions;
 
     #[tokio::test]
     async fn the_intent_is_committed_scrubbed_with_the_decision_and_deadline() {

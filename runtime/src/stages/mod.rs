@@ -26,6 +26,8 @@
 //! last stage records.
 
 pub(crate) mod authorize;
+pub(crate) mod context;
+pub(crate) mod ended;
 pub(crate) mod execute;
 pub(crate) mod input;
 pub(crate) mod intent;
@@ -36,128 +38,21 @@ pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod testing;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use escepine_contract::Principal;
-use registry_build::EgressEntry;
-use registry_build::ToolRecord;
 use serde_json::Value;
 
 use crate::authorize::Authorizer;
 use crate::error::CallError;
 use crate::executor::Executor;
-use crate::gate::SchemaGate;
 use crate::ledger::Ledger;
-use crate::report::{CallOutcome, CallReport};
-use crate::scrub::Scrubber;
-use crate::secrets::{self, SecretSource};
+use crate::report::CallReport;
+use crate::secrets::SecretSource;
 
+pub use context::CallOptions;
+pub(crate) use context::{CallContext, CallIds, LoadedTool};
 pub(crate) use resolve::resolve;
-
-/// A registered tool with everything compiled once at start-up.
-pub(crate) struct LoadedTool {
-    /// The registered record.
-    pub(crate) record: ToolRecord,
-    /// The input gate (the record's input schema, compiled).
-    pub(crate) input_gate: SchemaGate,
-    /// The output gate (the record's output schema, compiled).
-    pub(crate) output_gate: SchemaGate,
-    /// Profile egress plus overlay entries.
-    pub(crate) egress: Vec<EgressEntry>,
-    /// The overlay entries in force, as recorded in intents.
-    pub(crate) overlay: Vec<String>,
-}
-
-/// What the caller asked for, beyond the tool and payload.
-#[derive(Debug, Clone, Default)]
-pub struct CallOptions {
-    /// The SOP run this call is a step of.
-    pub run_id: Option<String>,
-    /// The SOP state.
-    pub step: Option<String>,
-    /// Reuse this idempotency key (a resumed step); a fresh one otherwise.
-    pub idempotency_key: Option<String>,
-    /// The call this one compensates.
-    pub compensates: Option<String>,
-    /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
-    pub openai_strict_nulls: bool,
-}
-
-/// Identity of one call.
-#[derive(Debug, Clone)]
-pub(crate) struct CallIds {
-    /// Unique per call.
-    pub(crate) call_id: String,
-    /// The same across attempts (and across a resume).
-    pub(crate) idempotency_key: String,
-}
-
-impl CallIds {
-    /// Fresh ids (random 128-bit hex), reusing a given idempotency key.
-    pub(crate) fn new(idempotency_key: Option<String>) -> Self {
-        let call_id = random_id();
-        let idempotency_key = idempotency_key.unwrap_or_else(random_id);
-        Self {
-            call_id,
-            idempotency_key,
-        }
-    }
-}
-
-fn random_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    hex::encode(bytes)
-}
-
-/// Everything every stage of one call reads: who calls which tool, with what options, and the
-/// tool's secrets with the scrubber of exactly those values.
-pub(crate) struct CallContext<'a> {
-    /// The call's ids.
-    pub(crate) ids: CallIds,
-    /// The caller.
-    pub(crate) principal: &'a Principal,
-    /// The caller's options.
-    pub(crate) opts: &'a CallOptions,
-    /// The resolved tool.
-    pub(crate) tool: &'a LoadedTool,
-    /// The tool's declared secrets that the source has (never recorded).
-    pub(crate) secrets: BTreeMap<String, String>,
-    /// Scrubs those values from everything recorded, traced or returned.
-    pub(crate) scrubber: Scrubber,
-}
-
-impl<'a> CallContext<'a> {
-    /// The context of a call of `tool`, its secrets read from `source`.
-    pub(crate) fn new(
-        ids: CallIds,
-        principal: &'a Principal,
-        opts: &'a CallOptions,
-        tool: &'a LoadedTool,
-        source: &dyn SecretSource,
-    ) -> Self {
-        let secrets = secrets::resolve(source, &tool.record.secrets);
-        let scrubber = Scrubber::new(secrets.values().map(String::as_str));
-        Self {
-            ids,
-            principal,
-            opts,
-            tool,
-            secrets,
-            scrubber,
-        }
-    }
-}
-
-/// A call past its intent that has ended: the outcome and what its entry records besides.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Ended {
-    /// How it ended.
-    pub(crate) outcome: CallOutcome,
-    /// SHA-256 of the canonical output, returned or rejected.
-    pub(crate) output_hash: Option<String>,
-    /// The error recorded (scrubbed).
-    pub(crate) error: Option<String>,
-}
 
 /// The runtime's parts the stages use.
 pub(crate) struct Parts<'a> {
@@ -235,7 +130,7 @@ pub(crate) fn trace_end(span: &tracing::Span, result: &Result<CallReport, CallEr
         Err(e) => e.kind(),
     };
     match result {
-        Ok(r) if kind == crate::CallKind::Ok => {
+        Ok(r) if kind == crate::kind::CallKind::Ok => {
             tracing::info!(attempts = r.attempts(), "tool call completed");
         }
         _ => {
@@ -260,6 +155,7 @@ mod tests {
 
     use super::*;
     use crate::ledger::Committed;
+    use crate::report::CallOutcome;
 
     /// Keeps every `error.type` recorded on a span.
     #[derive(Clone, Default)]

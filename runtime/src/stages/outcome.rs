@@ -1,6 +1,7 @@
 //! Stage 7: record the outcome — committed before control returns.
 
-use super::{CallContext, Ended};
+use super::context::CallContext;
+use super::ended::Ended;
 use crate::error::CallError;
 use crate::ledger::{Attempt, Committed, Ledger, Outcome, Record};
 use crate::report::CallOutcome;
@@ -33,8 +34,8 @@ mod tests {
 
     use super::*;
     use crate::ledger::{CallResult, MemoryLedger};
+    use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, n_schema, record as tool_record, Fixed};
-    use crate::stages::CallOptions;
 
     #[tokio::test]
     async fn the_outcome_holds_the_output_only_when_returned() {

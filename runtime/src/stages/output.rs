@@ -2,9 +2,11 @@
 
 use serde_json::Value;
 
-use super::{CallContext, Ended};
+use super::context::CallContext;
+use super::ended::Ended;
+use crate::gate::violation_list;
 use crate::ledger::{canonical_json, sha256_hex};
-use crate::report::{violation_list, CallOutcome};
+use crate::report::CallOutcome;
 
 /// The output scrubbed of the call's secrets, then checked against the output schema: a
 /// conforming output ends the call `ok`; any other is rejected (its hash recorded, the output
@@ -31,8 +33,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, record, Fixed};
-    use crate::stages::CallOptions;
 
     #[test]
     fn outputs_are_scrubbed_before_the_gate_and_rejected_ones_only_hashed() {

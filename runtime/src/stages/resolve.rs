@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::LoadedTool;
+use super::context::LoadedTool;
 use crate::error::CallError;
 
 /// The registered tool `name`; an unknown name is refused with no call and no record.

@@ -6,7 +6,7 @@ use escepine_contract::{
 use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::{json, Value};
 
-use super::{CallContext, CallIds, CallOptions, LoadedTool};
+use super::context::{CallContext, CallIds, CallOptions, LoadedTool};
 use crate::gate::SchemaGate;
 use crate::secrets::SecretSource;
 

@@ -12,10 +12,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::ledger::{intent, outcome};
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::verify_path;
 use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
+use escepine_testkit::ledger::{intent, outcome};
 
 const CHILD_ENV: &str = "ESCEPINE_LEDGER_CRASH_CHILD";
 const TASKS: usize = 64;

@@ -4,13 +4,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::{verify_entries, verify_path};
 use escepine_runtime::ledger::{
     Durability, Ledger, LedgerError, MemoryLedger, Record, SqliteLedger, SqliteOptions,
     GENESIS_PREV,
 };
+use escepine_testkit::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 
 fn records() -> Vec<Record> {
     vec![

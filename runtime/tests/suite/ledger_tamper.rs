@@ -7,8 +7,8 @@ use crate::support::host;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
+use escepine_testkit::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 
 fn escepine(args: &[&str]) -> Output {
     Command::new(escepine_testkit::bins::path(

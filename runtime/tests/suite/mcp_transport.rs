@@ -21,7 +21,8 @@ use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
 use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
 use serde_json::{json, Value};
 
-use crate::support::mcp::{demo_server, fixture, probe_server, workspace_root};
+use escepine_testkit::bins::workspace_root;
+use escepine_testkit::mcp::{demo_server, fixture, probe_server};
 
 fn runtime(dir: &std::path::Path) -> Runtime {
     let registry = registry_build::load(

@@ -15,7 +15,7 @@
 //! write applied twice (per idempotency key), and a ledger that verifies.
 
 use crate::support::host;
-use crate::support::sop;
+use escepine_testkit::sop;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,13 +23,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::support::sop::{item, key, Items, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::verify::verify_path;
 use escepine_runtime::ledger::{
     BoxFuture, Committed, Durability, Entry, Ledger, LedgerError, Record, RunLease, SqliteLedger,
 };
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus, ScriptedPlanner};
+use escepine_testkit::sop::{item, key, Items, Store};
 use serde_json::json;
 
 const DIR_ENV: &str = "ESCEPINE_SOP_CRASH_DIR";

@@ -10,20 +10,21 @@
 //! write applied once.
 
 use crate::support::host;
-use crate::support::sop;
+use escepine_testkit::sop;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::sop::{item, key, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::{Durability, FileLeases, Ledger, LedgerError, SqliteLedger};
 use escepine_runtime::sop::{
-    Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
+    events, Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError,
+    StepRequest,
 };
+use escepine_testkit::sop::{item, key, Store};
 use serde_json::Value;
 
 const DIR_ENV: &str = "ESCEPINE_SOP_LEASE_DIR";
@@ -92,14 +93,16 @@ impl Drop for Driver {
     }
 }
 
-/// Whether the run has reached its `wait` step in the ledger at `path`.
+/// Whether the run has started its `wait` step in the ledger at `path` (the transition into
+/// `wait` comes first; the step's start is the last entry the first driver writes before its
+/// planner hangs).
 fn waiting(path: &Path) -> bool {
     let Ok(entries) = read_entries(path) else {
         return false;
     };
     sop::transitions(&entries, RUN_ID)
         .iter()
-        .any(|t| t.state.as_deref() == Some("wait"))
+        .any(|t| t.event == events::STEP_STARTED && t.state.as_deref() == Some("wait"))
 }
 
 /// Removes every file in `dir` but the ledger, its `-wal` and its `-shm`; returns their names.

@@ -5,11 +5,10 @@
 //! hook, cancellation, a failing inverse, decisions and constraints.
 
 use crate::support::host;
-use crate::support::sop;
+use escepine_testkit::sop;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::sop::{item, key, Store};
 use escepine_contract::Principal;
 use escepine_runtime::ledger::{
     CallResult, Durability, Entry, Intent, Ledger, LedgerError, Outcome, Record, SqliteLedger,
@@ -20,6 +19,7 @@ use escepine_runtime::sop::{
     RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
 };
 use escepine_runtime::Runtime;
+use escepine_testkit::sop::{item, key, Store};
 use serde_json::{json, Value};
 
 struct Fixture {

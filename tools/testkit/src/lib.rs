@@ -5,12 +5,16 @@
 //! - [`server`]: an HTTP/1.1 server (and proxy) on loopback that records every request.
 //! - [`registry`]: a real OCI registry on loopback.
 //! - [`fixtures`]: the installed MCP servers and SDKs.
+//! - [`mcp`]: the workspace's MCP servers and the MCP fixtures.
+//! - `ledger` and `sop` (feature `runtime`): ledger records, and the SOP engine's loopback store,
+//!   fixtures and runtimes.
 //! - [`image`] (feature `image`): OCI image layouts built in tests, and [`sample_images`] built
 //!   from the fixtures and the workspace's binaries (feature `push`).
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
 pub mod fixtures;
+pub mod mcp;
 pub mod server;
 pub mod testtool;
 
@@ -32,3 +36,9 @@ pub mod image;
 
 #[cfg(feature = "push")]
 pub mod sample_images;
+
+#[cfg(feature = "runtime")]
+pub mod ledger;
+
+#[cfg(feature = "runtime")]
+pub mod sop;

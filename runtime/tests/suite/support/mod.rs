@@ -3,9 +3,6 @@
 
 pub mod authorize;
 pub mod host;
-pub mod ledger;
 pub mod logs;
-pub mod mcp;
 pub mod pin;
 pub mod sandbox;
-pub mod sop;

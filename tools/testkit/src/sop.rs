@@ -1,6 +1,6 @@
-//! Helpers of the SOP engine's tests: the loopback HTTP store, the
-//! registry and SOPs of `tests/fixtures/sop`, runtimes and engines over real tool processes and a
-//! real SQLite ledger.
+//! Helpers of the SOP engine's tests (the runtime's and the command line's): the loopback HTTP
+//! store, the registry and SOPs of `runtime/tests/fixtures/sop`, runtimes over real tool
+//! processes and a given ledger.
 //!
 //! The store is a plain HTTP/1.1 service on 127.0.0.1 (std threads, one per connection) holding
 //! items with versions. It applies each write once per `Idempotency-Key` (a repeated key gets the
@@ -22,7 +22,7 @@ use escepine_runtime::sop::Sop;
 use escepine_runtime::Runtime;
 use serde_json::{json, Value};
 
-use escepine_testkit::{bins, testtool};
+use crate::{bins, testtool};
 
 /// What the store holds: item key → its versions (oldest first).
 pub type Items = BTreeMap<String, Vec<String>>;
@@ -327,7 +327,7 @@ pub fn runtime(store: &Store, ledger: Arc<dyn Ledger>) -> Runtime {
         .expect("the runtime builds")
 }
 
-/// The SOP file `tests/fixtures/sop/sops/<name>.json`.
+/// The SOP file `runtime/tests/fixtures/sop/sops/<name>.json`.
 pub fn sop_path(name: &str) -> PathBuf {
     fixtures().join("sops").join(format!("{name}.json"))
 }

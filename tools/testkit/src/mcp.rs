@@ -1,20 +1,19 @@
-//! Helpers of the MCP transport's tests: the workspace's MCP servers and the MCP fixtures.
+//! The workspace's MCP servers and the MCP fixtures, for the tests of the MCP transport, the
+//! listing, `escepine serve` and `escepine import`.
 //!
 //! [`demo_server`] is `escepine-mcp-demo` (`tools/mcp-demo`) and [`probe_server`] is
-//! `escepine-mcp-probe` (`tools/testkit`), both found by [`escepine_testkit::bins`]
-//! (`ESCEPINE_MCP_DEMO` and `ESCEPINE_MCP_PROBE` name others).
+//! `escepine-mcp-probe` (this package), both found by [`crate::bins`] (`ESCEPINE_MCP_DEMO` and
+//! `ESCEPINE_MCP_PROBE` name others).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use escepine_testkit::bins;
-
-pub use escepine_testkit::bins::workspace_root;
+use crate::bins;
 
 /// `runtime/tests/fixtures/mcp/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/mcp")
+    bins::workspace_root()
+        .join("runtime/tests/fixtures/mcp")
         .join(rel)
 }
 

@@ -1,4 +1,4 @@
-//! Records and helpers shared by the ledger tests.
+//! Records shared by the ledger's tests and benchmarks.
 
 use escepine_runtime::ledger::{
     sha256_hex, Attempt, CallResult, Intent, Outcome, Record, Transition,

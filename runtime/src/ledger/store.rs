@@ -1,0 +1,52 @@
+//! [`Ledger`]: the append-only, hash-chained evidence store every ledger implements.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::entry::{self, Committed, Entry};
+use super::error::LedgerError;
+use super::lease::RunLease;
+use super::record::Record;
+
+/// A boxed future, so [`Ledger`] stays object safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How durable a commit is before [`Ledger::append`] resolves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=FULL` in WAL mode: the entry survives power loss once acknowledged.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL` in WAL mode: survives a crash of the process, not of the machine.
+    Normal,
+}
+
+/// An append-only, hash-chained evidence store.
+pub trait Ledger: Send + Sync + 'static {
+    /// Append a record; resolves once it is committed per the store's durability mode.
+    fn append(&self, record: Record) -> BoxFuture<'_, Result<Committed, LedgerError>>;
+
+    /// Every entry, in chain order.
+    fn entries(&self) -> Result<Vec<Entry>, LedgerError>;
+
+    /// The entries of one SOP run, in chain order: its transitions, the intents of its steps and
+    /// the outcomes of those calls.
+    fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
+        Ok(entry::select_run(&self.entries()?, run_id))
+    }
+
+    /// Claim SOP run `run_id` for one driver until the lease is dropped (see [`lease`](super::lease)). The
+    /// default guards nothing; the ledgers of this crate override it.
+    ///
+    /// # Errors
+    /// [`LedgerError::RunLeased`] while another driver holds it.
+    fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
+        let _ = run_id;
+        Ok(RunLease::unguarded())
+    }
+
+    /// The last committed entry (`None` while the ledger is empty).
+    fn head(&self) -> Result<Option<Committed>, LedgerError> {
+        Ok(self.entries()?.last().map(Entry::committed))
+    }
+}

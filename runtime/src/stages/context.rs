@@ -1,0 +1,106 @@
+//! What every stage of one call reads: the [`CallContext`] (ids, principal, options, the
+//! resolved [`LoadedTool`], its secrets and their scrubber).
+
+use std::collections::BTreeMap;
+
+use escepine_contract::Principal;
+use registry_build::EgressEntry;
+use registry_build::ToolRecord;
+
+use crate::gate::SchemaGate;
+use crate::scrub::Scrubber;
+use crate::secrets::{self, SecretSource};
+
+/// A registered tool with everything compiled once at start-up.
+pub(crate) struct LoadedTool {
+    /// The registered record.
+    pub(crate) record: ToolRecord,
+    /// The input gate (the record's input schema, compiled).
+    pub(crate) input_gate: SchemaGate,
+    /// The output gate (the record's output schema, compiled).
+    pub(crate) output_gate: SchemaGate,
+    /// Profile egress plus overlay entries.
+    pub(crate) egress: Vec<EgressEntry>,
+    /// The overlay entries in force, as recorded in intents.
+    pub(crate) overlay: Vec<String>,
+}
+
+/// What the caller asked for, beyond the tool and payload.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// The SOP run this call is a step of.
+    pub run_id: Option<String>,
+    /// The SOP state.
+    pub step: Option<String>,
+    /// Reuse this idempotency key (a resumed step); a fresh one otherwise.
+    pub idempotency_key: Option<String>,
+    /// The call this one compensates.
+    pub compensates: Option<String>,
+    /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
+    pub openai_strict_nulls: bool,
+}
+
+/// Identity of one call.
+#[derive(Debug, Clone)]
+pub(crate) struct CallIds {
+    /// Unique per call.
+    pub(crate) call_id: String,
+    /// The same across attempts (and across a resume).
+    pub(crate) idempotency_key: String,
+}
+
+impl CallIds {
+    /// Fresh ids (random 128-bit hex), reusing a given idempotency key.
+    pub(crate) fn new(idempotency_key: Option<String>) -> Self {
+        let call_id = random_id();
+        let idempotency_key = idempotency_key.unwrap_or_else(random_id);
+        Self {
+            call_id,
+            idempotency_key,
+        }
+    }
+}
+
+fn random_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    hex::encode(bytes)
+}
+
+/// Everything every stage of one call reads: who calls which tool, with what options, and the
+/// tool's secrets with the scrubber of exactly those values.
+pub(crate) struct CallContext<'a> {
+    /// The call's ids.
+    pub(crate) ids: CallIds,
+    /// The caller.
+    pub(crate) principal: &'a Principal,
+    /// The caller's options.
+    pub(crate) opts: &'a CallOptions,
+    /// The resolved tool.
+    pub(crate) tool: &'a LoadedTool,
+    /// The tool's declared secrets that the source has (never recorded).
+    pub(crate) secrets: BTreeMap<String, String>,
+    /// Scrubs those values from everything recorded, traced or returned.
+    pub(crate) scrubber: Scrubber,
+}
+
+impl<'a> CallContext<'a> {
+    /// The context of a call of `tool`, its secrets read from `source`.
+    pub(crate) fn new(
+        ids: CallIds,
+        principal: &'a Principal,
+        opts: &'a CallOptions,
+        tool: &'a LoadedTool,
+        source: &dyn SecretSource,
+    ) -> Self {
+        let secrets = secrets::resolve(source, &tool.record.secrets);
+        let scrubber = Scrubber::new(secrets.values().map(String::as_str));
+        Self {
+            ids,
+            principal,
+            opts,
+            tool,
+            secrets,
+            scrubber,
+        }
+    }
+}
