@@ -8,13 +8,13 @@
 //! - **as is**, always, whatever the secret's length;
 //! - **escaped, any subset of characters**: percent- or path-encoded (`%XX`, either hex case),
 //!   form-encoded (`+` for a space), byte-escaped (`\xXX`) or JSON-escaped (`\uXXXX`, `\"`,
-//!   `\/`, …), each character independently (see [`escaped`]);
+//!   `\/`, …), each character independently (see the `escaped` module);
 //! - from [`MIN_ENCODED_LEN`] bytes on, also **case-changed** (ASCII letters upper-, lower- or
 //!   mixed-case, literal or escaped; other letters upper- or lower-cased, the whole secret
 //!   literally, each character where escaped), **hex** (either case) and **base64 /
 //!   base64url** at each of the three alignments inside a longer stream, padded or not (the
 //!   stable core of each alignment, widened over the characters that mix the secret's bits
-//!   with its neighbours': see [`binary`]).
+//!   with its neighbours': see the `binary` module).
 //!
 //! Below [`MIN_ENCODED_LEN`] a hex or base64 core is a handful of characters that ordinary
 //! encoded text contains by chance, and a case-folded match would redact ordinary words; a short
@@ -32,7 +32,7 @@
 //! (`%`, `\`, and `+` when a secret holds a space): the first escape of an occurrence is
 //! preceded by a literal prefix of the secret, so each introducer yields a few candidate starts
 //! (one for each place in the secret of the byte the escape stands for), each tried by the
-//! character-by-character matcher of [`escaped`]. Every match is a byte span; overlapping
+//! character-by-character matcher of the `escaped` module. Every match is a byte span; overlapping
 //! spans are merged and each merged span becomes one marker, so no part of any secret is left
 //! beside another's.
 //!

@@ -22,7 +22,7 @@ const STDERR_TAIL_LINES: usize = 3;
 
 /// `message` with the end of `stderr` (already scrubbed and bounded by [`read_stderr`]) quoted,
 /// for a process that ended before answering: its last non-empty lines (at most
-/// [`STDERR_TAIL_LINES`], at most [`STDERR_TAIL_BYTES`]), where an interpreter says why it
+/// `STDERR_TAIL_LINES` (3), at most [`STDERR_TAIL_BYTES`]), where an interpreter says why it
 /// stopped (`ModuleNotFoundError: No module named 'mcp'`). The whole stderr stays in the
 /// attempt's evidence; the note of what was not kept and the sandbox's egress refusals are not
 /// quoted.
