@@ -113,6 +113,13 @@ rules! {
     EgressEntry = "sandbox/egress-entry",
     /// An egress entry is outside the deployment envelope.
     EgressEnvelope = "sandbox/within-envelope",
+    /// A reserved egress word in the wrong file: `public` in a sandbox profile, or
+    /// `authorized-urls` in the deployment envelope.
+    EgressReservedWord = "egress/reserved-word",
+    /// `authorized-urls` in a profile while the deployment envelope has no `public` entry.
+    AuthorizedUrlsPublic = "sandbox/authorized-urls-public",
+    /// `authorized-urls` on a tool whose input schema has no per-URL field.
+    AuthorizedUrlsField = "sandbox/authorized-urls-field",
     /// `filesystem` is not `workspace`.
     Filesystem = "sandbox/filesystem",
     /// A `sandbox_profile.read_only` entry is not an absolute, lexically normal path, or is

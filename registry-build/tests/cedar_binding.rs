@@ -67,6 +67,7 @@ fn record(
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },

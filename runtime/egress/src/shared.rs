@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use escepine_contract::EgressEntry;
+use escepine_contract::{EgressEntry, EgressGrant, Origin};
 
 use crate::addr_policy;
 use crate::resolver::Resolver;
@@ -53,6 +53,11 @@ pub(crate) struct RefusalLog {
 /// State shared by the accept loop and every connection of one proxy.
 pub(crate) struct Shared {
     pub(crate) entries: Vec<EgressEntry>,
+    /// The origins the call's authorization allowed (admitted with the address policy applied
+    /// even to address literals).
+    pub(crate) origins: Vec<Origin>,
+    /// Addresses treated as public (never refused by the address policy).
+    pub(crate) public_addresses: Vec<IpAddr>,
     pub(crate) resolver: Arc<dyn Resolver>,
     pub(crate) limits: Limits,
     pub(crate) refusals: Mutex<RefusalLog>,
@@ -65,12 +70,19 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
-        entries: Vec<EgressEntry>,
+        grant: impl Into<EgressGrant>,
         resolver: Arc<dyn Resolver>,
         limits: Limits,
     ) -> Self {
+        let grant = grant.into();
         Self {
-            entries,
+            entries: grant.entries,
+            origins: grant.origins,
+            public_addresses: grant
+                .public_addresses
+                .into_iter()
+                .map(crate::host_class::canonical_ip)
+                .collect(),
             resolver,
             limits,
             refusals: Mutex::new(RefusalLog::default()),
@@ -80,10 +92,17 @@ impl Shared {
         }
     }
 
-    /// The class of `ip` if the proxy never dials it for a name.
+    /// The class of `ip` if the proxy never dials it for a name (or for an authorized origin's
+    /// address literal); `None` for a public address or one the grant treats as public.
     pub(crate) fn forbidden(&self, ip: IpAddr) -> Option<&'static str> {
         #[cfg(test)]
         if self.loopback_is_public && ip.is_loopback() {
+            return None;
+        }
+        if self
+            .public_addresses
+            .contains(&crate::host_class::canonical_ip(ip))
+        {
             return None;
         }
         addr_policy::forbidden(ip)

@@ -42,7 +42,7 @@ use cedar_policy::{
     AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
     RestrictedExpression, Schema, SchemaFragment,
 };
-use escepine_contract::Principal;
+use escepine_contract::{Origin, Principal};
 use registry_build::cedar::types::{input_type, CedarType, TypingError};
 use registry_build::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
 use registry_build::urls::{per_url, PerUrl};
@@ -103,6 +103,7 @@ pub struct Decision {
     policy_ids: Vec<String>,
     reasons: Vec<String>,
     requests: usize,
+    origins: Vec<Origin>,
 }
 
 impl Decision {
@@ -112,7 +113,15 @@ impl Decision {
             policy_ids: Vec::new(),
             reasons: vec![reason],
             requests: 0,
+            origins: Vec::new(),
         }
+    }
+
+    /// The origins of the URLs the call's requests authorized (the single per-URL field, each
+    /// element of an `x-authorize-each` list), from the very facts Cedar saw: sorted, distinct,
+    /// and empty unless the call is allowed.
+    pub fn origins(&self) -> &[Origin] {
+        &self.origins
     }
 
     /// Whether the call may proceed: every request was allowed, without evaluation errors.
@@ -431,6 +440,9 @@ impl Authorizer {
             Err(e) => return tally.deny(format!("{}: the request cannot be built: {e}", label())),
         };
         tally.requests += 1;
+        if let Some(f) = url {
+            tally.origins.insert(f.origin());
+        }
         let response = self
             .cedar
             .is_authorized(&request, &tool.policies, &self.entities);
@@ -506,6 +518,7 @@ struct Tally {
     allow_ids: BTreeSet<String>,
     deny_ids: BTreeSet<String>,
     reasons: Vec<String>,
+    origins: BTreeSet<Origin>,
 }
 
 impl Tally {
@@ -527,6 +540,11 @@ impl Tally {
             .collect(),
             reasons: if allowed { Vec::new() } else { self.reasons },
             requests: self.requests,
+            origins: if allowed {
+                self.origins.into_iter().collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use escepine_contract::EgressGrant;
 use escepine_contract::{Transport, EXIT_TRANSIENT};
 use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
@@ -11,7 +12,7 @@ use escepine_sandbox::{
     Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
     SandboxBackend, SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
 };
-use registry_build::{EgressEntry, ToolRecord};
+use registry_build::ToolRecord;
 use tokio::time::Instant;
 
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
@@ -180,7 +181,7 @@ impl SandboxExecutor {
     pub async fn spec(
         &self,
         tool: &ToolRecord,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, ExecError> {
         if let Some(image) = self.image_of(tool)? {
             let launch = tool_launch(tool, &image)?;
@@ -196,11 +197,7 @@ impl SandboxExecutor {
     ///
     /// # Errors
     /// As [`SandboxExecutor::spec`].
-    pub async fn prewarm(
-        &self,
-        tool: &ToolRecord,
-        egress: &[EgressEntry],
-    ) -> Result<(), ExecError> {
+    pub async fn prewarm(&self, tool: &ToolRecord, egress: &EgressGrant) -> Result<(), ExecError> {
         if let Some(pool) = &self.pool {
             let spec = self.spec(tool, egress).await?;
             pool.fill(&spec);
@@ -212,7 +209,7 @@ impl SandboxExecutor {
         &self,
         tool: &ToolRecord,
         program: &Path,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
         self.spec_of(
             program,
@@ -230,7 +227,7 @@ impl SandboxExecutor {
         program: &Path,
         sha256: Option<String>,
         binds: Vec<PathBuf>,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
         let identity = deps::identity(program)?;
         let (cache, p, id) = (
@@ -252,7 +249,7 @@ impl SandboxExecutor {
             read_only,
             binds,
             root_tree: None,
-            egress: egress.to_vec(),
+            egress: egress.clone(),
             limits: self.limits,
         }))
     }
@@ -265,7 +262,7 @@ impl SandboxExecutor {
         tool: &ToolRecord,
         image: &ToolImage,
         launch: &ImageLaunch,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Arc<SandboxSpec> {
         image_root_spec(
             image,
@@ -501,7 +498,7 @@ impl SandboxExecutor {
         read_only: &[PathBuf],
     ) -> Result<ServerSession, ExecError> {
         let spec = self
-            .spec_of(program, None, read_only.to_vec(), &[])
+            .spec_of(program, None, read_only.to_vec(), &EgressGrant::default())
             .await
             .map_err(spawn_error)?;
         let mut argv = vec![program.to_string_lossy().into_owned()];
@@ -530,7 +527,13 @@ impl SandboxExecutor {
         read_only: &[PathBuf],
     ) -> Result<ServerSession, ExecError> {
         let launch = image.launch(command, args).map_err(spawn_error)?;
-        let spec = image_root_spec(image, &launch, read_only.to_vec(), &[], self.limits);
+        let spec = image_root_spec(
+            image,
+            &launch,
+            read_only.to_vec(),
+            &EgressGrant::default(),
+            self.limits,
+        );
         let mut argv = vec![launch.program.to_string_lossy().into_owned()];
         argv.extend(launch.args);
         let mut env = image_env(image, server_env());
@@ -687,7 +690,7 @@ fn image_root_spec(
     image: &ToolImage,
     launch: &ImageLaunch,
     binds: Vec<PathBuf>,
-    egress: &[EgressEntry],
+    egress: &EgressGrant,
     limits: Limits,
 ) -> Arc<SandboxSpec> {
     Arc::new(SandboxSpec {
@@ -697,7 +700,7 @@ fn image_root_spec(
         read_only: image.top_level(),
         binds,
         root_tree: Some(image.rootfs.clone()),
-        egress: egress.to_vec(),
+        egress: egress.clone(),
         limits,
     })
 }

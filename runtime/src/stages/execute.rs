@@ -72,7 +72,7 @@ pub(crate) async fn execute(
             timeout: retry.attempt_timeout(),
             secrets: &cx.secrets,
             scrubber: &cx.scrubber,
-            egress: &cx.tool.egress,
+            egress: &cx.egress,
         };
         let start_ms = unix_ms();
         let started = Instant::now();

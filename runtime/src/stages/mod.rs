@@ -10,6 +10,8 @@
 //!    their scrubber.
 //! 2. [`input::gate`]: the payload against the input schema (deviation → refused).
 //! 3. [`authorize::authorize`]: Cedar; a DENY is a decision, recorded, never retried.
+//!    [`authorize::egress`] then fixes what the call's sandbox may reach (for a profile with
+//!    `authorized-urls`, the origins of the URLs Cedar allowed).
 //! 4. [`intent::record`]: the intent is committed before anything can execute (a ledger that
 //!    cannot commit → refused). From here on every call ends with a recorded outcome.
 //!    [`authorize::admit`] then lets an allowed call on; a denied one ends here.
@@ -38,8 +40,7 @@ pub(crate) mod testing;
 
 use std::collections::{BTreeMap, HashMap};
 
-use escepine_contract::Principal;
-use registry_build::EgressEntry;
+use escepine_contract::{EgressGrant, Principal};
 use registry_build::ToolRecord;
 use serde_json::Value;
 
@@ -62,8 +63,9 @@ pub(crate) struct LoadedTool {
     pub(crate) input_gate: SchemaGate,
     /// The output gate (the record's output schema, compiled).
     pub(crate) output_gate: SchemaGate,
-    /// Profile egress plus overlay entries.
-    pub(crate) egress: Vec<EgressEntry>,
+    /// Profile egress plus overlay entries, and the overlay's public addresses: what every call
+    /// may reach before its authorization adds the origins of its URLs.
+    pub(crate) egress: EgressGrant,
     /// The overlay entries in force, as recorded in intents.
     pub(crate) overlay: Vec<String>,
 }
@@ -124,6 +126,9 @@ pub(crate) struct CallContext<'a> {
     pub(crate) secrets: BTreeMap<String, String>,
     /// Scrubs those values from everything recorded, traced or returned.
     pub(crate) scrubber: Scrubber,
+    /// What the call's sandbox may reach: the tool's grant, plus the origins its authorization
+    /// allowed ([`authorize::egress`], fixed before the intent and before any sandbox starts).
+    pub(crate) egress: EgressGrant,
 }
 
 impl<'a> CallContext<'a> {
@@ -144,6 +149,7 @@ impl<'a> CallContext<'a> {
             tool,
             secrets,
             scrubber,
+            egress: tool.egress.clone(),
         }
     }
 }
@@ -184,9 +190,10 @@ pub(crate) async fn run(
     ids: CallIds,
 ) -> Result<CallReport, CallError> {
     let tool = resolve(parts.tools, name)?; // 1
-    let cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
+    let mut cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
     let payload = input::gate(&cx, payload)?; // 2
     let decision = authorize::authorize(&cx, parts.authorizer, &payload); // 3
+    cx.egress = authorize::egress(&cx, &decision);
     let intent = intent::record(&cx, parts.ledger, &payload, &decision).await?; // 4
     let (attempts, ended) = match authorize::admit(&cx, &decision) {
         Err(denied) => (Vec::new(), denied),

@@ -26,6 +26,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         overlay: vec![],
         deadline_ms: Some(90_500),
         credential_exemptions: vec![],
+        egress_origins: vec![],
     })
 }
 
