@@ -152,9 +152,9 @@ rules! {
     /// `x-authorize-each` on something other than a top-level list of URL strings or of
     /// objects with exactly one URL field (judged where the payload meets it, `$ref` followed).
     SchemaAuthorizeEach = "schema/authorize-each",
-    /// A tool whose action a policy constrains through `context.url` has a URL field that is
-    /// neither its one per-URL field nor the URL of an element of a list marked
-    /// `x-authorize-each`.
+    /// A tool whose action a policy constrains through `context.url` (or whose profile lists
+    /// `authorized-urls`) has a URL field that is neither its one per-URL field nor the URL of
+    /// an element of a list marked `x-authorize-each`.
     PerUrlShape = "input/per-url-shape",
     /// An input property name is a credential word.
     CredentialName = "input/credential-free",

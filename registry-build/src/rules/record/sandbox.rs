@@ -141,7 +141,9 @@ fn authorized_urls_entry(
 }
 
 /// `authorized-urls` needs URLs to authorize: a tool whose input schema has no per-URL field
-/// (one URL-bearing field, or a list marked `x-authorize-each`) would be granted nothing.
+/// (one URL-bearing field, or a list marked `x-authorize-each`) would be granted nothing. A
+/// schema with URL fields in a shape Cedar cannot see one at a time is the per-URL shape rule's
+/// (`input/per-url-shape`, which `authorized-urls` brings into force), not this one's.
 pub(super) fn authorized_urls_need_a_url(
     src: &SourceFile,
     record: &Value,
@@ -149,7 +151,10 @@ pub(super) fn authorized_urls_need_a_url(
     input_schema: &Value,
     diags: &mut Diagnostics,
 ) {
-    if !profile.authorized_urls || crate::urls::per_url(input_schema).has_url() {
+    if !profile.authorized_urls
+        || crate::urls::per_url(input_schema).has_url()
+        || !crate::urls::shape_problems(input_schema).is_empty()
+    {
         return;
     }
     let at = record
