@@ -45,7 +45,9 @@
 //! authorization allowed` or
 //! `refused CONNECT allowed.test:443: resolves to 10.0.0.1, a private address`; a request that is
 //! not well-formed is `refused request: <reason>`. Only normalised hosts appear, never raw input.
-//! At most 1,000 lines are kept per proxy; a last line counts the rest.
+//! Each request admitted and connected is one line too, `<METHOD> <host>:<port>[<path>]`
+//! ([`ProxyHandle::requests`]): with the refusals, the evidence holds every request's path.
+//! At most 1,000 lines of each are kept per proxy; a last line counts the rest.
 //!
 //! # Bounds
 //! Request heads are bounded (16 KiB, answered 431) and must arrive within 10 s (answered 408);
@@ -173,6 +175,15 @@ impl ProxyHandle {
     #[must_use]
     pub fn refusals(&self) -> Vec<String> {
         self.shared.refusals()
+    }
+
+    /// The requests admitted and connected so far, in order, one line each:
+    /// `<METHOD> <host>:<port>[<path>]` (a forwarded request's path and query; a tunnel has
+    /// none), e.g. `GET 127.0.0.1:8080/page?q=1` or `CONNECT example.com:443`. Bounded as the
+    /// refusals are.
+    #[must_use]
+    pub fn requests(&self) -> Vec<String> {
+        self.shared.requests()
     }
 
     /// How many outbound connection attempts the proxy has made so far (evidence for tests that
@@ -389,7 +400,13 @@ async fn open(
 ) -> Option<TcpStream> {
     let failure = match vet(shared, requested.scheme, target).await {
         Ok(addrs) => match dial(shared, &addrs).await {
-            Ok(stream) => return Some(stream),
+            Ok(stream) => {
+                shared.admitted(format!(
+                    "{method} {target}{}",
+                    requested.path.unwrap_or_default()
+                ));
+                return Some(stream);
+            }
             Err(e) => e,
         },
         Err(Vetting::Refused(refusal)) => {

@@ -43,7 +43,7 @@ impl Default for Limits {
     }
 }
 
-/// The refusals recorded so far.
+/// The lines recorded so far (refusals, or admitted requests), bounded.
 #[derive(Debug, Default)]
 pub(crate) struct RefusalLog {
     pub(crate) kept: Vec<String>,
@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     pub(crate) resolver: Arc<dyn Resolver>,
     pub(crate) limits: Limits,
     pub(crate) refusals: Mutex<RefusalLog>,
+    /// The requests admitted and connected (`GET host:port/path`, `CONNECT host:port`).
+    pub(crate) requests: Mutex<RefusalLog>,
     pub(crate) connects: AtomicU64,
     /// Unit tests only: treat loopback addresses of names as public, so that the name path can be
     /// exercised end to end against loopback servers.
@@ -86,6 +88,7 @@ impl Shared {
             resolver,
             limits,
             refusals: Mutex::new(RefusalLog::default()),
+            requests: Mutex::new(RefusalLog::default()),
             connects: AtomicU64::new(0),
             #[cfg(test)]
             loopback_is_public: false,
@@ -110,23 +113,43 @@ impl Shared {
 
     pub(crate) fn refuse(&self, line: String) {
         tracing::debug!(refusal = %line, "egress refused");
-        let mut log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        if log.kept.len() < MAX_REFUSALS {
-            log.kept.push(line);
-        } else {
-            log.dropped += 1;
-        }
+        push(&self.refusals, line);
     }
 
     pub(crate) fn refusals(&self) -> Vec<String> {
-        let log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut out = log.kept.clone();
-        if log.dropped > 0 {
-            out.push(format!(
-                "refused {} more requests (not itemised)",
-                log.dropped
-            ));
-        }
-        out
+        lines(&self.refusals, "refused")
     }
+
+    /// Record an admitted request that reached its server.
+    pub(crate) fn admitted(&self, line: String) {
+        tracing::debug!(request = %line, "egress admitted");
+        push(&self.requests, line);
+    }
+
+    pub(crate) fn requests(&self) -> Vec<String> {
+        lines(&self.requests, "admitted")
+    }
+}
+
+/// Keep `line` in `log`, or count it once [`MAX_REFUSALS`] are kept.
+fn push(log: &Mutex<RefusalLog>, line: String) {
+    let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+    if log.kept.len() < MAX_REFUSALS {
+        log.kept.push(line);
+    } else {
+        log.dropped += 1;
+    }
+}
+
+/// The kept lines of `log`, and a last line counting the rest (`<verb> N more requests`).
+fn lines(log: &Mutex<RefusalLog>, verb: &str) -> Vec<String> {
+    let log = log.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut out = log.kept.clone();
+    if log.dropped > 0 {
+        out.push(format!(
+            "{verb} {} more requests (not itemised)",
+            log.dropped
+        ));
+    }
+    out
 }

@@ -70,6 +70,13 @@ async fn an_authorized_origin_is_reached_and_nothing_else_is() {
     drop(tunnel);
     let attempts = p.handle.connect_attempts();
     assert_eq!(attempts, 2);
+    assert_eq!(
+        p.handle.requests(),
+        [
+            format!("GET 127.0.0.1:{port}/page?x=1"),
+            format!("CONNECT 127.0.0.1:{port}")
+        ]
+    );
 
     // The same server's other port, another loopback name, another loopback address.
     for request in [
@@ -89,6 +96,7 @@ async fn an_authorized_origin_is_reached_and_nothing_else_is() {
     }
     other.assert_untouched().await;
     assert_eq!(p.handle.connect_attempts(), attempts, "a refusal connected");
+    assert_eq!(p.handle.requests().len(), 2, "a refusal was admitted");
     assert!(resolver.asked().is_empty(), "{:?}", resolver.asked());
     let why = "not in the profile nor an origin this call's authorization allowed";
     assert_eq!(

@@ -178,6 +178,8 @@ pub struct JobOutput {
     pub stderr: String,
     /// Egress the sandbox's proxy refused while the job ran.
     pub egress_refusals: Vec<String>,
+    /// Requests the sandbox's proxy admitted while the job ran, with their paths.
+    pub egress_requests: Vec<String>,
     /// Whether the sandbox reached its memory bound and the kernel killed a process of it.
     pub memory_exhausted: bool,
 }
@@ -187,6 +189,8 @@ pub struct JobOutput {
 pub struct Teardown {
     /// Egress the sandbox's proxy refused, one line each.
     pub egress_refusals: Vec<String>,
+    /// Requests the sandbox's proxy admitted, one line each, with their paths.
+    pub egress_requests: Vec<String>,
     /// Anything that did not go cleanly (already logged).
     pub problems: Vec<String>,
     /// Whether the sandbox reached its memory bound and the kernel killed a process of it.

@@ -54,6 +54,9 @@ pub struct Execution {
     pub stderr: String,
     /// Egress refusals observed during the attempt.
     pub egress_refusals: Vec<String>,
+    /// Requests the egress proxy admitted during the attempt, with their paths
+    /// (`GET host:port/path`, `CONNECT host:port`).
+    pub egress_requests: Vec<String>,
 }
 
 /// Why an attempt failed.

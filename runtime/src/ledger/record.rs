@@ -109,6 +109,10 @@ pub struct Attempt {
     /// Egress refusals of the sandbox's proxy during this attempt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress_refusals: Vec<String>,
+    /// Requests the sandbox's proxy admitted during this attempt, each with its path
+    /// (`GET host:port/path?query`; a tunnel, `CONNECT host:port`), scrubbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_requests: Vec<String>,
 }
 
 /// How a call ended.

@@ -392,10 +392,7 @@ impl SandboxExecutor {
                 let teardown = self.backend.destroy(sandbox).await;
                 match e {
                     SandboxError::TimedOut => Err(timed_out()),
-                    e => Err(ExecError::Spawn(with_refusals(
-                        e.to_string(),
-                        &teardown.egress_refusals,
-                    ))),
+                    e => Err(ExecError::Spawn(with_egress(e.to_string(), &teardown))),
                 }
             }
         }
@@ -425,9 +422,9 @@ impl SandboxExecutor {
             Ok(a) => a,
             Err(e) => {
                 let teardown = self.backend.destroy(sandbox).await;
-                return Err(ExecError::Spawn(with_refusals(
+                return Err(ExecError::Spawn(with_egress(
                     format!("cannot start the MCP server of `{tool}`: {e}"),
-                    &teardown.egress_refusals,
+                    &teardown,
                 )));
             }
         };
@@ -460,13 +457,12 @@ impl SandboxExecutor {
         let Ok((outcome, ended)) = finished else {
             return Err(ExecError::TimedOut(inv.timeout));
         };
-        let refusals = teardown.egress_refusals;
-        // As for `stdio-json`: a failure's evidence keeps the refusals with its stderr; a
-        // success carries them apart.
+        // As for `stdio-json`: a failure's evidence keeps the requests and refusals with its
+        // stderr; a success carries them apart.
         let stderr = if outcome.is_ok() {
             stderr
         } else {
-            with_refusals(stderr, &refusals)
+            with_egress(stderr, &teardown)
         };
         if teardown.memory_exhausted && outcome.is_err() {
             return Err(ExecError::Permanent {
@@ -476,7 +472,8 @@ impl SandboxExecutor {
         }
         let mut result = transport::classify(tool, outcome, ended, stderr, &scrubber);
         if let Ok(execution) = &mut result {
-            execution.egress_refusals = refusals;
+            execution.egress_refusals = teardown.egress_refusals;
+            execution.egress_requests = teardown.egress_requests;
         }
         result
     }
@@ -709,10 +706,15 @@ fn spawn_error(e: SandboxError) -> ExecError {
     ExecError::Spawn(e.to_string())
 }
 
-/// `text` with the egress refusals appended, so that a failed attempt's evidence keeps them.
-fn with_refusals(mut text: String, refusals: &[String]) -> String {
-    for r in refusals {
-        text.push_str(&format!("\n[egress {r}]"));
+/// `text` with the proxy's admitted requests and refusals appended (`[egress GET …]`,
+/// `[egress refused …]`), so that a failed attempt's evidence keeps them.
+fn with_egress(text: String, teardown: &Teardown) -> String {
+    egress_appended(text, &teardown.egress_requests, &teardown.egress_refusals)
+}
+
+fn egress_appended(mut text: String, requests: &[String], refusals: &[String]) -> String {
+    for line in requests.iter().chain(refusals) {
+        text.push_str(&format!("\n[egress {line}]"));
     }
     text
 }
@@ -724,7 +726,13 @@ fn classify(
     stdout_limit: usize,
     limits: &Limits,
 ) -> Result<Execution, ExecError> {
-    let stderr = || with_refusals(out.stderr.clone(), &out.egress_refusals);
+    let stderr = || {
+        egress_appended(
+            out.stderr.clone(),
+            &out.egress_requests,
+            &out.egress_refusals,
+        )
+    };
     if out.memory_exhausted && out.status != JobStatus::Exited(0) {
         return Err(ExecError::Permanent {
             message: out_of_memory(tool, limits),
@@ -753,6 +761,7 @@ fn classify(
                 output,
                 stderr: out.stderr,
                 egress_refusals: out.egress_refusals,
+                egress_requests: out.egress_requests,
             })
         }
         JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {

@@ -103,8 +103,8 @@ pub(crate) async fn execute(
     }
 }
 
-/// The attempt as recorded: timings, error class and message, stderr, egress refusals, all
-/// scrubbed.
+/// The attempt as recorded: timings, error class and message, stderr, egress refusals and
+/// admitted requests, all scrubbed.
 fn attempt_record(
     cx: &CallContext<'_>,
     result: &Result<Execution, ExecError>,
@@ -112,9 +112,13 @@ fn attempt_record(
     started: Instant,
 ) -> Attempt {
     let scrub = |t: &str| cx.scrubber.text(t);
-    let (stderr, refusals) = match result {
-        Ok(e) => (e.stderr.as_str(), e.egress_refusals.as_slice()),
-        Err(e) => (e.stderr(), &[][..]),
+    let (stderr, refusals, requests) = match result {
+        Ok(e) => (
+            e.stderr.as_str(),
+            e.egress_refusals.as_slice(),
+            e.egress_requests.as_slice(),
+        ),
+        Err(e) => (e.stderr(), &[][..], &[][..]),
     };
     Attempt {
         start_ms,
@@ -123,6 +127,7 @@ fn attempt_record(
         error: result.as_ref().err().map(|e| scrub(&e.to_string())),
         stderr: (!stderr.is_empty()).then(|| scrub(stderr)),
         egress_refusals: refusals.iter().map(|r| scrub(r)).collect(),
+        egress_requests: requests.iter().map(|r| scrub(r)).collect(),
     }
 }
 
@@ -208,6 +213,7 @@ mod tests {
             output: json!({"n": n}),
             stderr: String::new(),
             egress_refusals: Vec::new(),
+            egress_requests: Vec::new(),
         }))
     }
 

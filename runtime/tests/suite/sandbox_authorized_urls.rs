@@ -246,6 +246,8 @@ async fn a_page_reader_reaches_only_its_authorized_origin() {
             format!("refused GET localhost:{a}/page: {why}"),
         ]
     );
+    // The evidence holds each request's path, admitted or refused.
+    assert_eq!(attempt.egress_requests, [format!("GET 127.0.0.1:{a}/page")]);
 
     // A redirect to an origin that was not authorized: the tool follows it blindly, and the
     // proxy refuses it.
@@ -264,6 +266,10 @@ async fn a_page_reader_reaches_only_its_authorized_origin() {
     assert_eq!(
         attempt.egress_refusals,
         [format!("refused GET 127.0.0.1:{quiet}/stolen: {why}")]
+    );
+    assert_eq!(
+        attempt.egress_requests,
+        [format!("GET 127.0.0.1:{moved}/moved")]
     );
     assert_eq!(quiet_hits.load(Ordering::SeqCst), 0, "a refusal connected");
     drop(runtime);
@@ -311,6 +317,13 @@ async fn a_bulk_call_reaches_each_allowed_elements_origin_and_no_other() {
     origins.sort();
     assert_eq!(intent.egress_origins, origins);
     assert_eq!(attempt.egress_refusals.len(), 1, "{attempt:?}");
+    assert_eq!(
+        attempt.egress_requests,
+        [
+            format!("GET 127.0.0.1:{b}/y"),
+            format!("GET 127.0.0.1:{a}/x")
+        ]
+    );
     assert!(attempt.egress_refusals[0].contains(&format!("127.0.0.1:{quiet}/z")));
     drop(runtime);
     host.assert_clean().await;
@@ -342,6 +355,7 @@ async fn a_hostile_tool_dialling_a_fixed_origin_is_refused() {
     assert_eq!(a_hits.load(Ordering::SeqCst), 0);
     let (intent, attempt) = evidence(&runtime);
     assert_eq!(intent.egress_origins, [format!("http://127.0.0.1:{a}")]);
+    assert!(attempt.egress_requests.is_empty(), "{attempt:?}");
     let why = "not in the profile nor an origin this call's authorization allowed";
     assert_eq!(
         attempt.egress_refusals,
