@@ -139,7 +139,9 @@ mod imp {
     /// The typed record of a contract whose record passed the per-record rules.
     fn tool_record(c: &Contract, path: &str) -> Result<ToolRecord, String> {
         let json = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| e.to_string());
-        let authorized_urls = c.egress.contains(&escepine_contract::egress::AUTHORIZED_URLS);
+        let authorized_urls = c
+            .egress
+            .contains(&escepine_contract::egress::AUTHORIZED_URLS);
         let egress = c
             .egress
             .iter()
