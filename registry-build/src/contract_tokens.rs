@@ -112,6 +112,12 @@ impl ContractTokens {
                 .egress
                 .iter()
                 .map(ToString::to_string)
+                .chain(
+                    record
+                        .sandbox_profile
+                        .authorized_urls
+                        .then(|| crate::egress::AUTHORIZED_URLS.to_string()),
+                )
                 .collect(),
             read_only: record
                 .sandbox_profile

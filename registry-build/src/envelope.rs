@@ -2,7 +2,7 @@
 //! the host paths a sandbox may bind read-only.
 //!
 //! ```json
-//! { "egress": ["api.example.com"],
+//! { "egress": ["api.example.com", "public"],
 //!   "images": ["registry.example.com:443", "http://127.0.0.1:5000", "oci:/var/lib/images"],
 //!   "read_only": ["/usr/lib/python3", "/opt/node"] }
 //! ```
@@ -16,7 +16,7 @@ use escepine_contract::{ImageRef, ImageSource};
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
-use crate::egress::EgressEntry;
+use crate::egress::{EgressEntry, AUTHORIZED_URLS, PUBLIC};
 use crate::fields::{Object, ENVELOPE};
 use crate::host_path;
 use crate::rule::Rule;
@@ -31,6 +31,9 @@ pub struct Envelope {
     pub source: PathBuf,
     /// The admitted entries.
     pub egress: Vec<EgressEntry>,
+    /// `public` in `egress`: tools may reach public addresses (what a profile's
+    /// `authorized-urls` and an overlay's `public_addresses` need).
+    pub public: bool,
     /// Where images may come from (empty: no image is admitted).
     pub images: Vec<ImageSourceEntry>,
     /// Host path prefixes a sandbox may bind read-only (empty: none).
@@ -178,10 +181,25 @@ impl Envelope {
         };
         Object::new(src, "", obj, ENVELOPE).closed(FIELDS, "the envelope", &mut diags);
         let mut egress = Vec::new();
+        let mut public = false;
         match obj.get("egress").map(|e| e.as_array()) {
             Some(Some(items)) => {
                 for (i, item) in items.iter().enumerate() {
                     let ptr = format!("/egress/{i}");
+                    match item.as_str() {
+                        Some(PUBLIC) => {
+                            public = true;
+                            continue;
+                        }
+                        Some(AUTHORIZED_URLS) => {
+                            diags.push(
+                                Diagnostic::at(Rule::EgressReservedWord, src, &ptr, format!("`{AUTHORIZED_URLS}` is a sandbox profile entry (the origins of the URLs each call's authorization allowed), not an envelope entry"))
+                                    .help(format!("write `\"{PUBLIC}\"` to let tools reach public addresses")),
+                            );
+                            continue;
+                        }
+                        _ => {}
+                    }
                     match item.as_str().map(str::parse::<EgressEntry>) {
                         Some(Ok(e)) => egress.push(e),
                         Some(Err(e)) => {
@@ -224,6 +242,7 @@ impl Envelope {
             Ok(Self {
                 source: src.path.clone(),
                 egress,
+                public,
                 images,
                 read_only,
             })

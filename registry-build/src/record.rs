@@ -102,6 +102,9 @@ pub enum ResolvedCommand {
 pub struct SandboxProfile {
     /// Hosts (and ports) the tool may reach.
     pub egress: Vec<EgressEntry>,
+    /// `authorized-urls` in `egress`: each call may also reach the origins of the URLs its
+    /// authorization allowed.
+    pub authorized_urls: bool,
     /// File-system access.
     pub filesystem: Filesystem,
     /// Host paths bound read-only at the same path (absolute, lexically normal, distinct).
@@ -196,6 +199,11 @@ impl ToolRecord {
                     .egress
                     .iter()
                     .map(|e| e.to_string())
+                    .chain(
+                        self.sandbox_profile
+                            .authorized_urls
+                            .then(|| crate::egress::AUTHORIZED_URLS.to_string()),
+                    )
                     .collect::<Vec<_>>(),
             ),
         );

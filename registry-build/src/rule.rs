@@ -113,6 +113,13 @@ rules! {
     EgressEntry = "sandbox/egress-entry",
     /// An egress entry is outside the deployment envelope.
     EgressEnvelope = "sandbox/within-envelope",
+    /// A reserved egress word in the wrong file: `public` in a sandbox profile, or
+    /// `authorized-urls` in the deployment envelope.
+    EgressReservedWord = "egress/reserved-word",
+    /// `authorized-urls` in a profile while the deployment envelope has no `public` entry.
+    AuthorizedUrlsPublic = "sandbox/authorized-urls-public",
+    /// `authorized-urls` on a tool whose input schema has no per-URL field.
+    AuthorizedUrlsField = "sandbox/authorized-urls-field",
     /// `filesystem` is not `workspace`.
     Filesystem = "sandbox/filesystem",
     /// A `sandbox_profile.read_only` entry is not an absolute, lexically normal path, or is
@@ -145,9 +152,9 @@ rules! {
     /// `x-authorize-each` on something other than a top-level list of URL strings or of
     /// objects with exactly one URL field (judged where the payload meets it, `$ref` followed).
     SchemaAuthorizeEach = "schema/authorize-each",
-    /// A tool whose action a policy constrains through `context.url` has a URL field that is
-    /// neither its one per-URL field nor the URL of an element of a list marked
-    /// `x-authorize-each`.
+    /// A tool whose action a policy constrains through `context.url` (or whose profile lists
+    /// `authorized-urls`) has a URL field that is neither its one per-URL field nor the URL of
+    /// an element of a list marked `x-authorize-each`.
     PerUrlShape = "input/per-url-shape",
     /// An input property name is a credential word.
     CredentialName = "input/credential-free",

@@ -67,6 +67,7 @@ fn record(
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },
@@ -783,6 +784,18 @@ fn a_url_constrained_tool_presents_every_url_to_cedar_one_at_a_time() {
     assert!(per_url_shape(&[free.clone(), reader], PAGE_READ_FORBID).is_empty());
     // ... until a policy on every action reads `context.url`.
     let everywhere = r#"forbid (principal, action, resource) when { context has url && context.url.scheme == "ftp" };"#;
-    let found = per_url_shape(&[free], everywhere);
+    let found = per_url_shape(std::slice::from_ref(&free), everywhere);
     assert_eq!(found.len(), 3, "{found:?}");
+    // ... or its profile's egress is the origins of the URLs Cedar authorized.
+    let mut fenced = free;
+    fenced.sandbox_profile.authorized_urls = true;
+    let found = per_url_shape(
+        &[fenced],
+        "@id(\"open\") permit (principal, action, resource);",
+    );
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(
+        found.iter().all(|m| m.contains("authorized-urls")),
+        "{found:?}"
+    );
 }

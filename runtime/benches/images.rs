@@ -108,7 +108,9 @@ fn main() {
         let recs = [&bin_rec, &img_rec];
         let samples = rt.block_on(async {
             for (ex, rec) in executors.iter().zip(recs) {
-                ex.prewarm(rec, &[]).await.expect("prewarm");
+                ex.prewarm(rec, &escepine_contract::EgressGrant::default())
+                    .await
+                    .expect("prewarm");
             }
             let mut samples = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
             for i in 0..iters + WARM_UP {
@@ -146,7 +148,11 @@ fn main() {
         ];
         let mut specs = Vec::new();
         for (ex, rec) in executors.iter().zip([&bin_rec, &img_rec]) {
-            specs.push(ex.spec(rec, &[]).await.expect("a spec"));
+            specs.push(
+                ex.spec(rec, &escepine_contract::EgressGrant::default())
+                    .await
+                    .expect("a spec"),
+            );
         }
         let mut samples = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
         for i in 0..iters + WARM_UP {
@@ -179,7 +185,10 @@ fn main() {
             let ex = SandboxExecutor::with_backend(backend())
                 .with_image(noop_image.clone())
                 .with_image(py_image.clone());
-            let warm = ex.spec(&true_rec, &[]).await.expect("a spec");
+            let warm = ex
+                .spec(&true_rec, &escepine_contract::EgressGrant::default())
+                .await
+                .expect("a spec");
             let sandbox = ex.backend().provision(warm).await.expect("provision");
             ex.backend().destroy(sandbox).await;
             for (name, rec) in [
@@ -187,7 +196,10 @@ fn main() {
                 ("image root (no-op image)", &img_rec),
                 ("image root (python image)", &py_mcp_img),
             ] {
-                let spec = ex.spec(rec, &[]).await.expect("a spec");
+                let spec = ex
+                    .spec(rec, &escepine_contract::EgressGrant::default())
+                    .await
+                    .expect("a spec");
                 let entry = first.entry(name).or_default();
                 for times in [&mut entry.0, &mut entry.1] {
                     let start = Instant::now();
@@ -429,7 +441,7 @@ async fn call(
         timeout,
         secrets: &secrets,
         scrubber: &scrubber,
-        egress: &[],
+        egress: &escepine_contract::EgressGrant::default(),
     };
     Ok(ex.execute(inv).await?.output)
 }

@@ -16,10 +16,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_contract::Transport;
+use escepine_contract::{EgressGrant, Transport};
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
 use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
-use registry_build::{EgressEntry, ToolRecord};
+use registry_build::ToolRecord;
 use serde_json::json;
 use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
@@ -111,12 +111,16 @@ fn main() {
         )
     };
     let rec = record(&tool);
-    let proxy_egress: Vec<EgressEntry> = vec!["example.test:443".parse().unwrap()];
+    let proxy_egress = EgressGrant::new(vec!["example.test:443".parse().unwrap()]);
     let mut sandbox_rows = Vec::new();
     for (name, pool, egress) in [
-        ("sandbox, cold, no egress", 0, Vec::new()),
+        ("sandbox, cold, no egress", 0, EgressGrant::default()),
         ("sandbox, cold, with proxy", 0, proxy_egress.clone()),
-        ("sandbox, warm pool (2), no egress", 2, Vec::new()),
+        (
+            "sandbox, warm pool (2), no egress",
+            2,
+            EgressGrant::default(),
+        ),
         (
             "sandbox, warm pool (2), with proxy",
             2,
@@ -214,7 +218,7 @@ fn main() {
                     scrubber: &escepine_runtime::scrub::Scrubber::new(
                         secrets.values().map(String::as_str),
                     ),
-                    egress: &[],
+                    egress: &EgressGrant::default(),
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the probe answers");

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use escepine_contract::{Invoke, Principal, Tool};
+use escepine_contract::{EgressGrant, Invoke, Principal, Tool};
 use registry_build::Registry;
 use serde_json::Value;
 use tracing::Instrument;
@@ -109,6 +109,10 @@ impl RuntimeBuilder {
                 .unwrap_or_default();
             let mut egress = record.sandbox_profile.egress.clone();
             egress.extend(extra.iter().cloned());
+            let reaches_network = !egress.is_empty() || record.sandbox_profile.authorized_urls;
+            let overlay = self.overlay.recorded_for(&record.tool_id, reaches_network);
+            let egress = EgressGrant::new(egress)
+                .with_public_addresses(self.overlay.public_addresses.iter().copied());
             tools.insert(
                 record.tool_id.clone(),
                 LoadedTool {
@@ -116,7 +120,7 @@ impl RuntimeBuilder {
                     input_gate,
                     output_gate,
                     egress,
-                    overlay: extra.iter().map(ToString::to_string).collect(),
+                    overlay,
                 },
             );
         }

@@ -13,11 +13,13 @@
 //! 1. it serves, on one loopback listener, a bundled corpus of pages ([`corpus`]), a search
 //!    endpoint of SearXNG's JSON shape indexed with BM25, and the note service ([`services`]);
 //! 2. it loads the catalog compiled into it (`catalog::REGISTRY`: no records directory is read
-//!    at run time) into a [`Runtime`] whose deployment envelope is the catalog's plus
-//!    `127.0.0.1`, and admits the listener's one port, for the tools that talk to it, through an
-//!    explicit [`Overlay`] (checked against that envelope and recorded in every intent of those
-//!    tools) — the egress proxy's refusal of loopback addresses stays as it is for everything
-//!    else; the base URLs reach the tools as their declared secrets;
+//!    at run time) into a [`Runtime`] whose deployment envelope is the catalog's (with its
+//!    `public`) plus `127.0.0.1`, through an explicit [`Overlay`] (checked against that envelope
+//!    and recorded in every intent of the tools it widens): the listener's one port for the
+//!    services' tools (search, notes), whose base URLs reach them as their declared secrets; and,
+//!    for the page reads, `public_addresses: ["127.0.0.1"]`, so that `firecrawl_scrape`'s
+//!    `authorized-urls` admits, per call, exactly the origin of the page URL Cedar authorized —
+//!    the egress proxy's refusal of every other loopback origin stays as it is;
 //! 3. it runs the SOP in the sandbox when the sandbox works here, else with the process
 //!    executor ([`executor::choose`], printed), every call through the governed path into a
 //!    SQLite ledger;
@@ -176,22 +178,21 @@ async fn research(
             )
         })?;
 
-    // The overlay: this listener's one port, for the tools that talk to it.
+    // The overlay: this listener's one port for the services' tools; for the page readers,
+    // loopback treated as public, so that each read reaches the origin Cedar authorized in it.
     let authority: EgressEntry = services
         .authority()
         .parse()
         .map_err(|e| format!("{}: {e}", services.authority()))?;
-    let admitted = [
-        "web_search",
-        "firecrawl_scrape",
-        "note_publish",
-        "note_retract",
-    ];
+    let admitted = ["web_search", "note_publish", "note_retract"];
+    let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
     let overlay = admitted
         .iter()
-        .fold(Overlay::default(), |o, t| o.admit(t, authority.clone()));
+        .fold(Overlay::default(), |o, t| o.admit(t, authority.clone()))
+        .public_address(loopback);
     progress.line(format_args!(
-        "overlay: {} admitted for {} (envelope: tools/envelope.json + 127.0.0.1)",
+        "overlay: {} admitted for {}; public_addresses [{loopback}] for the page reads' \
+         authorized-urls (envelope: tools/envelope.json + 127.0.0.1)",
         services.authority(),
         admitted.join(", ")
     ));
@@ -408,7 +409,8 @@ async fn research(
 
 /// The deployment envelope: the catalog's (`tools/envelope.json`, compiled in) plus
 /// `127.0.0.1`, written beside the outputs; its path and text. The overlay then admits one port
-/// of it for the tools that need it.
+/// of it for the services' tools, and treats `127.0.0.1` as public (which the catalog's
+/// `public` entry allows) for the page reads.
 fn deployment_envelope(out: &Path) -> Result<(PathBuf, String), String> {
     let catalog = catalog::REGISTRY
         .envelope

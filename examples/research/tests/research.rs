@@ -4,7 +4,8 @@
 //!
 //! - it exits 0 and the ledger's hash chain verifies;
 //! - every entry of the deliverable's evidence index is an outcome entry of a successful page
-//!   read of that very URL (its intent allowed, its output the page), and the Markdown cites it;
+//!   read of that very URL (its intent allowed, its egress the origin of that URL and nothing
+//!   else, its output the page), and the Markdown cites it;
 //! - the page on the forbidden host appears only as a denial: a deny intent by
 //!   `page-read-no-linkedin` whose outcome is `denied` with no attempt, no page-read outcome
 //!   holding it, and nothing of it in the deliverable. (Its URL does appear in the search step's
@@ -113,6 +114,16 @@ fn the_deliverable_cites_a_ledger_that_verifies_and_the_forbidden_page_is_only_d
         );
         assert_eq!(intent.decision, "allow");
         assert_eq!(intent.payload["url"], url, "the call read that very URL");
+        // Its sandbox reached exactly the origin of that URL, which no overlay entry names.
+        let parsed = url::Url::parse(url).expect("a URL");
+        let origin = format!(
+            "{}://{}:{}",
+            parsed.scheme(),
+            parsed.host_str().expect("a host"),
+            parsed.port_or_known_default().expect("a port")
+        );
+        assert_eq!(intent.egress_origins, [origin], "{url}");
+        assert_eq!(intent.overlay, ["public_address 127.0.0.1"], "{url}");
         assert!(!url.contains("linkedin"), "{url}");
     }
 

@@ -226,7 +226,8 @@ pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding
 }
 
 /// The per-URL shape rule ([`Rule::PerUrlShape`]): a tool whose action some policy constrains
-/// through `context.url` must present every URL of its payload to Cedar one at a time.
+/// through `context.url`, or whose profile lists `authorized-urls` (its egress is the origins
+/// of the URLs Cedar allowed), must present every URL of its payload to Cedar one at a time.
 fn per_url_shape(
     records: &[ToolRecord],
     schema: &Schema,
@@ -244,9 +245,13 @@ fn per_url_shape(
             continue;
         };
         let matching = url_scope::matching_actions(&action_entities, &action);
-        if !url_scope::url_constrained(policies, &action, &matching) {
+        let why = if url_scope::url_constrained(policies, &action, &matching) {
+            "a policy constrains its action through `context.url`"
+        } else if record.sandbox_profile.authorized_urls {
+            "its egress is the origins of the URLs Cedar authorized (`authorized-urls`)"
+        } else {
             continue;
-        }
+        };
         let problems = crate::urls::shape_problems(&record.input_schema);
         if problems.is_empty() {
             continue;
@@ -254,10 +259,7 @@ fn per_url_shape(
         let (src, base) = record_source(record);
         for p in problems {
             let at = format!("{base}{}", p.written_at);
-            let message = format!(
-                "`{}`: a policy constrains its action through `context.url`, but {}",
-                record.tool_id, p.message
-            );
+            let message = format!("`{}`: {why}, but {}", record.tool_id, p.message);
             let d = match &src {
                 Some(src) => Diagnostic::at(Rule::PerUrlShape, src, &at, message),
                 None => Diagnostic::file(

@@ -39,6 +39,7 @@ fn record(id: &str, input: Value, output: Value) -> ToolRecord {
         secrets: vec!["API_KEY".to_string()],
         sandbox_profile: SandboxProfile {
             egress: vec!["api.example.com:443".parse().expect("egress entry")],
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },

@@ -154,7 +154,7 @@ pub mod firecrawl_scrape {
                 ..::escepine_contract::Endpoint::OMITTED
             },
             secrets: &["FIRECRAWL_API_KEY", "FIRECRAWL_BASE_URL"],
-            egress: &["api.firecrawl.dev:443"],
+            egress: &["api.firecrawl.dev:443", "authorized-urls"],
             filesystem: ::escepine_contract::Filesystem::Workspace,
             input_schema: INPUT_SCHEMA,
             output_schema: OUTPUT_SCHEMA,
@@ -559,7 +559,7 @@ pub mod web_fetch_exa {
                 ..::escepine_contract::Endpoint::OMITTED
             },
             secrets: &["EXA_API_KEY", "EXA_BASE_URL"],
-            egress: &["api.exa.ai:443"],
+            egress: &["api.exa.ai:443", "authorized-urls"],
             filesystem: ::escepine_contract::Filesystem::Workspace,
             input_schema: INPUT_SCHEMA,
             output_schema: OUTPUT_SCHEMA,

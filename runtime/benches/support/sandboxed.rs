@@ -93,6 +93,7 @@ pub fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str])
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },

@@ -257,6 +257,9 @@ fn render_call(call: &Call<'_>, out: &mut String) {
             for o in &i.overlay {
                 out.push_str(&format!("{PAD}overlay    {o}\n"));
             }
+            for o in &i.egress_origins {
+                out.push_str(&format!("{PAD}origin     {o}\n"));
+            }
         }
         None => out.push_str(&format!("  call {}  (no intent recorded)\n", call.call_id)),
     }
@@ -290,6 +293,9 @@ fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
         (Some(class), None) => out.push_str(class),
     }
     out.push('\n');
+    for r in &a.egress_requests {
+        out.push_str(&format!("        egress {r}\n"));
+    }
     for r in &a.egress_refusals {
         out.push_str(&format!("        egress refused {r}\n"));
     }

@@ -221,6 +221,34 @@ fn a_registration_failure_or_a_refused_overlay_exits_1() {
         "{}",
         text(&refused.stderr)
     );
+
+    // Public addresses need the envelope's `public`; a malformed one names the file and field.
+    for (overlay_text, expected) in [
+        (
+            r#"{"public_addresses": ["127.0.0.1"]}"#,
+            "the deployment envelope has no `public` entry",
+        ),
+        (
+            r#"{"public_addresses": ["localhost"]}"#,
+            "/public_addresses/0",
+        ),
+    ] {
+        let path = overlay.to_str().unwrap();
+        std::fs::write(&overlay, overlay_text).unwrap();
+        let refused = call(
+            &ledger,
+            r#"Agent::"alice""#,
+            "t_count",
+            "{}",
+            &["--overlay", path],
+        );
+        let err = text(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{err}");
+        assert!(err.contains(expected), "{err}");
+        if expected.starts_with('/') {
+            assert!(err.contains(path), "the overlay file is not named: {err}");
+        }
+    }
 }
 
 #[test]

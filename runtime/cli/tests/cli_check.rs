@@ -179,6 +179,14 @@ fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
             v["input_schema"]["properties"]["mirror"] =
                 serde_json::json!({"type": "string", "format": "uri"});
         }),
+        // `public` is the envelope's word, not a profile entry.
+        ("tavily_search", "egress/reserved-word", |v| {
+            v["sandbox_profile"]["egress"] = serde_json::json!(["public"]);
+        }),
+        // `authorized-urls` on a tool whose input has no URL to authorize.
+        ("web_search", "sandbox/authorized-urls-field", |v| {
+            v["sandbox_profile"]["egress"] = serde_json::json!(["authorized-urls"]);
+        }),
         // URLs in a list of objects, not marked: no element would be authorized.
         ("web_fetch_exa", "input/per-url-shape", |v| {
             v["input_schema"]["properties"]["also"] = serde_json::json!({
@@ -198,6 +206,41 @@ fn a_single_violation_in_a_copy_is_rejected_naming_the_file() {
         );
         assert!(err.contains(rule), "{rule} not named:\n{err}");
     }
+}
+
+#[test]
+fn authorized_urls_needs_the_envelopes_public_and_each_word_stays_in_its_file() {
+    let copy = Copy::new();
+    let envelope = copy.path("envelope.json");
+    let mut env: Value = serde_json::from_str(&fs::read_to_string(&envelope).unwrap()).unwrap();
+    let without_public: Vec<Value> = env["egress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| *e != "public")
+        .cloned()
+        .collect();
+    env["egress"] = Value::from(without_public.clone());
+    fs::write(&envelope, env.to_string()).unwrap();
+    let out = copy.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for page_reader in ["firecrawl_scrape.json", "web_fetch_exa.json"] {
+        assert!(err.contains(page_reader), "{page_reader} not named:\n{err}");
+    }
+    assert!(err.contains("sandbox/authorized-urls-public"), "{err}");
+
+    let mut with_word = without_public;
+    with_word.push(Value::from("authorized-urls"));
+    env["egress"] = Value::from(with_word);
+    fs::write(&envelope, env.to_string()).unwrap();
+    let out = copy.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("egress/reserved-word") && err.contains(envelope.to_str().unwrap()),
+        "{err}"
+    );
 }
 
 #[test]

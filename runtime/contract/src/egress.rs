@@ -1,8 +1,24 @@
 //! Egress allowlist entries (`host`, `host:port`, `[v6]:port`, `*.suffix`) and envelope coverage.
+//!
+//! Two words are reserved and never hosts: [`AUTHORIZED_URLS`] (a profile entry: the origins of
+//! the URLs each call's authorization allowed) and [`PUBLIC`] (an envelope entry: tools may reach
+//! public addresses). [`EgressEntry::from_str`] refuses both; the registration rules read them
+//! where they belong.
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
+
+/// The profile entry that admits, per call, the origins of the URLs Cedar authorized in it.
+pub const AUTHORIZED_URLS: &str = "authorized-urls";
+
+/// The envelope entry that lets tools reach public addresses (what `authorized-urls` needs).
+pub const PUBLIC: &str = "public";
+
+/// Whether `s` is one of the reserved words ([`AUTHORIZED_URLS`], [`PUBLIC`]).
+pub fn is_reserved(s: &str) -> bool {
+    s == AUTHORIZED_URLS || s == PUBLIC
+}
 
 /// The host part of an egress entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -37,6 +53,8 @@ pub enum EgressError {
     Port(String),
     /// A wildcard with a port or in the wrong place.
     Wildcard(String),
+    /// A reserved word (`authorized-urls`, `public`), not a host.
+    Reserved(String),
 }
 
 impl fmt::Display for EgressError {
@@ -52,6 +70,11 @@ impl fmt::Display for EgressError {
                 f,
                 "`{s}`: a wildcard is written `*.suffix`, without a port, with at least two labels after it"
             ),
+            Self::Reserved(s) => write!(
+                f,
+                "`{s}` is a reserved word, not a host: `{AUTHORIZED_URLS}` belongs in a sandbox \
+                 profile's `egress`, `{PUBLIC}` in the deployment envelope's `egress`"
+            ),
         }
     }
 }
@@ -63,6 +86,9 @@ impl FromStr for EgressEntry {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let raw = s.to_string();
+        if is_reserved(s) {
+            return Err(EgressError::Reserved(raw));
+        }
         if s.contains("://")
             || s.contains('/')
             || s.contains('?')
@@ -271,12 +297,18 @@ mod tests {
             "-bad.com",
             "",
             "256.1.1.1",
+            "public",
+            "authorized-urls",
         ] {
             assert!(bad.parse::<EgressEntry>().is_err(), "{bad} was accepted");
         }
         assert!(matches!(
             "https://x.com".parse::<EgressEntry>(),
             Err(EgressError::Url(_))
+        ));
+        assert!(matches!(
+            "authorized-urls".parse::<EgressEntry>(),
+            Err(EgressError::Reserved(_))
         ));
     }
 

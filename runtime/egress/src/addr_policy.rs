@@ -11,7 +11,9 @@ use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 use std::str::FromStr;
 
-use escepine_contract::{EgressEntry, EgressHost};
+use escepine_contract::{EgressEntry, EgressHost, Origin, OriginHost};
+
+use crate::host_class::canonical_ip;
 
 /// A requested host after normalisation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +181,24 @@ pub(crate) fn admitted(entries: &[EgressEntry], target: &Target) -> bool {
     }
 }
 
+/// Whether some authorized origin admits `target`, requested with `scheme` (`Some("http")` for a
+/// forwarded request; `None` for a CONNECT tunnel, whose scheme the proxy cannot see, so that any
+/// origin with the target's host and port admits it).
+///
+/// Hosts compare as the URL facts spell them (names lower-case, A-labels, no trailing dot;
+/// addresses as addresses, IPv4-mapped as IPv4); the port is always explicit.
+pub(crate) fn authorized(origins: &[Origin], scheme: Option<&str>, target: &Target) -> bool {
+    origins.iter().any(|o| {
+        o.port == target.port
+            && scheme.is_none_or(|s| o.scheme == s)
+            && match (&o.host, &target.host) {
+                (OriginHost::Name(a), TargetHost::Name(b)) => a == b,
+                (OriginHost::Ip(a), TargetHost::Ip(b)) => canonical_ip(*a) == canonical_ip(*b),
+                _ => false,
+            }
+    })
+}
+
 /// The class of an address the proxy never dials for a name, or `None` for a public address
 /// ([`crate::host_class::non_public_address`], the one classification the URL facts share).
 pub(crate) fn forbidden(ip: IpAddr) -> Option<&'static str> {
@@ -322,6 +342,36 @@ mod tests {
         assert!(!admitted(&list, &target("1.0.0.1:443")));
         assert!(!admitted(&[], &target("example.test:443")));
         assert!(!admitted(&[], &target("127.0.0.1:8080")));
+    }
+
+    #[test]
+    fn origins_admit_their_host_and_port_only() {
+        let origin = |scheme: &str, host: OriginHost, port| Origin {
+            scheme: scheme.into(),
+            host,
+            port,
+        };
+        let list = [
+            origin("http", OriginHost::Name("a.example".into()), 80),
+            origin("https", OriginHost::Name("b.example".into()), 443),
+            origin(
+                "http",
+                OriginHost::Ip("127.0.0.1".parse().expect("ip")),
+                8080,
+            ),
+        ];
+        assert!(authorized(&list, Some("http"), &target("A.Example.:80")));
+        assert!(authorized(&list, None, &target("a.example:80")));
+        assert!(!authorized(&list, Some("http"), &target("a.example:8080")));
+        assert!(!authorized(&list, Some("http"), &target("x.a.example:80")));
+        // A forwarded request is plain HTTP: an `https` origin does not admit it.
+        assert!(!authorized(&list, Some("http"), &target("b.example:443")));
+        assert!(authorized(&list, None, &target("b.example:443")));
+        assert!(authorized(&list, Some("http"), &target("127.1:8080")));
+        assert!(authorized(&list, None, &target("[::ffff:127.0.0.1]:8080")));
+        assert!(!authorized(&list, None, &target("127.0.0.2:8080")));
+        assert!(!authorized(&list, None, &target("localhost:8080")));
+        assert!(!authorized(&[], None, &target("a.example:80")));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-use super::addr_policy::{admitted, Target, TargetHost};
+use super::addr_policy::{admitted, authorized, Target, TargetHost};
 use crate::shared::Shared;
 
 /// At most this many of a name's addresses are tried.
@@ -22,6 +22,15 @@ const MAX_DIAL: usize = 4;
 pub(crate) enum Refusal {
     /// No entry admits the host and port.
     NotInProfile,
+    /// No entry and none of the call's authorized origins admits it.
+    NotAuthorized,
+    /// An authorized origin's address literal is one the proxy never dials for a payload's URL.
+    Address {
+        /// The address.
+        addr: IpAddr,
+        /// Its class (`loopback`, `private`, `metadata`, …).
+        class: &'static str,
+    },
     /// An admitted name resolves to an address the proxy never dials for a name.
     Forbidden {
         /// The address.
@@ -35,6 +44,10 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotInProfile => f.write_str("not in the profile"),
+            Self::NotAuthorized => {
+                f.write_str("not in the profile nor an origin this call's authorization allowed")
+            }
+            Self::Address { addr, class } => write!(f, "{addr} is a {class} address"),
             Self::Forbidden { addr, class } => {
                 write!(f, "resolves to {addr}, a {class} address")
             }
@@ -81,15 +94,33 @@ pub(crate) enum Vetting {
     Failed(DialError),
 }
 
-/// Admit, resolve and vet `target`; the addresses to dial (with the requested port).
-pub(crate) async fn vet(shared: &Shared, target: &Target) -> Result<Vec<SocketAddr>, Vetting> {
-    if !admitted(&shared.entries, target) {
-        return Err(Vetting::Refused(Refusal::NotInProfile));
+/// Admit, resolve and vet `target`, requested with `scheme` (see [`authorized`]); the addresses
+/// to dial (with the requested port).
+pub(crate) async fn vet(
+    shared: &Shared,
+    scheme: Option<&str>,
+    target: &Target,
+) -> Result<Vec<SocketAddr>, Vetting> {
+    let by_entry = admitted(&shared.entries, target);
+    if !by_entry && !authorized(&shared.origins, scheme, target) {
+        return Err(Vetting::Refused(if shared.origins.is_empty() {
+            Refusal::NotInProfile
+        } else {
+            Refusal::NotAuthorized
+        }));
     }
     let name = match &target.host {
-        // An IP literal is admitted only by an entry naming it: that entry is the explicit
-        // naming which exempts it from the address policy.
-        TargetHost::Ip(ip) => return Ok(vec![SocketAddr::new(*ip, target.port)]),
+        // An IP literal admitted by an entry naming it: that entry is the explicit naming which
+        // exempts it from the address policy.
+        TargetHost::Ip(ip) if by_entry => return Ok(vec![SocketAddr::new(*ip, target.port)]),
+        // An authorized origin's address literal came from a payload: the policy applies to it
+        // as to any resolved address.
+        TargetHost::Ip(ip) => {
+            return match shared.forbidden(*ip) {
+                Some(class) => Err(Vetting::Refused(Refusal::Address { addr: *ip, class })),
+                None => Ok(vec![SocketAddr::new(*ip, target.port)]),
+            }
+        }
         TargetHost::Name(name) => name,
     };
     let answer = match timeout(

@@ -4,7 +4,8 @@
 //! proxy, which listens on a Unix socket that the sandbox's PID 1 reaches through a descriptor of
 //! its directory (a relay on the sandbox's loopback, `127.0.0.1:3128`, forwards to it, so ordinary
 //! `HTTP_PROXY`/`HTTPS_PROXY` clients work). One proxy serves one call: it admits only that
-//! call's egress entries (profile plus overlay) and records every refusal, which the executor
+//! call's [`EgressGrant`] — its egress entries (profile plus overlay) and the origins its
+//! authorization allowed (`authorized-urls`) — and records every refusal, which the executor
 //! returns as the attempt's `egress_refusals`.
 //!
 //! # Protocol
@@ -27,12 +28,26 @@
 //! before any connection is attempted, and the proxy then connects to a vetted address, never to a
 //! re-resolution. Empty `entries` admit nothing.
 //!
+//! An **authorized origin** (scheme, host, port: [`escepine_contract::Origin`]) admits a
+//! forwarded `http://` request to exactly its host and port when its scheme is `http`, and a
+//! `CONNECT` to exactly its host and port whatever its scheme (the proxy does not see inside a
+//! tunnel). Hosts compare as the URL facts spell them. Unlike an IP-literal entry, an origin's
+//! address literal came from a payload, so the address policy applies to it as to a resolved
+//! address: an authorized `http://10.0.0.1/` is still refused. The grant's `public_addresses`
+//! (an overlay's, for tests and offline demos on loopback) are the only addresses the policy
+//! lets through although their class is forbidden.
+//!
 //! # Evidence
-//! Each refusal is one line, `refused <METHOD> <host>:<port>: <reason>`, e.g.
-//! `refused CONNECT evil.example:443: not in the profile` or
+//! Each refusal is one line, `refused <METHOD> <host>:<port>[<path>]: <reason>` (a forwarded
+//! request's path and query as the client sent them; a tunnel has none), e.g.
+//! `refused CONNECT evil.example:443: not in the profile`,
+//! `refused GET 127.0.0.1:8081/private?q=1: not in the profile nor an origin this call's
+//! authorization allowed` or
 //! `refused CONNECT allowed.test:443: resolves to 10.0.0.1, a private address`; a request that is
 //! not well-formed is `refused request: <reason>`. Only normalised hosts appear, never raw input.
-//! At most 1,000 lines are kept per proxy; a last line counts the rest.
+//! Each request admitted and connected is one line too, `<METHOD> <host>:<port>[<path>]`
+//! ([`ProxyHandle::requests`]): with the refusals, the evidence holds every request's path.
+//! At most 1,000 lines of each are kept per proxy; a last line counts the rest.
 //!
 //! # Bounds
 //! Request heads are bounded (16 KiB, answered 431) and must arrive within 10 s (answered 408);
@@ -62,7 +77,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use escepine_contract::EgressEntry;
+use escepine_contract::EgressGrant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::{oneshot, Semaphore};
@@ -83,7 +98,9 @@ const LINGER_BYTES: usize = 64 * 1024;
 pub struct EgressProxy;
 
 impl EgressProxy {
-    /// Listen on a fresh Unix socket at `socket_path` and admit only `entries`.
+    /// Listen on a fresh Unix socket at `socket_path` and admit only what `grant` allows: its
+    /// entries, its authorized origins, with its public addresses exempt from the address
+    /// policy (a plain `Vec<EgressEntry>` is a grant of entries only).
     ///
     /// Must be called inside a tokio runtime; the proxy runs on it until
     /// [`ProxyHandle::shutdown`] (or until the handle is dropped). The socket is created with
@@ -95,13 +112,10 @@ impl EgressProxy {
     /// (a fresh path is required; nothing is removed to make room).
     pub async fn start(
         socket_path: &Path,
-        entries: Vec<EgressEntry>,
+        grant: impl Into<EgressGrant>,
         resolver: Arc<dyn Resolver>,
     ) -> io::Result<ProxyHandle> {
-        start_with(
-            socket_path,
-            Shared::new(entries, resolver, Limits::default()),
-        )
+        start_with(socket_path, Shared::new(grant, resolver, Limits::default()))
     }
 }
 
@@ -161,6 +175,15 @@ impl ProxyHandle {
     #[must_use]
     pub fn refusals(&self) -> Vec<String> {
         self.shared.refusals()
+    }
+
+    /// The requests admitted and connected so far, in order, one line each:
+    /// `<METHOD> <host>:<port>[<path>]` (a forwarded request's path and query; a tunnel has
+    /// none), e.g. `GET 127.0.0.1:8080/page?q=1` or `CONNECT example.com:443`. Bounded as the
+    /// refusals are.
+    #[must_use]
+    pub fn requests(&self) -> Vec<String> {
+        self.shared.requests()
     }
 
     /// How many outbound connection attempts the proxy has made so far (evidence for tests that
@@ -303,7 +326,15 @@ async fn tunnel(shared: &Shared, mut client: UnixStream, request: &RequestHead, 
             return;
         }
     };
-    let Some(mut upstream) = open(shared, &mut client, "CONNECT", &target).await else {
+    let Some(mut upstream) = open(
+        shared,
+        &mut client,
+        "CONNECT",
+        Requested::default(),
+        &target,
+    )
+    .await
+    else {
         return;
     };
     let established = async {
@@ -332,7 +363,11 @@ async fn forward(shared: &Shared, mut client: UnixStream, request: &RequestHead,
             return;
         }
     };
-    let Some(mut upstream) = open(shared, &mut client, method, &fwd.target).await else {
+    let requested = Requested {
+        scheme: Some("http"),
+        path: Some(&fwd.origin_form),
+    };
+    let Some(mut upstream) = open(shared, &mut client, method, requested, &fwd.target).await else {
         return;
     };
     let mut out = rewrite(request, &fwd);
@@ -347,20 +382,38 @@ async fn forward(shared: &Shared, mut client: UnixStream, request: &RequestHead,
     }
 }
 
+/// What a request asks for besides its target: the scheme it speaks (`None` for a tunnel, whose
+/// content the proxy does not see) and its path (a forwarded request's origin-form).
+#[derive(Debug, Clone, Copy, Default)]
+struct Requested<'a> {
+    scheme: Option<&'a str>,
+    path: Option<&'a str>,
+}
+
 /// Vet `target` and connect to it; on refusal or failure, answer the client and return `None`.
 async fn open(
     shared: &Shared,
     client: &mut UnixStream,
     method: &str,
+    requested: Requested<'_>,
     target: &Target,
 ) -> Option<TcpStream> {
-    let failure = match vet(shared, target).await {
+    let failure = match vet(shared, requested.scheme, target).await {
         Ok(addrs) => match dial(shared, &addrs).await {
-            Ok(stream) => return Some(stream),
+            Ok(stream) => {
+                shared.admitted(format!(
+                    "{method} {target}{}",
+                    requested.path.unwrap_or_default()
+                ));
+                return Some(stream);
+            }
             Err(e) => e,
         },
         Err(Vetting::Refused(refusal)) => {
-            let line = format!("refused {method} {target}: {refusal}");
+            let line = match requested.path {
+                Some(path) => format!("refused {method} {target}{path}: {refusal}"),
+                None => format!("refused {method} {target}: {refusal}"),
+            };
             shared.refuse(line.clone());
             respond(shared, client, (403, "Forbidden"), &line).await;
             return None;
@@ -424,7 +477,7 @@ mod tests {
         }
     }
 
-    fn entries(list: &[String]) -> Vec<EgressEntry> {
+    fn entries(list: &[String]) -> Vec<escepine_contract::EgressEntry> {
         list.iter()
             .map(|s| s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
             .collect()

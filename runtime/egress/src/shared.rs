@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use escepine_contract::EgressEntry;
+use escepine_contract::{EgressEntry, EgressGrant, Origin};
 
 use crate::addr_policy;
 use crate::resolver::Resolver;
@@ -43,7 +43,7 @@ impl Default for Limits {
     }
 }
 
-/// The refusals recorded so far.
+/// The lines recorded so far (refusals, or admitted requests), bounded.
 #[derive(Debug, Default)]
 pub(crate) struct RefusalLog {
     pub(crate) kept: Vec<String>,
@@ -53,9 +53,16 @@ pub(crate) struct RefusalLog {
 /// State shared by the accept loop and every connection of one proxy.
 pub(crate) struct Shared {
     pub(crate) entries: Vec<EgressEntry>,
+    /// The origins the call's authorization allowed (admitted with the address policy applied
+    /// even to address literals).
+    pub(crate) origins: Vec<Origin>,
+    /// Addresses treated as public (never refused by the address policy).
+    pub(crate) public_addresses: Vec<IpAddr>,
     pub(crate) resolver: Arc<dyn Resolver>,
     pub(crate) limits: Limits,
     pub(crate) refusals: Mutex<RefusalLog>,
+    /// The requests admitted and connected (`GET host:port/path`, `CONNECT host:port`).
+    pub(crate) requests: Mutex<RefusalLog>,
     pub(crate) connects: AtomicU64,
     /// Unit tests only: treat loopback addresses of names as public, so that the name path can be
     /// exercised end to end against loopback servers.
@@ -65,25 +72,40 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
-        entries: Vec<EgressEntry>,
+        grant: impl Into<EgressGrant>,
         resolver: Arc<dyn Resolver>,
         limits: Limits,
     ) -> Self {
+        let grant = grant.into();
         Self {
-            entries,
+            entries: grant.entries,
+            origins: grant.origins,
+            public_addresses: grant
+                .public_addresses
+                .into_iter()
+                .map(crate::host_class::canonical_ip)
+                .collect(),
             resolver,
             limits,
             refusals: Mutex::new(RefusalLog::default()),
+            requests: Mutex::new(RefusalLog::default()),
             connects: AtomicU64::new(0),
             #[cfg(test)]
             loopback_is_public: false,
         }
     }
 
-    /// The class of `ip` if the proxy never dials it for a name.
+    /// The class of `ip` if the proxy never dials it for a name (or for an authorized origin's
+    /// address literal); `None` for a public address or one the grant treats as public.
     pub(crate) fn forbidden(&self, ip: IpAddr) -> Option<&'static str> {
         #[cfg(test)]
         if self.loopback_is_public && ip.is_loopback() {
+            return None;
+        }
+        if self
+            .public_addresses
+            .contains(&crate::host_class::canonical_ip(ip))
+        {
             return None;
         }
         addr_policy::forbidden(ip)
@@ -91,23 +113,43 @@ impl Shared {
 
     pub(crate) fn refuse(&self, line: String) {
         tracing::debug!(refusal = %line, "egress refused");
-        let mut log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        if log.kept.len() < MAX_REFUSALS {
-            log.kept.push(line);
-        } else {
-            log.dropped += 1;
-        }
+        push(&self.refusals, line);
     }
 
     pub(crate) fn refusals(&self) -> Vec<String> {
-        let log = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut out = log.kept.clone();
-        if log.dropped > 0 {
-            out.push(format!(
-                "refused {} more requests (not itemised)",
-                log.dropped
-            ));
-        }
-        out
+        lines(&self.refusals, "refused")
     }
+
+    /// Record an admitted request that reached its server.
+    pub(crate) fn admitted(&self, line: String) {
+        tracing::debug!(request = %line, "egress admitted");
+        push(&self.requests, line);
+    }
+
+    pub(crate) fn requests(&self) -> Vec<String> {
+        lines(&self.requests, "admitted")
+    }
+}
+
+/// Keep `line` in `log`, or count it once [`MAX_REFUSALS`] are kept.
+fn push(log: &Mutex<RefusalLog>, line: String) {
+    let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+    if log.kept.len() < MAX_REFUSALS {
+        log.kept.push(line);
+    } else {
+        log.dropped += 1;
+    }
+}
+
+/// The kept lines of `log`, and a last line counting the rest (`<verb> N more requests`).
+fn lines(log: &Mutex<RefusalLog>, verb: &str) -> Vec<String> {
+    let log = log.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut out = log.kept.clone();
+    if log.dropped > 0 {
+        out.push(format!(
+            "{verb} {} more requests (not itemised)",
+            log.dropped
+        ));
+    }
+    out
 }

@@ -86,7 +86,7 @@ async fn curl_is_refused_outside_the_profile() {
     let Some(out) = curl(relay, &["-w", "%{http_code}", &url]).await else {
         return;
     };
-    let line = format!("refused GET 127.0.0.1:{}: not in the profile", quiet.port);
+    let line = format!("refused GET 127.0.0.1:{}/: not in the profile", quiet.port);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         format!("escepine egress proxy: {line}\n403")
@@ -104,7 +104,7 @@ async fn curl_is_refused_outside_the_profile() {
     assert_eq!(
         p.handle.shutdown().await,
         vec![
-            format!("refused GET 127.0.0.1:{}: not in the profile", quiet.port),
+            format!("refused GET 127.0.0.1:{}/: not in the profile", quiet.port),
             format!(
                 "refused CONNECT 127.0.0.1:{}: not in the profile",
                 quiet.port

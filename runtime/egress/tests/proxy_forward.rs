@@ -128,7 +128,7 @@ async fn refused_forward_is_recorded_and_never_connects() {
     let request = format!("GET http://127.0.0.1:{}/ HTTP/1.1\r\n\r\n", quiet.port);
     let (head, body) = roundtrip(&p.path, request.as_bytes()).await;
     assert_eq!(status(&head), 403, "{head}");
-    let line = format!("refused GET 127.0.0.1:{}: not in the profile", quiet.port);
+    let line = format!("refused GET 127.0.0.1:{}/: not in the profile", quiet.port);
     assert!(String::from_utf8_lossy(&body).contains(&line));
     quiet.assert_untouched().await;
     assert_eq!(p.handle.connect_attempts(), 0);

@@ -113,7 +113,7 @@ async fn allowlisted_name_resolving_to_private_addresses_is_refused() {
         .flat_map(|(name, why)| {
             [
                 format!("refused CONNECT {name}:{port}: resolves to {why}"),
-                format!("refused GET {name}:{port}: resolves to {why}"),
+                format!("refused GET {name}:{port}/: resolves to {why}"),
             ]
         })
         .collect();
@@ -234,9 +234,9 @@ async fn an_empty_profile_refuses_everything() {
         p.handle.shutdown().await,
         vec![
             format!("refused CONNECT 127.0.0.1:{port}: not in the profile"),
-            format!("refused GET 127.0.0.1:{port}: not in the profile"),
+            format!("refused GET 127.0.0.1:{port}/: not in the profile"),
             "refused CONNECT example.com:443: not in the profile".to_string(),
-            "refused GET example.com:80: not in the profile".to_string(),
+            "refused GET example.com:80/: not in the profile".to_string(),
             format!("refused CONNECT [::1]:{port}: not in the profile"),
         ]
     );

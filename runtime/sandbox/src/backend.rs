@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use escepine_contract::EgressEntry;
+use escepine_contract::EgressGrant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
@@ -44,8 +44,9 @@ pub struct SandboxSpec {
     /// An unpacked OCI image whose whole tree is copied into the sandbox's root (then
     /// `program` is a path inside it, and nothing of the host is copied).
     pub root_tree: Option<PathBuf>,
-    /// The egress entries in force (profile plus overlay); empty means no network at all.
-    pub egress: Vec<EgressEntry>,
+    /// What the sandbox may reach (profile plus overlay entries, the call's authorized origins,
+    /// the addresses treated as public), fixed before it starts; empty means no network at all.
+    pub egress: EgressGrant,
     /// The tool's resource limits.
     pub limits: Limits,
 }
@@ -177,6 +178,8 @@ pub struct JobOutput {
     pub stderr: String,
     /// Egress the sandbox's proxy refused while the job ran.
     pub egress_refusals: Vec<String>,
+    /// Requests the sandbox's proxy admitted while the job ran, with their paths.
+    pub egress_requests: Vec<String>,
     /// Whether the sandbox reached its memory bound and the kernel killed a process of it.
     pub memory_exhausted: bool,
 }
@@ -186,6 +189,8 @@ pub struct JobOutput {
 pub struct Teardown {
     /// Egress the sandbox's proxy refused, one line each.
     pub egress_refusals: Vec<String>,
+    /// Requests the sandbox's proxy admitted, one line each, with their paths.
+    pub egress_requests: Vec<String>,
     /// Anything that did not go cleanly (already logged).
     pub problems: Vec<String>,
     /// Whether the sandbox reached its memory bound and the kernel killed a process of it.

@@ -664,12 +664,18 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
         .as_ref()
         .map(ProxyHandle::refusals)
         .unwrap_or_default();
+    let egress_requests = state
+        .proxy
+        .as_ref()
+        .map(ProxyHandle::requests)
+        .unwrap_or_default();
     Ok(JobOutput {
         status,
         stdout_overflow: stdout.dropped > 0,
         stdout: stdout.kept,
         stderr,
         egress_refusals,
+        egress_requests,
         memory_exhausted,
     })
 }
@@ -774,6 +780,7 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
         }
     }
     if let Some(proxy) = state.proxy.take() {
+        teardown.egress_requests = proxy.requests();
         teardown.egress_refusals = proxy.shutdown().await;
     }
     let proxy_stopped = started.elapsed();

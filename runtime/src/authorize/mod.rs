@@ -43,7 +43,7 @@ use cedar_policy::{
     AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
     RestrictedExpression, Schema, SchemaFragment,
 };
-use escepine_contract::Principal;
+use escepine_contract::{Origin, Principal};
 use registry_build::cedar::types::{input_type, CedarType};
 use registry_build::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
 use registry_build::urls::{per_url, PerUrl};
@@ -62,6 +62,7 @@ pub struct Decision {
     policy_ids: Vec<String>,
     reasons: Vec<String>,
     requests: usize,
+    origins: Vec<Origin>,
 }
 
 impl Decision {
@@ -71,7 +72,15 @@ impl Decision {
             policy_ids: Vec::new(),
             reasons: vec![reason],
             requests: 0,
+            origins: Vec::new(),
         }
+    }
+
+    /// The origins of the URLs the call's requests authorized (the single per-URL field, each
+    /// element of an `x-authorize-each` list), from the very facts Cedar saw: sorted, distinct,
+    /// and empty unless the call is allowed.
+    pub fn origins(&self) -> &[Origin] {
+        &self.origins
     }
 
     /// Whether the call may proceed: every request was allowed, without evaluation errors.
@@ -390,6 +399,9 @@ impl Authorizer {
             Err(e) => return tally.deny(format!("{}: the request cannot be built: {e}", label())),
         };
         tally.requests += 1;
+        if let Some(f) = url {
+            tally.origins.insert(f.origin());
+        }
         let response = self
             .cedar
             .is_authorized(&request, &tool.policies, &self.entities);
@@ -465,6 +477,7 @@ struct Tally {
     allow_ids: BTreeSet<String>,
     deny_ids: BTreeSet<String>,
     reasons: Vec<String>,
+    origins: BTreeSet<Origin>,
 }
 
 impl Tally {
@@ -486,6 +499,11 @@ impl Tally {
             .collect(),
             reasons: if allowed { Vec::new() } else { self.reasons },
             requests: self.requests,
+            origins: if allowed {
+                self.origins.into_iter().collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }

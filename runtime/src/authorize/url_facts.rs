@@ -9,6 +9,7 @@
 use std::net::IpAddr;
 
 use cedar_policy::RestrictedExpression;
+use escepine_contract::{Origin, OriginHost};
 use url::{Host, Url};
 
 use escepine_egress::host_class;
@@ -128,6 +129,19 @@ impl UrlFacts {
             ip,
             public,
         })
+    }
+
+    /// The origin these facts name: the scheme, the host exactly as Cedar saw it (an address
+    /// literal as its address, IPv4-mapped as IPv4) and the port (explicit or the default).
+    pub fn origin(&self) -> Origin {
+        Origin {
+            scheme: self.scheme.clone(),
+            host: match self.ip {
+                Some(ip) => OriginHost::Ip(ip),
+                None => OriginHost::Name(self.host.clone()),
+            },
+            port: self.port,
+        }
     }
 
     /// The facts as the Cedar record `{ raw, scheme, host, port, path }`.
@@ -277,6 +291,30 @@ mod tests {
             UrlFacts::parse("foo://a.b/"),
             Err(UrlError::NoPort { .. })
         ));
+    }
+
+    #[test]
+    fn origins_agree_with_the_facts() {
+        let origin = |raw: &str| UrlFacts::parse(raw).expect("parses").origin().to_string();
+        for (raw, want) in [
+            (
+                "HTTPS://WWW.LinkedIn.COM./a?b",
+                "https://www.linkedin.com:443",
+            ),
+            (
+                "https://bücher.example:8443/",
+                "https://xn--bcher-kva.example:8443",
+            ),
+            ("http://0x7f.1/", "http://127.0.0.1:80"),
+            ("http://[::ffff:127.0.0.1]:81/", "http://127.0.0.1:81"),
+            ("http://[::1]/", "http://[::1]:80"),
+            (
+                "https://user:pw@linkedin.com:443/",
+                "https://linkedin.com:443",
+            ),
+        ] {
+            assert_eq!(origin(raw), want, "{raw}");
+        }
     }
 
     #[test]

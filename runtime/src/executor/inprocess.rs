@@ -67,6 +67,7 @@ impl Executor for InProcessExecutor {
                 output,
                 stderr: String::new(),
                 egress_refusals: Vec::new(),
+                egress_requests: Vec::new(),
             }),
             None => Err(ExecError::Spawn(format!(
                 "no in-process implementation is registered for `{}`",

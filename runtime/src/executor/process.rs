@@ -355,6 +355,7 @@ fn classify(
                 output,
                 stderr,
                 egress_refusals: Vec::new(),
+                egress_requests: Vec::new(),
             })
         }
         (Some(EXIT_TRANSIENT), _) => Err(ExecError::Transient {

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use registry_build::{EgressEntry, ToolRecord};
+use escepine_contract::EgressGrant;
+use registry_build::ToolRecord;
 use serde_json::Value;
 
 pub use crate::ledger::BoxFuture;
@@ -29,8 +30,9 @@ pub struct Invocation<'a> {
     pub secrets: &'a BTreeMap<String, String>,
     /// The scrubber of exactly those values (the governed path's own, built once per call).
     pub scrubber: &'a Scrubber,
-    /// The egress entries in force (profile plus overlay).
-    pub egress: &'a [EgressEntry],
+    /// What the attempt may reach: profile plus overlay entries, the origins the call's
+    /// authorization allowed, the addresses treated as public.
+    pub egress: &'a EgressGrant,
 }
 
 impl Invocation<'_> {
@@ -52,6 +54,9 @@ pub struct Execution {
     pub stderr: String,
     /// Egress refusals observed during the attempt.
     pub egress_refusals: Vec<String>,
+    /// Requests the egress proxy admitted during the attempt, with their paths
+    /// (`GET host:port/path`, `CONNECT host:port`).
+    pub egress_requests: Vec<String>,
 }
 
 /// Why an attempt failed.

@@ -61,6 +61,11 @@ pub struct Intent {
     /// Runtime overlay entries in force for this tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlay: Vec<String>,
+    /// The origins (`scheme://host:port`) the call's egress admits because its authorization
+    /// allowed their URLs (a profile with `authorized-urls`), sorted; fixed before the sandbox
+    /// started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_origins: Vec<String>,
     /// The call's overall deadline in milliseconds from its first attempt: every attempt at
     /// the tool's timeout plus every retry delay at its longest
     /// ([`escepine_contract::RetryPolicy::deadline_ms`]). Absent only in entries written before
@@ -104,6 +109,10 @@ pub struct Attempt {
     /// Egress refusals of the sandbox's proxy during this attempt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress_refusals: Vec<String>,
+    /// Requests the sandbox's proxy admitted during this attempt, each with its path
+    /// (`GET host:port/path?query`; a tunnel, `CONNECT host:port`), scrubbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_requests: Vec<String>,
 }
 
 /// How a call ended.
@@ -187,5 +196,53 @@ impl Record {
             Record::Outcome(_) => "outcome",
             Record::Transition(_) => "transition",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn intent_body(extra: Value) -> Value {
+        let mut body = json!({
+            "kind": "intent", "call_id": "c", "idempotency_key": "k", "tool_id": "t",
+            "tool_version": "1.0.0", "class": "read-only", "principal": "Agent::\"a\"",
+            "payload": {}, "payload_hash": "00", "decision": "allow", "policy_ids": []
+        });
+        if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(e.clone());
+        }
+        body
+    }
+
+    #[test]
+    fn egress_origins_are_decoded_and_omitted_when_empty() {
+        let origins =
+            json!({"egress_origins": ["http://127.0.0.1:8080", "https://example.com:443"]});
+        let Record::Intent(i) =
+            serde_json::from_value(intent_body(origins.clone())).expect("decodes")
+        else {
+            panic!("an intent");
+        };
+        assert_eq!(
+            i.egress_origins,
+            ["http://127.0.0.1:8080", "https://example.com:443"]
+        );
+        let back = serde_json::to_value(Record::Intent(i.clone())).expect("encodes");
+        assert_eq!(back["egress_origins"], origins["egress_origins"]);
+
+        let Record::Intent(none) = serde_json::from_value(intent_body(json!({}))).expect("decodes")
+        else {
+            panic!("an intent");
+        };
+        assert!(none.egress_origins.is_empty());
+        let back = serde_json::to_value(Record::Intent(none)).expect("encodes");
+        assert!(back.get("egress_origins").is_none(), "{back}");
+        // Still closed: a misspelt field is refused.
+        assert!(
+            serde_json::from_value::<Record>(intent_body(json!({"egress_origin": []}))).is_err()
+        );
     }
 }

@@ -390,6 +390,7 @@ pub(crate) fn classify(
             output,
             stderr,
             egress_refusals: Vec::new(),
+            egress_requests: Vec::new(),
         }),
         Err(SessionError::Tool { message, transient }) => {
             let within = scrubber.text_within(&message, ERROR_TEXT_LIMIT);

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use escepine_contract::EgressGrant;
 use escepine_contract::{Transport, EXIT_TRANSIENT};
 use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
@@ -11,7 +12,7 @@ use escepine_sandbox::{
     Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
     SandboxBackend, SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
 };
-use registry_build::{EgressEntry, ToolRecord};
+use registry_build::ToolRecord;
 use tokio::time::Instant;
 
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
@@ -180,7 +181,7 @@ impl SandboxExecutor {
     pub async fn spec(
         &self,
         tool: &ToolRecord,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, ExecError> {
         if let Some(image) = self.image_of(tool)? {
             let launch = tool_launch(tool, &image)?;
@@ -196,11 +197,7 @@ impl SandboxExecutor {
     ///
     /// # Errors
     /// As [`SandboxExecutor::spec`].
-    pub async fn prewarm(
-        &self,
-        tool: &ToolRecord,
-        egress: &[EgressEntry],
-    ) -> Result<(), ExecError> {
+    pub async fn prewarm(&self, tool: &ToolRecord, egress: &EgressGrant) -> Result<(), ExecError> {
         if let Some(pool) = &self.pool {
             let spec = self.spec(tool, egress).await?;
             pool.fill(&spec);
@@ -212,7 +209,7 @@ impl SandboxExecutor {
         &self,
         tool: &ToolRecord,
         program: &Path,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
         self.spec_of(
             program,
@@ -230,7 +227,7 @@ impl SandboxExecutor {
         program: &Path,
         sha256: Option<String>,
         binds: Vec<PathBuf>,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
         let identity = deps::identity(program)?;
         let (cache, p, id) = (
@@ -252,7 +249,7 @@ impl SandboxExecutor {
             read_only,
             binds,
             root_tree: None,
-            egress: egress.to_vec(),
+            egress: egress.clone(),
             limits: self.limits,
         }))
     }
@@ -265,7 +262,7 @@ impl SandboxExecutor {
         tool: &ToolRecord,
         image: &ToolImage,
         launch: &ImageLaunch,
-        egress: &[EgressEntry],
+        egress: &EgressGrant,
     ) -> Arc<SandboxSpec> {
         image_root_spec(
             image,
@@ -395,10 +392,7 @@ impl SandboxExecutor {
                 let teardown = self.backend.destroy(sandbox).await;
                 match e {
                     SandboxError::TimedOut => Err(timed_out()),
-                    e => Err(ExecError::Spawn(with_refusals(
-                        e.to_string(),
-                        &teardown.egress_refusals,
-                    ))),
+                    e => Err(ExecError::Spawn(with_egress(e.to_string(), &teardown))),
                 }
             }
         }
@@ -428,9 +422,9 @@ impl SandboxExecutor {
             Ok(a) => a,
             Err(e) => {
                 let teardown = self.backend.destroy(sandbox).await;
-                return Err(ExecError::Spawn(with_refusals(
+                return Err(ExecError::Spawn(with_egress(
                     format!("cannot start the MCP server of `{tool}`: {e}"),
-                    &teardown.egress_refusals,
+                    &teardown,
                 )));
             }
         };
@@ -463,13 +457,12 @@ impl SandboxExecutor {
         let Ok((outcome, ended)) = finished else {
             return Err(ExecError::TimedOut(inv.timeout));
         };
-        let refusals = teardown.egress_refusals;
-        // As for `stdio-json`: a failure's evidence keeps the refusals with its stderr; a
-        // success carries them apart.
+        // As for `stdio-json`: a failure's evidence keeps the requests and refusals with its
+        // stderr; a success carries them apart.
         let stderr = if outcome.is_ok() {
             stderr
         } else {
-            with_refusals(stderr, &refusals)
+            with_egress(stderr, &teardown)
         };
         if teardown.memory_exhausted && outcome.is_err() {
             return Err(ExecError::Permanent {
@@ -479,7 +472,8 @@ impl SandboxExecutor {
         }
         let mut result = transport::classify(tool, outcome, ended, stderr, &scrubber);
         if let Ok(execution) = &mut result {
-            execution.egress_refusals = refusals;
+            execution.egress_refusals = teardown.egress_refusals;
+            execution.egress_requests = teardown.egress_requests;
         }
         result
     }
@@ -501,7 +495,7 @@ impl SandboxExecutor {
         read_only: &[PathBuf],
     ) -> Result<ServerSession, ExecError> {
         let spec = self
-            .spec_of(program, None, read_only.to_vec(), &[])
+            .spec_of(program, None, read_only.to_vec(), &EgressGrant::default())
             .await
             .map_err(spawn_error)?;
         let mut argv = vec![program.to_string_lossy().into_owned()];
@@ -530,7 +524,13 @@ impl SandboxExecutor {
         read_only: &[PathBuf],
     ) -> Result<ServerSession, ExecError> {
         let launch = image.launch(command, args).map_err(spawn_error)?;
-        let spec = image_root_spec(image, &launch, read_only.to_vec(), &[], self.limits);
+        let spec = image_root_spec(
+            image,
+            &launch,
+            read_only.to_vec(),
+            &EgressGrant::default(),
+            self.limits,
+        );
         let mut argv = vec![launch.program.to_string_lossy().into_owned()];
         argv.extend(launch.args);
         let mut env = image_env(image, server_env());
@@ -687,7 +687,7 @@ fn image_root_spec(
     image: &ToolImage,
     launch: &ImageLaunch,
     binds: Vec<PathBuf>,
-    egress: &[EgressEntry],
+    egress: &EgressGrant,
     limits: Limits,
 ) -> Arc<SandboxSpec> {
     Arc::new(SandboxSpec {
@@ -697,7 +697,7 @@ fn image_root_spec(
         read_only: image.top_level(),
         binds,
         root_tree: Some(image.rootfs.clone()),
-        egress: egress.to_vec(),
+        egress: egress.clone(),
         limits,
     })
 }
@@ -706,10 +706,15 @@ fn spawn_error(e: SandboxError) -> ExecError {
     ExecError::Spawn(e.to_string())
 }
 
-/// `text` with the egress refusals appended, so that a failed attempt's evidence keeps them.
-fn with_refusals(mut text: String, refusals: &[String]) -> String {
-    for r in refusals {
-        text.push_str(&format!("\n[egress {r}]"));
+/// `text` with the proxy's admitted requests and refusals appended (`[egress GET …]`,
+/// `[egress refused …]`), so that a failed attempt's evidence keeps them.
+fn with_egress(text: String, teardown: &Teardown) -> String {
+    egress_appended(text, &teardown.egress_requests, &teardown.egress_refusals)
+}
+
+fn egress_appended(mut text: String, requests: &[String], refusals: &[String]) -> String {
+    for line in requests.iter().chain(refusals) {
+        text.push_str(&format!("\n[egress {line}]"));
     }
     text
 }
@@ -721,7 +726,13 @@ fn classify(
     stdout_limit: usize,
     limits: &Limits,
 ) -> Result<Execution, ExecError> {
-    let stderr = || with_refusals(out.stderr.clone(), &out.egress_refusals);
+    let stderr = || {
+        egress_appended(
+            out.stderr.clone(),
+            &out.egress_requests,
+            &out.egress_refusals,
+        )
+    };
     if out.memory_exhausted && out.status != JobStatus::Exited(0) {
         return Err(ExecError::Permanent {
             message: out_of_memory(tool, limits),
@@ -750,6 +761,7 @@ fn classify(
                 output,
                 stderr: out.stderr,
                 egress_refusals: out.egress_refusals,
+                egress_requests: out.egress_requests,
             })
         }
         JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {

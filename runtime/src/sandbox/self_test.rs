@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use escepine_contract::EgressGrant;
 use escepine_sandbox::{Job, JobStatus, SandboxError, SAFE_PATH, TOOL_LANG};
 
 use super::executor::SandboxExecutor;
@@ -44,7 +45,9 @@ impl SandboxExecutor {
             .ok_or_else(|| {
                 SandboxError::Init(format!("no `{PROBE}` on {SAFE_PATH} to run as a self-test"))
             })?;
-        let spec = self.spec_of(&program, None, Vec::new(), &[]).await?;
+        let spec = self
+            .spec_of(&program, None, Vec::new(), &EgressGrant::default())
+            .await?;
         let backend = self.backend();
         let mut sandbox = backend.provision(spec).await?;
         let job = Job {

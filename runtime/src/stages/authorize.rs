@@ -1,6 +1,7 @@
 //! Stage 3: Cedar authorization, and the admission after the intent that lets an allowed call
 //! on and ends a denied one.
 
+use escepine_contract::EgressGrant;
 use serde_json::Value;
 
 use super::context::CallContext;
@@ -23,6 +24,19 @@ pub(crate) fn authorize(
         decision.policy_ids().join(",").as_str(),
     );
     decision
+}
+
+/// What the call's sandbox may reach, fixed here, before the intent and any execution: the
+/// tool's grant (profile and overlay entries, public addresses) and, for a profile with
+/// `authorized-urls`, the origins of the URLs the decision authorized — from the very URL facts
+/// Cedar saw. A denied call's grant has no origins (it never executes).
+pub(crate) fn egress(cx: &CallContext<'_>, decision: &Decision) -> EgressGrant {
+    let grant = cx.tool.egress.clone();
+    if cx.tool.record.sandbox_profile.authorized_urls && decision.allowed() {
+        grant.with_origins(decision.origins().iter().cloned())
+    } else {
+        grant
+    }
 }
 
 /// After the intent: an allowed call goes on; a denied one ends, with its policies and its

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use escepine_contract::Principal;
-use registry_build::EgressEntry;
+use escepine_contract::{EgressGrant, Principal};
 use registry_build::ToolRecord;
 
 use crate::gate::SchemaGate;
@@ -19,8 +18,9 @@ pub(crate) struct LoadedTool {
     pub(crate) input_gate: SchemaGate,
     /// The output gate (the record's output schema, compiled).
     pub(crate) output_gate: SchemaGate,
-    /// Profile egress plus overlay entries.
-    pub(crate) egress: Vec<EgressEntry>,
+    /// Profile egress plus overlay entries, and the overlay's public addresses: what every call
+    /// may reach before its authorization adds the origins of its URLs.
+    pub(crate) egress: EgressGrant,
     /// The overlay entries in force, as recorded in intents.
     pub(crate) overlay: Vec<String>,
 }
@@ -81,6 +81,9 @@ pub(crate) struct CallContext<'a> {
     pub(crate) secrets: BTreeMap<String, String>,
     /// Scrubs those values from everything recorded, traced or returned.
     pub(crate) scrubber: Scrubber,
+    /// What the call's sandbox may reach: the tool's grant, plus the origins its authorization
+    /// allowed (`authorize::egress`, fixed before the intent and before any sandbox starts).
+    pub(crate) egress: EgressGrant,
 }
 
 impl<'a> CallContext<'a> {
@@ -101,6 +104,7 @@ impl<'a> CallContext<'a> {
             tool,
             secrets,
             scrubber,
+            egress: tool.egress.clone(),
         }
     }
 }

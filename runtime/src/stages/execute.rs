@@ -73,7 +73,7 @@ pub(crate) async fn execute(
             timeout: retry.attempt_timeout(),
             secrets: &cx.secrets,
             scrubber: &cx.scrubber,
-            egress: &cx.tool.egress,
+            egress: &cx.egress,
         };
         let start_ms = unix_ms();
         let started = Instant::now();
@@ -104,8 +104,8 @@ pub(crate) async fn execute(
     }
 }
 
-/// The attempt as recorded: timings, error class and message, stderr, egress refusals, all
-/// scrubbed.
+/// The attempt as recorded: timings, error class and message, stderr, egress refusals and
+/// admitted requests, all scrubbed.
 fn attempt_record(
     cx: &CallContext<'_>,
     result: &Result<Execution, ExecError>,
@@ -113,9 +113,13 @@ fn attempt_record(
     started: Instant,
 ) -> Attempt {
     let scrub = |t: &str| cx.scrubber.text(t);
-    let (stderr, refusals) = match result {
-        Ok(e) => (e.stderr.as_str(), e.egress_refusals.as_slice()),
-        Err(e) => (e.stderr(), &[][..]),
+    let (stderr, refusals, requests) = match result {
+        Ok(e) => (
+            e.stderr.as_str(),
+            e.egress_refusals.as_slice(),
+            e.egress_requests.as_slice(),
+        ),
+        Err(e) => (e.stderr(), &[][..], &[][..]),
     };
     Attempt {
         start_ms,
@@ -124,6 +128,7 @@ fn attempt_record(
         error: result.as_ref().err().map(|e| scrub(&e.to_string())),
         stderr: (!stderr.is_empty()).then(|| scrub(stderr)),
         egress_refusals: refusals.iter().map(|r| scrub(r)).collect(),
+        egress_requests: requests.iter().map(|r| scrub(r)).collect(),
     }
 }
 
@@ -209,6 +214,7 @@ mod tests {
             output: json!({"n": n}),
             stderr: String::new(),
             egress_refusals: Vec::new(),
+            egress_requests: Vec::new(),
         }))
     }
 

@@ -11,7 +11,7 @@ use crate::ledger::{
 };
 
 /// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
-/// hash, the decision and its policies, the overlay, the deadline), committed; a ledger that
+/// hash, the decision and its policies, the overlay, the origins its egress admits, the deadline), committed; a ledger that
 /// cannot commit refuses the call before anything ran.
 pub(crate) async fn record(
     cx: &CallContext<'_>,
@@ -49,6 +49,7 @@ fn intent(cx: &CallContext<'_>, payload: &Value, decision: &Decision) -> Intent 
             .map(|r| cx.scrubber.text(r))
             .collect(),
         overlay: cx.tool.overlay.clone(),
+        egress_origins: cx.egress.origins.iter().map(ToString::to_string).collect(),
         deadline_ms: Some(retry::deadline(record).as_millis() as u64),
         credential_exemptions: record
             .credential_exemptions()

@@ -10,6 +10,8 @@
 //!    their scrubber.
 //! 2. [`input::gate`]: the payload against the input schema (deviation → refused).
 //! 3. [`authorize::authorize`]: Cedar; a DENY is a decision, recorded, never retried.
+//!    [`authorize::egress`] then fixes what the call's sandbox may reach (for a profile with
+//!    `authorized-urls`, the origins of the URLs Cedar allowed).
 //! 4. [`intent::record`]: the intent is committed before anything can execute (a ledger that
 //!    cannot commit → refused). From here on every call ends with a recorded outcome.
 //!    [`authorize::admit`] then lets an allowed call on; a denied one ends here.
@@ -79,9 +81,10 @@ pub(crate) async fn run(
     ids: CallIds,
 ) -> Result<CallReport, CallError> {
     let tool = resolve(parts.tools, name)?; // 1
-    let cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
+    let mut cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
     let payload = input::gate(&cx, payload)?; // 2
     let decision = authorize::authorize(&cx, parts.authorizer, &payload); // 3
+    cx.egress = authorize::egress(&cx, &decision);
     let intent = intent::record(&cx, parts.ledger, &payload, &decision).await?; // 4
     let (attempts, ended) = match authorize::admit(&cx, &decision) {
         Err(denied) => (Vec::new(), denied),

@@ -43,6 +43,7 @@ pub(crate) fn record(tool_id: &str, input: Value, output: Value) -> ToolRecord {
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },
@@ -55,7 +56,7 @@ pub(crate) fn loaded(record: ToolRecord) -> LoadedTool {
         input_gate: SchemaGate::new(&record.input_schema).expect("input schema compiles"),
         output_gate: SchemaGate::new(&record.output_schema).expect("output schema compiles"),
         record,
-        egress: Vec::new(),
+        egress: escepine_contract::EgressGrant::default(),
         overlay: Vec::new(),
     }
 }

@@ -7,7 +7,9 @@
 //!
 //! The registry is checked against the real deployment envelope plus `127.0.0.1`, so that the
 //! runtime overlay admitting each test server's port (as a demo would) is within it; the
-//! overlay is what a sandboxing executor enforces.
+//! overlay is what a sandboxing executor enforces. The page readers in direct mode need no port
+//! of their own: their profiles' `authorized-urls` admit the origins of the URLs Cedar allowed,
+//! which an overlay's `public_addresses` lets the proxy reach on loopback.
 
 use crate::support::host;
 use escepine_testkit::bins;
@@ -86,6 +88,16 @@ impl Catalog {
     /// A runtime over the real catalog with these secret values (base URLs and keys, by their
     /// declared names) and an overlay admitting each server's loopback port for its tools.
     fn new(secrets: &[(&str, &str)], admit: &[(&str, &Server)]) -> Self {
+        let mut overlay = Overlay::default();
+        for (tool, server) in admit {
+            let entry: EgressEntry = server.authority().parse().expect("an egress entry");
+            overlay = overlay.admit(tool, entry);
+        }
+        Self::with_overlay(secrets, overlay)
+    }
+
+    /// A runtime over the real catalog with these secret values and `overlay`.
+    fn with_overlay(secrets: &[(&str, &str)], overlay: Overlay) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut envelope: Value = serde_json::from_str(
             &std::fs::read_to_string(workspace().join("tools/envelope.json"))
@@ -106,11 +118,6 @@ impl Catalog {
                 .workspace_root(workspace()),
         )
         .unwrap_or_else(|d| panic!("{}", d.render()));
-        let mut overlay = Overlay::default();
-        for (tool, server) in admit {
-            let entry: EgressEntry = server.authority().parse().expect("an egress entry");
-            overlay = overlay.admit(tool, entry);
-        }
         let secrets = MapSecrets(
             secrets
                 .iter()
@@ -290,6 +297,47 @@ async fn tavily_crawl_through_the_governed_path() {
         ]})
     );
     assert!(site.requests_to("/private/x").is_empty());
+}
+
+/// Direct mode with no overlay entry: each call reaches the origin of the URL Cedar authorized
+/// in it, and a redirect to another origin is not followed.
+#[tokio::test]
+async fn page_readers_reach_the_origins_their_calls_authorized() {
+    let _host = host::shared().await;
+    let other = Server::start(|_| Reply::html(ARTICLE));
+    let away = format!("{}/article", other.url());
+    let site = Server::start(move |req| match req.path.as_str() {
+        "/article" => Reply::html(ARTICLE),
+        "/away" => Reply::redirect(302, &away),
+        _ => Reply::status(404),
+    });
+    let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+    let c = Catalog::with_overlay(&[], Overlay::default().public_address(loopback));
+    let origin = |s: &Server| format!("http://{}", s.authority());
+
+    let r = c
+        .ok(
+            "firecrawl_scrape",
+            json!({ "url": format!("{}/article", site.url()) }),
+        )
+        .await;
+    assert_eq!(r.output["title"], "Governed egress");
+    let (intent, outcome) = c.evidence(&r.call_id);
+    assert_eq!(intent.egress_origins, [origin(&site)]);
+    assert_eq!(intent.overlay, ["public_address 127.0.0.1"]);
+    assert!(outcome.attempts[0].egress_refusals.is_empty());
+
+    let r = c
+        .ok(
+            "firecrawl_scrape",
+            json!({ "url": format!("{}/away", site.url()) }),
+        )
+        .await;
+    assert_eq!(r.output["status_code"], 302);
+    assert!(other.requests().is_empty(), "the redirect was followed");
+
+    // (`web_fetch_exa`'s policies admit only public `https` URLs, so its bulk reads on loopback
+    // are shown in `sandbox_authorized_urls`.)
 }
 
 #[tokio::test]

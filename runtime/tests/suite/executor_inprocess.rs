@@ -42,6 +42,7 @@ fn record(tool_id: &str) -> ToolRecord {
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },
@@ -63,7 +64,7 @@ async fn call(
         timeout: Duration::from_secs(1),
         secrets: &secrets,
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
-        egress: &[],
+        egress: &escepine_contract::EgressGrant::default(),
     };
     executor.execute(inv).await.map(|e| e.output)
 }

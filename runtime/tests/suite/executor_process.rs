@@ -37,7 +37,7 @@ async fn run_with(
         timeout,
         secrets,
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
-        egress: &[],
+        egress: &escepine_contract::EgressGrant::default(),
     };
     executor.execute(inv).await
 }

@@ -32,6 +32,7 @@ mod ledger_crash;
 mod ledger_sqlite;
 mod ledger_tamper;
 mod mcp_transport;
+mod sandbox_authorized_urls;
 mod sandbox_egress;
 mod sandbox_governed;
 mod sandbox_hostile;

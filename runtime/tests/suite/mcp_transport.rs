@@ -271,6 +271,7 @@ fn record(
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },
@@ -289,7 +290,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             timeout: Duration::from_millis(record.timeout_ms),
             secrets: &secrets,
             scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
-            egress: &[],
+            egress: &escepine_contract::EgressGrant::default(),
         })
         .await
         .map(|e| e.output)

@@ -77,7 +77,9 @@ async fn the_warm_pool_never_reuses_a_sandbox() {
     let host = HostSnapshot::take(dir.path());
     let ex: SandboxExecutor = executor(MapResolver::default(), dir.path()).with_warm_pool(2);
     let rec = hostile_record("hostile_probe", "probe");
-    ex.prewarm(&rec, &[]).await.unwrap();
+    ex.prewarm(&rec, &escepine_contract::EgressGrant::default())
+        .await
+        .unwrap();
     let pool = Arc::clone(ex.pool().unwrap());
     for _ in 0..100 {
         if pool.ready() == 2 {
@@ -112,7 +114,10 @@ async fn two_backends_never_share_an_outside_uid() {
     let a = executor(MapResolver::default(), dir.path());
     let b = executor(MapResolver::default(), dir.path());
     let rec = hostile_record("hostile_noop", "noop");
-    let spec = a.spec(&rec, &[]).await.unwrap();
+    let spec = a
+        .spec(&rec, &escepine_contract::EgressGrant::default())
+        .await
+        .unwrap();
     let mut held = Vec::new();
     for ex in [&a, &b] {
         for _ in 0..4 {

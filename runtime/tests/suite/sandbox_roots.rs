@@ -66,7 +66,10 @@ async fn run(
 async fn python_spec(run_dir: &Path, binds: Vec<PathBuf>) -> SandboxSpec {
     let ex = SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), run_dir)));
     let record = record_for("py", Path::new(PYTHON), &[]);
-    let spec = ex.spec(&record, &[]).await.expect("a spec");
+    let spec = ex
+        .spec(&record, &escepine_contract::EgressGrant::default())
+        .await
+        .expect("a spec");
     SandboxSpec {
         binds,
         ..(*spec).clone()
@@ -154,7 +157,7 @@ async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
         read_only: vec!["/usr".into(), "/lib".into(), "/lib64".into(), "/app".into()],
         binds: Vec::new(),
         root_tree: Some(tree.path().to_path_buf()),
-        egress: Vec::new(),
+        egress: escepine_contract::EgressGrant::default(),
         limits: Default::default(),
     };
     let argv = vec![PYTHON.to_string(), "-I".into(), "-c".into(), PROBE.into()];
@@ -188,7 +191,10 @@ async fn a_virtualenv_keeps_its_environment_through_its_own_python_link() {
         run_dir.path(),
     )));
     let record = record_for("venv", &python, &[]);
-    let spec = ex.spec(&record, &[]).await.expect("a spec");
+    let spec = ex
+        .spec(&record, &escepine_contract::EgressGrant::default())
+        .await
+        .expect("a spec");
     let spec = SandboxSpec {
         binds: fixtures::python_read_only_paths().expect("the fixtures are installed"),
         ..(*spec).clone()

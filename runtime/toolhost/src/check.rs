@@ -139,9 +139,13 @@ mod imp {
     /// The typed record of a contract whose record passed the per-record rules.
     fn tool_record(c: &Contract, path: &str) -> Result<ToolRecord, String> {
         let json = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| e.to_string());
+        let authorized_urls = c
+            .egress
+            .contains(&escepine_contract::egress::AUTHORIZED_URLS);
         let egress = c
             .egress
             .iter()
+            .filter(|e| **e != escepine_contract::egress::AUTHORIZED_URLS)
             .map(|e| e.parse::<EgressEntry>().map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ToolRecord {
@@ -184,6 +188,7 @@ mod imp {
             secrets: c.secrets.iter().map(|s| s.to_string()).collect(),
             sandbox_profile: SandboxProfile {
                 egress,
+                authorized_urls,
                 filesystem: c.filesystem,
                 read_only: c.read_only.iter().map(PathBuf::from).collect(),
             },

@@ -2,10 +2,12 @@
 //! each step of `tavily_crawl`).
 //!
 //! - Only `http` and `https` URLs.
-//! - Redirects are followed (at most [`MAX_REDIRECTS`]) only within the page's own origin, plus
-//!   the upgrade from `http` to `https` on the same host and default ports. Cedar authorized
-//!   *this* URL; a redirect elsewhere is not followed but returned as the page (its 3xx status and
-//!   a line naming the target), so that reading the target takes its own governed call.
+//! - Redirects are followed (at most [`MAX_REDIRECTS`]) only within the page's own origin
+//!   (scheme, host and port, defaults filled): the origin Cedar authorized, and the only one a
+//!   profile's `authorized-urls` lets the egress proxy reach for this URL. A redirect elsewhere —
+//!   even the upgrade from `http` to `https`, which is another origin — is not followed but
+//!   returned as the page (its 3xx status and a line naming the target), so that reading the
+//!   target takes its own governed call.
 //! - Any status is a result (the caller decides what a 404 means), except where the reader is
 //!   asked to treat 429 and 5xx as transient ([`Statuses::RetryServerErrors`]).
 //! - HTML (and XHTML) is rendered by [`crate::markdown`]; `text/plain` and `text/markdown` are
@@ -61,16 +63,11 @@ pub fn web_url(raw: &str) -> Result<Url, ToolError> {
     Ok(url)
 }
 
-/// Whether following a redirect from `from` to `to` stays on the authorized origin.
-pub fn same_origin_or_upgrade(from: &Url, to: &Url) -> bool {
-    if from.origin() == to.origin() {
-        return true;
-    }
-    from.scheme() == "http"
-        && to.scheme() == "https"
-        && from.host_str() == to.host_str()
-        && from.port().is_none()
-        && to.port().is_none()
+/// Whether following a redirect from `from` to `to` stays on the authorized origin: the same
+/// scheme, host and port (`url`'s origin: the default port filled, the host normalised as the
+/// URL facts Cedar sees normalise it).
+pub fn same_origin(from: &Url, to: &Url) -> bool {
+    from.origin() == to.origin()
 }
 
 /// What fetching a URL came to.
@@ -117,7 +114,7 @@ pub fn fetch(http: &Http, url: &Url, accept: &str, limit: u64) -> Result<Fetched
                 response,
             });
         };
-        if same_origin_or_upgrade(&current, &target) && redirects < MAX_REDIRECTS {
+        if same_origin(&current, &target) && redirects < MAX_REDIRECTS {
             redirects += 1;
             current = target;
             continue;
@@ -253,23 +250,23 @@ mod tests {
     #[test]
     fn redirects_stay_on_the_origin() {
         let from = u("http://a.example/x");
-        assert!(same_origin_or_upgrade(&from, &u("http://a.example/y")));
-        assert!(same_origin_or_upgrade(&from, &u("https://a.example/y")));
-        assert!(!same_origin_or_upgrade(
-            &from,
-            &u("https://www.a.example/y")
-        ));
-        assert!(!same_origin_or_upgrade(
-            &from,
-            &u("http://a.example:8080/y")
-        ));
-        assert!(!same_origin_or_upgrade(
+        assert!(same_origin(&from, &u("http://a.example/y")));
+        assert!(same_origin(&from, &u("HTTP://A.Example:80/y")));
+        // The upgrade to https is another origin, which the call did not authorize.
+        assert!(!same_origin(&from, &u("https://a.example/y")));
+        assert!(!same_origin(&from, &u("https://www.a.example/y")));
+        assert!(!same_origin(&from, &u("http://a.example:8080/y")));
+        assert!(!same_origin(
             &u("https://a.example/"),
             &u("http://a.example/")
         ));
-        assert!(!same_origin_or_upgrade(
+        assert!(!same_origin(
             &u("http://127.0.0.1:8080/"),
             &u("https://127.0.0.1:8443/")
+        ));
+        assert!(!same_origin(
+            &u("http://127.0.0.1:8080/"),
+            &u("http://localhost:8080/")
         ));
     }
 }

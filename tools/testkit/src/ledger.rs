@@ -26,6 +26,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         overlay: vec![],
         deadline_ms: Some(90_500),
         credential_exemptions: vec![],
+        egress_origins: vec![],
     })
 }
 
@@ -55,6 +56,7 @@ pub fn outcome(n: usize) -> Record {
                 error: Some("exit 75: upstream busy".into()),
                 stderr: Some("busy\n".into()),
                 egress_refusals: vec![],
+                egress_requests: vec![],
             },
             Attempt {
                 start_ms: 1_700_000_000_100,
@@ -63,6 +65,7 @@ pub fn outcome(n: usize) -> Record {
                 error: None,
                 stderr: None,
                 egress_refusals: vec![],
+                egress_requests: vec![],
             },
         ],
         output_hash: Some(sha256_hex(escepine_runtime::ledger::canonical_json(

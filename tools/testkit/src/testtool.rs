@@ -60,6 +60,7 @@ pub fn testtool_record(tool_id: &str, mode: &str) -> ToolRecord {
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::context::Context;
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
-use crate::egress::EgressEntry;
+use crate::egress::{EgressEntry, AUTHORIZED_URLS, PUBLIC};
 use crate::fields::Object;
 use crate::host_path;
 use crate::record::SandboxProfile;
@@ -32,9 +32,26 @@ pub(super) fn profile(
             return None;
         };
         let mut out = Vec::new();
+        let mut authorized_urls = false;
         let mut ok = true;
         for (i, item) in items.iter().enumerate() {
             let ptr = format!("/sandbox_profile/egress/{i}");
+            match item.as_str() {
+                Some(AUTHORIZED_URLS) => {
+                    ok &= authorized_urls_entry(src, &ptr, authorized_urls, ctx, diags);
+                    authorized_urls = true;
+                    continue;
+                }
+                Some(PUBLIC) => {
+                    diags.push(
+                        Diagnostic::at(Rule::EgressReservedWord, src, &ptr, format!("`{PUBLIC}` is an envelope entry (tools may reach public addresses), not a profile entry"))
+                            .help(format!("write `\"{AUTHORIZED_URLS}\"` to admit, per call, the origins of the URLs Cedar authorized")),
+                    );
+                    ok = false;
+                    continue;
+                }
+                _ => {}
+            }
             match item.as_str().map(str::parse::<EgressEntry>) {
                 Some(Ok(entry)) => {
                     if let Some(env) = ctx.envelope {
@@ -58,7 +75,7 @@ pub(super) fn profile(
                 }
             }
         }
-        ok.then_some(out)
+        ok.then_some((out, authorized_urls))
     });
     let filesystem = p.string("filesystem", diags).and_then(|f| {
         if f == "workspace" {
@@ -76,11 +93,87 @@ pub(super) fn profile(
             None
         }
     };
+    let (egress, authorized_urls) = egress?;
     Some(SandboxProfile {
-        egress: egress?,
+        egress,
+        authorized_urls,
         filesystem: filesystem?,
         read_only: read_only?,
     })
+}
+
+/// The `authorized-urls` entry at `ptr`: listed once, and only where the envelope (when one is
+/// given) has `public`.
+fn authorized_urls_entry(
+    src: &SourceFile,
+    ptr: &str,
+    repeated: bool,
+    ctx: &Context<'_>,
+    diags: &mut Diagnostics,
+) -> bool {
+    if repeated {
+        diags.push(Diagnostic::at(
+            Rule::EgressEntry,
+            src,
+            ptr,
+            format!("`{AUTHORIZED_URLS}` is listed twice"),
+        ));
+        return false;
+    }
+    match ctx.envelope {
+        Some(env) if !env.public => {
+            diags.push(
+                Diagnostic::at(
+                    Rule::AuthorizedUrlsPublic,
+                    src,
+                    ptr,
+                    format!(
+                        "`{AUTHORIZED_URLS}` reaches public addresses, and the deployment envelope {} has no `{PUBLIC}` entry",
+                        env.source.display()
+                    ),
+                )
+                .help(format!("add `\"{PUBLIC}\"` to the envelope's `egress`")),
+            );
+            false
+        }
+        _ => true,
+    }
+}
+
+/// `authorized-urls` needs URLs to authorize: a tool whose input schema has no per-URL field
+/// (one URL-bearing field, or a list marked `x-authorize-each`) would be granted nothing. A
+/// schema with URL fields in a shape Cedar cannot see one at a time is the per-URL shape rule's
+/// (`input/per-url-shape`, which `authorized-urls` brings into force), not this one's.
+pub(super) fn authorized_urls_need_a_url(
+    src: &SourceFile,
+    record: &Value,
+    profile: &SandboxProfile,
+    input_schema: &Value,
+    diags: &mut Diagnostics,
+) {
+    if !profile.authorized_urls
+        || crate::urls::per_url(input_schema).has_url()
+        || !crate::urls::shape_problems(input_schema).is_empty()
+    {
+        return;
+    }
+    let at = record
+        .pointer("/sandbox_profile/egress")
+        .and_then(Value::as_array)
+        .and_then(|items| items.iter().position(|i| i == AUTHORIZED_URLS))
+        .map_or_else(
+            || "/sandbox_profile/egress".to_string(),
+            |i| format!("/sandbox_profile/egress/{i}"),
+        );
+    diags.push(
+        Diagnostic::at(
+            Rule::AuthorizedUrlsField,
+            src,
+            &at,
+            format!("`{AUTHORIZED_URLS}` admits the origins of the URLs a call's authorization allowed, and the input schema has no per-URL field"),
+        )
+        .help("give the input one URL field (`\"format\": \"uri\"`), or a list of URLs marked `\"x-authorize-each\": true`"),
+    );
 }
 
 /// `sandbox_profile.read_only`: absolute, lexically normal, distinct host paths that exist,

@@ -76,6 +76,18 @@ pub struct Proxy {
     _dir: tempfile::TempDir,
 }
 
+impl Proxy {
+    /// A proxy started elsewhere, on `path` in `dir`.
+    pub fn new(handle: ProxyHandle, path: PathBuf, dir: tempfile::TempDir) -> Self {
+        assert_eq!(handle.socket_path(), path);
+        Self {
+            handle,
+            path,
+            _dir: dir,
+        }
+    }
+}
+
 pub async fn proxy(list: &[String], resolver: MapResolver) -> Proxy {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let path = dir.path().join("egress.sock");

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_contract::{
+    EgressGrant, FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport,
+};
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
 use escepine_runtime::ledger::BoxFuture;
 use escepine_runtime::sandbox::proxy::Resolver;
@@ -99,6 +101,7 @@ pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
         secrets: Vec::new(),
         sandbox_profile: SandboxProfile {
             egress: Vec::new(),
+            authorized_urls: false,
             filesystem: Filesystem::Workspace,
             read_only: Vec::new(),
         },
@@ -220,6 +223,20 @@ pub async fn run(
     payload: Value,
     secrets: &BTreeMap<String, String>,
     egress: &[EgressEntry],
+    timeout: Duration,
+) -> Result<Execution, ExecError> {
+    let grant = EgressGrant::from(egress);
+    run_granted(executor, record, payload, secrets, &grant, timeout).await
+}
+
+/// One attempt of `record` with `payload`, `secrets` and the whole `egress` grant (entries,
+/// authorized origins, public addresses).
+pub async fn run_granted(
+    executor: &dyn Executor,
+    record: &ToolRecord,
+    payload: Value,
+    secrets: &BTreeMap<String, String>,
+    egress: &EgressGrant,
     timeout: Duration,
 ) -> Result<Execution, ExecError> {
     let inv = Invocation {

@@ -7,6 +7,8 @@
 //! | `probe` | tries everything in one go and reports each attempt (see [`probe`]) |
 //! | `http` | sends the payload's `requests` through `$HTTP_PROXY` and reports each answer |
 //! | `connect` | connects straight to `addr` (a socket address), reports the result |
+//! | `fetch` | GETs the payload's `url`, each of its `urls` and each of its `also` (plain `http://` URLs) through `$HTTP_PROXY`, following every redirect blindly (at most 3 hops), and reports each hop |
+//! | `dial` | ignores its payload and GETs (then CONNECTs to) the fixed origin of its SECOND ARGUMENT (`http://host:port/path`) through `$HTTP_PROXY` |
 //! | `forkbomb` | forks children that wait forever until a fork fails (or `max` succeed) |
 //! | `alloc` | allocates and touches `mb` MiB in 16 MiB steps until an allocation is refused |
 //! | `hang` | starts children that leave the session and ignore SIGTERM, then sleeps forever |
@@ -45,6 +47,8 @@ fn main() -> ExitCode {
         "noop" => json!({}),
         "probe" => probe(&payload),
         "http" => http(&payload),
+        "fetch" => fetch(&payload),
+        "dial" => dial(std::env::args().nth(2).unwrap_or_default().as_str()),
         "connect" => {
             let addr = payload["addr"].as_str().unwrap_or("127.0.0.1:1");
             json!({ "connect": connect(addr) })
@@ -345,6 +349,92 @@ fn http(p: &Value) -> Value {
     json!({ "proxy": proxy, "results": results })
 }
 
+/// The proxy's `host:port`, from `$HTTP_PROXY`.
+fn proxy_addr() -> String {
+    std::env::var("HTTP_PROXY")
+        .unwrap_or_default()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// `http://authority/path` split into its authority and path (`/` when it has none).
+fn split_http(url: &str) -> Option<(String, String)> {
+    let rest = url.strip_prefix("http://")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, "/"),
+    };
+    Some((authority.to_string(), path.to_string()))
+}
+
+/// GET `url` through the proxy, following each `Location` (absolute, or a path on the same
+/// authority) whatever its origin, at most 3 hops.
+fn follow(proxy: &str, url: &str) -> Value {
+    let mut hops = Vec::new();
+    let mut current = url.to_string();
+    for _ in 0..4 {
+        let Some((authority, path)) = split_http(&current) else {
+            hops.push(json!({ "url": current, "ok": false, "error": "not an http URL" }));
+            break;
+        };
+        let answer = match request(proxy, "GET", &authority, &path) {
+            Ok(answer) => answer,
+            Err(e) => {
+                hops.push(json!({ "url": current, "ok": false, "error": e.to_string() }));
+                break;
+            }
+        };
+        let status = answer["status"].as_str().unwrap_or("").to_string();
+        let body = answer["body"].as_str().unwrap_or("").to_string();
+        let location = answer["location"].as_str().map(str::to_string);
+        hops.push(json!({ "url": current, "ok": true, "status": status, "body": body }));
+        match location {
+            Some(l) if l.starts_with('/') => current = format!("http://{authority}{l}"),
+            Some(l) => current = l,
+            None => break,
+        }
+    }
+    Value::Array(hops)
+}
+
+/// `fetch`: each URL of the payload, redirects followed blindly.
+fn fetch(p: &Value) -> Value {
+    let proxy = proxy_addr();
+    let urls = p["url"]
+        .as_str()
+        .into_iter()
+        .chain(
+            p["urls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        )
+        .chain(
+            p["also"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        );
+    let results: Vec<Value> = urls.map(|u| follow(&proxy, u)).collect();
+    json!({ "results": results })
+}
+
+/// `dial`: the fixed origin of `url`, whatever the payload authorized, plain and tunnelled.
+fn dial(url: &str) -> Value {
+    let proxy = proxy_addr();
+    let Some((authority, path)) = split_http(url) else {
+        return json!({ "results": [failed(format!("`{url}` is not an http URL"))] });
+    };
+    let results: Vec<Value> = ["GET", "CONNECT"]
+        .iter()
+        .map(|m| request(&proxy, m, &authority, &path).unwrap_or_else(failed))
+        .collect();
+    json!({ "results": results })
+}
+
 /// One request through the proxy at `proxy_addr`.
 fn request(proxy_addr: &str, method: &str, target: &str, path: &str) -> io::Result<Value> {
     let head = if method == "CONNECT" {
@@ -390,8 +480,17 @@ fn request(proxy_addr: &str, method: &str, target: &str, path: &str) -> io::Resu
     let mut text = String::new();
     let _ = s.read_to_string(&mut text);
     let status = text.lines().next().unwrap_or("").to_string();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    Ok(json!({ "ok": true, "status": status, "body": body }))
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let location = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("location")
+            .then(|| value.trim().to_string())
+    });
+    let mut answer = json!({ "ok": true, "status": status, "body": body });
+    if let (Some(l), Value::Object(m)) = (location, &mut answer) {
+        m.insert("location".into(), Value::from(l));
+    }
+    Ok(answer)
 }
 
 /// Forks children that wait forever, until a fork fails or `max` succeeded.
