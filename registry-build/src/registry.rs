@@ -152,6 +152,38 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The records, sorted by tool id.
+    pub fn records(&self) -> &[ToolRecord] {
+        &self.records
+    }
+
+    /// The deployment envelope, when one was given.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        self.envelope.as_ref()
+    }
+
+    /// The Cedar schema and the validated policies.
+    pub fn cedar(&self) -> &Binding {
+        &self.cedar
+    }
+
+    /// The SOPs that passed every SOP rule, sorted by id (empty unless [`Sources::sops`] was
+    /// given).
+    pub fn sops(&self) -> &[Sop] {
+        &self.sops
+    }
+
+    /// Remarks that are not errors (a skipped rule, say).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The warnings and notes the rules reported about the accepted files (a reviewed
+    /// credential exemption, a script endpoint without a runtime), in file order.
+    pub fn remarks(&self) -> &Diagnostics {
+        &self.remarks
+    }
+
     /// The record of `tool_id`.
     pub fn get(&self, tool_id: &str) -> Option<&ToolRecord> {
         self.records
