@@ -50,6 +50,8 @@ pub mod rules;
 pub mod rust_names;
 pub mod schema;
 pub mod sop;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod urls;
 
 #[cfg(feature = "codegen")]
@@ -63,7 +65,7 @@ pub use record::{
     CompensationSpec, CredentialExemption, EndpointSpec, ResolvedCommand, SandboxProfile,
     ToolRecord,
 };
-pub use registry::{check_records, load, Registry, Sources};
+pub use registry::{check_record, check_records, load, Registry, Sources};
 pub use rule::Rule;
 /// The record rules under their former name.
 pub use rules::record as record_check;

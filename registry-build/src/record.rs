@@ -16,41 +16,41 @@ pub use crate::schema::names::CredentialExemption;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolRecord {
     /// The file the record came from (or a pseudo-path such as `<macro>`).
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// `tool_id` (alias `name`).
-    pub tool_id: String,
+    pub(crate) tool_id: String,
     /// The semver version.
-    pub version: semver::Version,
+    pub(crate) version: semver::Version,
     /// A short human-readable name (MCP's `title`).
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// What the planner reads.
-    pub description: String,
+    pub(crate) description: String,
     /// Whether the tool reaches an open world of external entities (MCP's `openWorldHint`).
-    pub open_world: Option<bool>,
+    pub(crate) open_world: Option<bool>,
     /// `input_schema` (alias `payload_schema`), as written.
-    pub input_schema: Value,
+    pub(crate) input_schema: Value,
     /// `output_schema`, as written.
-    pub output_schema: Value,
+    pub(crate) output_schema: Value,
     /// The id of the tool's Cedar action (always the tool id).
-    pub cedar_action: String,
+    pub(crate) cedar_action: String,
     /// Extra Cedar action groups the action joins.
-    pub action_groups: Vec<String>,
+    pub(crate) action_groups: Vec<String>,
     /// The side-effect class.
-    pub side_effect_class: SideEffectClass,
+    pub(crate) side_effect_class: SideEffectClass,
     /// The declared inverse, for a compensatable tool.
-    pub compensation: Option<CompensationSpec>,
+    pub(crate) compensation: Option<CompensationSpec>,
     /// Bound of each attempt.
-    pub timeout_ms: u64,
+    pub(crate) timeout_ms: u64,
     /// Retry budget for transient failures.
-    pub retry: RetryPolicy,
+    pub(crate) retry: RetryPolicy,
     /// Outcomes an SOP step may choose on failure.
-    pub on_failure: Vec<FailureOutcome>,
+    pub(crate) on_failure: Vec<FailureOutcome>,
     /// How the sandbox runs the tool.
-    pub endpoint: EndpointSpec,
+    pub(crate) endpoint: EndpointSpec,
     /// Names of the secrets the tool needs.
-    pub secrets: Vec<String>,
+    pub(crate) secrets: Vec<String>,
     /// The sandbox profile.
-    pub sandbox_profile: SandboxProfile,
+    pub(crate) sandbox_profile: SandboxProfile,
 }
 
 /// The declared inverse of a compensatable tool.

@@ -31,7 +31,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::stages::testing::{alice, context, loaded, record, Fixed};
+    use crate::stages::testing::{alice, builder, context, loaded, Fixed};
     use crate::stages::CallOptions;
 
     #[test]
@@ -42,8 +42,9 @@ mod tests {
             "required": ["text"],
             "additionalProperties": false
         });
-        let mut rec = record("t", json!({"type": "object"}), out);
-        rec.secrets = vec!["KEY".into()];
+        let rec = builder("t", json!({"type": "object"}), out)
+            .secrets(["KEY"])
+            .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));

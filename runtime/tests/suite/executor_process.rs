@@ -444,7 +444,7 @@ async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
     // report a failure promptly, never an output.
     let mut record = testtool_record("mcp_tool", "echo");
     record.endpoint.transport = Transport::McpStdio;
-    record.endpoint.args.clear();
+    record.endpoint().args.clear();
     record.endpoint.resolved = ResolvedCommand::Path("/bin/false".into());
     let err = run(&record, json!({}))
         .await

@@ -285,7 +285,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             call_id: "call-1",
             idempotency_key: "key-1",
             attempt: 1,
-            timeout: Duration::from_millis(record.timeout_ms),
+            timeout: Duration::from_millis(record.timeout_ms()),
             secrets: &secrets,
             scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
             egress: &[],

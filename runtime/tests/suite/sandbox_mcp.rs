@@ -443,7 +443,7 @@ async fn a_server_exiting_early_in_its_sandbox_names_its_stderr() {
         assert!(
             message.contains("exited with status 1") && message.contains(why),
             "{}: {message}",
-            record.tool_id
+            record.tool_id()
         );
         assert!(
             stderr.contains("Traceback") && stderr.contains(why),
