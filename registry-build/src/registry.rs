@@ -157,6 +157,11 @@ impl Registry {
         &self.records
     }
 
+    /// The records, sorted by tool id, taken out of the registry.
+    pub fn into_records(self) -> Vec<ToolRecord> {
+        self.records
+    }
+
     /// The deployment envelope, when one was given.
     pub fn envelope(&self) -> Option<&Envelope> {
         self.envelope.as_ref()

@@ -321,10 +321,10 @@ fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
     let a = authorizer(&catalog);
     for r in catalog.records() {
         assert_eq!(
-            a.validates_requests(&r.tool_id),
+            a.validates_requests(r.tool_id()),
             Some(false),
             "{}",
-            r.tool_id
+            r.tool_id()
         );
     }
 }

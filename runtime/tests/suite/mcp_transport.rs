@@ -18,7 +18,8 @@ use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
-use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use escepine_testkit::RecordBuilder;
+use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 use crate::support::mcp::{demo_server, fixture, probe_server, workspace_root};
@@ -239,41 +240,17 @@ fn record(
     timeout_ms: u64,
     attempts: u32,
 ) -> ToolRecord {
-    ToolRecord {
-        source: PathBuf::from("<test>"),
-        tool_id: tool_id.into(),
-        version: "1.0.0".parse().expect("semver"),
-        title: None,
-        description: "test".into(),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: tool_id.into(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms,
-        retry: RetryPolicy {
+    RecordBuilder::new(tool_id)
+        .description("test")
+        .timeout_ms(timeout_ms)
+        .retry(RetryPolicy {
             max_attempts: attempts,
             backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport: Transport::McpStdio,
-            command: command.display().to_string(),
-            args: args.iter().map(ToString::to_string).collect(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::Path(command),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+        })
+        .transport(Transport::McpStdio)
+        .binary(&command)
+        .args(args)
+        .registered()
 }
 
 async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError> {

@@ -289,8 +289,10 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
-    let mut rec = tool_root.hostile_record("hostile_noop", "noop");
-    rec.endpoint.sha256 = Some("0".repeat(64));
+    let rec = tool_root
+        .hostile_builder("hostile_noop", "noop")
+        .sha256(&"0".repeat(64))
+        .registered();
     let err = run(
         &ex,
         &rec,
@@ -557,8 +559,9 @@ pub async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swappe
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
     let race = pin::PinRace::start();
-    let mut rec = record_for("pinned_script", race.path(), &[]);
-    rec.endpoint.sha256 = Some(race.digest().to_string());
+    let rec = builder_for("pinned_script", race.path(), &[])
+        .sha256(race.digest())
+        .registered();
     let mut outcomes = pin::Outcomes::default();
     // Bounded: at least 100 calls, then until both outcomes were seen a few times, at most
     // 400.
