@@ -31,10 +31,11 @@ use crate::rules::record::{self as record_rules, Context};
 /// A tool record under construction, held as the JSON of its record file.
 ///
 /// [`new`](Self::new) starts from a minimal read-only `stdio-json` record: version `1.0.0`,
-/// object schemas, one attempt of 10 s, no secrets, no egress, the `workspace` file system,
-/// and the command `tool_id`, resolved as a binary the workspace declares (so the record
-/// registers wherever the test runs; point [`command`](Self::command) at a real binary to
-/// run the tool).
+/// closed empty object schemas (the schema rules refuse an open object), one attempt of
+/// 10 s, no secrets, no egress, the `workspace` file system, and the command `tool_id`,
+/// resolved as a binary the workspace declares (so the record registers wherever the test
+/// runs; point [`command`](Self::command) or [`binary`](Self::binary) at a real binary to run
+/// the tool).
 #[derive(Debug, Clone)]
 pub struct RecordBuilder {
     record: Map<String, Value>,
@@ -49,8 +50,8 @@ impl RecordBuilder {
             "tool_id": tool_id,
             "version": "1.0.0",
             "description": format!("The test tool `{tool_id}`."),
-            "input_schema": { "type": "object" },
-            "output_schema": { "type": "object" },
+            "input_schema": { "type": "object", "additionalProperties": false },
+            "output_schema": { "type": "object", "additionalProperties": false },
             "side_effect_class": SideEffectClass::ReadOnly.as_str(),
             "accepts_credentials": false,
             "timeout_ms": 10_000,

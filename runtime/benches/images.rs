@@ -29,9 +29,7 @@ use escepine_testkit::sample_images as image_support;
 use registry_build::testing::RecordBuilder;
 use registry_build::ToolRecord;
 use serde_json::{json, Value};
-use support::{
-    builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row,
-};
+use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
 #[path = "support/sandboxed.rs"]
 mod support;

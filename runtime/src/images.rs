@@ -59,13 +59,14 @@ pub async fn prepare(
     }
     let mut out = Vec::new();
     for (raw, (image, tools)) in by_ref {
-        let (image, fetched) = ensure(&image, registry.envelope(), store)
-            .await
-            .map_err(|source| ImagesError {
-                tool: tools.first().cloned().unwrap_or_default(),
-                image: raw.clone(),
-                source,
-            })?;
+        let (image, fetched) =
+            ensure(&image, registry.envelope(), store)
+                .await
+                .map_err(|source| ImagesError {
+                    tool: tools.first().cloned().unwrap_or_default(),
+                    image: raw.clone(),
+                    source,
+                })?;
         out.push(Prepared {
             image,
             tools,

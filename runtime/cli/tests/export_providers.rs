@@ -231,7 +231,8 @@ fn lost_constraints_are_described_where_the_model_reads_them() {
 fn mcp_annotations_follow_the_side_effect_class() {
     let records = rules::all_records();
     let hints = |id: &str| {
-        mcp::tool(records.iter().find(|r| r.tool_id() == id).expect("loaded"))["annotations"].clone()
+        mcp::tool(records.iter().find(|r| r.tool_id() == id).expect("loaded"))["annotations"]
+            .clone()
     };
     assert_eq!(hints("web_search"), json!({"readOnlyHint": true}));
     assert_eq!(

@@ -168,13 +168,12 @@ impl Listing {
             );
             let matching =
                 registry_build::cedar::url_scope::matching_actions(&action_entities, &action);
-            let policies =
-                slice::slice(&registry.cedar().policies, &action, &matching).map_err(|message| {
-                    escepine_runtime::authorize::AuthorizeError::Slice {
-                        tool: record.tool_id().to_string(),
-                        message,
-                    }
-                })?;
+            let policies = slice::slice(&registry.cedar().policies, &action, &matching).map_err(
+                |message| escepine_runtime::authorize::AuthorizeError::Slice {
+                    tool: record.tool_id().to_string(),
+                    message,
+                },
+            )?;
             let principal_types = schema
                 .principals_for_action(&action)
                 .map(|it| it.map(ToString::to_string).collect())

@@ -110,9 +110,11 @@ fn a_hidden_tool_is_never_permitted() {
         for who in ["alice", "bob", "carol", "auditor"] {
             let p = Principal::agent(who);
             for record in reg.records() {
-                let allowed_somewhere = payloads
-                    .iter()
-                    .any(|payload| authorizer.authorize(&p, record.tool_id(), payload).allowed());
+                let allowed_somewhere = payloads.iter().any(|payload| {
+                    authorizer
+                        .authorize(&p, record.tool_id(), payload)
+                        .allowed()
+                });
                 let listed = l
                     .visibility(&p, record.tool_id())
                     .expect("known tool")

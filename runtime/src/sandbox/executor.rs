@@ -123,7 +123,8 @@ impl SandboxExecutor {
             return Err(ExecError::Spawn(format!(
                 "refusing to run `{}`: its `sha256` ({pin}) pins a host binary, but it runs on \
                  the image `{}`, which its digest pins",
-                tool.tool_id(), reference.raw
+                tool.tool_id(),
+                reference.raw
             )));
         }
         match self.images.get(&reference.raw) {
@@ -132,7 +133,8 @@ impl SandboxExecutor {
                 message: format!(
                     "the image `{}` of `{}` was not fetched when the runtime was built (images \
                      are fetched at start-up, never inside a call)",
-                    reference.raw, tool.tool_id()
+                    reference.raw,
+                    tool.tool_id()
                 ),
                 stderr: String::new(),
             }),

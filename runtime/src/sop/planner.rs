@@ -297,7 +297,11 @@ impl TypedPlanner {
             return Err(PlannerError::Other(format!(
                 "the step type for `{}` belongs to SOP `{}` and binds `{}`; the run's step is of \
                  SOP `{}` and binds `{}`",
-                request.state, step.sop_id, step.tool_id, request.sop.sop_id, request.tool.tool_id()
+                request.state,
+                step.sop_id,
+                step.tool_id,
+                request.sop.sop_id,
+                request.tool.tool_id()
             )));
         }
         (step.propose)(request)

@@ -449,7 +449,10 @@ async fn a_missing_binary_is_a_spawn_error() {
     let record = testtool_builder("gone_tool", "echo")
         .binary(&gone)
         .registered();
-    assert_eq!(record.endpoint().resolved, ResolvedCommand::Path(gone.clone()));
+    assert_eq!(
+        record.endpoint().resolved,
+        ResolvedCommand::Path(gone.clone())
+    );
     std::fs::remove_file(&gone).expect("remove the copy");
     let err = run(&record, json!({})).await.expect_err("missing");
     assert!(matches!(err, ExecError::Spawn(_)), "{err:?}");

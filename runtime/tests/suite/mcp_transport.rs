@@ -9,9 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use escepine_contract::{
-    FailureOutcome, Filesystem, Principal, RetryPolicy, SideEffectClass, Transport,
-};
+use escepine_contract::{Principal, RetryPolicy, Transport};
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::executor::{ExecError, Executor, Invocation};
 use escepine_runtime::ledger::sqlite::SqliteLedger;

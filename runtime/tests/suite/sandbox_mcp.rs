@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::sandbox::{
     executor, mcp_builder, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot,
-    MapResolver,
-    UID_RANGE,
+    MapResolver, UID_RANGE,
 };
 use escepine_contract::Principal;
 use escepine_runtime::executor::{ExecError, Execution, ProcessExecutor};

@@ -42,6 +42,9 @@ pub fn testtool_builder(tool_id: &str, mode: &str) -> RecordBuilder {
 pub fn testtool_record(tool_id: &str, mode: &str) -> ToolRecord {
     match testtool_builder(tool_id, mode).build() {
         Ok(record) => record,
-        Err(d) => panic!("the testtool record `{tool_id}` does not register:\n{}", d.render()),
+        Err(d) => panic!(
+            "the testtool record `{tool_id}` does not register:\n{}",
+            d.render()
+        ),
     }
 }

@@ -25,7 +25,7 @@ use escepine_runtime::sandbox::proxy::Resolver;
 use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
 use escepine_testkit::RecordBuilder;
 use registry_build::{EgressEntry, ToolRecord};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The sandboxes' outside uids when the tests run as root (the backend's default base).
 pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
