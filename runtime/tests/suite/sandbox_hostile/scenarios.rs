@@ -289,10 +289,28 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
-    let rec = tool_root
+    let wrong = "0".repeat(64);
+    let builder = tool_root
         .hostile_builder("hostile_noop", "noop")
-        .sha256(&"0".repeat(64))
-        .registered();
+        .sha256(&wrong);
+    let rec = match tool_root {
+        Root::Binary => builder.registered(),
+        Root::Image => {
+            // A digest pins a host binary; an image is pinned by its own digest, so
+            // registration refuses both together. The executor of an image root still refuses
+            // a host binary whose digest does not match.
+            let d = builder.build().expect_err("sha256 beside image");
+            assert!(
+                d.has(registry_build::Rule::EndpointDigestWithImage),
+                "{}",
+                d.render()
+            );
+            Root::Binary
+                .hostile_builder("hostile_noop", "noop")
+                .sha256(&wrong)
+                .registered()
+        }
+    };
     let err = run(
         &ex,
         &rec,
