@@ -25,6 +25,11 @@
 //! `Builder::sops`), and compiled into typed state machines by the `Builder`. A checked record
 //! is written as a tool definition for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini) by
 //! [`export`].
+//!
+//! A [`ToolRecord`] and a [`Registry`] are read through accessors and made only by
+//! registration ([`load`], [`check_record`], [`embedded::load`]). Tests make them with the
+//! `testing` feature's `testing::RecordBuilder` and `testing::RegistryBuilder`, which write a
+//! record file and register it by the same rules.
 
 #![deny(missing_docs)]
 

@@ -377,3 +377,90 @@ impl RegistryBuilder {
         registry::load(&sources)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ResolvedCommand;
+    use crate::rule::Rule;
+
+    #[test]
+    fn a_built_record_is_what_its_file_registers() {
+        let record = RecordBuilder::new("text_stats")
+            .timeout_ms(500)
+            .secrets(["API_KEY"])
+            .egress(["api.example.com:443"])
+            .registered();
+        assert_eq!(record.tool_id(), "text_stats");
+        assert_eq!(record.timeout_ms(), 500);
+        assert_eq!(record.secrets(), ["API_KEY"]);
+        assert_eq!(record.sandbox_profile().egress.len(), 1);
+        assert_eq!(
+            record.endpoint().resolved,
+            ResolvedCommand::WorkspaceBin("text_stats".into())
+        );
+        assert_eq!(record.source(), Path::new("<test>/text_stats.json"));
+    }
+
+    #[test]
+    fn a_record_breaking_a_rule_is_refused_naming_its_file_and_field() {
+        let d = RecordBuilder::new("text_stats")
+            .timeout_ms(0)
+            .command("escepine-no-such-binary-anywhere")
+            .build()
+            .expect_err("refused");
+        assert!(d.has(Rule::EndpointResolvable), "{}", d.render());
+        assert!(
+            d.iter()
+                .all(|d| d.file == Path::new("<test>/text_stats.json")),
+            "{}",
+            d.render()
+        );
+        assert!(
+            d.iter()
+                .any(|d| d.pointer.as_deref() == Some("/timeout_ms")),
+            "{}",
+            d.render()
+        );
+    }
+
+    #[test]
+    fn a_registry_applies_the_cross_record_rules_and_the_policies() {
+        let publish = RecordBuilder::new("note_publish")
+            .class(SideEffectClass::Compensatable)
+            .output_schema(json!({"type": "object", "additionalProperties": false,
+                "properties": {"note_id": {"type": "string"}}}))
+            .compensation("note_retract", [("note_id", "/output/note_id")]);
+        // Alone, its own rules pass; in a registry its inverse must be registered.
+        assert!(publish.build().is_ok());
+        let d = RegistryBuilder::new()
+            .record(publish.clone())
+            .build()
+            .expect_err("no inverse");
+        assert!(d.has(Rule::CompensationInverse), "{}", d.render());
+
+        let retract = RecordBuilder::new("note_retract")
+            .class(SideEffectClass::Supersede)
+            .input_schema(json!({"type": "object", "additionalProperties": false,
+                "required": ["note_id"], "properties": {"note_id": {"type": "string"}}}));
+        let registry = RegistryBuilder::new()
+            .record(publish)
+            .record(retract)
+            .policy("all", "permit(principal, action, resource);")
+            .build()
+            .unwrap_or_else(|d| panic!("{}", d.render()));
+        let ids: Vec<&str> = registry.records().iter().map(|r| r.tool_id()).collect();
+        assert_eq!(ids, ["note_publish", "note_retract"]);
+        assert_eq!(registry.cedar().policies.policies().count(), 1);
+
+        let d = RegistryBuilder::new()
+            .record(RecordBuilder::new("t"))
+            .policy(
+                "bad",
+                "permit(principal, action == Action::\"nope\", resource);",
+            )
+            .build()
+            .expect_err("an unknown action");
+        assert!(d.iter().any(|d| d.is_error()), "{}", d.render());
+    }
+}

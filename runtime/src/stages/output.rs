@@ -42,9 +42,13 @@ mod tests {
             "required": ["text"],
             "additionalProperties": false
         });
-        let rec = builder("t", json!({"type": "object"}), out)
-            .secrets(["KEY"])
-            .registered();
+        let rec = builder(
+            "t",
+            json!({"type": "object", "additionalProperties": false}),
+            out,
+        )
+        .secrets(["KEY"])
+        .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));

@@ -101,13 +101,17 @@ mod tests {
 
     #[test]
     fn the_deadline_bounds_attempts_and_stops_retries() {
-        let rec = builder("t", json!({"type": "object"}), json!({"type": "object"}))
-            .timeout_ms(200)
-            .retry(RetryPolicy {
-                max_attempts: 2,
-                backoff_ms: 10,
-            })
-            .registered();
+        let rec = builder(
+            "t",
+            json!({"type": "object", "additionalProperties": false}),
+            json!({"type": "object", "additionalProperties": false}),
+        )
+        .timeout_ms(200)
+        .retry(RetryPolicy {
+            max_attempts: 2,
+            backoff_ms: 10,
+        })
+        .registered();
         let r = Retry::new(&rec);
         assert_eq!(r.attempt_timeout(), Duration::from_millis(200));
         assert!(r.retry(1, &transient()).is_some());
