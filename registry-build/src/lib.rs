@@ -25,6 +25,11 @@
 //! `Builder::sops`), and compiled into typed state machines by the `Builder`. A checked record
 //! is written as a tool definition for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini) by
 //! [`export`].
+//!
+//! A [`ToolRecord`] and a [`Registry`] are read through accessors and made only by
+//! registration ([`load`], [`check_record`], [`embedded::load`]). Tests make them with the
+//! `testing` feature's `testing::RecordBuilder` and `testing::RegistryBuilder`, which write a
+//! record file and register it by the same rules.
 
 #![deny(missing_docs)]
 
@@ -50,6 +55,8 @@ pub mod rules;
 pub mod rust_names;
 pub mod schema;
 pub mod sop;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod urls;
 
 #[cfg(feature = "codegen")]
@@ -63,7 +70,7 @@ pub use record::{
     CompensationSpec, CredentialExemption, EndpointSpec, ResolvedCommand, SandboxProfile,
     ToolRecord,
 };
-pub use registry::{check_records, load, Registry, Sources};
+pub use registry::{check_record, check_records, load, Registry, Sources};
 pub use rule::Rule;
 /// The record rules under their former name.
 pub use rules::record as record_check;

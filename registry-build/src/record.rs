@@ -1,6 +1,6 @@
 //! The typed tool record, built only from a record that passed every registration rule.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use escepine_contract::{
     FailureOutcome, Filesystem, ImageRef, RetryPolicy, SideEffectClass, Transport,
@@ -16,41 +16,41 @@ pub use crate::schema::names::CredentialExemption;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolRecord {
     /// The file the record came from (or a pseudo-path such as `<macro>`).
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// `tool_id` (alias `name`).
-    pub tool_id: String,
+    pub(crate) tool_id: String,
     /// The semver version.
-    pub version: semver::Version,
+    pub(crate) version: semver::Version,
     /// A short human-readable name (MCP's `title`).
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// What the planner reads.
-    pub description: String,
+    pub(crate) description: String,
     /// Whether the tool reaches an open world of external entities (MCP's `openWorldHint`).
-    pub open_world: Option<bool>,
+    pub(crate) open_world: Option<bool>,
     /// `input_schema` (alias `payload_schema`), as written.
-    pub input_schema: Value,
+    pub(crate) input_schema: Value,
     /// `output_schema`, as written.
-    pub output_schema: Value,
+    pub(crate) output_schema: Value,
     /// The id of the tool's Cedar action (always the tool id).
-    pub cedar_action: String,
+    pub(crate) cedar_action: String,
     /// Extra Cedar action groups the action joins.
-    pub action_groups: Vec<String>,
+    pub(crate) action_groups: Vec<String>,
     /// The side-effect class.
-    pub side_effect_class: SideEffectClass,
+    pub(crate) side_effect_class: SideEffectClass,
     /// The declared inverse, for a compensatable tool.
-    pub compensation: Option<CompensationSpec>,
+    pub(crate) compensation: Option<CompensationSpec>,
     /// Bound of each attempt.
-    pub timeout_ms: u64,
+    pub(crate) timeout_ms: u64,
     /// Retry budget for transient failures.
-    pub retry: RetryPolicy,
+    pub(crate) retry: RetryPolicy,
     /// Outcomes an SOP step may choose on failure.
-    pub on_failure: Vec<FailureOutcome>,
+    pub(crate) on_failure: Vec<FailureOutcome>,
     /// How the sandbox runs the tool.
-    pub endpoint: EndpointSpec,
+    pub(crate) endpoint: EndpointSpec,
     /// Names of the secrets the tool needs.
-    pub secrets: Vec<String>,
+    pub(crate) secrets: Vec<String>,
     /// The sandbox profile.
-    pub sandbox_profile: SandboxProfile,
+    pub(crate) sandbox_profile: SandboxProfile,
 }
 
 /// The declared inverse of a compensatable tool.
@@ -112,6 +112,96 @@ pub struct SandboxProfile {
 }
 
 impl ToolRecord {
+    /// The file the record came from (or a pseudo-path such as `<macro>`).
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// `tool_id` (alias `name`).
+    pub fn tool_id(&self) -> &str {
+        &self.tool_id
+    }
+
+    /// The semver version.
+    pub fn version(&self) -> &semver::Version {
+        &self.version
+    }
+
+    /// A short human-readable name (MCP's `title`).
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// What the planner reads.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Whether the tool reaches an open world of external entities (MCP's `openWorldHint`).
+    pub fn open_world(&self) -> Option<bool> {
+        self.open_world
+    }
+
+    /// `input_schema` (alias `payload_schema`), as written.
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// `output_schema`, as written.
+    pub fn output_schema(&self) -> &Value {
+        &self.output_schema
+    }
+
+    /// The id of the tool's Cedar action (always the tool id).
+    pub fn cedar_action(&self) -> &str {
+        &self.cedar_action
+    }
+
+    /// Extra Cedar action groups the action joins.
+    pub fn action_groups(&self) -> &[String] {
+        &self.action_groups
+    }
+
+    /// The side-effect class.
+    pub fn side_effect_class(&self) -> SideEffectClass {
+        self.side_effect_class
+    }
+
+    /// The declared inverse, for a compensatable tool.
+    pub fn compensation(&self) -> Option<&CompensationSpec> {
+        self.compensation.as_ref()
+    }
+
+    /// Bound of each attempt, in milliseconds.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
+    /// Retry budget for transient failures.
+    pub fn retry(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// Outcomes an SOP step may choose on failure.
+    pub fn on_failure(&self) -> &[FailureOutcome] {
+        &self.on_failure
+    }
+
+    /// How the sandbox runs the tool.
+    pub fn endpoint(&self) -> &EndpointSpec {
+        &self.endpoint
+    }
+
+    /// Names of the secrets the tool needs.
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
+    /// The sandbox profile.
+    pub fn sandbox_profile(&self) -> &SandboxProfile {
+        &self.sandbox_profile
+    }
+
     /// The canonical JSON form of the record (both schemas included, preferred spellings).
     pub fn to_json(&self) -> Value {
         let mut m = serde_json::Map::new();

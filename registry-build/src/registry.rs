@@ -136,22 +136,59 @@ impl Sources {
 #[derive(Debug, Clone)]
 pub struct Registry {
     /// The records, sorted by tool id.
-    pub records: Vec<ToolRecord>,
+    pub(crate) records: Vec<ToolRecord>,
     /// The deployment envelope, when one was given.
-    pub envelope: Option<Envelope>,
+    pub(crate) envelope: Option<Envelope>,
     /// The Cedar schema and the validated policies.
-    pub cedar: Binding,
+    pub(crate) cedar: Binding,
     /// The SOPs that passed every SOP rule, sorted by id (empty unless [`Sources::sops`] was
     /// given).
-    pub sops: Vec<Sop>,
+    pub(crate) sops: Vec<Sop>,
     /// Remarks that are not errors (a skipped rule, say).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// The warnings and notes the rules reported about the accepted files (a reviewed
     /// credential exemption, a script endpoint without a runtime), in file order.
-    pub remarks: Diagnostics,
+    pub(crate) remarks: Diagnostics,
 }
 
 impl Registry {
+    /// The records, sorted by tool id.
+    pub fn records(&self) -> &[ToolRecord] {
+        &self.records
+    }
+
+    /// The records, sorted by tool id, taken out of the registry.
+    pub fn into_records(self) -> Vec<ToolRecord> {
+        self.records
+    }
+
+    /// The deployment envelope, when one was given.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        self.envelope.as_ref()
+    }
+
+    /// The Cedar schema and the validated policies.
+    pub fn cedar(&self) -> &Binding {
+        &self.cedar
+    }
+
+    /// The SOPs that passed every SOP rule, sorted by id (empty unless [`Sources::sops`] was
+    /// given).
+    pub fn sops(&self) -> &[Sop] {
+        &self.sops
+    }
+
+    /// Remarks that are not errors (a skipped rule, say).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The warnings and notes the rules reported about the accepted files (a reviewed
+    /// credential exemption, a script endpoint without a runtime), in file order.
+    pub fn remarks(&self) -> &Diagnostics {
+        &self.remarks
+    }
+
     /// The record of `tool_id`.
     pub fn get(&self, tool_id: &str) -> Option<&ToolRecord> {
         self.records
@@ -212,32 +249,7 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
     }
     files.extend(sources.record_texts.iter().cloned());
 
-    // The workspace whose binaries endpoints may name: given, or the one holding the records,
-    // or the one the command runs in.
-    let root = sources
-        .workspace_root
-        .clone()
-        .or_else(|| {
-            sources
-                .records
-                .first()
-                .and_then(|p| WorkspaceBins::find_root(p))
-        })
-        .or_else(|| {
-            std::env::current_dir()
-                .ok()
-                .and_then(|d| WorkspaceBins::find_root(&d))
-        });
-    let bins = match &sources.workspace_bins {
-        Some(names) => WorkspaceBins {
-            root: root.clone(),
-            names: names.clone(),
-        },
-        None => root
-            .as_deref()
-            .map(WorkspaceBins::discover)
-            .unwrap_or_default(),
-    };
+    let bins = workspace_bins(sources);
 
     let ctx = record_check::Context {
         envelope: envelope.as_ref(),
@@ -315,6 +327,55 @@ pub fn load(sources: &Sources) -> Result<Registry, Diagnostics> {
             Err(diags)
         }
     }
+}
+
+/// The binaries endpoints may name: those `sources` gives, or those of the workspace they
+/// give, else of the one holding the records, else of the one the command runs in.
+fn workspace_bins(sources: &Sources) -> WorkspaceBins {
+    let root = sources
+        .workspace_root
+        .clone()
+        .or_else(|| {
+            sources
+                .records
+                .first()
+                .and_then(|p| WorkspaceBins::find_root(p))
+        })
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|d| WorkspaceBins::find_root(&d))
+        });
+    match &sources.workspace_bins {
+        Some(names) => WorkspaceBins {
+            root: root.clone(),
+            names: names.clone(),
+        },
+        None => root
+            .as_deref()
+            .map(WorkspaceBins::discover)
+            .unwrap_or_default(),
+    }
+}
+
+/// One record file checked by its own rules (not the cross-record ones: see
+/// [`record_check::check_file`]) against the envelope and the workspace `sources` give; the
+/// records `sources` names are not read.
+///
+/// # Errors
+/// The envelope's diagnostics, or the record's.
+pub fn check_record(sources: &Sources, file: &SourceFile) -> Result<ToolRecord, Diagnostics> {
+    let envelope = match (&sources.envelope_text, &sources.envelope) {
+        (Some(text), _) => Some(Envelope::parse(text)?),
+        (None, Some(path)) => Some(Envelope::load(path)?),
+        (None, None) => None,
+    };
+    let bins = workspace_bins(sources);
+    let ctx = record_check::Context {
+        envelope: envelope.as_ref(),
+        bins: &bins,
+    };
+    record_check::check_file(file, &ctx)
 }
 
 /// The policy texts `sources` names: the policies directory's files, then the texts given.

@@ -60,7 +60,7 @@ fn authorized_urls_is_a_profile_entry_beside_static_ones() {
         Some(&env),
     );
     assert!(!diags.has_errors(), "{}", diags.render());
-    let profile = &records[0].sandbox_profile;
+    let profile = &records[0].sandbox_profile();
     assert!(profile.authorized_urls);
     assert_eq!(profile.egress.len(), 1);
     // The canonical form writes the word back.

@@ -223,7 +223,7 @@ fn image_entries_match_registries_exactly_and_layouts_by_component() {
 fn an_image_endpoint_needs_no_command_and_round_trips() {
     let raw = format!("registry.example.com:5000/tools/echo@{DIGEST}");
     let (record, _) = accepted(&image_record(&raw), Some(&env()));
-    let e = &record.endpoint;
+    let e = record.endpoint();
     assert_eq!(e.image.as_ref().map(|i| i.raw.as_str()), Some(raw.as_str()));
     assert_eq!(e.command, "");
     assert_eq!(e.resolved, ResolvedCommand::InImage(None));
@@ -244,7 +244,7 @@ fn a_command_inside_an_image_is_absolute_or_a_bare_name_never_resolved_on_the_ho
         let r = with_endpoint(json!({"transport": "stdio-json", "image": raw, "command": command}));
         let (record, _) = accepted(&r, Some(&env()));
         assert_eq!(
-            record.endpoint.resolved,
+            record.endpoint().resolved,
             ResolvedCommand::InImage(Some(command.into()))
         );
         assert_eq!(record.to_json()["endpoint"]["command"], json!(command));
@@ -329,11 +329,11 @@ fn an_image_from_a_source_the_envelope_does_not_admit_is_refused_and_skipped_wit
     fs::write(&file, image_record(&raw).to_string()).expect("write");
     let reg = registry_build::load(&Sources::new().records(&file)).expect("loads");
     assert!(
-        reg.notes
+        reg.notes()
             .iter()
             .any(|n| n.contains("no envelope") && n.contains("endpoint/image-source")),
         "{:?}",
-        reg.notes
+        reg.notes()
     );
 }
 
@@ -361,9 +361,9 @@ fn definition_sha256_is_a_digest_on_mcp_stdio_only() {
         json!({"transport": "mcp-stdio", "command": "/bin/sh", "definition_sha256": digest}),
     );
     let (record, _) = accepted(&mcp, None);
-    assert_eq!(record.endpoint.transport, Transport::McpStdio);
+    assert_eq!(record.endpoint().transport, Transport::McpStdio);
     assert_eq!(
-        record.endpoint.definition_sha256.as_deref(),
+        record.endpoint().definition_sha256.as_deref(),
         Some(digest.as_str())
     );
     assert_eq!(
@@ -400,15 +400,15 @@ fn title_and_open_world_are_kept() {
     r["title"] = json!("Page reader");
     r["open_world"] = json!(true);
     let (record, _) = accepted(&r, None);
-    assert_eq!(record.title.as_deref(), Some("Page reader"));
-    assert_eq!(record.open_world, Some(true));
+    assert_eq!(record.title(), Some("Page reader"));
+    assert_eq!(record.open_world(), Some(true));
     let j = record.to_json();
     assert_eq!(
         (&j["title"], &j["open_world"]),
         (&json!("Page reader"), &json!(true))
     );
     let (plain, _) = accepted(&base(), None);
-    assert!(plain.to_json().get("title").is_none() && plain.open_world.is_none());
+    assert!(plain.to_json().get("title").is_none() && plain.open_world().is_none());
 
     r["title"] = json!(3);
     refused(&r, None, Rule::Title, "/title");
@@ -432,7 +432,7 @@ fn with_read_only(paths: Value) -> Value {
 fn read_only_paths_under_the_envelope_that_exist_are_kept() {
     let (record, _) = accepted(&with_read_only(json!(["/usr/lib", "/bin"])), Some(&env()));
     assert_eq!(
-        record.sandbox_profile.read_only,
+        record.sandbox_profile().read_only,
         [PathBuf::from("/usr/lib"), PathBuf::from("/bin")]
     );
     assert_eq!(
@@ -531,8 +531,8 @@ fn a_script_without_a_runtime_is_accepted_with_a_warning() {
     let file = dir.path().join("page_read.json");
     fs::write(&file, r.to_string()).expect("write");
     let reg = registry_build::load(&Sources::new().records(&file)).expect("a warning loads");
-    assert!(reg.remarks.has(Rule::EndpointScriptRuntime));
-    assert!(!reg.remarks.has_errors());
+    assert!(reg.remarks().has(Rule::EndpointScriptRuntime));
+    assert!(!reg.remarks().has_errors());
 }
 
 // --- Reviewed credential exemptions ----------------------------------------------------------

@@ -43,7 +43,7 @@ fn valid_records_pass_every_rule() {
     );
     assert!(diags.is_empty(), "{}", diags.render());
     assert_eq!(records.len(), 3);
-    let ids: Vec<&str> = records.iter().map(|r| r.tool_id.as_str()).collect();
+    let ids: Vec<&str> = records.iter().map(|r| r.tool_id()).collect();
     assert_eq!(ids, ["page_read", "thing_create", "thing_delete"]);
 }
 
@@ -75,7 +75,7 @@ fn each_fixture_breaks_exactly_its_rule() {
                 "{name}: expected only [{rule}], got {rules:?}\n{rendered}"
             ));
         }
-        if records.iter().any(|r| r.source == path) {
+        if records.iter().any(|r| r.source() == path) {
             failures.push(format!("{name}: the invalid record was registered"));
         }
         if !rendered.contains(&format!("{name}.json")) || !rendered.contains(rule.as_str()) {

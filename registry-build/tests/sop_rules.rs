@@ -448,7 +448,7 @@ fn graphs_mark_compensation_and_failures() {
     let reg = registry();
     let triage = sop::load(&fixtures().join("valid/triage.json"), &reg)
         .unwrap_or_else(|d| panic!("{}", d.render()));
-    let m = sop::graph::mermaid(&triage, &reg.records);
+    let m = sop::graph::mermaid(&triage, reg.records());
     for needle in [
         "stateDiagram-v2",
         "[*] --> read",
@@ -466,7 +466,7 @@ fn graphs_mark_compensation_and_failures() {
     ] {
         assert!(m.contains(needle), "missing {needle:?} in\n{m}");
     }
-    let d = sop::graph::dot(&triage, &reg.records);
+    let d = sop::graph::dot(&triage, reg.records());
     for needle in [
         "digraph \"triage\" {",
         "\"open\" -> \"compensated\" [label=\"failure: compensate\"",

@@ -30,7 +30,7 @@ fn bench(c: &mut Criterion) {
     let minimal = json!({"url": "https://docs.example.org/", "max_depth": 1});
     for count in [10usize, 1000] {
         let (_dir, registry) = catalog(count);
-        let ours = Authorizer::new(&registry.cedar, &registry.records, None).expect("authorizer");
+        let ours = Authorizer::new(registry.cedar(), registry.records(), None).expect("authorizer");
         let naive = Naive {
             registry: &registry,
             entities: ours.entities(),

@@ -26,9 +26,10 @@ use escepine_testkit::fixtures;
 use escepine_testkit::image::BuiltImage;
 use escepine_testkit::registry::Registry;
 use escepine_testkit::sample_images as image_support;
-use registry_build::{ResolvedCommand, ToolRecord};
+use registry_build::testing::RecordBuilder;
+use registry_build::ToolRecord;
 use serde_json::{json, Value};
-use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
+use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
 #[path = "support/sandboxed.rs"]
 mod support;
@@ -267,9 +268,9 @@ fn main() {
     let server = fixtures::server_source("py_sdk_server.py").expect("the fixture server");
     let server = server.display().to_string();
     let proc_rec = record_with(&python, Transport::McpStdio, "word_count", &[&server]);
-    let mut ro_rec = proc_rec.clone();
-    ro_rec.sandbox_profile.read_only =
-        fixtures::python_read_only_paths().expect("the fixtures are installed");
+    let ro_rec = builder_with(&python, Transport::McpStdio, "word_count", &[&server])
+        .read_only(fixtures::python_read_only_paths().expect("the fixtures are installed"))
+        .registered();
     let sandbox: Arc<dyn Executor> =
         Arc::new(SandboxExecutor::with_backend(backend()).with_image(py_image.clone()));
     let mcp: [(&str, &ToolRecord, Arc<dyn Executor>); 3] = [
@@ -416,11 +417,13 @@ fn tool_image(reference: &str, u: Unpacked) -> ToolImage {
 /// A record of tool `id` running on the image `reference`: its config's `Entrypoint`, with
 /// `args` in place of its `Cmd` when given.
 fn image_record(reference: &str, transport: Transport, id: &str, args: &[&str]) -> ToolRecord {
-    let mut rec = record_with(Path::new(""), transport, id, args);
-    rec.endpoint.command = String::new();
-    rec.endpoint.image = Some(ImageRef::parse(reference).expect("a pinned reference"));
-    rec.endpoint.resolved = ResolvedCommand::InImage(None);
-    rec
+    RecordBuilder::new(id)
+        .source("<bench>")
+        .description("no-op")
+        .transport(transport)
+        .image(reference)
+        .args(args)
+        .registered()
 }
 
 /// One call of `rec` through `ex` with `payload`: its output.

@@ -32,8 +32,8 @@ const TOOL: &str = "tool_042";
 
 fn runtime(registry: Registry, ledger: Arc<dyn Ledger>) -> Runtime {
     let mut exec = InProcessExecutor::new();
-    for r in &registry.records {
-        exec = exec.with_tool(r.tool_id.clone(), |_: &Value| Ok(json!({})));
+    for r in registry.records() {
+        exec = exec.with_tool(r.tool_id().to_string(), |_: &Value| Ok(json!({})));
     }
     Runtime::builder(registry)
         .ledger(ledger)
@@ -53,13 +53,13 @@ fn bench(c: &mut Criterion) {
 
     for count in [10usize, 1000] {
         let (_dir, registry) = catalog(count);
-        let input_schema = registry.get(TOOL).expect("tool").input_schema.clone();
+        let input_schema = registry.get(TOOL).expect("tool").input_schema().clone();
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&input_schema)
             .expect("validator");
         let authorizer =
-            Authorizer::new(&registry.cedar, &registry.records, None).expect("authorizer");
+            Authorizer::new(registry.cedar(), registry.records(), None).expect("authorizer");
         let naive = Naive {
             registry: &registry,
             entities: authorizer.entities(),

@@ -48,24 +48,25 @@ pub async fn prepare(
     store: &ImageStore,
 ) -> Result<Vec<Prepared>, ImagesError> {
     let mut by_ref: BTreeMap<String, (escepine_contract::ImageRef, Vec<String>)> = BTreeMap::new();
-    for tool in &registry.records {
-        if let Some(image) = &tool.endpoint.image {
+    for tool in registry.records() {
+        if let Some(image) = &tool.endpoint().image {
             by_ref
                 .entry(image.raw.clone())
                 .or_insert_with(|| (image.clone(), Vec::new()))
                 .1
-                .push(tool.tool_id.clone());
+                .push(tool.tool_id().to_string());
         }
     }
     let mut out = Vec::new();
     for (raw, (image, tools)) in by_ref {
-        let (image, fetched) = ensure(&image, registry.envelope.as_ref(), store)
-            .await
-            .map_err(|source| ImagesError {
-                tool: tools.first().cloned().unwrap_or_default(),
-                image: raw.clone(),
-                source,
-            })?;
+        let (image, fetched) =
+            ensure(&image, registry.envelope(), store)
+                .await
+                .map_err(|source| ImagesError {
+                    tool: tools.first().cloned().unwrap_or_default(),
+                    image: raw.clone(),
+                    source,
+                })?;
         out.push(Prepared {
             image,
             tools,

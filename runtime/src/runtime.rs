@@ -87,34 +87,36 @@ impl RuntimeBuilder {
     /// See [`BuildError`].
     pub fn build(self) -> Result<Runtime, BuildError> {
         let reg = self.registry;
-        self.overlay.check(reg.envelope.as_ref())?;
+        self.overlay.check(reg.envelope())?;
         if let Some(unknown) = self.overlay.tools.keys().find(|t| reg.get(t).is_none()) {
             return Err(OverlayError::UnknownTool(unknown.clone()).into());
         }
-        let authorizer = Authorizer::new(&reg.cedar, &reg.records, self.entities.as_ref())
+        let authorizer = Authorizer::new(reg.cedar(), reg.records(), self.entities.as_ref())
             .map_err(|e| BuildError::Authorize(e.to_string()))?;
         let mut tools = HashMap::new();
-        for record in &reg.records {
+        for record in reg.records() {
             let schema_err = |why| BuildError::Schema {
-                tool: record.tool_id.clone(),
+                tool: record.tool_id().to_string(),
                 why,
             };
-            let input_gate = SchemaGate::new(&record.input_schema).map_err(schema_err)?;
-            let output_gate = SchemaGate::new(&record.output_schema).map_err(schema_err)?;
+            let input_gate = SchemaGate::new(record.input_schema()).map_err(schema_err)?;
+            let output_gate = SchemaGate::new(record.output_schema()).map_err(schema_err)?;
             let extra = self
                 .overlay
                 .tools
-                .get(&record.tool_id)
+                .get(record.tool_id())
                 .cloned()
                 .unwrap_or_default();
-            let mut egress = record.sandbox_profile.egress.clone();
+            let mut egress = record.sandbox_profile().egress.clone();
             egress.extend(extra.iter().cloned());
-            let reaches_network = !egress.is_empty() || record.sandbox_profile.authorized_urls;
-            let overlay = self.overlay.recorded_for(&record.tool_id, reaches_network);
+            let reaches_network = !egress.is_empty() || record.sandbox_profile().authorized_urls;
+            let overlay = self
+                .overlay
+                .recorded_for(&record.tool_id(), reaches_network);
             let egress = EgressGrant::new(egress)
                 .with_public_addresses(self.overlay.public_addresses.iter().copied());
             tools.insert(
-                record.tool_id.clone(),
+                record.tool_id().to_string(),
                 LoadedTool {
                     record: record.clone(),
                     input_gate,
@@ -240,11 +242,11 @@ impl Runtime {
         let Some(registered) = self.inner.registry.get(id) else {
             return Err(CallError::UnknownTool(id.to_string()));
         };
-        if registered.version.to_string() != T::CONTRACT.version {
+        if registered.version().to_string() != T::CONTRACT.version {
             return Err(CallError::ClientMismatch(format!(
                 "the client was compiled against {id}@{} but the registry holds {id}@{}",
                 T::CONTRACT.version,
-                registered.version
+                registered.version()
             )));
         }
         if self
@@ -257,8 +259,8 @@ impl Runtime {
         }
         let contract = T::contract();
         for (which, text, held) in [
-            ("input", contract.input_schema, &registered.input_schema),
-            ("output", contract.output_schema, &registered.output_schema),
+            ("input", contract.input_schema, registered.input_schema()),
+            ("output", contract.output_schema, registered.output_schema()),
         ] {
             let compiled: serde_json::Value = serde_json::from_str(text).map_err(|e| {
                 CallError::ClientMismatch(format!(
@@ -269,7 +271,7 @@ impl Runtime {
                 return Err(CallError::ClientMismatch(format!(
                     "the {which} schema of `{id}` in the registry ({}) differs from the one \
                      the client was compiled against; rebuild the client",
-                    registered.source.display()
+                    registered.source().display()
                 )));
             }
         }

@@ -1,49 +1,35 @@
 //! Generation from records built in the test (no file system, no cargo).
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_contract::{FailureOutcome, RetryPolicy, SideEffectClass, Transport};
 use serde_json::{json, Value};
 
 use super::*;
 use crate::record::ToolRecord;
-use crate::record::{CompensationSpec, EndpointSpec, ResolvedCommand, SandboxProfile};
+use crate::testing::RecordBuilder;
 
-fn record(id: &str, input: Value, output: Value) -> ToolRecord {
-    ToolRecord {
-        source: format!("/records/{id}.json").into(),
-        tool_id: id.to_string(),
-        version: semver::Version::new(1, 2, 0),
-        title: None,
-        description: format!("Does {id}.\n\n    Indented detail."),
-        open_world: None,
-        input_schema: input,
-        output_schema: output,
-        cedar_action: id.to_string(),
-        action_groups: vec!["page-read".to_string()],
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 30_000,
-        retry: RetryPolicy {
+fn builder(id: &str, input: Value, output: Value) -> RecordBuilder {
+    RecordBuilder::new(id)
+        .source(format!("/records/{id}.json"))
+        .version("1.2.0")
+        .description(&format!("Does {id}.\n\n    Indented detail."))
+        .input_schema(input)
+        .output_schema(output)
+        .action_groups(["page-read"])
+        .timeout_ms(30_000)
+        .retry(RetryPolicy {
             max_attempts: 3,
             backoff_ms: 2_000,
-        },
-        on_failure: vec![FailureOutcome::Halt, FailureOutcome::HaltAndEscalate],
-        endpoint: EndpointSpec {
-            transport: Transport::StdioJson,
-            command: "escepine-catalog".to_string(),
-            args: vec![id.to_string()],
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::WorkspaceBin("escepine-catalog".to_string()),
-        },
-        secrets: vec!["API_KEY".to_string()],
-        sandbox_profile: SandboxProfile {
-            egress: vec!["api.example.com:443".parse().expect("egress entry")],
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+        })
+        .on_failure([FailureOutcome::Halt, FailureOutcome::HaltAndEscalate])
+        .command("escepine-catalog")
+        .workspace_bin("escepine-catalog")
+        .args([id])
+        .secrets(["API_KEY"])
+        .egress(["api.example.com:443"])
+}
+
+fn record(id: &str, input: Value, output: Value) -> ToolRecord {
+    builder(id, input, output).registered()
 }
 
 fn scrape() -> ToolRecord {
@@ -86,41 +72,36 @@ fn generated(records: &[ToolRecord]) -> String {
 
 /// A compensatable tool whose inverse is not among the fixtures (generation does not check).
 fn publish() -> ToolRecord {
-    let mut publish = record(
+    builder(
         "note_publish",
         json!({"type": "object", "additionalProperties": false, "properties": {"title": {"type": "string"}}}),
         json!({"type": "object", "additionalProperties": false, "properties": {"note_id": {"type": "string"}}}),
-    );
-    publish.side_effect_class = SideEffectClass::Compensatable;
-    publish.action_groups.clear();
-    publish.compensation = Some(CompensationSpec {
-        tool: "note_retract".to_string(),
-        map: vec![("note_id".to_string(), "/output/note_id".to_string())],
-    });
-    publish.on_failure = FailureOutcome::ALL.to_vec();
-    publish.secrets.clear();
-    publish.sandbox_profile.egress.clear();
-    publish
+    )
+    .class(SideEffectClass::Compensatable)
+    .action_groups(Vec::<String>::new())
+    .compensation("note_retract", [("note_id", "/output/note_id")])
+    .on_failure(FailureOutcome::ALL.iter().copied())
+    .secrets(Vec::<String>::new())
+    .egress(Vec::<String>::new())
+    .registered()
 }
 
 /// An MCP tool on an image, with a definition digest, read-only paths, a title and a hint.
 fn srv_time() -> ToolRecord {
-    let mut r = record(
+    let image = "127.0.0.1:5000/mcp/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    builder(
         "srv_time",
         json!({"type": "object", "additionalProperties": false}),
         json!({"type": "object", "additionalProperties": false}),
-    );
-    let image = "127.0.0.1:5000/mcp/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    r.endpoint.transport = Transport::McpStdio;
-    r.endpoint.command = String::new();
-    r.endpoint.args.clear();
-    r.endpoint.image = Some(escepine_contract::ImageRef::parse(image).expect("pinned"));
-    r.endpoint.definition_sha256 = Some("ab".repeat(32));
-    r.endpoint.resolved = ResolvedCommand::InImage(None);
-    r.sandbox_profile.read_only = vec!["/usr/lib/python3".into()];
-    r.title = Some("Time".into());
-    r.open_world = Some(false);
-    r
+    )
+    .transport(Transport::McpStdio)
+    .image(image)
+    .args(Vec::<String>::new())
+    .definition_sha256(&"ab".repeat(32))
+    .read_only(["/usr/lib/python3"])
+    .title("Time")
+    .open_world(false)
+    .registered()
 }
 
 /// `$defs` named like the roots, and an output `$def` named like an input one but different.

@@ -76,7 +76,7 @@ pub fn catalog(policy_count: usize) -> (tempfile::TempDir, Registry) {
     fs::write(policy_dir.join("p.cedar"), policies(policy_count)).expect("write");
     let registry = registry_build::load(&Sources::new().records(&records).policies(&policy_dir))
         .unwrap_or_else(|d| panic!("{d}"));
-    assert_eq!(registry.cedar.policies.policies().count(), policy_count);
+    assert_eq!(registry.cedar().policies.policies().count(), policy_count);
     (dir, registry)
 }
 
@@ -89,7 +89,7 @@ pub struct Naive<'a> {
 
 impl Naive<'_> {
     pub fn authorize(&self, principal: &Principal, tool: &str, payload: &Value) -> bool {
-        let schema = &self.registry.cedar.schema;
+        let schema = &self.registry.cedar().schema;
         let principal =
             EntityUid::from_str(&format!("{}::{:?}", principal.entity_type, principal.id))
                 .expect("principal");
@@ -106,7 +106,7 @@ impl Naive<'_> {
             Request::new(principal, action, resource, context, Some(schema)).expect("request");
         let response =
             self.cedar
-                .is_authorized(&request, &self.registry.cedar.policies, self.entities);
+                .is_authorized(&request, &self.registry.cedar().policies, self.entities);
         response.decision() == cedar_policy::Decision::Allow
             && response.diagnostics().errors().next().is_none()
     }

@@ -9,10 +9,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
+use escepine_contract::Transport;
 use escepine_runtime::sandbox::{Job, SandboxExecutor, SandboxSpec};
-use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
-use serde_json::json;
+use registry_build::testing::RecordBuilder;
+use registry_build::ToolRecord;
 
 /// The timed runs per row: `ESCEPINE_BENCH_ITERS`, else `default`.
 pub fn iters(default: usize) -> usize {
@@ -62,42 +62,17 @@ pub fn testkit_bin(name: &str, var: &str) -> PathBuf {
 
 /// A read-only tool `id` running `binary` with `args` over `transport`, no secrets, no egress.
 pub fn record_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> ToolRecord {
-    ToolRecord {
-        source: PathBuf::from("<bench>"),
-        tool_id: id.into(),
-        version: "1.0.0".parse().unwrap(),
-        title: None,
-        description: "no-op".into(),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: id.into(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 10_000,
-        retry: RetryPolicy {
-            max_attempts: 1,
-            backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport,
-            command: binary.display().to_string(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::Path(binary.to_path_buf()),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+    builder_with(binary, transport, id, args).registered()
+}
+
+/// The builder of [`record_with`].
+pub fn builder_with(binary: &Path, transport: Transport, id: &str, args: &[&str]) -> RecordBuilder {
+    RecordBuilder::new(id)
+        .source("<bench>")
+        .description("no-op")
+        .transport(transport)
+        .binary(binary)
+        .args(args)
 }
 
 /// One row of a table: its name and the quantiles of its samples.

@@ -14,6 +14,6 @@ pub(crate) struct Args {
 /// Print the schema.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let reg = args.registry.load()?;
-    let _ = write!(io.out, "{}", reg.cedar.schema_text);
+    let _ = write!(io.out, "{}", reg.cedar().schema_text);
     Ok(())
 }

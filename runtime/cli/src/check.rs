@@ -49,20 +49,20 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         sources = sources.workspace_root(root);
     }
     let reg = crate::args::load(&sources)?;
-    for note in &reg.notes {
+    for note in reg.notes() {
         let _ = writeln!(io.err, "note: {note}");
     }
     // Warnings and notes of accepted records (a reviewed credential exemption, a script
     // endpoint without a runtime), each labelled by its severity.
-    let _ = write!(io.err, "{}", reg.remarks.render_each());
+    let _ = write!(io.err, "{}", reg.remarks().render_each());
     let _ = writeln!(
         io.out,
         "ok: {} tools, {} policies valid in strict mode ({})",
-        reg.records.len(),
-        reg.cedar.policies.policies().count(),
-        reg.records
+        reg.records().len(),
+        reg.cedar().policies.policies().count(),
+        reg.records()
             .iter()
-            .map(|r| r.tool_id.as_str())
+            .map(|r| r.tool_id())
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -70,9 +70,9 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         let _ = writeln!(
             io.out,
             "ok: {} SOP{} valid ({})",
-            reg.sops.len(),
-            if reg.sops.len() == 1 { "" } else { "s" },
-            reg.sops
+            reg.sops().len(),
+            if reg.sops().len() == 1 { "" } else { "s" },
+            reg.sops()
                 .iter()
                 .map(|s| format!("{} {}", s.sop_id, s.version))
                 .collect::<Vec<_>>()
@@ -98,7 +98,7 @@ fn resolve_images(
     cache: Option<&Path>,
     io: &mut Io<'_>,
 ) -> Result<Vec<images::Prepared>, CliError> {
-    if !reg.records.iter().any(|r| r.endpoint.image.is_some()) {
+    if !reg.records().iter().any(|r| r.endpoint().image.is_some()) {
         return Ok(Vec::new());
     }
     let store = image_store(cache).map_err(|e| CliError::new(exit::INVALID, e))?;
@@ -149,7 +149,7 @@ fn show_roots(
             code = exit::USAGE;
             continue;
         };
-        let image = tool.endpoint.image.as_ref().and_then(|r| {
+        let image = tool.endpoint().image.as_ref().and_then(|r| {
             images
                 .iter()
                 .find(|p| p.image.reference == r.raw)

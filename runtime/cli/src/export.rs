@@ -40,11 +40,11 @@ pub(crate) struct Args {
 /// Print the definitions as a JSON array.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let registry = args.registry.load()?;
-    for note in &registry.notes {
+    for note in registry.notes() {
         let _ = writeln!(io.err, "note: {note}");
     }
     let format = args.format.0;
-    match export::export(&registry.records, format) {
+    match export::export(registry.records(), format) {
         Ok(tools) => {
             let text = serde_json::to_string_pretty(&tools).map_err(|e| {
                 CliError::new(

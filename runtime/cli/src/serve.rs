@@ -175,7 +175,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         }
     };
     let registry = crate::args::load(&sources(args))?;
-    for note in &registry.notes {
+    for note in registry.notes() {
         let _ = writeln!(io.err, "note: {note}");
     }
     let entities = args.runtime.entities()?;
@@ -191,7 +191,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .try_init();
     }
-    let tools = registry.records.len();
+    let tools = registry.records().len();
     let result: CliResult = rt.block_on(async {
         let runtime = args.runtime.build(registry, exit::INVALID).await?;
         let server = GovernedServer::new(runtime, listing);

@@ -61,7 +61,7 @@ fn graph_cmd(args: &GraphArgs, io: &mut Io<'_>) -> CliResult {
                 .records(records)
                 .sops(&args.sop),
         )
-        .map(|reg| (reg.sops.into_iter().next(), reg.records)),
+        .map(|reg| (reg.sops().first().cloned(), reg.records().to_vec())),
         None => registry_build::sop::load_unbound(&args.sop).map(|s| (Some(s), Vec::new())),
     };
     match loaded {

@@ -78,7 +78,11 @@ impl ToolRunArgs {
         &self,
         registry: &Registry,
     ) -> Result<Vec<images::Prepared>, String> {
-        if !registry.records.iter().any(|r| r.endpoint.image.is_some()) {
+        if !registry
+            .records()
+            .iter()
+            .any(|r| r.endpoint().image.is_some())
+        {
             return Ok(Vec::new());
         }
         let store = image_store(self.image_cache.as_deref())?;

@@ -41,13 +41,13 @@ fn every_format_of_the_catalog_and_the_fixtures_follows_the_documented_rules() {
             assert!(
                 violations.is_empty(),
                 "{format} definition of {} breaks documented rules:\n{}\n{}",
-                record.tool_id,
+                record.tool_id(),
                 violations.join("\n"),
                 serde_json::to_string_pretty(tool).unwrap_or_default()
             );
             assert_eq!(
                 tool["name"],
-                json!(record.tool_id),
+                json!(record.tool_id()),
                 "{format}: names are tool ids"
             );
         }
@@ -59,28 +59,28 @@ fn openai_strict_payloads_map_back_to_payloads_the_input_gate_accepts() {
     for record in rules::all_records() {
         let tool = openai::tool(&record).expect("exports");
         let strict = rules::validator(&tool["parameters"], true);
-        let gate = SchemaGate::new(&record.input_schema).expect("compiles");
+        let gate = SchemaGate::new(record.input_schema()).expect("compiles");
         let mut gen = rules::Gen::new(7);
         for _ in 0..PAYLOADS_PER_TOOL {
-            let payload = gen.instance(&record.input_schema);
+            let payload = gen.instance(record.input_schema());
             if let Err(v) = gate.check(&payload) {
                 panic!(
                     "generator made an invalid {} payload {payload}: {v:?}",
-                    record.tool_id
+                    record.tool_id()
                 );
             }
             // What a strict-mode model sends: every field, `null` for the ones left out.
-            let dialect = rules::to_strict(&record.input_schema, &payload);
+            let dialect = rules::to_strict(record.input_schema(), &payload);
             assert!(
                 strict.is_valid(&dialect),
                 "{}: the strict schema rejects {dialect}:\n{}",
-                record.tool_id,
+                record.tool_id(),
                 rules::errors(&strict, &dialect)
             );
             // The runtime's JSON entry maps the dialect back, and the gate accepts the result.
             let mut back = dialect.clone();
-            drop_null_optionals(&record.input_schema, &mut back);
-            assert_eq!(back, payload, "{}: the mapping is exact", record.tool_id);
+            drop_null_optionals(record.input_schema(), &mut back);
+            assert_eq!(back, payload, "{}: the mapping is exact", record.tool_id());
             assert!(gate.check(&back).is_ok());
             // Strict means strict: an optional field left out entirely, or an unknown field, is
             // invalid in the dialect.
@@ -88,7 +88,7 @@ fn openai_strict_payloads_map_back_to_payloads_the_input_gate_accepts() {
                 assert!(
                     !strict.is_valid(&payload),
                     "{}: leaving a field out is invalid in strict mode: {payload}",
-                    record.tool_id
+                    record.tool_id()
                 );
             }
             let mut extra = dialect.clone();
@@ -96,7 +96,7 @@ fn openai_strict_payloads_map_back_to_payloads_the_input_gate_accepts() {
             assert!(
                 !strict.is_valid(&extra),
                 "{}: unknown fields are refused",
-                record.tool_id
+                record.tool_id()
             );
         }
     }
@@ -116,18 +116,18 @@ fn anthropic_and_gemini_schemas_accept_every_payload_the_gate_accepts() {
         };
         let mut gen = rules::Gen::new(11);
         for _ in 0..PAYLOADS_PER_TOOL {
-            let payload = gen.instance(&record.input_schema);
+            let payload = gen.instance(record.input_schema());
             assert!(
                 anthropic_v.is_valid(&payload),
                 "{}: Anthropic schema rejects {payload}:\n{}",
-                record.tool_id,
+                record.tool_id(),
                 rules::errors(&anthropic_v, &payload)
             );
             match &gemini_v {
                 Some(v) => assert!(
                     v.is_valid(&payload),
                     "{}: Gemini parameters reject {payload}:\n{}",
-                    record.tool_id,
+                    record.tool_id(),
                     rules::errors(v, &payload)
                 ),
                 None => assert_eq!(payload, json!({}), "no parameters means no input"),
@@ -142,14 +142,14 @@ fn anthropic_keeps_the_registered_schema_and_mcp_passes_it_verbatim() {
         let a = anthropic::tool(&record).expect("exports");
         assert_eq!(
             rules::without_prose(&a["input_schema"]),
-            rules::without_prose(&record.input_schema),
+            rules::without_prose(record.input_schema()),
             "{}: Anthropic gets the registered schema, minus our extensions",
-            record.tool_id
+            record.tool_id()
         );
         let m = mcp::tool(&record);
         let v = rules::mcp_matches(&m, &record);
-        assert!(v.is_empty(), "{}: {}", record.tool_id, v.join("\n"));
-        assert_eq!(m["description"], json!(record.description));
+        assert!(v.is_empty(), "{}: {}", record.tool_id(), v.join("\n"));
+        assert_eq!(m["description"], json!(record.description()));
     }
 }
 
@@ -159,7 +159,7 @@ fn lost_constraints_are_described_where_the_model_reads_them() {
     let get = |id: &str| {
         records
             .iter()
-            .find(|r| r.tool_id == id)
+            .find(|r| r.tool_id() == id)
             .unwrap_or_else(|| panic!("{id} is loaded"))
     };
     let o = openai::tool(get("firecrawl_scrape")).expect("exports");
@@ -231,7 +231,8 @@ fn lost_constraints_are_described_where_the_model_reads_them() {
 fn mcp_annotations_follow_the_side_effect_class() {
     let records = rules::all_records();
     let hints = |id: &str| {
-        mcp::tool(records.iter().find(|r| r.tool_id == id).expect("loaded"))["annotations"].clone()
+        mcp::tool(records.iter().find(|r| r.tool_id() == id).expect("loaded"))["annotations"]
+            .clone()
     };
     assert_eq!(hints("web_search"), json!({"readOnlyHint": true}));
     assert_eq!(
@@ -246,7 +247,7 @@ fn mcp_annotations_follow_the_side_effect_class() {
     let bulk = mcp::tool(
         records
             .iter()
-            .find(|r| r.tool_id == "web_fetch_exa")
+            .find(|r| r.tool_id() == "web_fetch_exa")
             .expect("loaded"),
     );
     assert_eq!(
@@ -258,7 +259,7 @@ fn mcp_annotations_follow_the_side_effect_class() {
 #[test]
 fn titles_and_open_world_reach_mcp_only() {
     let records = rules::all_records();
-    let get = |id: &str| records.iter().find(|r| r.tool_id == id).expect("loaded");
+    let get = |id: &str| records.iter().find(|r| r.tool_id() == id).expect("loaded");
     let link = mcp::tool(get("x_link_check"));
     assert_eq!(link["title"], json!("Link check"));
     assert_eq!(link["annotations"]["openWorldHint"], json!(true));
@@ -354,7 +355,7 @@ fn what_gemini_parameters_cannot_say_goes_through_parameters_json_schema() {
     let schema = &g["parametersJsonSchema"];
     assert_eq!(
         schema["properties"]["opts"],
-        record.input_schema["properties"]["opts"]
+        record.input_schema()["properties"]["opts"]
     );
     assert!(schema["properties"]["urls"]
         .get("x-authorize-each")
@@ -432,15 +433,15 @@ fn the_checkers_are_not_vacuous() {
     let records = rules::all_records();
     let bulk = records
         .iter()
-        .find(|r| r.tool_id == "web_fetch_exa")
+        .find(|r| r.tool_id() == "web_fetch_exa")
         .expect("loaded");
     let order = records
         .iter()
-        .find(|r| r.tool_id == "x_order_place")
+        .find(|r| r.tool_id() == "x_order_place")
         .expect("loaded");
     // The registered schemas themselves break OpenAI strict mode and Gemini's subset.
-    let raw_openai = json!({"type": "function", "name": order.tool_id, "description": "d",
-                            "parameters": order.input_schema, "strict": true});
+    let raw_openai = json!({"type": "function", "name": order.tool_id(), "description": "d",
+                            "parameters": order.input_schema(), "strict": true});
     let v = rules::openai(&raw_openai).join("\n");
     for expected in [
         "`required`",
@@ -457,7 +458,7 @@ fn the_checkers_are_not_vacuous() {
         );
     }
     let raw_gemini =
-        json!({"name": order.tool_id, "description": "d", "parameters": order.input_schema});
+        json!({"name": order.tool_id(), "description": "d", "parameters": order.input_schema()});
     let v = rules::gemini(&raw_gemini).join("\n");
     for expected in [
         "`additionalProperties`",
@@ -471,7 +472,7 @@ fn the_checkers_are_not_vacuous() {
         );
     }
     let raw_anthropic =
-        json!({"name": bulk.tool_id, "description": "d", "input_schema": bulk.input_schema});
+        json!({"name": bulk.tool_id(), "description": "d", "input_schema": bulk.input_schema()});
     assert!(rules::anthropic(&raw_anthropic)
         .join("\n")
         .contains("x-authorize-each"));
@@ -500,7 +501,7 @@ fn random_records_of_the_subset_export_within_every_providers_rules() {
             };
         let mut payloads = rules::Gen::new(i);
         let samples: Vec<Value> = (0..16)
-            .map(|_| payloads.instance(&record.input_schema))
+            .map(|_| payloads.instance(record.input_schema()))
             .collect();
         for format in Format::ALL {
             let tools = export::export(std::slice::from_ref(&record), format)
@@ -527,7 +528,7 @@ fn random_records_of_the_subset_export_within_every_providers_rules() {
             let validator = rules::validator(&exported_schema, formats);
             for payload in &samples {
                 let sent = if format == Format::OpenAi {
-                    rules::to_strict(&record.input_schema, payload)
+                    rules::to_strict(record.input_schema(), payload)
                 } else {
                     payload.clone()
                 };
@@ -538,7 +539,7 @@ fn random_records_of_the_subset_export_within_every_providers_rules() {
                 );
                 if format == Format::OpenAi {
                     let mut back = sent.clone();
-                    drop_null_optionals(&record.input_schema, &mut back);
+                    drop_null_optionals(record.input_schema(), &mut back);
                     assert_eq!(&back, payload);
                 }
             }

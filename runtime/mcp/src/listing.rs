@@ -147,40 +147,39 @@ impl Listing {
     /// [`ListingError`] when the entities do not conform to the schema, say.
     pub fn new(registry: &Registry, entities: Option<&Value>) -> Result<Self, ListingError> {
         // The authorizer builds (and validates) the very entity store calls are evaluated with.
-        let store = Authorizer::new(&registry.cedar, &registry.records, entities)?
+        let store = Authorizer::new(registry.cedar(), registry.records(), entities)?
             .entities()
             .clone();
-        let schema = &registry.cedar.schema;
+        let schema = &registry.cedar().schema;
         let action_entities = schema
             .action_entities()
             .map_err(|e| escepine_runtime::authorize::AuthorizeError::Entities(e.to_string()))?;
         let action_type = type_name("Action")?;
         let resource_type = type_name(RESOURCE_TYPE)?;
-        let mut tools = Vec::with_capacity(registry.records.len());
-        for record in &registry.records {
+        let mut tools = Vec::with_capacity(registry.records().len());
+        for record in registry.records() {
             let action = EntityUid::from_type_name_and_id(
                 action_type.clone(),
-                EntityId::new(&record.cedar_action),
+                EntityId::new(record.cedar_action()),
             );
             let resource = EntityUid::from_type_name_and_id(
                 resource_type.clone(),
-                EntityId::new(&record.tool_id),
+                EntityId::new(record.tool_id()),
             );
             let matching =
                 registry_build::cedar::url_scope::matching_actions(&action_entities, &action);
-            let policies =
-                slice::slice(&registry.cedar.policies, &action, &matching).map_err(|message| {
-                    escepine_runtime::authorize::AuthorizeError::Slice {
-                        tool: record.tool_id.clone(),
-                        message,
-                    }
-                })?;
+            let policies = slice::slice(&registry.cedar().policies, &action, &matching).map_err(
+                |message| escepine_runtime::authorize::AuthorizeError::Slice {
+                    tool: record.tool_id().to_string(),
+                    message,
+                },
+            )?;
             let principal_types = schema
                 .principals_for_action(&action)
                 .map(|it| it.map(ToString::to_string).collect())
                 .unwrap_or_default();
             tools.push(ToolView {
-                tool_id: record.tool_id.clone(),
+                tool_id: record.tool_id().to_string(),
                 action,
                 resource,
                 principal_types,

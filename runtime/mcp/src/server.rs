@@ -90,7 +90,7 @@ pub struct GovernedServer {
 impl std::fmt::Debug for GovernedServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GovernedServer")
-            .field("tools", &self.runtime.registry().records.len())
+            .field("tools", &self.runtime.registry().records().len())
             .field("analysis", &self.listing.analysis())
             .field("principal", &self.principal)
             .finish()
@@ -136,7 +136,7 @@ impl GovernedServer {
                 match serde_json::from_value::<Tool>(entry) {
                     Ok(tool) => Some(tool),
                     Err(e) => {
-                        tracing::warn!(tool = %record.tool_id, "not listed: {e}");
+                        tracing::warn!(tool = %record.tool_id(), "not listed: {e}");
                         None
                     }
                 }

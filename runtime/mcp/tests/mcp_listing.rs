@@ -94,7 +94,7 @@ fn without_the_feature_the_scope_analysis_is_the_default() {
 #[test]
 fn a_hidden_tool_is_never_permitted() {
     let reg = registry("policies");
-    let authorizer = Authorizer::new(&reg.cedar, &reg.records, None).expect("authorizer");
+    let authorizer = Authorizer::new(reg.cedar(), reg.records(), None).expect("authorizer");
     let analyses = [
         Analysis::Scope,
         #[cfg(feature = "mcp-partial-eval")]
@@ -107,18 +107,20 @@ fn a_hidden_tool_is_never_permitted() {
             .with_analysis(analysis);
         for who in ["alice", "bob", "carol", "auditor"] {
             let p = Principal::agent(who);
-            for record in &reg.records {
-                let allowed_somewhere = payloads
-                    .iter()
-                    .any(|payload| authorizer.authorize(&p, &record.tool_id, payload).allowed());
+            for record in reg.records() {
+                let allowed_somewhere = payloads.iter().any(|payload| {
+                    authorizer
+                        .authorize(&p, record.tool_id(), payload)
+                        .allowed()
+                });
                 let listed = l
-                    .visibility(&p, &record.tool_id)
+                    .visibility(&p, record.tool_id())
                     .expect("known tool")
                     .is_listed();
                 assert!(
                     listed || !allowed_somewhere,
                     "{analysis:?}: {} is hidden from {who} but a call is allowed",
-                    record.tool_id
+                    record.tool_id()
                 );
             }
         }

@@ -28,15 +28,15 @@ pub fn build(
         let attrs = HashMap::from([
             (
                 "side_effect_class".to_string(),
-                RestrictedExpression::new_string(record.side_effect_class.as_str().to_string()),
+                RestrictedExpression::new_string(record.side_effect_class().as_str().to_string()),
             ),
             (
                 "version".to_string(),
-                RestrictedExpression::new_string(record.version.to_string()),
+                RestrictedExpression::new_string(record.version().to_string()),
             ),
         ]);
         let entity = Entity::new(uid.clone(), attrs, HashSet::new())
-            .map_err(|e| AuthorizeError::Entities(format!("tool `{}`: {e}", record.tool_id)))?;
+            .map_err(|e| AuthorizeError::Entities(format!("tool `{}`: {e}", record.tool_id())))?;
         resources.push(entity);
     }
     base.add_entities(resources, Some(schema))

@@ -198,32 +198,32 @@ impl Authorizer {
         for record in records {
             let action = EntityUid::from_type_name_and_id(
                 action_type.clone(),
-                EntityId::new(&record.cedar_action),
+                EntityId::new(record.cedar_action()),
             );
             if !declared.contains(&action) {
                 return Err(AuthorizeError::UnknownAction {
-                    tool: record.tool_id.clone(),
-                    action: record.cedar_action.clone(),
+                    tool: record.tool_id().to_string(),
+                    action: record.cedar_action().to_string(),
                 });
             }
             let resource = EntityUid::from_type_name_and_id(
                 resource_type.clone(),
-                EntityId::new(&record.tool_id),
+                EntityId::new(record.tool_id()),
             );
             let principal_types = schema
                 .principals_for_action(&action)
                 .map(|it| it.map(|t| (t.to_string(), t.clone())).collect())
                 .unwrap_or_default();
             let input =
-                input_type(&record.input_schema).map_err(|source| AuthorizeError::InputType {
-                    tool: record.tool_id.clone(),
+                input_type(record.input_schema()).map_err(|source| AuthorizeError::InputType {
+                    tool: record.tool_id().to_string(),
                     source,
                 })?;
             let matching = url_scope::matching_actions(&action_entities, &action);
             let policies = if sliced {
                 Arc::new(slice::slice(&binding.policies, &action, &matching).map_err(
                     |message| AuthorizeError::Slice {
-                        tool: record.tool_id.clone(),
+                        tool: record.tool_id().to_string(),
                         message,
                     },
                 )?)
@@ -231,16 +231,16 @@ impl Authorizer {
                 Arc::clone(&whole)
             };
             let url_constrained = url_scope::url_constrained(&binding.policies, &action, &matching);
-            let validate = !conforming.contains(&record.cedar_action);
+            let validate = !conforming.contains(record.cedar_action());
             uids.push((record, resource.clone()));
             tools.insert(
-                record.tool_id.clone(),
+                record.tool_id().to_string(),
                 ToolAuth {
                     action,
                     resource,
                     principal_types,
                     input,
-                    per_url: per_url(&record.input_schema),
+                    per_url: per_url(record.input_schema()),
                     url_constrained,
                     policies,
                     validate,

@@ -62,7 +62,7 @@ impl fmt::Debug for InProcessExecutor {
 
 impl Executor for InProcessExecutor {
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
-        let result = match self.tools.get(&inv.tool.tool_id) {
+        let result = match self.tools.get(inv.tool.tool_id()) {
             Some(f) => f(inv.payload).map(|output| Execution {
                 output,
                 stderr: String::new(),
@@ -71,7 +71,7 @@ impl Executor for InProcessExecutor {
             }),
             None => Err(ExecError::Spawn(format!(
                 "no in-process implementation is registered for `{}`",
-                inv.tool.tool_id
+                inv.tool.tool_id()
             ))),
         };
         Box::pin(std::future::ready(result))

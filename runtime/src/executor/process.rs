@@ -125,13 +125,13 @@ impl ProcessExecutor {
     /// As [`ProcessExecutor::program`].
     pub async fn resolve(&self, tool: &ToolRecord) -> Result<Program, ExecError> {
         let path = resolve::locate(tool, &self.dirs)?;
-        let Some(expected) = &tool.endpoint.sha256 else {
+        let Some(expected) = &tool.endpoint().sha256 else {
             return Ok(Program { path, pinned: None });
         };
         // Hashing reads the whole binary: keep it off the async workers.
         let (pins, tool_id, at, expected) = (
             Arc::clone(&self.pins),
-            tool.tool_id.clone(),
+            tool.tool_id().to_string(),
             path.clone(),
             expected.clone(),
         );
@@ -188,13 +188,13 @@ impl ProcessExecutor {
     }
 
     fn command_at(&self, mut cmd: Command, inv: &Invocation<'_>) -> Result<Command, ExecError> {
-        cmd.args(&inv.tool.endpoint.args)
+        cmd.args(&inv.tool.endpoint().args)
             .env_clear()
             .env("PATH", SAFE_PATH)
             .env("LANG", TOOL_LANG)
             .env(ENV_CALL_ID, inv.call_id)
             .env(ENV_IDEMPOTENCY_KEY, inv.idempotency_key);
-        for name in &inv.tool.secrets {
+        for name in inv.tool.secrets() {
             if ["PATH", "LANG", ENV_CALL_ID, ENV_IDEMPOTENCY_KEY].contains(&name.as_str())
                 || name.is_empty()
                 || name.contains(['=', '\0'])
@@ -202,7 +202,7 @@ impl ProcessExecutor {
                 return Err(ExecError::Spawn(format!(
                     "`{}` declares a secret named `{name}`, which cannot be passed in the \
                      environment",
-                    inv.tool.tool_id
+                    inv.tool.tool_id()
                 )));
             }
             // A declared secret the secret source does not have is left unset: the tool
@@ -225,7 +225,7 @@ impl ProcessExecutor {
         inv: &Invocation<'_>,
         deadline: Instant,
     ) -> Result<Execution, ExecError> {
-        let tool = inv.tool.tool_id.as_str();
+        let tool = inv.tool.tool_id();
         let payload = serde_json::to_vec(inv.payload)
             .map_err(|e| ExecError::Spawn(format!("cannot encode the payload of `{tool}`: {e}")))?;
         command
@@ -307,7 +307,7 @@ impl ProcessExecutor {
             .await
             .map_err(|_| ExecError::TimedOut(inv.timeout))??;
         let command = self.program_command(&program, &inv)?;
-        match inv.tool.endpoint.transport {
+        match inv.tool.endpoint().transport {
             Transport::StdioJson => self.run(command, &inv, deadline).await,
             // One MCP session per attempt: see `crate::mcp::transport`.
             #[cfg(feature = "mcp-stdio")]

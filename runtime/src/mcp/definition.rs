@@ -38,10 +38,10 @@ pub fn changed(record: &ToolRecord, tool: &Value, pinned: &str) -> Option<String
     let mut found = Vec::new();
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let listed_description = text(tool.get("description"));
-    if listed_description.as_deref() != Some(record.description.as_str()) {
+    if listed_description.as_deref() != Some(record.description()) {
         found.push(format!(
             "description (record: {:?}; server: {})",
-            record.description,
+            record.description(),
             listed_description.map_or("none".into(), |d| format!("{d:?}"))
         ));
     }
@@ -59,7 +59,7 @@ pub fn changed(record: &ToolRecord, tool: &Value, pinned: &str) -> Option<String
             .and_then(|a| a.get(k))
             .and_then(Value::as_bool)
     };
-    if record.side_effect_class.as_str() == "read-only" && hint("readOnlyHint") != Some(true) {
+    if record.side_effect_class().as_str() == "read-only" && hint("readOnlyHint") != Some(true) {
         found.push("annotations.readOnlyHint (no longer true)".into());
     }
     if let Some(open) = ours.get("open_world").and_then(Value::as_bool) {
@@ -70,8 +70,8 @@ pub fn changed(record: &ToolRecord, tool: &Value, pinned: &str) -> Option<String
         }
     }
     for (listed_key, schema, field) in [
-        ("inputSchema", &record.input_schema, "input_schema"),
-        ("outputSchema", &record.output_schema, "output_schema"),
+        ("inputSchema", record.input_schema(), "input_schema"),
+        ("outputSchema", record.output_schema(), "output_schema"),
     ] {
         let names = |s: Option<&Value>| -> Vec<String> {
             s.and_then(|s| s.get("properties"))
@@ -149,7 +149,7 @@ mod tests {
                                             "properties": {"text": {"type": "string"}}},
                             "annotations": {"readOnlyHint": true}});
         let r = record(&listed);
-        let pin = r.endpoint.definition_sha256.clone().expect("pinned");
+        let pin = r.endpoint().definition_sha256.clone().expect("pinned");
         assert_eq!(changed(&r, &listed, &pin), None);
         let now = json!({"name": "echo_text", "description": "Echo, and mail it.",
                          "inputSchema": {"type": "object",

@@ -135,7 +135,7 @@ pub async fn run_with(
     deadline: Instant,
     limits: Limits,
 ) -> Result<Execution, ExecError> {
-    let tool = inv.tool.tool_id.as_str();
+    let tool = inv.tool.tool_id();
     let scrubber = inv.scrubber();
     command
         .stdin(Stdio::piped())
@@ -217,8 +217,8 @@ where
         let name_of = |t: &Value| t.get("name").and_then(Value::as_str).map(str::to_string);
         let names: Vec<String> = tools.iter().filter_map(name_of).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let name = pick_tool(&refs, &record.tool_id)?;
-        if let Some(pin) = &record.endpoint.definition_sha256 {
+        let name = pick_tool(&refs, record.tool_id())?;
+        if let Some(pin) = &record.endpoint().definition_sha256 {
             if let Some(listed) = tools.iter().find(|t| name_of(t).as_deref() == Some(&name)) {
                 if let Some(why) = definition::changed(record, listed, pin) {
                     return Err(SessionError::Changed(why));
@@ -234,8 +234,8 @@ where
             "the MCP tools/call result is not a CallToolResult: {e}"
         ))
     })?;
-    let mut output = output_of(result, &record.output_schema)?;
-    drop_null_optionals(&record.output_schema, &mut output);
+    let mut output = output_of(result, record.output_schema())?;
+    drop_null_optionals(record.output_schema(), &mut output);
     Ok(output)
 }
 

@@ -116,15 +116,16 @@ impl SandboxExecutor {
     /// [`ExecError::Permanent`] when the endpoint names an image that was not fetched when the
     /// runtime was built (never fetched inside a call's timeout).
     pub fn image_of(&self, tool: &ToolRecord) -> Result<Option<Arc<ToolImage>>, ExecError> {
-        let Some(reference) = tool.endpoint.image.as_ref() else {
+        let Some(reference) = tool.endpoint().image.as_ref() else {
             return Ok(None);
         };
-        if let Some(pin) = &tool.endpoint.sha256 {
+        if let Some(pin) = &tool.endpoint().sha256 {
             // Registration refuses this; a record made in code gets the same answer here.
             return Err(ExecError::Spawn(format!(
                 "refusing to run `{}`: its `sha256` ({pin}) pins a host binary, but it runs on \
                  the image `{}`, which its digest pins",
-                tool.tool_id, reference.raw
+                tool.tool_id(),
+                reference.raw
             )));
         }
         match self.images.get(&reference.raw) {
@@ -133,7 +134,8 @@ impl SandboxExecutor {
                 message: format!(
                     "the image `{}` of `{}` was not fetched when the runtime was built (images \
                      are fetched at start-up, never inside a call)",
-                    reference.raw, tool.tool_id
+                    reference.raw,
+                    tool.tool_id()
                 ),
                 stderr: String::new(),
             }),
@@ -213,8 +215,8 @@ impl SandboxExecutor {
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
         self.spec_of(
             program,
-            tool.endpoint.sha256.clone(),
-            tool.sandbox_profile.read_only.clone(),
+            tool.endpoint().sha256.clone(),
+            tool.sandbox_profile().read_only.clone(),
             egress,
         )
         .await
@@ -267,7 +269,7 @@ impl SandboxExecutor {
         image_root_spec(
             image,
             launch,
-            tool.sandbox_profile.read_only.clone(),
+            tool.sandbox_profile().read_only.clone(),
             egress,
             self.limits,
         )
@@ -313,7 +315,7 @@ impl SandboxExecutor {
         let stdin = serde_json::to_string(inv.payload).map_err(|e| {
             ExecError::Spawn(format!(
                 "cannot encode the payload of `{}`: {e}",
-                inv.tool.tool_id
+                inv.tool.tool_id()
             ))
         })?;
         Ok(Job {
@@ -370,14 +372,14 @@ impl SandboxExecutor {
             .await
             .map_err(|_| timed_out())?
             .map_err(spawn_error)?;
-        if inv.tool.endpoint.transport == Transport::McpStdio {
+        if inv.tool.endpoint().transport == Transport::McpStdio {
             let result = self.mcp_session(sandbox, job, &inv, deadline).await;
             self.refill(&spec);
             return result;
         }
         let result = self.backend.execute(&mut sandbox, job).await;
         self.refill(&spec);
-        let tool = inv.tool.tool_id.as_str();
+        let tool = inv.tool.tool_id();
         match result {
             Ok(out) => {
                 // The job has ended and reported its refusals: the teardown (reaping, stopping
@@ -417,7 +419,7 @@ impl SandboxExecutor {
         inv: &Invocation<'_>,
         deadline: Instant,
     ) -> Result<Execution, ExecError> {
-        let tool = inv.tool.tool_id.as_str();
+        let tool = inv.tool.tool_id();
         let attached = match self.backend.attach(&mut sandbox, job).await {
             Ok(a) => a,
             Err(e) => {
@@ -677,7 +679,7 @@ impl Executor for SandboxExecutor {
 /// How `tool` starts in `image` (its record's command and arguments over the image's config).
 fn tool_launch(tool: &ToolRecord, image: &ToolImage) -> Result<ImageLaunch, ExecError> {
     image
-        .launch(&tool.endpoint.command, &tool.endpoint.args)
+        .launch(&tool.endpoint().command, &tool.endpoint().args)
         .map_err(spawn_error)
 }
 

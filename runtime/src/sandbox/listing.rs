@@ -78,7 +78,7 @@ pub async fn root_of(
             }));
         }
     }
-    out.extend(tool.sandbox_profile.read_only.iter().map(|p| RootEntry {
+    out.extend(tool.sandbox_profile().read_only.iter().map(|p| RootEntry {
         path: p.clone(),
         source: RootSource::Bound,
     }));

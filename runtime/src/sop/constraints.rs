@@ -62,7 +62,7 @@ impl CompiledSop {
                     let record = registry.get(&e.tool).ok_or_else(|| {
                         invalid(name, format!("the tool `{}` is not registered", e.tool))
                     })?;
-                    if !record.on_failure.contains(&e.on_failure) {
+                    if !record.on_failure().contains(&e.on_failure) {
                         return Err(invalid(
                             name,
                             format!(
@@ -72,8 +72,8 @@ impl CompiledSop {
                             ),
                         ));
                     }
-                    if record.side_effect_class == SideEffectClass::Compensatable
-                        && record.compensation.is_none()
+                    if record.side_effect_class() == SideEffectClass::Compensatable
+                        && record.compensation().is_none()
                     {
                         return Err(invalid(
                             name,

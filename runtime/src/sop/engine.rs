@@ -627,7 +627,7 @@ impl Engine {
         let class = runtime
             .registry()
             .get(tool)
-            .map(|r| r.side_effect_class)
+            .map(|r| r.side_effect_class())
             .unwrap_or(escepine_contract::SideEffectClass::ReadOnly);
         let opts = CallOptions {
             run_id: Some(st.run_id.clone()),
@@ -757,7 +757,7 @@ impl Engine {
                             .runtime
                             .registry()
                             .get(&done.tool)
-                            .and_then(|r| r.compensation.as_ref())
+                            .and_then(|r| r.compensation())
                             .filter(|c| &c.tool == inverse);
                         let payload = match spec {
                             Some(spec) => saga::inverse_payload(spec, &done),

@@ -75,9 +75,9 @@ impl StepRequest<'_> {
             "state": self.state,
             "visit": self.visit,
             "tool": {
-                "id": self.tool.tool_id,
-                "description": self.tool.description,
-                "input_schema": self.tool.input_schema,
+                "id": self.tool.tool_id(),
+                "description": self.tool.description(),
+                "input_schema": self.tool.input_schema(),
             },
             "constraints": self.step.constraints,
             "run": self.data,
@@ -293,11 +293,15 @@ impl TypedPlanner {
                 state: request.state.to_string(),
                 visit: request.visit,
             })?;
-        if step.sop_id != request.sop.sop_id || step.tool_id != request.tool.tool_id {
+        if step.sop_id != request.sop.sop_id || step.tool_id != request.tool.tool_id() {
             return Err(PlannerError::Other(format!(
                 "the step type for `{}` belongs to SOP `{}` and binds `{}`; the run's step is of \
                  SOP `{}` and binds `{}`",
-                request.state, step.sop_id, step.tool_id, request.sop.sop_id, request.tool.tool_id
+                request.state,
+                step.sop_id,
+                step.tool_id,
+                request.sop.sop_id,
+                request.tool.tool_id()
             )));
         }
         (step.propose)(request)

@@ -29,7 +29,7 @@ pub(crate) fn plan(completed: &[DoneStep], registry: &Registry) -> Vec<PlanItem>
                     // records the failure when it gets to this item.
                     let tool = registry
                         .get(&step.tool)
-                        .and_then(|r| r.compensation.as_ref())
+                        .and_then(|r| r.compensation())
                         .map(|c| c.tool.clone())
                         .unwrap_or_default();
                     Undo::Inverse { inverse: tool }

@@ -16,7 +16,7 @@ pub(crate) fn authorize(
     authorizer: &Authorizer,
     payload: &Value,
 ) -> Decision {
-    let decision = authorizer.authorize(cx.principal, &cx.tool.record.tool_id, payload);
+    let decision = authorizer.authorize(cx.principal, cx.tool.record.tool_id(), payload);
     let span = tracing::Span::current();
     span.record("escepine.decision", decision.as_str());
     span.record(
@@ -32,7 +32,7 @@ pub(crate) fn authorize(
 /// Cedar saw. A denied call's grant has no origins (it never executes).
 pub(crate) fn egress(cx: &CallContext<'_>, decision: &Decision) -> EgressGrant {
     let grant = cx.tool.egress.clone();
-    if cx.tool.record.sandbox_profile.authorized_urls && decision.allowed() {
+    if cx.tool.record.sandbox_profile().authorized_urls && decision.allowed() {
         grant.with_origins(decision.origins().iter().cloned())
     } else {
         grant
@@ -65,7 +65,7 @@ mod tests {
 
     use super::*;
     use crate::stages::context::CallOptions;
-    use crate::stages::testing::{alice, context, loaded, n_schema, record, Fixed};
+    use crate::stages::testing::{alice, builder, context, loaded, n_schema, Fixed};
     use escepine_contract::Principal;
 
     fn authorizer(records: &[registry_build::ToolRecord], policies: &str) -> Authorizer {
@@ -78,8 +78,9 @@ mod tests {
 
     #[test]
     fn an_allowed_call_is_admitted_and_a_denied_one_ends_scrubbed() {
-        let mut rec = record("t", n_schema(), n_schema());
-        rec.secrets = vec!["KEY".into()];
+        let rec = builder("t", n_schema(), n_schema())
+            .secrets(["KEY"])
+            .registered();
         let a = authorizer(
             std::slice::from_ref(&rec),
             "@id(\"alice-only\") permit(principal == Agent::\"alice\", action, resource);\n\
@@ -118,8 +119,9 @@ mod tests {
 
     #[test]
     fn denial_reasons_are_scrubbed_of_the_calls_secrets() {
-        let mut rec = record("t", n_schema(), n_schema());
-        rec.secrets = vec!["KEY".into()];
+        let rec = builder("t", n_schema(), n_schema())
+            .secrets(["KEY"])
+            .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));

@@ -95,7 +95,7 @@ impl<'a> CallContext<'a> {
         tool: &'a LoadedTool,
         source: &dyn SecretSource,
     ) -> Self {
-        let secrets = secrets::resolve(source, &tool.record.secrets);
+        let secrets = secrets::resolve(source, tool.record.secrets());
         let scrubber = Scrubber::new(secrets.values().map(String::as_str));
         Self {
             ids,

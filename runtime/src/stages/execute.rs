@@ -137,7 +137,7 @@ fn ended(cx: &CallContext<'_>, err: &ExecError) -> Ended {
     let message = cx.scrubber.text(&err.to_string());
     let outcome = match err {
         ExecError::TimedOut(_) => CallOutcome::TimedOut {
-            timeout_ms: cx.tool.record.timeout_ms,
+            timeout_ms: cx.tool.record.timeout_ms(),
         },
         _ => CallOutcome::Failed {
             last_error: message.clone(),
@@ -168,7 +168,7 @@ mod tests {
     use super::*;
     use crate::executor::BoxFuture;
     use crate::stages::context::CallOptions;
-    use crate::stages::testing::{alice, context, loaded, n_schema, record, Fixed};
+    use crate::stages::testing::{alice, builder, context, loaded, n_schema, Fixed};
 
     /// Answers attempt `i` with the `i`-th script entry (the last one repeats); `None` never
     /// answers.
@@ -227,12 +227,13 @@ mod tests {
 
     #[tokio::test]
     async fn transient_failures_are_retried_with_the_same_ids_and_recorded_scrubbed() {
-        let mut rec = record("t", n_schema(), n_schema());
-        rec.secrets = vec!["KEY".into()];
-        rec.retry = RetryPolicy {
-            max_attempts: 3,
-            backoff_ms: 1,
-        };
+        let rec = builder("t", n_schema(), n_schema())
+            .secrets(["KEY"])
+            .retry(RetryPolicy {
+                max_attempts: 3,
+                backoff_ms: 1,
+            })
+            .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));
@@ -255,11 +256,12 @@ mod tests {
 
     #[tokio::test]
     async fn the_budget_and_permanent_failures_end_the_call_failed() {
-        let mut rec = record("t", n_schema(), n_schema());
-        rec.retry = RetryPolicy {
-            max_attempts: 2,
-            backoff_ms: 1,
-        };
+        let rec = builder("t", n_schema(), n_schema())
+            .retry(RetryPolicy {
+                max_attempts: 2,
+                backoff_ms: 1,
+            })
+            .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(Vec::new()));
@@ -287,8 +289,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_executor_that_never_answers_is_cut_off_by_the_backstop_and_times_out() {
-        let mut rec = record("t", n_schema(), n_schema());
-        rec.timeout_ms = 20;
+        let rec = builder("t", n_schema(), n_schema())
+            .timeout_ms(20)
+            .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(Vec::new()));

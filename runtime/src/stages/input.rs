@@ -11,7 +11,7 @@ use crate::gate;
 /// the OpenAI-strict dialect, `null` optional fields dropped first).
 pub(crate) fn gate(cx: &CallContext<'_>, mut payload: Value) -> Result<Value, CallError> {
     if cx.opts.openai_strict_nulls {
-        gate::drop_null_optionals(&cx.tool.record.input_schema, &mut payload);
+        gate::drop_null_optionals(cx.tool.record.input_schema(), &mut payload);
     }
     cx.tool
         .input_gate

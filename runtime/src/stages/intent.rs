@@ -35,9 +35,9 @@ fn intent(cx: &CallContext<'_>, payload: &Value, decision: &Decision) -> Intent 
         run_id: cx.opts.run_id.clone(),
         step: cx.opts.step.clone(),
         compensates: cx.opts.compensates.clone(),
-        tool_id: record.tool_id.clone(),
-        tool_version: record.version.to_string(),
-        class: record.side_effect_class.as_str().to_string(),
+        tool_id: record.tool_id().to_string(),
+        tool_version: record.version().to_string(),
+        class: record.side_effect_class().as_str().to_string(),
         principal: cx.principal.to_string(),
         payload: recorded,
         payload_hash: sha256_hex(canonical.as_bytes()),
@@ -69,7 +69,7 @@ mod tests {
     use super::*;
     use crate::ledger::memory::MemoryLedger;
     use crate::stages::context::CallOptions;
-    use crate::stages::testing::{alice, context, loaded, record as tool_record, Fixed};
+    use crate::stages::testing::{alice, builder, context, loaded, Fixed};
 
     #[tokio::test]
     async fn the_intent_is_committed_scrubbed_with_the_decision_and_deadline() {
@@ -79,9 +79,10 @@ mod tests {
             "required": ["q"],
             "additionalProperties": false
         });
-        let mut rec = tool_record("t", schema.clone(), schema);
-        rec.secrets = vec!["KEY".into()];
-        rec.timeout_ms = 100;
+        let rec = builder("t", schema.clone(), schema)
+            .secrets(["KEY"])
+            .timeout_ms(100)
+            .registered();
         let tool = loaded(rec);
         let who = alice();
         let opts = CallOptions {

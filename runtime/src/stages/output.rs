@@ -34,7 +34,7 @@ mod tests {
 
     use super::*;
     use crate::stages::context::CallOptions;
-    use crate::stages::testing::{alice, context, loaded, record, Fixed};
+    use crate::stages::testing::{alice, builder, context, loaded, Fixed};
 
     #[test]
     fn outputs_are_scrubbed_before_the_gate_and_rejected_ones_only_hashed() {
@@ -44,8 +44,13 @@ mod tests {
             "required": ["text"],
             "additionalProperties": false
         });
-        let mut rec = record("t", json!({"type": "object"}), out);
-        rec.secrets = vec!["KEY".into()];
+        let rec = builder(
+            "t",
+            json!({"type": "object", "additionalProperties": false}),
+            out,
+        )
+        .secrets(["KEY"])
+        .registered();
         let tool = loaded(rec);
         let (who, opts) = (alice(), CallOptions::default());
         let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));

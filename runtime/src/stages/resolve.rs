@@ -26,7 +26,7 @@ mod tests {
         let mut tools = HashMap::new();
         tools.insert("t".to_string(), loaded(record("t", n_schema(), n_schema())));
         assert_eq!(
-            resolve(&tools, "t").map(|t| t.record.tool_id.as_str()).ok(),
+            resolve(&tools, "t").map(|t| t.record.tool_id()).ok(),
             Some("t")
         );
         let err = resolve(&tools, "T").err();

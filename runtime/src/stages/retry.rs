@@ -13,24 +13,24 @@ use crate::executor::ExecError;
 /// The call's overall deadline: every attempt at the tool's timeout plus every retry delay at
 /// its longest. Recorded in the intent and enforced by [`Retry`].
 pub(crate) fn deadline(record: &ToolRecord) -> Duration {
-    Duration::from_millis(record.retry.deadline_ms(record.timeout_ms))
+    Duration::from_millis(record.retry().deadline_ms(record.timeout_ms()))
 }
 
 /// The retry policy of one call, started when its first attempt starts.
 #[derive(Debug)]
-pub(crate) struct Retry<'a> {
-    policy: &'a RetryPolicy,
+pub(crate) struct Retry {
+    policy: RetryPolicy,
     per_attempt: Duration,
     deadline: Duration,
     started: Instant,
 }
 
-impl<'a> Retry<'a> {
+impl Retry {
     /// The policy of a call of `record`, its deadline counted from now.
-    pub(crate) fn new(record: &'a ToolRecord) -> Self {
+    pub(crate) fn new(record: &ToolRecord) -> Self {
         Self {
-            policy: &record.retry,
-            per_attempt: Duration::from_millis(record.timeout_ms),
+            policy: record.retry(),
+            per_attempt: Duration::from_millis(record.timeout_ms()),
             deadline: deadline(record),
             started: Instant::now(),
         }
@@ -46,7 +46,7 @@ impl<'a> Retry<'a> {
     /// only a transient failure, within the attempt budget, and only when the delay ends
     /// before the deadline.
     pub(crate) fn retry(&self, attempt: u32, error: &ExecError) -> Option<Duration> {
-        let delay = next_delay(self.policy, attempt, error)?;
+        let delay = next_delay(&self.policy, attempt, error)?;
         (self.started.elapsed() + delay < self.deadline).then_some(delay)
     }
 }
@@ -71,7 +71,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::stages::testing::record;
+    use crate::stages::testing::builder;
 
     fn transient() -> ExecError {
         ExecError::Transient {
@@ -101,12 +101,17 @@ mod tests {
 
     #[test]
     fn the_deadline_bounds_attempts_and_stops_retries() {
-        let mut rec = record("t", json!({}), json!({}));
-        rec.timeout_ms = 200;
-        rec.retry = RetryPolicy {
+        let rec = builder(
+            "t",
+            json!({"type": "object", "additionalProperties": false}),
+            json!({"type": "object", "additionalProperties": false}),
+        )
+        .timeout_ms(200)
+        .retry(RetryPolicy {
             max_attempts: 2,
             backoff_ms: 10,
-        };
+        })
+        .registered();
         let r = Retry::new(&rec);
         assert_eq!(r.attempt_timeout(), Duration::from_millis(200));
         assert!(r.retry(1, &transient()).is_some());

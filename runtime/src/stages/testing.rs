@@ -1,60 +1,33 @@
 //! What the stages' unit tests share: a loaded tool and a context over it.
 
-use escepine_contract::{
-    FailureOutcome, Filesystem, Principal, RetryPolicy, SideEffectClass, Transport,
-};
-use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use escepine_contract::Principal;
+use registry_build::testing::RecordBuilder;
+use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 use super::context::{CallContext, CallIds, CallOptions, LoadedTool};
 use crate::gate::SchemaGate;
 use crate::secrets::SecretSource;
 
-/// A record of `tool_id` with these schemas, one attempt of 1 s, no secrets.
+/// The builder of a record of `tool_id` with these schemas, one attempt of 1 s, no secrets.
+pub(crate) fn builder(tool_id: &str, input: Value, output: Value) -> RecordBuilder {
+    RecordBuilder::new(tool_id)
+        .description("unit")
+        .input_schema(input)
+        .output_schema(output)
+        .timeout_ms(1000)
+}
+
+/// [`builder`]'s record, registered.
 pub(crate) fn record(tool_id: &str, input: Value, output: Value) -> ToolRecord {
-    ToolRecord {
-        source: "<unit>".into(),
-        tool_id: tool_id.into(),
-        version: semver::Version::new(1, 0, 0),
-        title: None,
-        description: "unit".into(),
-        open_world: None,
-        input_schema: input,
-        output_schema: output,
-        cedar_action: tool_id.into(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 1000,
-        retry: RetryPolicy {
-            max_attempts: 1,
-            backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport: Transport::StdioJson,
-            command: "unused".into(),
-            args: Vec::new(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::WorkspaceBin("unused".into()),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+    builder(tool_id, input, output).registered()
 }
 
 /// `record` loaded: its gates compiled.
 pub(crate) fn loaded(record: ToolRecord) -> LoadedTool {
     LoadedTool {
-        input_gate: SchemaGate::new(&record.input_schema).expect("input schema compiles"),
-        output_gate: SchemaGate::new(&record.output_schema).expect("output schema compiles"),
+        input_gate: SchemaGate::new(record.input_schema()).expect("input schema compiles"),
+        output_gate: SchemaGate::new(record.output_schema()).expect("output schema compiles"),
         record,
         egress: escepine_contract::EgressGrant::default(),
         overlay: Vec::new(),

@@ -204,7 +204,7 @@ fn the_payload_and_facts_never_panic() {
 fn slicing_keeps_only_the_policies_of_each_action() {
     let r = catalog();
     let a = authorizer(&r);
-    assert_eq!(r.cedar.policies.policies().count(), 7);
+    assert_eq!(r.cedar().policies.policies().count(), 7);
     // firecrawl_scrape: read-only-tools and page-read-no-linkedin.
     assert_eq!(a.policy_count("firecrawl_scrape"), Some(2));
     // web_fetch_exa: those and its three bulk-fetch forbids.

@@ -34,8 +34,8 @@ fn temp_authorizer(records: &[Value], policies: &str) -> Authorizer {
     let cat = TempCatalog::new(records, policies);
     let registry = cat.load();
     Authorizer::new(
-        &registry.cedar,
-        &registry.records,
+        registry.cedar(),
+        registry.records(),
         Some(&catalog_entities()),
     )
     .expect("authorizer builds")
@@ -273,11 +273,11 @@ fn entities_are_validated_against_the_schema() {
     );
     let registry = cat.load();
     let bad = json!([{"uid": {"type": "Agent", "id": "a"}, "attrs": {"level": 3}, "parents": []}]);
-    let e = Authorizer::new(&registry.cedar, &registry.records, Some(&bad)).expect_err("invalid");
+    let e = Authorizer::new(registry.cedar(), registry.records(), Some(&bad)).expect_err("invalid");
     assert!(e.to_string().contains("entities"), "{e}");
     let unknown = json!([{"uid": {"type": "Robot", "id": "r"}, "attrs": {}, "parents": []}]);
-    assert!(Authorizer::new(&registry.cedar, &registry.records, Some(&unknown)).is_err());
-    assert!(Authorizer::new(&registry.cedar, &registry.records, None).is_ok());
+    assert!(Authorizer::new(registry.cedar(), registry.records(), Some(&unknown)).is_err());
+    assert!(Authorizer::new(registry.cedar(), registry.records(), None).is_ok());
 }
 
 #[test]
@@ -295,8 +295,8 @@ fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
     );
     let registry = cat.load();
     let a = Authorizer::new(
-        &registry.cedar,
-        &registry.records,
+        registry.cedar(),
+        registry.records(),
         Some(&catalog_entities()),
     )
     .expect("authorizer builds");
@@ -319,12 +319,12 @@ fn requests_are_validated_only_for_actions_declared_differently_by_the_user() {
     // The real catalog declares no tool action itself: every request takes the fast path.
     let catalog = authorize::catalog();
     let a = authorizer(&catalog);
-    for r in &catalog.records {
+    for r in catalog.records() {
         assert_eq!(
-            a.validates_requests(&r.tool_id),
+            a.validates_requests(r.tool_id()),
             Some(false),
             "{}",
-            r.tool_id
+            r.tool_id()
         );
     }
 }

@@ -185,11 +185,11 @@ proptest! {
         calls in prop::collection::vec(call(), 1..8),
     ) {
         let registry = registry();
-        let mut binding = registry.cedar.clone();
+        let mut binding = registry.cedar().clone();
         binding.policies = policy_set(&texts);
         let entities = catalog_entities();
-        let sliced = Authorizer::new(&binding, &registry.records, Some(&entities)).expect("builds");
-        let whole = Authorizer::unsliced(&binding, &registry.records, Some(&entities)).expect("builds");
+        let sliced = Authorizer::new(&binding, registry.records(), Some(&entities)).expect("builds");
+        let whole = Authorizer::unsliced(&binding, registry.records(), Some(&entities)).expect("builds");
         for (who, tool, payload) in &calls {
             let principal = Principal::agent(who.clone());
             let a = normalised(sliced.authorize(&principal, tool, payload));
@@ -206,14 +206,14 @@ proptest! {
 #[test]
 fn the_generated_space_is_not_trivial() {
     let registry = registry();
-    let mut binding = registry.cedar.clone();
+    let mut binding = registry.cedar().clone();
     binding.policies = policy_set(&[
         "permit (principal, action in Action::\"g1\", resource);".into(),
         "forbid (principal, action in [Action::\"t1\", Action::\"g2\"], resource) when { context has url && context.url.host == \"h1.example\" };".into(),
         "forbid (principal, action == Action::\"t0\", resource) when { context.input.n + 9223372036854775800 < 0 };".into(),
     ]);
     let a =
-        Authorizer::new(&binding, &registry.records, Some(&catalog_entities())).expect("builds");
+        Authorizer::new(&binding, registry.records(), Some(&catalog_entities())).expect("builds");
     let alice = Principal::agent("alice");
     assert!(a.authorize(&alice, "t0", &json!({"n": 1})).allowed());
     let d = a.authorize(&alice, "t0", &json!({"n": 1000}));

@@ -5,48 +5,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
 use escepine_runtime::executor::{ExecError, Executor, InProcessExecutor, Invocation};
-use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use escepine_testkit::RecordBuilder;
+use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 fn record(tool_id: &str) -> ToolRecord {
-    ToolRecord {
-        source: "<test>".into(),
-        tool_id: tool_id.into(),
-        version: "1.0.0".parse().expect("semver"),
-        title: None,
-        description: "in-process".into(),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: tool_id.into(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 1000,
-        retry: RetryPolicy {
-            max_attempts: 1,
-            backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport: Transport::StdioJson,
-            command: "unused".into(),
-            args: Vec::new(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::WorkspaceBin("unused".into()),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+    RecordBuilder::new(tool_id)
+        .description("in-process")
+        .timeout_ms(1000)
+        .registered()
 }
 
 async fn call(

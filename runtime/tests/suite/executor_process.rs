@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation, ProcessExecutor};
-use escepine_testkit::testtool::{testtool, testtool_record, TESTTOOL};
+use escepine_testkit::testtool::{testtool, testtool_builder, testtool_record, TESTTOOL};
+use escepine_testkit::RecordBuilder;
 use registry_build::{ResolvedCommand, ToolRecord};
 use serde_json::{json, Value};
 
@@ -100,8 +101,9 @@ async fn the_environment_holds_only_the_allowed_variables() {
     let _host = host::shared().await;
     tool();
     assert!(std::env::var_os("PATH").is_some());
-    let mut record = testtool_record("env_tool", "env");
-    record.secrets = vec!["TEST_API_KEY".into()];
+    let record = testtool_builder("env_tool", "env")
+        .secrets(["TEST_API_KEY"])
+        .registered();
     let secrets = BTreeMap::from([
         ("TEST_API_KEY".to_string(), "s3cr3t-value".to_string()),
         ("UNDECLARED".to_string(), "not-for-this-tool".to_string()),
@@ -361,9 +363,10 @@ async fn a_digest_mismatch_refuses_before_running() {
     tool();
     let dir = tempfile::tempdir().expect("tempdir");
     let counter = dir.path().join("counter");
-    let mut record = testtool_record("count_tool", "count");
     let wrong = "0".repeat(64);
-    record.endpoint.sha256 = Some(wrong.clone());
+    let record = testtool_builder("count_tool", "count")
+        .sha256(&wrong)
+        .registered();
     let err = run(&record, json!({ "counter": counter }))
         .await
         .expect_err("refused");
@@ -375,7 +378,9 @@ async fn a_digest_mismatch_refuses_before_running() {
     assert!(message.contains(&actual), "{message}");
     assert!(!counter.exists(), "the tool ran");
 
-    record.endpoint.sha256 = Some(actual);
+    let record = testtool_builder("count_tool", "count")
+        .sha256(&actual)
+        .registered();
     let done = run(&record, json!({ "counter": counter }))
         .await
         .expect("the right digest runs");
@@ -393,9 +398,14 @@ fn sha256_of(path: &Path) -> String {
 async fn workspace_binaries_are_found_beside_the_executable_or_in_a_configured_dir() {
     let _host = host::shared().await;
     let path = tool();
-    let mut record = testtool_record("echo_tool", "echo");
-    record.endpoint.command = TESTTOOL.into();
-    record.endpoint.resolved = ResolvedCommand::WorkspaceBin(TESTTOOL.into());
+    let record = testtool_builder("echo_tool", "echo")
+        .command(TESTTOOL)
+        .workspace_bin(TESTTOOL)
+        .registered();
+    assert_eq!(
+        record.endpoint().resolved,
+        ResolvedCommand::WorkspaceBin(TESTTOOL.into())
+    );
     // target/<profile>/deps/<test> finds target/<profile>/escepine-testtool.
     if std::env::var_os("ESCEPINE_TESTTOOL").is_none() {
         let done = run(&record, json!({ "a": 1 })).await.expect("found");
@@ -416,7 +426,10 @@ async fn workspace_binaries_are_found_beside_the_executable_or_in_a_configured_d
     .expect("found in the configured dir");
     assert_eq!(done.output, json!({ "echo": { "a": 2 } }));
 
-    record.endpoint.resolved = ResolvedCommand::WorkspaceBin("escepine-no-such-bin".into());
+    let record = testtool_builder("echo_tool", "echo")
+        .command("escepine-no-such-bin")
+        .workspace_bin("escepine-no-such-bin")
+        .registered();
     let err = run(&record, json!({})).await.expect_err("not built");
     let ExecError::Spawn(message) = &err else {
         panic!("not a spawn error: {err:?}")
@@ -429,8 +442,18 @@ async fn workspace_binaries_are_found_beside_the_executable_or_in_a_configured_d
 async fn a_missing_binary_is_a_spawn_error() {
     let _host = host::shared().await;
     tool();
-    let mut record = testtool_record("gone_tool", "echo");
-    record.endpoint.resolved = ResolvedCommand::Path("/nonexistent/escepine-gone".into());
+    // Registered while it existed, gone by the call.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gone = dir.path().join("escepine-gone");
+    std::fs::copy(tool(), &gone).expect("copy the testtool");
+    let record = testtool_builder("gone_tool", "echo")
+        .binary(&gone)
+        .registered();
+    assert_eq!(
+        record.endpoint().resolved,
+        ResolvedCommand::Path(gone.clone())
+    );
+    std::fs::remove_file(&gone).expect("remove the copy");
     let err = run(&record, json!({})).await.expect_err("missing");
     assert!(matches!(err, ExecError::Spawn(_)), "{err:?}");
     assert_eq!(err.class(), "spawn");
@@ -442,10 +465,10 @@ async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
     tool();
     // A binary that exits at once instead of answering the MCP handshake: the transport must
     // report a failure promptly, never an output.
-    let mut record = testtool_record("mcp_tool", "echo");
-    record.endpoint.transport = Transport::McpStdio;
-    record.endpoint.args.clear();
-    record.endpoint.resolved = ResolvedCommand::Path("/bin/false".into());
+    let record = RecordBuilder::new("mcp_tool")
+        .transport(Transport::McpStdio)
+        .binary(Path::new("/bin/false"))
+        .registered();
     let err = run(&record, json!({}))
         .await
         .expect_err("echo is not an MCP server");
@@ -459,8 +482,9 @@ async fn an_mcp_stdio_endpoint_that_is_not_an_mcp_server_fails_cleanly() {
 async fn declared_secrets_reach_the_tool_and_reserved_names_are_refused() {
     let _host = host::shared().await;
     tool();
-    let mut record = testtool_record("secret_tool", "secret");
-    record.secrets = vec!["TEST_API_KEY".into()];
+    let record = testtool_builder("secret_tool", "secret")
+        .secrets(["TEST_API_KEY"])
+        .registered();
     // Not provided: left unset, the tool decides.
     let done = run(&record, json!({ "name": "TEST_API_KEY" }))
         .await
@@ -486,7 +510,9 @@ async fn declared_secrets_reach_the_tool_and_reserved_names_are_refused() {
     );
     assert!(!err.stderr().contains("s3cr3t-value"), "{err:?}");
 
-    record.secrets = vec!["PATH".into()];
+    let record = testtool_builder("secret_tool", "secret")
+        .secrets(["PATH"])
+        .registered();
     let secrets = BTreeMap::from([("PATH".to_string(), "/evil".to_string())]);
     let err = run_with(
         &ProcessExecutor::new(),
@@ -530,11 +556,10 @@ async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped() 
     let _host = host::shared().await;
     tool();
     let race = pin::PinRace::start();
-    let mut record = testtool_record("pinned_script", "echo");
-    record.endpoint.resolved = ResolvedCommand::Path(race.path().to_path_buf());
-    record.endpoint.command = race.path().display().to_string();
-    record.endpoint.args = Vec::new();
-    record.endpoint.sha256 = Some(race.digest().to_string());
+    let record = RecordBuilder::new("pinned_script")
+        .binary(race.path())
+        .sha256(race.digest())
+        .registered();
     let executor = ProcessExecutor::new();
     let mut outcomes = pin::Outcomes::default();
     // Bounded: at least 300 calls, then until both outcomes were seen a few times, at most

@@ -9,16 +9,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use escepine_contract::{
-    FailureOutcome, Filesystem, Principal, RetryPolicy, SideEffectClass, Transport,
-};
+use escepine_contract::{Principal, RetryPolicy, Transport};
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::executor::{ExecError, Executor, Invocation};
 use escepine_runtime::ledger::sqlite::SqliteLedger;
 use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
-use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
+use escepine_testkit::RecordBuilder;
+use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 use escepine_testkit::bins::workspace_root;
@@ -240,42 +239,17 @@ fn record(
     timeout_ms: u64,
     attempts: u32,
 ) -> ToolRecord {
-    ToolRecord {
-        source: PathBuf::from("<test>"),
-        tool_id: tool_id.into(),
-        version: "1.0.0".parse().expect("semver"),
-        title: None,
-        description: "test".into(),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: tool_id.into(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms,
-        retry: RetryPolicy {
+    RecordBuilder::new(tool_id)
+        .description("test")
+        .timeout_ms(timeout_ms)
+        .retry(RetryPolicy {
             max_attempts: attempts,
             backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport: Transport::McpStdio,
-            command: command.display().to_string(),
-            args: args.iter().map(ToString::to_string).collect(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::Path(command),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+        })
+        .transport(Transport::McpStdio)
+        .binary(&command)
+        .args(args)
+        .registered()
 }
 
 async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError> {
@@ -287,7 +261,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             call_id: "call-1",
             idempotency_key: "key-1",
             attempt: 1,
-            timeout: Duration::from_millis(record.timeout_ms),
+            timeout: Duration::from_millis(record.timeout_ms()),
             secrets: &secrets,
             scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
             egress: &escepine_contract::EgressGrant::default(),

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::sandbox::{
-    executor, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot, MapResolver,
-    UID_RANGE,
+    executor, mcp_builder, mcp_demo, mcp_probe, mcp_record, run, workspace_root, HostSnapshot,
+    MapResolver, UID_RANGE,
 };
 use escepine_contract::Principal;
 use escepine_runtime::executor::{ExecError, Execution, ProcessExecutor};
@@ -120,8 +120,9 @@ async fn the_mcp_server_sees_only_its_sandbox() {
     std::fs::write(&planted, "host file").expect("plant");
     let outside = dir.path().join("escaped");
     let ex = executor(MapResolver::default(), dir.path());
-    let mut rec = mcp_record("probe", &mcp_probe(), &[]);
-    rec.secrets = vec!["T_SECRET".to_string()];
+    let rec = mcp_builder("probe", &mcp_probe(), &[])
+        .secrets(["T_SECRET"])
+        .registered();
     // The executor passes only what the record declares.
     let secrets = BTreeMap::from([
         ("T_SECRET".to_string(), "mcp-s3cret".to_string()),
@@ -443,7 +444,7 @@ async fn a_server_exiting_early_in_its_sandbox_names_its_stderr() {
         assert!(
             message.contains("exited with status 1") && message.contains(why),
             "{}: {message}",
-            record.tool_id
+            record.tool_id()
         );
         assert!(
             stderr.contains("Traceback") && stderr.contains(why),

@@ -45,14 +45,12 @@ pub fn try_rust_first<T: Tool>(_sources: &BuildSources) -> Result<(), String> {
 mod imp {
     use std::collections::BTreeMap;
     use std::fs;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use cedar_policy::SchemaFragment;
-    use escepine_contract::{BuildSources, Contract, ImageRef};
-    use registry_build::{
-        CompensationSpec, EgressEntry, EndpointSpec, Registry, ResolvedCommand, Rule,
-        SandboxProfile, Sources, ToolRecord,
-    };
+    use escepine_contract::{BuildSources, Contract};
+    use registry_build::cedar::Binding;
+    use registry_build::{Rule, SourceFile, Sources, ToolRecord};
     use serde_json::{Map, Value};
 
     pub(super) fn check(contract: &Contract, sources: &BuildSources) -> Result<(), String> {
@@ -62,14 +60,14 @@ mod imp {
             .map_err(|e| format!("the contract of `{id}` has a schema that is not JSON: {e}"))?;
         let text = serde_json::to_string_pretty(&record).unwrap_or_default();
         let path = format!("#[tool] {id}");
-        let (registry, checked) =
-            match registry_build::load(&base(sources).record_text(&path, text)) {
+        let (binding, checked) =
+            match registry_build::load(&base(sources).record_text(&path, text.clone())) {
                 Ok(registry) => {
                     let checked = registry
                         .get(id)
                         .cloned()
                         .ok_or_else(|| format!("`{id}` was not registered"))?;
-                    (registry, checked)
+                    (registry.cedar().clone(), checked)
                 }
                 // An inverse that is not among the crate's records (another Rust-first tool of the
                 // crate, say) cannot be checked from here: `escepine check` over the host's
@@ -83,7 +81,7 @@ mod imp {
                         "note: the inverse of `{id}` is not among the build's records; its \
                      compensation map is checked by `escepine check` over the `--describe` output"
                     );
-                    bind_alone(contract, &path, sources)?
+                    bind_alone(&text, &path, sources)?
                 }
                 Err(d) => {
                     return Err(format!(
@@ -92,7 +90,7 @@ mod imp {
                     ))
                 }
             };
-        context_matches(&registry, &checked)
+        context_matches(&binding, &checked)
     }
 
     /// The build's sources (records, policies, envelope, workspace).
@@ -113,86 +111,29 @@ mod imp {
         s
     }
 
-    /// The build's registry with the Cedar binding redone to include this tool's record, built
-    /// from its contract (whose other rules passed).
+    /// The Cedar binding of the build's records and this tool's record (which passed its own
+    /// rules: registered again by them, without the cross-record ones), with the tool's record.
     fn bind_alone(
-        contract: &Contract,
+        text: &str,
         path: &str,
         sources: &BuildSources,
-    ) -> Result<(Registry, ToolRecord), String> {
-        let mut registry = registry_build::load(&base(sources))
+    ) -> Result<(Binding, ToolRecord), String> {
+        let base = base(sources);
+        let registry = registry_build::load(&base)
             .map_err(|d| format!("the build's registry does not load:\n{}", d.render()))?;
-        let record = tool_record(contract, path)?;
-        let mut records = registry.records.clone();
+        let record = registry_build::check_record(&base, &SourceFile::new(path, text))
+            .map_err(|d| format!("the record of `{path}` does not register:\n{}", d.render()))?;
+        let mut records = registry.records().to_vec();
         records.push(record.clone());
-        registry.cedar = registry_build::cedar::bind(&records, sources.policies.map(Path::new))
+        let binding = registry_build::cedar::bind(&records, sources.policies.map(Path::new))
             .map_err(|d| {
                 format!(
                     "the Cedar binding of `{}` fails:\n{}",
-                    contract.id,
+                    record.tool_id(),
                     d.render()
                 )
             })?;
-        Ok((registry, record))
-    }
-
-    /// The typed record of a contract whose record passed the per-record rules.
-    fn tool_record(c: &Contract, path: &str) -> Result<ToolRecord, String> {
-        let json = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| e.to_string());
-        let authorized_urls = c
-            .egress
-            .contains(&escepine_contract::egress::AUTHORIZED_URLS);
-        let egress = c
-            .egress
-            .iter()
-            .filter(|e| **e != escepine_contract::egress::AUTHORIZED_URLS)
-            .map(|e| e.parse::<EgressEntry>().map_err(|e| e.to_string()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ToolRecord {
-            source: PathBuf::from(path),
-            tool_id: c.id.to_string(),
-            version: c.version.parse().map_err(|e| format!("{e}"))?,
-            title: c.title.map(str::to_string),
-            description: c.description.to_string(),
-            open_world: c.open_world,
-            input_schema: json(c.input_schema)?,
-            output_schema: json(c.output_schema)?,
-            cedar_action: c.cedar_action.to_string(),
-            action_groups: c.action_groups.iter().map(|g| g.to_string()).collect(),
-            side_effect_class: c.class,
-            compensation: c.compensation.map(|comp| CompensationSpec {
-                tool: comp.tool.to_string(),
-                map: comp
-                    .map
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            }),
-            timeout_ms: c.timeout_ms,
-            retry: c.retry,
-            on_failure: c.on_failure.to_vec(),
-            endpoint: EndpointSpec {
-                transport: c.endpoint.transport,
-                command: c.endpoint.command.to_string(),
-                args: c.endpoint.args.iter().map(|a| a.to_string()).collect(),
-                sha256: c.endpoint.sha256.map(str::to_string),
-                image: c
-                    .endpoint
-                    .image
-                    .map(ImageRef::parse)
-                    .transpose()
-                    .map_err(|e| e.to_string())?,
-                definition_sha256: c.endpoint.definition_sha256.map(str::to_string),
-                resolved: ResolvedCommand::WorkspaceBin(c.endpoint.command.to_string()),
-            },
-            secrets: c.secrets.iter().map(|s| s.to_string()).collect(),
-            sandbox_profile: SandboxProfile {
-                egress,
-                authorized_urls,
-                filesystem: c.filesystem,
-                read_only: c.read_only.iter().map(PathBuf::from).collect(),
-            },
-        })
+        Ok((binding, record))
     }
 
     /// The empty namespace of a schema fragment, as JSON.
@@ -203,8 +144,8 @@ mod imp {
         Ok(json.get("").cloned().unwrap_or(Value::Null))
     }
 
-    fn context_matches(registry: &Registry, record: &ToolRecord) -> Result<(), String> {
-        let action = &record.cedar_action;
+    fn context_matches(binding: &Binding, record: &ToolRecord) -> Result<(), String> {
+        let action = record.cedar_action();
         let generated_text =
             registry_build::cedar::generated_schema_text(std::slice::from_ref(record));
         let generated = namespace(&generated_text)
@@ -217,7 +158,7 @@ mod imp {
         );
 
         let mut declared = None;
-        for file in &registry.cedar.schema_files {
+        for file in &binding.schema_files {
             let text = fs::read_to_string(file)
                 .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             let ns = namespace(&text).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -239,7 +180,7 @@ mod imp {
             return Err(format!(
                 "the action `Action::\"{action}\"` of Rust-first tool `{}` is not declared in a \
                  `.cedarschema` beside the policies; declare it there:\n\n{declaration}",
-                record.tool_id
+                record.tool_id()
             ));
         };
         if declared == expected {
@@ -250,7 +191,7 @@ mod imp {
              declared: {}\n  expected: {}\n\ndeclare the action as its payload implies:\n\n\
              {declaration}",
             file.display(),
-            record.tool_id,
+            record.tool_id(),
             render(&declared),
             render(&expected)
         ))

@@ -2,6 +2,8 @@
 //!
 //! - [`bins`]: the workspace's binaries, found beside the running test program (never built).
 //! - [`testtool`]: the `escepine-testtool` binary and a registered record for it.
+//! - [`RecordBuilder`], [`RegistryBuilder`]: records and registries made through the
+//!   registration rules (registry-build's `testing`).
 //! - [`server`]: an HTTP/1.1 server (and proxy) on loopback that records every request.
 //! - [`registry`]: a real OCI registry on loopback.
 //! - [`fixtures`]: the installed MCP servers and SDKs.
@@ -17,6 +19,8 @@ pub mod fixtures;
 pub mod mcp;
 pub mod server;
 pub mod testtool;
+
+pub use registry_build::testing::{RecordBuilder, RegistryBuilder};
 
 /// The host name of the UTS namespace the process runs in (empty if it cannot be read).
 pub fn hostname() -> String {

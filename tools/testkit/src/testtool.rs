@@ -5,9 +5,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use escepine_contract::{FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport};
-use registry_build::{EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
-use serde_json::json;
+use registry_build::testing::RecordBuilder;
+use registry_build::ToolRecord;
 
 use crate::bins;
 
@@ -24,45 +23,28 @@ pub fn testtool() -> PathBuf {
 }
 
 /// A registered record for the testtool in `mode` (its first argument), at its absolute path,
-/// with permissive schemas (the executor does not gate) and a 10 s timeout.
+/// with permissive schemas (the executor does not gate) and a 10 s timeout: the builder of the
+/// same record, to vary before [`RecordBuilder::build`].
 ///
 /// # Panics
 /// As [`testtool`].
+pub fn testtool_builder(tool_id: &str, mode: &str) -> RecordBuilder {
+    RecordBuilder::new(tool_id)
+        .description(&format!("escepine-testtool in mode {mode}"))
+        .binary(&testtool())
+        .args([mode])
+}
+
+/// [`testtool_builder`], registered.
+///
+/// # Panics
+/// As [`testtool`], or when the record breaks a registration rule (a tool id that is not one).
 pub fn testtool_record(tool_id: &str, mode: &str) -> ToolRecord {
-    ToolRecord {
-        source: PathBuf::from("<test>"),
-        tool_id: tool_id.to_string(),
-        version: "1.0.0".parse().expect("a semver version"),
-        title: None,
-        description: format!("escepine-testtool in mode {mode}"),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: tool_id.to_string(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 10_000,
-        retry: RetryPolicy {
-            max_attempts: 1,
-            backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport: Transport::StdioJson,
-            command: testtool().display().to_string(),
-            args: vec![mode.to_string()],
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::Path(testtool()),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
+    match testtool_builder(tool_id, mode).build() {
+        Ok(record) => record,
+        Err(d) => panic!(
+            "the testtool record `{tool_id}` does not register:\n{}",
+            d.render()
+        ),
     }
 }

@@ -169,6 +169,27 @@ fn check_each(files: &[SourceFile], ctx: &Context<'_>) -> Vec<Own> {
     })
 }
 
+/// Check one record file against its own rules (every per-record rule, as
+/// [`check_all`] applies them to each file, without the cross-record ones: a duplicate id,
+/// a reserved id, a compensation's inverse, a clash of action groups); return its record.
+///
+/// # Errors
+/// The file's diagnostics, when one of them is an error.
+pub fn check_file(src: &SourceFile, ctx: &Context<'_>) -> Result<ToolRecord, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let value = match fields::parse(src) {
+        Ok(value) => value,
+        Err(d) => {
+            diags.push(*d);
+            return Err(diags);
+        }
+    };
+    match check_one(src, &value, ctx, Completeness::Full, &mut diags) {
+        Some(checked) if !diags.has_errors() => Ok(checked.record),
+        _ => Err(diags),
+    }
+}
+
 /// Check a draft record (a JSON object as a tool's Rust declaration gives it) against every
 /// per-record rule that applies to the fields it holds; `input_schema`, `output_schema` and
 /// `endpoint` may be left out, and no envelope is compared. `name` names the draft in the

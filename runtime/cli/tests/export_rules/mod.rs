@@ -38,7 +38,7 @@ pub fn fixture_records_dir() -> PathBuf {
 /// Load the records of `dir` (every rule applied).
 pub fn load_dir(dir: &Path) -> Vec<ToolRecord> {
     match registry_build::load(&Sources::new().records(dir)) {
-        Ok(reg) => reg.records,
+        Ok(reg) => reg.into_records(),
         Err(d) => panic!("{} does not load:\n{}", dir.display(), d.render()),
     }
 }
@@ -50,7 +50,7 @@ pub fn load_text(record: &Value) -> ToolRecord {
         .record_text("mem/record.json", text)
         .workspace_root(workspace());
     match registry_build::load(&sources) {
-        Ok(mut reg) => reg.records.remove(0),
+        Ok(reg) => reg.into_records().remove(0),
         Err(d) => panic!("the record does not load:\n{}", d.render()),
     }
 }
@@ -62,7 +62,7 @@ pub fn try_load_text(record: &Value) -> Result<ToolRecord, String> {
         .record_text("mem/record.json", text)
         .workspace_root(workspace());
     registry_build::load(&sources)
-        .map(|mut reg| reg.records.remove(0))
+        .map(|reg| reg.into_records().remove(0))
         .map_err(|d| d.render())
 }
 
@@ -755,28 +755,28 @@ pub fn mcp(tool: &Value) -> Vec<String> {
 /// Whether the MCP entry says what the record registered.
 pub fn mcp_matches(tool: &Value, record: &ToolRecord) -> Vec<String> {
     let mut v = Vec::new();
-    if tool["inputSchema"] != record.input_schema {
+    if tool["inputSchema"] != *record.input_schema() {
         v.push("inputSchema differs from the registered input schema".into());
     }
-    if tool["outputSchema"] != record.output_schema {
+    if tool["outputSchema"] != *record.output_schema() {
         v.push("outputSchema differs from the registered output schema".into());
     }
-    if tool.get("title").and_then(Value::as_str) != record.title.as_deref() {
+    if tool.get("title").and_then(Value::as_str) != record.title() {
         v.push(format!(
             "title {:?} is not the record's title {:?}",
             tool.get("title"),
-            record.title
+            record.title()
         ));
     }
     let a = &tool["annotations"];
-    if a.get("openWorldHint").and_then(Value::as_bool) != record.open_world {
+    if a.get("openWorldHint").and_then(Value::as_bool) != record.open_world() {
         v.push(format!(
             "openWorldHint {:?} is not the record's open_world {:?}",
             a.get("openWorldHint"),
-            record.open_world
+            record.open_world()
         ));
     }
-    let want = match record.side_effect_class {
+    let want = match record.side_effect_class() {
         SideEffectClass::ReadOnly => a["readOnlyHint"] == json!(true),
         SideEffectClass::Compensatable => {
             a["readOnlyHint"] == json!(false) && a["destructiveHint"] == json!(true)
@@ -790,7 +790,7 @@ pub fn mcp_matches(tool: &Value, record: &ToolRecord) -> Vec<String> {
     if !want {
         v.push(format!(
             "annotations {a} do not follow the class {}",
-            record.side_effect_class.as_str()
+            record.side_effect_class().as_str()
         ));
     }
     v

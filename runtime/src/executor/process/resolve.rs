@@ -32,7 +32,7 @@ pub(super) struct SearchDirs {
 /// configured one, else the one above the record's file, else the one above the working
 /// directory).
 pub(super) fn locate(tool: &ToolRecord, dirs: &SearchDirs) -> Result<PathBuf, ExecError> {
-    match &tool.endpoint.resolved {
+    match &tool.endpoint().resolved {
         ResolvedCommand::Path(p) | ResolvedCommand::OnPath(p) => {
             if p.is_file() {
                 Ok(p.clone())
@@ -40,7 +40,7 @@ pub(super) fn locate(tool: &ToolRecord, dirs: &SearchDirs) -> Result<PathBuf, Ex
                 Err(ExecError::Spawn(format!(
                     "the endpoint binary {} of `{}` does not exist (any more)",
                     p.display(),
-                    tool.tool_id
+                    tool.tool_id()
                 )))
             }
         }
@@ -58,14 +58,14 @@ pub(super) fn locate(tool: &ToolRecord, dirs: &SearchDirs) -> Result<PathBuf, Ex
             Err(ExecError::Spawn(format!(
                 "the workspace binary `{name}` of `{}` is not built (looked in: {}); \
                  build it with `cargo build --bin {name}`",
-                tool.tool_id,
+                tool.tool_id(),
                 looked.join(", ")
             )))
         }
         ResolvedCommand::InImage(_) => Err(ExecError::Spawn(format!(
             "`{}` runs inside its image `{}`: its command is not a host binary",
-            tool.tool_id,
-            tool.endpoint
+            tool.tool_id(),
+            tool.endpoint()
                 .image
                 .as_ref()
                 .map_or_else(String::new, ToString::to_string)
@@ -93,7 +93,7 @@ fn built_candidates(name: &str, tool: &ToolRecord, dirs: &SearchDirs) -> Vec<Pat
         .workspace_root
         .clone()
         .or_else(|| {
-            tool.source
+            tool.source()
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .and_then(WorkspaceBins::find_root)

@@ -289,8 +289,28 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
-    let mut rec = tool_root.hostile_record("hostile_noop", "noop");
-    rec.endpoint.sha256 = Some("0".repeat(64));
+    let wrong = "0".repeat(64);
+    let builder = tool_root
+        .hostile_builder("hostile_noop", "noop")
+        .sha256(&wrong);
+    let rec = match tool_root {
+        Root::Binary => builder.registered(),
+        Root::Image => {
+            // A digest pins a host binary; an image is pinned by its own digest, so
+            // registration refuses both together. The executor of an image root still refuses
+            // a host binary whose digest does not match.
+            let d = builder.build().expect_err("sha256 beside image");
+            assert!(
+                d.has(registry_build::Rule::EndpointDigestWithImage),
+                "{}",
+                d.render()
+            );
+            Root::Binary
+                .hostile_builder("hostile_noop", "noop")
+                .sha256(&wrong)
+                .registered()
+        }
+    };
     let err = run(
         &ex,
         &rec,
@@ -557,8 +577,9 @@ pub async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swappe
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
     let race = pin::PinRace::start();
-    let mut rec = record_for("pinned_script", race.path(), &[]);
-    rec.endpoint.sha256 = Some(race.digest().to_string());
+    let rec = builder_for("pinned_script", race.path(), &[])
+        .sha256(race.digest())
+        .registered();
     let mut outcomes = pin::Outcomes::default();
     // Bounded: at least 100 calls, then until both outcomes were seen a few times, at most
     // 400.

@@ -43,8 +43,8 @@ pub fn catalog() -> Registry {
 /// The authorizer of a registry with the catalog's entities.
 pub fn authorizer(registry: &Registry) -> Authorizer {
     Authorizer::new(
-        &registry.cedar,
-        &registry.records,
+        registry.cedar(),
+        registry.records(),
         Some(&catalog_entities()),
     )
     .expect("authorizer builds")

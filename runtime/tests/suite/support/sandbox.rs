@@ -18,15 +18,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use escepine_contract::{
-    EgressGrant, FailureOutcome, Filesystem, RetryPolicy, SideEffectClass, Transport,
-};
+use escepine_contract::{EgressGrant, Transport};
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
 use escepine_runtime::ledger::BoxFuture;
 use escepine_runtime::sandbox::proxy::Resolver;
 use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
-use registry_build::{EgressEntry, EndpointSpec, ResolvedCommand, SandboxProfile, ToolRecord};
-use serde_json::{json, Value};
+use escepine_testkit::RecordBuilder;
+use registry_build::{EgressEntry, ToolRecord};
+use serde_json::Value;
 
 /// The sandboxes' outside uids when the tests run as root (the backend's default base).
 pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
@@ -51,9 +50,12 @@ pub fn mcp_demo() -> PathBuf {
 
 /// A record speaking `mcp-stdio` to `binary` with `args`, with permissive schemas.
 pub fn mcp_record(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
-    let mut record = record_for(tool_id, binary, args);
-    record.endpoint.transport = Transport::McpStdio;
-    record
+    mcp_builder(tool_id, binary, args).registered()
+}
+
+/// The builder of [`mcp_record`].
+pub fn mcp_builder(tool_id: &str, binary: &Path, args: &[&str]) -> RecordBuilder {
+    builder_for(tool_id, binary, args).transport(Transport::McpStdio)
 }
 
 /// The path of a current `escepine-testtool`.
@@ -70,42 +72,16 @@ pub fn init() -> PathBuf {
 
 /// A record whose endpoint is `binary` with `args`, with permissive schemas.
 pub fn record_for(tool_id: &str, binary: &Path, args: &[&str]) -> ToolRecord {
-    ToolRecord {
-        source: PathBuf::from("<test>"),
-        tool_id: tool_id.to_string(),
-        version: "1.0.0".parse().expect("a semver version"),
-        title: None,
-        description: format!("{} {}", binary.display(), args.join(" ")),
-        open_world: None,
-        input_schema: json!({ "type": "object" }),
-        output_schema: json!({ "type": "object" }),
-        cedar_action: tool_id.to_string(),
-        action_groups: Vec::new(),
-        side_effect_class: SideEffectClass::ReadOnly,
-        compensation: None,
-        timeout_ms: 20_000,
-        retry: RetryPolicy {
-            max_attempts: 1,
-            backoff_ms: 0,
-        },
-        on_failure: vec![FailureOutcome::Halt],
-        endpoint: EndpointSpec {
-            transport: Transport::StdioJson,
-            command: binary.display().to_string(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            sha256: None,
-            image: None,
-            definition_sha256: None,
-            resolved: ResolvedCommand::Path(binary.to_path_buf()),
-        },
-        secrets: Vec::new(),
-        sandbox_profile: SandboxProfile {
-            egress: Vec::new(),
-            authorized_urls: false,
-            filesystem: Filesystem::Workspace,
-            read_only: Vec::new(),
-        },
-    }
+    builder_for(tool_id, binary, args).registered()
+}
+
+/// The builder of [`record_for`]: a 20 s timeout, the rest the builder's defaults.
+pub fn builder_for(tool_id: &str, binary: &Path, args: &[&str]) -> RecordBuilder {
+    RecordBuilder::new(tool_id)
+        .description(&format!("{} {}", binary.display(), args.join(" ")))
+        .timeout_ms(20_000)
+        .binary(binary)
+        .args(args)
 }
 
 /// A record for `escepine-hostile` in `mode`, on its binary root.
@@ -126,15 +102,16 @@ pub enum Root {
 impl Root {
     /// A record for `escepine-hostile` in `mode` on this root.
     pub fn hostile_record(self, tool_id: &str, mode: &str) -> ToolRecord {
-        let mut record = record_for(tool_id, &hostile(), &[mode]);
-        if self == Root::Image {
-            let reference = hostile_image().reference.clone();
-            record.endpoint.image =
-                Some(escepine_contract::ImageRef::parse(&reference).expect("a pinned reference"));
-            record.endpoint.command = String::new();
-            record.endpoint.resolved = ResolvedCommand::InImage(None);
+        self.hostile_builder(tool_id, mode).registered()
+    }
+
+    /// The builder of [`Root::hostile_record`]: on an image, the image's `Entrypoint` runs.
+    pub fn hostile_builder(self, tool_id: &str, mode: &str) -> RecordBuilder {
+        let builder = builder_for(tool_id, &hostile(), &[mode]);
+        match self {
+            Root::Binary => builder,
+            Root::Image => builder.image(&hostile_image().reference),
         }
-        record
     }
 
     /// A sandbox executor over [`backend`] with the images this root's records name.
