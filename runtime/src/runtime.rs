@@ -110,9 +110,7 @@ impl RuntimeBuilder {
             let mut egress = record.sandbox_profile().egress.clone();
             egress.extend(extra.iter().cloned());
             let reaches_network = !egress.is_empty() || record.sandbox_profile().authorized_urls;
-            let overlay = self
-                .overlay
-                .recorded_for(&record.tool_id(), reaches_network);
+            let overlay = self.overlay.recorded_for(record.tool_id(), reaches_network);
             let egress = EgressGrant::new(egress)
                 .with_public_addresses(self.overlay.public_addresses.iter().copied());
             tools.insert(
