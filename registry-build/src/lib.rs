@@ -49,6 +49,8 @@ mod files;
 pub mod host_path;
 mod locate;
 pub mod record;
+#[cfg(test)]
+mod refusal_tests;
 pub mod registry;
 pub mod rule;
 pub mod rules;

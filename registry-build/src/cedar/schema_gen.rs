@@ -253,38 +253,3 @@ fn typing_diagnostic(record: &ToolRecord, e: &TypingError) -> Diagnostic {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use serde_json::json;
-
-    use super::*;
-    use crate::rule::Rule;
-    use crate::testing::RecordBuilder;
-
-    #[test]
-    fn recursive_input_schema_is_a_cedar_schema_error_naming_the_record() {
-        // The record rules refuse a recursive schema first; the generator does not rely on it.
-        // Only this crate can hold such a record: a registered one with its schema replaced.
-        let mut r = RecordBuilder::new("tree_walk")
-            .source("tools/records/tree_walk.json")
-            .registered();
-        r.input_schema = json!({"type": "object", "additionalProperties": false,
-            "properties": {"root": {"$ref": "#/$defs/Node"}},
-            "$defs": {"Node": {"type": "object", "additionalProperties": false,
-                "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}});
-        let diags = try_generated_schema_text(std::slice::from_ref(&r))
-            .expect_err("a recursive schema has no Cedar type");
-        let d = diags.iter().next().expect("one diagnostic");
-        assert_eq!(d.rule, Rule::CedarSchema);
-        assert_eq!(d.file, PathBuf::from("tools/records/tree_walk.json"));
-        assert_eq!(
-            d.pointer.as_deref(),
-            Some("/input_schema/$defs/Node/properties/children/items")
-        );
-        let diags = crate::cedar::bind(&[r], None).expect_err("bind refuses it too");
-        assert!(diags.has(Rule::CedarSchema));
-    }
-}
