@@ -4,6 +4,8 @@ pub mod entry;
 mod error;
 pub mod lease;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -19,5 +21,7 @@ pub use memory::MemoryLedger;
 pub use record::{Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, Transition};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLedger, SqliteOptions};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresLedger, PostgresOptions};
 pub use store::{BoxFuture, Durability, Ledger};
 pub use verify::{Tamper, TamperKind, VerifyError, VerifyReport};
