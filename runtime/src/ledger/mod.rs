@@ -3,6 +3,7 @@
 pub mod entry;
 mod error;
 pub mod lease;
+pub mod location;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -17,11 +18,12 @@ pub use entry::{
 };
 pub use error::LedgerError;
 pub use lease::{FileLeases, LocalLeases, RunLease};
+pub use location::LedgerLocation;
 pub use memory::MemoryLedger;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresLedger, PostgresOptions};
 pub use record::{Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, Transition};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLedger, SqliteOptions};
-#[cfg(feature = "postgres")]
-pub use postgres::{PostgresLedger, PostgresOptions};
 pub use store::{BoxFuture, Durability, Ledger};
 pub use verify::{Tamper, TamperKind, VerifyError, VerifyReport};

@@ -22,8 +22,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{Config, NoTls, Row};
 
-pub use error::PgError;
 use error::pg;
+pub use error::PgError;
 use worker::{block_on, Worker};
 use writer::{connect, Connector, Job};
 
@@ -55,21 +55,7 @@ impl Default for PostgresOptions {
     }
 }
 
-/// Whether `location` names a PostgreSQL database (`postgres://` or `postgresql://`).
-pub fn is_url(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
-}
-
-/// `url` with its password replaced by `***`, for messages.
-pub fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
-}
+pub use super::location::redact;
 
 /// The client configuration of `url`.
 ///

@@ -109,10 +109,7 @@ async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committe
     )
     .await
     .map_err(pg("take the append lock"))?;
-    let head = tx
-        .query_opt(HEAD, &[])
-        .await
-        .map_err(pg("read the head"))?;
+    let head = tx.query_opt(HEAD, &[]).await.map_err(pg("read the head"))?;
     let (mut seq, mut prev) = match head {
         None => (0u64, GENESIS_PREV.to_string()),
         Some(row) => {
@@ -132,7 +129,8 @@ async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committe
     };
     // Taken under the lock, so the times of the chain follow its order across processes.
     let at_ms = now_ms();
-    let at = i64::try_from(at_ms).map_err(|_| PgError::Corrupt("the clock is out of range".into()))?;
+    let at =
+        i64::try_from(at_ms).map_err(|_| PgError::Corrupt("the clock is out of range".into()))?;
     let n = batch.len();
     let (mut seqs, mut prevs, mut hashes, mut bodies) = (
         Vec::with_capacity(n),
