@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio_postgres::NoTls;
 
+/// The client the helpers use, for tests that watch the server themselves.
+pub use tokio_postgres;
+
 /// The variable naming the maintenance database to connect to.
 pub const SERVER_ENV: &str = "ESCEPINE_POSTGRES";
 
