@@ -47,11 +47,6 @@ fn a_fresh_database_gets_the_table_and_a_chain_that_verifies() {
     // Opening adds no entry of its own.
     assert!(ledger.entries().unwrap().is_empty());
     assert_eq!(ledger.head().unwrap(), None);
-    assert_eq!(
-        db.query_strings("SHOW synchronous_commit"),
-        ["on"],
-        "the server default the writer keeps"
-    );
     let records: Vec<_> = (0..200)
         .flat_map(|n| [intent(n, Some("run-1")), outcome(n)])
         .chain([transition("run-1", "run_started", "read")])

@@ -84,3 +84,17 @@ impl Drop for Held {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_keys_are_the_first_eight_bytes_of_the_run_ids_sha256() {
+        // SHA-256("run-1") begins 4e65d3fb e8ad6535.
+        assert_eq!(lease_key("run-1"), 0x4e65_d3fb_e8ad_6535);
+        // A digest whose first bit is set gives a negative key.
+        assert!((0..64).any(|n| lease_key(&format!("run-{n}")) < 0));
+        assert_ne!(lease_key("run-1"), lease_key("run-2"));
+    }
+}
