@@ -38,6 +38,7 @@ impl fmt::Debug for RunLease {
 
 impl RunLease {
     /// A lease that lasts as long as `held` (whose drop releases it).
+    #[cfg(feature = "postgres")]
     pub(crate) fn holding(held: impl Send + Sync + 'static) -> Self {
         Self {
             _held: Box::new(held),
