@@ -3,7 +3,9 @@
 //! `.ci/postgres` starts the cluster and makes the role `escepine` (password `escepine`, allowed
 //! to create databases); [`TestDatabase::create`] connects as it over loopback TCP (or to the
 //! server `ESCEPINE_POSTGRES` names, a URL of its maintenance database), creates a database with
-//! a fresh name, and drops it again when dropped. No test shares another's tables.
+//! a fresh name, and drops it again when dropped. No test shares another's tables. When the
+//! default server cannot be reached, the first test of the process runs `.ci/postgres` itself
+//! (root, as the tests run), so `cargo test --workspace` needs no step of its own.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -52,6 +54,30 @@ fn admin(server: &str, sql: String) -> Result<(), String> {
     .map_err(|_| "the admin thread panicked".to_string())?
 }
 
+/// Run `.ci/postgres` (start the cluster, make the role), once per process.
+fn start_server() -> Result<(), String> {
+    static STARTED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    STARTED
+        .get_or_init(|| {
+            let script =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/postgres");
+            let out = std::process::Command::new("bash")
+                .arg(&script)
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} failed: {}",
+                    script.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        })
+        .clone()
+}
+
 impl TestDatabase {
     /// Create a fresh, empty database.
     ///
@@ -69,7 +95,15 @@ impl TestDatabase {
                 .unwrap_or(0)
         );
         let server = server();
-        if let Err(e) = admin(&server, format!("CREATE DATABASE {name}")) {
+        let create = format!("CREATE DATABASE {name}");
+        let created = admin(&server, create.clone()).or_else(|first| {
+            if std::env::var_os(SERVER_ENV).is_some() {
+                return Err(first);
+            }
+            start_server().map_err(|e| format!("{first}; {e}"))?;
+            admin(&server, create)
+        });
+        if let Err(e) = created {
             panic!("cannot create the test database {name}: {e}");
         }
         Self { name, server }
