@@ -41,7 +41,7 @@ pub fn acquire(
             .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
             .await
             .map_err(pg("take the run's lease"))?;
-        let got: bool = row.get(0);
+        let got: bool = row.try_get(0).map_err(pg("take the run's lease"))?;
         Ok(got.then_some(client))
     })
     .map_err(|e| e.at(location))?;

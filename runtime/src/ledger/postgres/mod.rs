@@ -184,7 +184,7 @@ impl PostgresLedger {
                     .query(schema::SELECT_ALL, &[])
                     .await
                     .map_err(pg("read the entries"))?;
-                Ok(rows.iter().map(stored_row).collect())
+                rows.iter().map(stored_row).collect()
             })
             .map_err(|e| e.at(&self.location))
     }
@@ -206,14 +206,17 @@ fn writer_gone() -> LedgerError {
     LedgerError::Unavailable("the ledger writer has stopped".into())
 }
 
-fn stored_row(r: &Row) -> StoredRow {
-    StoredRow {
-        seq: r.get(0),
-        prev: r.get(1),
-        hash: r.get(2),
-        at_ms: r.get(3),
-        body: r.get(4),
-    }
+/// A row as stored; a column of another type than the table's (altered after the ledger was
+/// opened) is an error, never a panic.
+fn stored_row(r: &Row) -> Result<StoredRow, PgError> {
+    let bad = |e: tokio_postgres::Error| PgError::Corrupt(format!("an entries row: {e}"));
+    Ok(StoredRow {
+        seq: r.try_get(0).map_err(bad)?,
+        prev: r.try_get(1).map_err(bad)?,
+        hash: r.try_get(2).map_err(bad)?,
+        at_ms: r.try_get(3).map_err(bad)?,
+        body: r.try_get(4).map_err(bad)?,
+    })
 }
 
 fn to_entries(rows: &[StoredRow]) -> Result<Vec<Entry>, LedgerError> {
@@ -252,7 +255,14 @@ impl Ledger for PostgresLedger {
                     .query_opt(schema::HEAD, &[])
                     .await
                     .map_err(pg("read the head"))?;
-                Ok(row.map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1))))
+                let bad = |e: tokio_postgres::Error| PgError::Corrupt(format!("the head: {e}"));
+                row.map(|r| {
+                    Ok((
+                        r.try_get::<_, i64>(0).map_err(bad)?,
+                        r.try_get::<_, String>(1).map_err(bad)?,
+                    ))
+                })
+                .transpose()
             })
             .map_err(|e| e.at(&self.location))?;
         head.map(|(seq, hash)| {
@@ -292,7 +302,7 @@ pub fn read_rows(url: &str) -> Result<Vec<StoredRow>, LedgerError> {
             .query(schema::SELECT_ALL, &[])
             .await
             .map_err(pg("read the entries"))?;
-        Ok(rows.iter().map(stored_row).collect())
+        rows.iter().map(stored_row).collect()
     });
     rows.map_err(|e| e.at(&location))
 }

@@ -113,8 +113,9 @@ async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committe
     let (mut seq, mut prev) = match head {
         None => (0u64, GENESIS_PREV.to_string()),
         Some(row) => {
-            let seq: i64 = row.get(0);
-            let hash: String = row.get(1);
+            let bad = |e: tokio_postgres::Error| PgError::Corrupt(format!("the head: {e}"));
+            let seq: i64 = row.try_get(0).map_err(bad)?;
+            let hash: String = row.try_get(1).map_err(bad)?;
             let seq = u64::try_from(seq)
                 .ok()
                 .filter(|s| *s > 0)
