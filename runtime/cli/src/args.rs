@@ -2,10 +2,8 @@
 //! builds a runtime ([`RuntimeArgs`]: entities, overlay, ledger, executor, secrets).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::Durability;
+use escepine_runtime::ledger::{Durability, LedgerLocation};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::Runtime;
 use registry_build::Registry;
@@ -62,9 +60,10 @@ pub(crate) struct RuntimeArgs {
     /// Extra egress entries for named tools (must lie inside the envelope).
     #[arg(long, value_name = "FILE")]
     pub(crate) overlay: Option<PathBuf>,
-    /// The SQLite evidence ledger.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) ledger: PathBuf,
+    /// The evidence ledger: a SQLite file, or a PostgreSQL database
+    /// (`postgres://user:password@host:port/db`).
+    #[arg(long, value_name = "PATH|URL")]
+    pub(crate) ledger: LedgerLocation,
     #[command(flatten)]
     pub(crate) run: ToolRunArgs,
 }
@@ -98,7 +97,9 @@ impl RuntimeArgs {
         registry: Registry,
         unavailable: i32,
     ) -> Result<Runtime, CliError> {
-        let ledger = SqliteLedger::open(&self.ledger, Durability::Full)
+        let ledger = self
+            .ledger
+            .open(Durability::Full)
             .map_err(|e| CliError::new(unavailable, e))?;
         let executor = self
             .run
@@ -110,7 +111,7 @@ impl RuntimeArgs {
             .secrets()
             .map_err(|e| CliError::new(exit::INVALID, e))?;
         let mut builder = Runtime::builder(registry)
-            .ledger(Arc::new(ledger))
+            .ledger(ledger)
             .executor(executor)
             .secrets(secrets);
         if let Some(entities) = self.entities()? {

@@ -1,11 +1,9 @@
 //! `escepine ledger verify PATH` and `escepine ledger show PATH [--run ID]`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::verify::{verify_path, VerifyError};
-use escepine_runtime::ledger::{Attempt, Entry, Intent, Outcome, Record};
+use escepine_runtime::ledger::verify::VerifyError;
+use escepine_runtime::ledger::{Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
 
 use crate::error::{CliError, CliResult};
 use crate::exit;
@@ -23,16 +21,20 @@ enum Sub {
     /// Recompute the hash chain; name the first changed, removed, inserted or reordered entry.
     /// Exit 0 intact, 1 tampered, 2 unreadable.
     Verify {
-        /// The ledger file (SQLite), opened read-only.
-        path: PathBuf,
+        /// The ledger: a SQLite file (opened read-only) or a PostgreSQL database
+        /// (`postgres://user:password@host:port/db`, only read).
+        #[arg(value_name = "PATH|URL")]
+        path: LedgerLocation,
         /// A head hash recorded elsewhere: the chain must contain it (shows entries cut from its end).
         #[arg(long, value_name = "HASH")]
         head: Option<String>,
     },
     /// Print runs and calls: tool, principal, decision and policies, attempts, timings, outcome.
     Show {
-        /// The ledger file (SQLite), opened read-only.
-        path: PathBuf,
+        /// The ledger: a SQLite file (opened read-only) or a PostgreSQL database
+        /// (`postgres://user:password@host:port/db`, only read).
+        #[arg(value_name = "PATH|URL")]
+        path: LedgerLocation,
         /// Only this SOP run.
         #[arg(long, value_name = "ID")]
         run: Option<String>,
@@ -50,8 +52,8 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     }
 }
 
-fn verify(path: &std::path::Path, head: Option<&str>, io: &mut Io<'_>) -> CliResult {
-    match verify_path(path, head) {
+fn verify(path: &LedgerLocation, head: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    match path.verify(head) {
         Ok(report) => {
             let _ = write!(
                 io.out,
@@ -151,8 +153,8 @@ fn call_slot<'a>(
     (calls.len() - 1, true)
 }
 
-fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
-    let entries = read_entries(path).map_err(|e| match e {
+fn show(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    let entries = path.read_entries().map_err(|e| match e {
         escepine_runtime::ledger::LedgerError::Corrupt { .. } => {
             CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
         }
@@ -168,14 +170,14 @@ fn show(path: &std::path::Path, run: Option<&str>, io: &mut Io<'_>) -> CliResult
     if let (Some(id), true) = (run, selected.is_empty()) {
         return Err(CliError::new(
             exit::INVALID,
-            format!("no entries for run {id} in {}", path.display()),
+            format!("no entries for run {id} in {path}"),
         ));
     }
     let mut out = String::new();
     if run.is_none() {
         out.push_str(&format!(
             "ledger {}: {} entries, {} runs, {} calls\n",
-            path.display(),
+            path,
             entries.len(),
             runs,
             grouped.calls.len()

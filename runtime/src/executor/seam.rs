@@ -128,6 +128,6 @@ pub(crate) fn mcp_stdio_unavailable(tool: &ToolRecord) -> ExecError {
     ExecError::Spawn(format!(
         "tool `{}` has an `mcp-stdio` endpoint, and this program was built without \
          escepine-runtime's `mcp-stdio` feature",
-        tool.tool_id
+        tool.tool_id()
     ))
 }

@@ -37,6 +37,14 @@ impl fmt::Debug for RunLease {
 }
 
 impl RunLease {
+    /// A lease that lasts as long as `held` (whose drop releases it).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn holding(held: impl Send + Sync + 'static) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+
     /// A lease that guards nothing: for a ledger that cannot tell whether a run is driven
     /// elsewhere.
     pub fn unguarded() -> Self {

@@ -3,7 +3,10 @@
 pub mod entry;
 mod error;
 pub mod lease;
+pub mod location;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -15,7 +18,10 @@ pub use entry::{
 };
 pub use error::LedgerError;
 pub use lease::{FileLeases, LocalLeases, RunLease};
+pub use location::LedgerLocation;
 pub use memory::MemoryLedger;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresLedger, PostgresOptions};
 pub use record::{Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, Transition};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLedger, SqliteOptions};

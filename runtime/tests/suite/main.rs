@@ -29,6 +29,8 @@ mod executor_process;
 mod governed_crash;
 mod governed_path;
 mod ledger_crash;
+#[cfg(feature = "postgres")]
+mod ledger_postgres;
 mod ledger_sqlite;
 mod ledger_tamper;
 mod mcp_transport;

@@ -12,6 +12,7 @@
 //!   fixtures and runtimes.
 //! - [`image`] (feature `image`): OCI image layouts built in tests, and [`sample_images`] built
 //!   from the fixtures and the workspace's binaries (feature `push`).
+//! - `postgres` (feature `postgres`): a fresh database per test on the machine's PostgreSQL.
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
@@ -46,3 +47,6 @@ pub mod ledger;
 
 #[cfg(feature = "runtime")]
 pub mod sop;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;

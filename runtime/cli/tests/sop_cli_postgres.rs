@@ -1,0 +1,239 @@
+//! `escepine run` and `escepine resume` as two runtimes on one PostgreSQL ledger: the run
+//! driven by runtime A (`escepine run … --ledger postgres://…`) is SIGKILLed mid-step and
+//! resumed by runtime B, another process; the run ends as an uninterrupted one does, no write
+//! is applied twice (the loopback store counts by idempotency key), and the run's lease — a
+//! session advisory lock — is never held by two sessions at once. `escepine ledger verify` and
+//! `escepine ledger show` read the same database by its URL.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use escepine_runtime::ledger::postgres::read_entries;
+use escepine_testkit::postgres::{tokio_postgres, TestDatabase};
+use escepine_testkit::sop::{fixtures, item, key, sop_path, Store};
+use serde_json::json;
+
+struct Cli {
+    dir: tempfile::TempDir,
+    store: Store,
+    db: TestDatabase,
+}
+
+impl Cli {
+    fn new() -> Self {
+        let _ = escepine_testkit::testtool::testtool();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::start();
+        let tools: serde_json::Map<String, serde_json::Value> =
+            ["s_put", "s_delete", "s_version", "s_get"]
+                .iter()
+                .map(|t| (t.to_string(), json!([store.addr])))
+                .collect();
+        std::fs::write(
+            dir.path().join("overlay.json"),
+            json!({ "tools": tools }).to_string(),
+        )
+        .unwrap();
+        let s = &store;
+        let proposals = json!({
+            "put_a": item(s, "a", "a1"),
+            "put_b": item(s, "b", "b1"),
+            "version_a": item(s, "a", "a2"),
+            "put_c": item(s, "c", "c1"),
+            "read_c": key(s, "c"),
+        });
+        std::fs::write(dir.path().join("proposals.json"), proposals.to_string()).unwrap();
+        Self {
+            dir,
+            store,
+            db: TestDatabase::create(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let f = fixtures();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
+        cmd.args(args)
+            .arg("--records")
+            .arg(f.join("records"))
+            .arg("--policies")
+            .arg(f.join("policies"))
+            .arg("--envelope")
+            .arg(f.join("envelope.json"))
+            .arg("--overlay")
+            .arg(self.dir.path().join("overlay.json"))
+            .arg("--ledger")
+            .arg(self.db.url());
+        cmd
+    }
+
+    fn run(&self, run_id: &str) -> Command {
+        let path = sop_path("five_steps");
+        let mut cmd = self.command(&["run", path.to_str().unwrap()]);
+        cmd.args(["--principal", r#"Agent::"alice""#, "--proposals"])
+            .arg(self.dir.path().join("proposals.json"))
+            .args(["--run-id", run_id]);
+        cmd
+    }
+
+    fn ledger(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_escepine"))
+            .arg("ledger")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Watches `pg_locks` until stopped: the most sessions seen holding a run lease (a one-key
+/// advisory lock, `objsubid = 1`) at once.
+struct LeaseWatch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<u32>,
+}
+
+impl LeaseWatch {
+    fn start(db: &TestDatabase) -> Self {
+        let url = db.url();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                let mut most = 0;
+                while !stopping.load(Ordering::Relaxed) {
+                    let n: i64 = client
+                        .query_one(
+                            "SELECT count(*) FROM pg_locks \
+                             WHERE locktype = 'advisory' AND objsubid = 1 AND granted",
+                            &[],
+                        )
+                        .await
+                        .unwrap()
+                        .get(0);
+                    most = most.max(u32::try_from(n).unwrap());
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                most
+            })
+        });
+        Self { stop, thread }
+    }
+
+    fn most(self) -> u32 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+#[test]
+fn a_run_killed_in_one_runtime_is_resumed_by_another_on_postgres() {
+    // The uninterrupted run, for comparison.
+    let reference = Cli::new();
+    let o = reference.run("whole-run").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout)
+        .trim_end()
+        .ends_with("run whole-run completed"));
+
+    let cli = Cli::new();
+    let watch = LeaseWatch::start(&cli.db);
+    // Runtime A: killed by the store when the third write (version_a) arrives, which it applies.
+    let mut a = cli
+        .run("killed-run")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    cli.store.kill_at(3, a.id(), true);
+    let status = a.wait().unwrap();
+    assert_eq!(status.signal(), Some(9));
+    assert_eq!(cli.store.log(), ["PUT a", "PUT b", "POST a"]);
+
+    // Runtime B: another process, with nothing but the database URL in common.
+    let o = cli.command(&["resume", "killed-run"]).output().unwrap();
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let most = watch.most();
+    assert!(out.contains("run_resumed"), "{out}");
+    assert!(
+        !out.contains("step_started  put_a"),
+        "put_a is not run again"
+    );
+    assert!(
+        out.trim_end().ends_with("run killed-run completed"),
+        "{out}"
+    );
+    assert_eq!(
+        most, 1,
+        "the lease was seen held, and never by two sessions"
+    );
+
+    // The state of the uninterrupted run, with no write applied twice.
+    assert_eq!(cli.store.items(), reference.store.items());
+    assert_eq!(cli.store.log(), reference.store.log());
+    assert_eq!(
+        cli.store.applied().values().max(),
+        Some(&1),
+        "{:?}",
+        cli.store.applied()
+    );
+    assert_eq!(
+        cli.store.replayed().values().sum::<u32>(),
+        1,
+        "version_a answered from its key"
+    );
+    assert_eq!(cli.store.unkeyed_writes(), 0);
+
+    // The CLI reads the chain by the URL, positionally.
+    let url = cli.db.url();
+    let entries = read_entries(&url).unwrap();
+    let o = cli.ledger(&["verify", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let head = &entries.last().unwrap().hash;
+    assert_eq!(
+        text(&o.stdout).trim_end(),
+        format!("intact: {} entries, head {head}", entries.len())
+    );
+    let o = cli.ledger(&["show", &url, "--run", "killed-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("run killed-run"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    // Tampering through SQL is found by the same verifier as for SQLite.
+    cli.db
+        .execute("UPDATE entries SET body = replace(body, 'a2', 'a3') WHERE body LIKE '%\"a2\"%'");
+    let o = cli.ledger(&["verify", &url]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).starts_with("tampered: entry "),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(text(&o.stdout).contains("changed"), "{}", text(&o.stdout));
+    // An unreachable database is unreadable (exit 2), its password never printed.
+    let o = cli.ledger(&["verify", "postgres://escepine:hunter2@127.0.0.1:1/nothing"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!text(&o.stderr).contains("hunter2"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("escepine:***@127.0.0.1:1"),
+        "{}",
+        text(&o.stderr)
+    );
+}

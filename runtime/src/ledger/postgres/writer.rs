@@ -1,0 +1,159 @@
+//! The writer: one connection per process, group commit, appends sequenced by the database.
+//!
+//! The writer task takes everything queued (up to `max_batch` records) and, in one transaction,
+//! takes the transaction-scoped advisory lock [`APPEND_LOCK`](super::schema::APPEND_LOCK) (every
+//! process appending to the database waits for it there), reads the head, inserts the batch
+//! chained after it, and commits with `synchronous_commit = on` (durability `Full`). Only then
+//! does it answer the callers. A failed batch is rolled back and every caller in it gets
+//! [`LedgerError::Unavailable`]; a lost connection is opened again for the next batch.
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{Client, Config, NoTls};
+
+use super::error::{pg, PgError};
+use super::schema::{APPEND_LOCK, HEAD, INSERT, LOCK_CLASS};
+use crate::ledger::entry::{entry_hash, is_hash, now_ms, Committed, GENESIS_PREV};
+use crate::ledger::{Durability, LedgerError};
+
+/// A record on its way to the writer: its canonical body and who waits for the commit.
+pub struct Job {
+    /// The record's canonical JSON.
+    pub body: String,
+    /// Where the commit (or its failure) is answered.
+    pub reply: oneshot::Sender<Result<Committed, LedgerError>>,
+}
+
+/// How the writer connects.
+#[derive(Debug, Clone)]
+pub struct Connector {
+    /// The database.
+    pub config: Config,
+    /// `synchronous_commit` `on` (`Full`) or `off` (`Normal`).
+    pub durability: Durability,
+}
+
+impl Connector {
+    /// A connection whose task runs on the current runtime, with the session settings of the
+    /// durability mode.
+    pub async fn connect(&self) -> Result<Client, PgError> {
+        let client = connect(&self.config).await?;
+        let sync = match self.durability {
+            Durability::Full => "on",
+            Durability::Normal => "off",
+        };
+        client
+            .batch_execute(&format!("SET synchronous_commit = {sync}"))
+            .await
+            .map_err(pg("set synchronous_commit"))?;
+        Ok(client)
+    }
+}
+
+/// A connection to `config`'s database, its task spawned on the current runtime.
+pub async fn connect(config: &Config) -> Result<Client, PgError> {
+    let (client, connection) = config.connect(NoTls).await.map_err(pg("connect"))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "a ledger connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// Commit what arrives on `queue` in batches until every sender is gone; `client` is the
+/// connection opened (and checked) with the ledger.
+pub async fn run(
+    connector: Connector,
+    mut client: Option<Client>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    max_batch: usize,
+    location: String,
+) {
+    let mut batch: Vec<Job> = Vec::with_capacity(max_batch.min(4096));
+    while let Some(first) = queue.recv().await {
+        batch.push(first);
+        while batch.len() < max_batch {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let result = match client.as_mut().filter(|c| !c.is_closed()) {
+            Some(c) => commit_batch(c, &batch).await,
+            None => match connector.connect().await {
+                Ok(c) => commit_batch(client.insert(c), &batch).await,
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(committed) => {
+                for (job, c) in batch.drain(..).zip(committed) {
+                    let _ = job.reply.send(Ok(c));
+                }
+            }
+            Err(e) => {
+                let why = format!("{location}: the batch was not committed: {e}");
+                for job in batch.drain(..) {
+                    let _ = job.reply.send(Err(LedgerError::Unavailable(why.clone())));
+                }
+            }
+        }
+    }
+}
+
+async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committed>, PgError> {
+    let tx = client.transaction().await.map_err(pg("begin"))?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&LOCK_CLASS, &APPEND_LOCK],
+    )
+    .await
+    .map_err(pg("take the append lock"))?;
+    let head = tx.query_opt(HEAD, &[]).await.map_err(pg("read the head"))?;
+    let (mut seq, mut prev) = match head {
+        None => (0u64, GENESIS_PREV.to_string()),
+        Some(row) => {
+            let bad = |e: tokio_postgres::Error| PgError::Corrupt(format!("the head: {e}"));
+            let seq: i64 = row.try_get(0).map_err(bad)?;
+            let hash: String = row.try_get(1).map_err(bad)?;
+            let seq = u64::try_from(seq)
+                .ok()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| PgError::Corrupt(format!("the last entry has seq {seq}")))?;
+            if !is_hash(&hash) {
+                return Err(PgError::Corrupt(format!(
+                    "entry {seq} has no well-formed hash"
+                )));
+            }
+            (seq, hash)
+        }
+    };
+    // Taken under the lock, so the times of the chain follow its order across processes.
+    let at_ms = now_ms();
+    let at =
+        i64::try_from(at_ms).map_err(|_| PgError::Corrupt("the clock is out of range".into()))?;
+    let n = batch.len();
+    let (mut seqs, mut prevs, mut hashes, mut bodies) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut committed = Vec::with_capacity(n);
+    for job in batch {
+        seq += 1;
+        let s = i64::try_from(seq).map_err(|_| PgError::Corrupt("seq overflow".into()))?;
+        let hash = entry_hash(seq, &prev, at_ms, &job.body);
+        seqs.push(s);
+        prevs.push(std::mem::replace(&mut prev, hash.clone()));
+        hashes.push(hash.clone());
+        bodies.push(job.body.as_str());
+        committed.push(Committed { seq, hash });
+    }
+    let ats = vec![at; n];
+    tx.execute(INSERT, &[&seqs, &prevs, &hashes, &ats, &bodies])
+        .await
+        .map_err(pg("insert the entries"))?;
+    tx.commit().await.map_err(pg("commit"))?;
+    Ok(committed)
+}
