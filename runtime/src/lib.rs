@@ -18,6 +18,8 @@
 //! - `sqlite` (default): the SQLite evidence ledger (`ledger::sqlite`).
 //! - `mcp-stdio` (default): the `mcp-stdio` endpoint transport and the raw MCP client (`mcp`).
 //!   Without it, a call to an `mcp-stdio` tool fails with a message naming the feature.
+//! - `postgres`: the PostgreSQL evidence ledger (`ledger::postgres`) and run leases held in the
+//!   database; the `escepine` binary turns it on.
 //! - `in-process`: in-process execution, for tests and benchmarks only.
 //!
 //! Without any feature the runtime is the governed path, the Cedar authorizer, the gates, the
