@@ -4,6 +4,7 @@ pub mod entry;
 mod error;
 pub mod lease;
 pub mod memory;
+pub mod merkle;
 pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
