@@ -1,5 +1,6 @@
 //! The evidence ledger: hash-chained entries, committed before the caller continues.
 
+pub mod checkpoint;
 pub mod entry;
 mod error;
 pub mod lease;
