@@ -6,6 +6,7 @@ mod error;
 pub mod lease;
 pub mod memory;
 pub mod merkle;
+pub mod proof;
 pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
