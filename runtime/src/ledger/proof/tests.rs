@@ -188,3 +188,75 @@ fn a_broken_chain_is_named_before_any_tree() {
     let e = LedgerTree::of_rows(all).unwrap_err();
     assert_eq!(e.seq, 2);
 }
+
+/// The worked example of `runtime/LEDGER.md` ("Proofs and checkpoints"), value for value.
+#[test]
+fn the_worked_example_of_ledger_md() {
+    use crate::ledger::checkpoint::SignerKey;
+    let bodies = [
+        r#"{"event":"run_started","kind":"transition","run_id":"run-1","state":"read"}"#,
+        r#"{"event":"step_started","kind":"transition","run_id":"run-1","state":"read"}"#,
+        r#"{"event":"run_ended","kind":"transition","run_id":"run-1"}"#,
+    ];
+    let mut prev = GENESIS_PREV.to_string();
+    let mut rows = Vec::new();
+    for (i, body) in bodies.iter().enumerate() {
+        let seq = i as u64 + 1;
+        let at_ms = 1_700_000_000_000 + i as u64;
+        let hash = entry_hash(seq, &prev, at_ms, body);
+        rows.push(StoredRow {
+            seq: seq as i64,
+            prev: Some(prev.clone()),
+            hash: Some(hash.clone()),
+            at_ms: Some(at_ms as i64),
+            body: Some(body.to_string()),
+        });
+        prev = hash;
+    }
+    let tree = LedgerTree::of_rows(rows).unwrap();
+    let leaves: Vec<String> = (0..3)
+        .map(|i| hex::encode(tree.tree().leaf(i).unwrap()))
+        .collect();
+    let key = SignerKey::from_seed("example.com/escepine/demo", [0x2a; 32]).unwrap();
+    let note = tree
+        .checkpoint("example.com/escepine/demo")
+        .sign(&key)
+        .unwrap();
+    let path: Vec<String> = tree
+        .tree()
+        .inclusion_proof(1, 3)
+        .unwrap()
+        .iter()
+        .map(b64)
+        .collect();
+    let consistency: Vec<String> = tree
+        .tree()
+        .consistency_proof(2, 3)
+        .unwrap()
+        .iter()
+        .map(b64)
+        .collect();
+    let printed = format!(
+        "leaves {leaves:?}\nroot2 {}\nroot3 {}\nsigner {}\nverifier {}\nnote\n{note}path {path:?}\nconsistency {consistency:?}\n",
+        b64(&tree.tree().root_at(2).unwrap()),
+        b64(&tree.tree().root()),
+        key.to_text(),
+        key.verifier()
+    );
+    assert_eq!(printed, EXAMPLE);
+}
+
+const EXAMPLE: &str = r#"leaves ["874e14714eb65f1d82ff2fd58a2ff01e4a19117ab8d2d02649ceed28dd73794a", "798f60c34bb33a8df4fc5cf5f721ccc029d0a25f5f15eb9eba4cc4e40de8be23", "b73e6627b69ea55186215acd272b373152bdae73755ff54d843c4f34f5bf79aa"]
+root2 LI759LTyNDragRN4+VTwJoi7Hgp7ld0Y5d0GAcya5Pc=
+root3 jDbZYpcvhOge5v2ZVY1BXV+x+dujKATORdlP9xs5SB0=
+signer PRIVATE+KEY+example.com/escepine/demo+8d261a7a+ASoqKioqKioqKioqKioqKioqKioqKioqKioqKioqKioq
+verifier example.com/escepine/demo+8d261a7a+ARl/ayPhbIUyxqvIOPrNXqeJvgx2spIDNAOb+os9No1h
+note
+example.com/escepine/demo
+3
+jDbZYpcvhOge5v2ZVY1BXV+x+dujKATORdlP9xs5SB0=
+
+— example.com/escepine/demo jSYaet+BZ1bgWsKsNOTYFJQ27QUbGzBR8YY2CDg2eLfGs7G0DScAwkybRKor4DM4n80BKvFKvTze3uSrc/Ey13GGPwE=
+path ["h04UcU62Xx2C/y/Vii/wHkoZEXq40tAmSc7tKN1zeUo=", "tz5mJ7aepVGGIVrNJys3MVK9rnN1X/VNhDxPNPW/eao="]
+consistency ["tz5mJ7aepVGGIVrNJys3MVK9rnN1X/VNhDxPNPW/eao="]
+"#;
