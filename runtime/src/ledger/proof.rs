@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
-use super::entry::{hash_input, Entry, StoredRow};
+use super::entry::{canonical_json, hash_input, Entry, StoredRow};
 use super::error::LedgerError;
 use super::merkle::{b64, leaf_hash, verify_consistency, Hash, MerkleTree, ProofError};
 use super::record::Record;
@@ -282,12 +282,18 @@ impl LedgerTree {
     pub fn prove_call(&self, call_id: &str, size: Option<u64>) -> Result<CallProof, ProveError> {
         let size = size.unwrap_or(self.tree.size());
         let root = self.tree.root_at(size)?;
+        // Bodies are canonical JSON, so a body recording the call holds its id as encoded
+        // there: only those are decoded.
+        let needle = canonical_json(&serde_json::Value::String(call_id.to_string()));
         let mut entries = Vec::new();
         for row in self
             .rows
             .iter()
             .take(usize::try_from(size).unwrap_or(usize::MAX))
         {
+            if !row.body.as_deref().is_some_and(|b| b.contains(&needle)) {
+                continue;
+            }
             let entry = row.to_entry()?;
             let of_call = match &entry.record {
                 Record::Intent(i) => i.call_id == call_id,
