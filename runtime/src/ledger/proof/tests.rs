@@ -182,6 +182,37 @@ fn a_chain_checks_against_its_checkpoints_and_a_cut_or_rewrite_is_found() {
 }
 
 #[test]
+fn a_memory_ledgers_tree_is_the_tree_of_its_rows() {
+    let ledger = MemoryLedger::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for n in 1..=4 {
+            ledger.append(intent(n)).await.unwrap();
+            ledger.append(outcome(n)).await.unwrap();
+        }
+    });
+    let entries = ledger.entries().unwrap();
+    let tree = LedgerTree::of_entries(&entries).unwrap();
+    let rows: Vec<StoredRow> = entries.iter().map(|e| e.stored_row().unwrap()).collect();
+    assert_eq!(tree.tree().size(), 8);
+    assert_eq!(
+        tree.tree().root(),
+        LedgerTree::of_rows(rows).unwrap().tree().root()
+    );
+    tree.check(&[tree.checkpoint("mem")]).unwrap();
+    assert_eq!(tree.prove_call("call-4", None).unwrap().entries.len(), 2);
+    // A record changed in memory breaks the chain before any tree is built.
+    let mut altered = entries.clone();
+    altered[2].at_ms += 1;
+    assert!(matches!(
+        LedgerTree::of_entries(&altered),
+        Err(VerifyError::Tampered(Tamper { seq: 3, .. }))
+    ));
+}
+
+#[test]
 fn a_broken_chain_is_named_before_any_tree() {
     let mut all = rows(3);
     all[1].at_ms = all[1].at_ms.map(|t| t + 1);
