@@ -1,6 +1,10 @@
-//! `escepine ledger verify PATH` and `escepine ledger show PATH [--run ID]`.
+//! `escepine ledger verify PATH`, `escepine ledger show PATH [--run ID]`, and the commands of
+//! checkpoints and proofs (`keygen`, `checkpoint`, `prove`, in [`proofs`]).
+
+mod proofs;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use escepine_runtime::ledger::verify::VerifyError;
 use escepine_runtime::ledger::{Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
@@ -18,7 +22,8 @@ pub(crate) struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
-    /// Recompute the hash chain; name the first changed, removed, inserted or reordered entry.
+    /// Recompute the hash chain; name the first changed, removed, inserted or reordered entry;
+    /// with `--checkpoint`, check the chain against signed checkpoints.
     /// Exit 0 intact, 1 tampered, 2 unreadable.
     Verify {
         /// The ledger: a SQLite file (opened read-only) or a PostgreSQL database
@@ -28,6 +33,47 @@ enum Sub {
         /// A head hash recorded elsewhere: the chain must contain it (shows entries cut from its end).
         #[arg(long, value_name = "HASH")]
         head: Option<String>,
+        /// A signed checkpoint (`ledger checkpoint`): the chain must hold the entries it covers,
+        /// unchanged. Given twice (OLD, NEW), NEW is also proven consistent with OLD.
+        #[arg(long, value_name = "FILE", requires = "public_key")]
+        checkpoint: Vec<PathBuf>,
+        /// The verifier key (`verifier.pub` of `ledger keygen`) the checkpoints are signed with.
+        #[arg(long, value_name = "FILE", requires = "checkpoint")]
+        public_key: Option<PathBuf>,
+    },
+    /// Create DIR holding a new Ed25519 checkpoint key: `signer.key` (private, mode 0600) and
+    /// `verifier.pub`. Prints the verifier key.
+    Keygen {
+        /// The key's name, also the checkpoints' origin (e.g. `example.com/escepine/prod`).
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// The directory to create (new or empty).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Print the signed checkpoint (C2SP tlog-checkpoint) of the verified chain: origin, tree
+    /// size, root. Nothing is written into the ledger. Exit 0, 1 tampered, 2 unreadable.
+    Checkpoint {
+        /// The ledger: a SQLite file (opened read-only) or a PostgreSQL database
+        /// (`postgres://user:password@host:port/db`, only read).
+        #[arg(value_name = "PATH|URL")]
+        path: LedgerLocation,
+        /// The signer key (`signer.key` of `ledger keygen`).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
+    /// Print the inclusion proofs of one call's entries as JSON: tree size, root, and per entry
+    /// its seq, leaf hash and audit path. Exit 0, 1 tampered or unknown call, 2 unreadable.
+    Prove {
+        /// The ledger: a SQLite file (opened read-only) or a PostgreSQL database
+        /// (`postgres://user:password@host:port/db`, only read).
+        #[arg(value_name = "PATH|URL")]
+        path: LedgerLocation,
+        /// The call whose intent and outcome are proven.
+        call_id: String,
+        /// Prove against the tree of the first N entries (an earlier checkpoint's size).
+        #[arg(long, value_name = "N")]
+        size: Option<u64>,
     },
     /// Print runs and calls: tool, principal, decision and policies, attempts, timings, outcome.
     Show {
@@ -42,19 +88,46 @@ enum Sub {
 }
 
 /// Exit status of `ledger verify` for an unreadable ledger (missing, not a ledger).
-const UNREADABLE: i32 = exit::USAGE;
+pub(crate) const UNREADABLE: i32 = exit::USAGE;
 
 /// Verify or show the ledger.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     match &args.command {
-        Sub::Verify { path, head } => verify(path, head.as_deref(), io),
+        Sub::Verify {
+            path,
+            head,
+            checkpoint,
+            public_key,
+        } => {
+            let checkpoints = match public_key {
+                Some(key) => Some(proofs::Checkpoints::open(checkpoint, key, io)?),
+                None => None,
+            };
+            verify(path, head.as_deref(), checkpoints.as_ref(), io)
+        }
         Sub::Show { path, run } => show(path, run.as_deref(), io),
+        Sub::Keygen { name, out } => proofs::keygen(name, out, io),
+        Sub::Checkpoint { path, key } => proofs::checkpoint(path, key, io),
+        Sub::Prove {
+            path,
+            call_id,
+            size,
+        } => proofs::prove(path, call_id, *size, io),
     }
 }
 
-fn verify(path: &LedgerLocation, head: Option<&str>, io: &mut Io<'_>) -> CliResult {
+fn verify(
+    path: &LedgerLocation,
+    head: Option<&str>,
+    checkpoints: Option<&proofs::Checkpoints>,
+    io: &mut Io<'_>,
+) -> CliResult {
     match path.verify(head) {
         Ok(report) => {
+            let lines = match checkpoints {
+                Some(c) => c.check(path, &report, io)?,
+                None => Vec::new(),
+            };
             let _ = write!(
                 io.out,
                 "intact: {} entries, head {}",
@@ -64,6 +137,9 @@ fn verify(path: &LedgerLocation, head: Option<&str>, io: &mut Io<'_>) -> CliResu
                 let _ = write!(io.out, " (expected head {anchor} is entry {seq})");
             }
             let _ = writeln!(io.out);
+            for line in lines {
+                let _ = writeln!(io.out, "{line}");
+            }
             Ok(())
         }
         Err(VerifyError::Tampered(t)) => {

@@ -47,7 +47,7 @@ enum Command {
     Call(call::Args),
     /// Print the tools as definitions for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini).
     Export(export::Args),
-    /// Verify or show an evidence ledger.
+    /// Verify or show an evidence ledger; sign checkpoints of it and prove calls in it.
     #[command(subcommand_required = true)]
     Ledger(ledger::Args),
     /// Run an SOP through the governed path, printing each recorded event; exit 0 completed,

@@ -65,6 +65,17 @@ impl Entry {
         Ok(entry_hash(self.seq, &self.prev, self.at_ms, &self.body()?))
     }
 
+    /// The row a store holds for it (its body encoded canonically).
+    pub fn stored_row(&self) -> Result<StoredRow, LedgerError> {
+        Ok(StoredRow {
+            seq: i64::try_from(self.seq).unwrap_or(i64::MAX),
+            prev: Some(self.prev.clone()),
+            hash: Some(self.hash.clone()),
+            at_ms: i64::try_from(self.at_ms).ok(),
+            body: Some(self.body()?),
+        })
+    }
+
     /// Its position and hash.
     pub fn committed(&self) -> Committed {
         Committed {

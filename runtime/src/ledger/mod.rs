@@ -1,12 +1,15 @@
 //! The evidence ledger: hash-chained entries, committed before the caller continues.
 
+pub mod checkpoint;
 pub mod entry;
 mod error;
 pub mod lease;
 pub mod location;
 pub mod memory;
+pub mod merkle;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod proof;
 pub mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -115,15 +115,7 @@ pub fn verify_entries(
 ) -> Result<VerifyReport, VerifyError> {
     let rows = entries
         .iter()
-        .map(|e| {
-            Ok(StoredRow {
-                seq: i64::try_from(e.seq).unwrap_or(i64::MAX),
-                prev: Some(e.prev.clone()),
-                hash: Some(e.hash.clone()),
-                at_ms: i64::try_from(e.at_ms).ok(),
-                body: Some(e.body()?),
-            })
-        })
+        .map(Entry::stored_row)
         .collect::<Result<Vec<_>, LedgerError>>()?;
     Ok(verify_rows(&rows, anchor)?)
 }
