@@ -27,6 +27,10 @@ pub const fn call(kind: CallKind) -> i32 {
     }
 }
 
+/// Exit status of the `ledger` commands for an unreadable ledger (missing, not a ledger) or an
+/// unreadable key or checkpoint file.
+pub(crate) const LEDGER_UNREADABLE: i32 = USAGE;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use escepine_runtime::ledger::verify::VerifyError;
 use escepine_runtime::ledger::{Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
 
 use crate::error::{CliError, CliResult};
-use crate::exit;
+use crate::exit::{self, LEDGER_UNREADABLE as UNREADABLE};
 use crate::io::Io;
 
 /// Arguments of `escepine ledger`.
@@ -86,9 +86,6 @@ enum Sub {
         run: Option<String>,
     },
 }
-
-/// Exit status of `ledger verify` for an unreadable ledger (missing, not a ledger).
-pub(crate) const UNREADABLE: i32 = exit::USAGE;
 
 /// Verify or show the ledger.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {

@@ -11,6 +11,7 @@ pub mod merkle;
 pub mod postgres;
 pub mod proof;
 pub mod record;
+mod redact;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod store;

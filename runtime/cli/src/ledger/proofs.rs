@@ -16,7 +16,7 @@ use crate::error::{CliError, CliResult};
 use crate::exit;
 use crate::io::Io;
 
-use super::UNREADABLE;
+use crate::exit::LEDGER_UNREADABLE as UNREADABLE;
 
 /// The files `keygen` writes into its directory.
 const SIGNER_FILE: &str = "signer.key";

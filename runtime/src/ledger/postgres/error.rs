@@ -1,6 +1,6 @@
 //! [`PgError`]: why the PostgreSQL store failed, before it becomes a [`LedgerError`].
 
-use crate::ledger::LedgerError;
+use crate::ledger::error::LedgerError;
 
 /// Why the PostgreSQL store failed.
 #[derive(Debug, thiserror::Error)]

@@ -14,8 +14,8 @@ use tokio_postgres::{Client, Config};
 use super::error::pg;
 use super::worker::block_on;
 use super::writer::connect;
+use crate::ledger::error::LedgerError;
 use crate::ledger::lease::RunLease;
-use crate::ledger::LedgerError;
 
 /// The advisory lock key of `run_id`'s lease (in the one-key space; the ledger's own locks use
 /// the two-key space).

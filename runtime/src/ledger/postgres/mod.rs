@@ -55,7 +55,7 @@ impl Default for PostgresOptions {
     }
 }
 
-pub use super::location::redact;
+pub use super::redact::redact;
 
 /// The client configuration of `url`.
 ///

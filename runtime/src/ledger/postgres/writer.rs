@@ -13,7 +13,8 @@ use tokio_postgres::{Client, Config, NoTls};
 use super::error::{pg, PgError};
 use super::schema::{APPEND_LOCK, HEAD, INSERT, LOCK_CLASS};
 use crate::ledger::entry::{entry_hash, is_hash, now_ms, Committed, GENESIS_PREV};
-use crate::ledger::{Durability, LedgerError};
+use crate::ledger::error::LedgerError;
+use crate::ledger::store::Durability;
 
 /// A record on its way to the writer: its canonical body and who waits for the commit.
 pub struct Job {
