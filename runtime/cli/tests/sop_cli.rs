@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::verify_path;
-use escepine_testkit::sop::{fixtures, item, key, sop_path, Store};
+use escepine_testkit::sop::{fixtures, item, key, overlay_json, sop_path, Store};
 use serde_json::json;
 
 struct Cli {
@@ -20,14 +20,9 @@ impl Cli {
         let _ = escepine_testkit::testtool::testtool();
         let dir = tempfile::tempdir().unwrap();
         let store = Store::start();
-        let tools: serde_json::Map<String, serde_json::Value> =
-            ["s_put", "s_delete", "s_version", "s_get"]
-                .iter()
-                .map(|t| (t.to_string(), json!([store.addr])))
-                .collect();
         std::fs::write(
             dir.path().join("overlay.json"),
-            json!({ "tools": tools }).to_string(),
+            overlay_json(&store).to_string(),
         )
         .unwrap();
         let s = &store;

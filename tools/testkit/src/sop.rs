@@ -300,18 +300,20 @@ pub fn registry() -> registry_build::Registry {
     .unwrap_or_else(|d| panic!("{}", d.render()))
 }
 
+/// The overlay file's JSON admitting the store's port for the store tools (what `--overlay`
+/// reads).
+pub fn overlay_json(store: &Store) -> serde_json::Value {
+    let tools: serde_json::Map<String, serde_json::Value> =
+        ["s_put", "s_delete", "s_version", "s_get"]
+            .iter()
+            .map(|t| (t.to_string(), serde_json::json!([store.addr])))
+            .collect();
+    serde_json::json!({ "tools": tools })
+}
+
 /// The overlay admitting the store's port for the store tools.
 pub fn overlay(store: &Store) -> Overlay {
-    let mut text = String::from("{\"tools\":{");
-    let tools = ["s_put", "s_delete", "s_version", "s_get"];
-    for (i, t) in tools.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        text.push_str(&format!("\"{t}\":[\"{}\"]", store.addr));
-    }
-    text.push_str("}}");
-    Overlay::parse(&text).expect("a valid overlay")
+    Overlay::parse(&overlay_json(store).to_string()).expect("a valid overlay")
 }
 
 /// A runtime over the fixtures, real tool processes, and `ledger`.
