@@ -7,66 +7,28 @@ use std::process::{Command, Output, Stdio};
 
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::verify_path;
-use escepine_testkit::sop::{fixtures, item, key, overlay_json, sop_path, Store};
-use serde_json::json;
 
-struct Cli {
-    dir: tempfile::TempDir,
-    store: Store,
+mod sop_harness;
+
+use sop_harness::SopCli;
+
+/// The harness over a SQLite ledger in its directory.
+struct Cli(SopCli);
+
+impl std::ops::Deref for Cli {
+    type Target = SopCli;
+    fn deref(&self) -> &SopCli {
+        &self.0
+    }
 }
 
 impl Cli {
     fn new() -> Self {
-        let _ = escepine_testkit::testtool::testtool();
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::start();
-        std::fs::write(
-            dir.path().join("overlay.json"),
-            overlay_json(&store).to_string(),
-        )
-        .unwrap();
-        let s = &store;
-        let proposals = json!({
-            "put_a": item(s, "a", "a1"),
-            "put_b": item(s, "b", "b1"),
-            "version_a": item(s, "a", "a2"),
-            "put_c": item(s, "c", "c1"),
-            "read_c": key(s, "c"),
-            "boom": {},
-            "put_forbidden": item(s, "forbidden", "x"),
-        });
-        std::fs::write(dir.path().join("proposals.json"), proposals.to_string()).unwrap();
-        Self { dir, store }
+        Self(SopCli::new(|dir| dir.join("ledger.db").into_os_string()))
     }
 
     fn ledger(&self) -> PathBuf {
         self.dir.path().join("ledger.db")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let f = fixtures();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
-        cmd.args(args)
-            .arg("--records")
-            .arg(f.join("records"))
-            .arg("--policies")
-            .arg(f.join("policies"))
-            .arg("--envelope")
-            .arg(f.join("envelope.json"))
-            .arg("--overlay")
-            .arg(self.dir.path().join("overlay.json"))
-            .arg("--ledger")
-            .arg(self.ledger());
-        cmd
-    }
-
-    fn run(&self, sop: &str, extra: &[&str]) -> Command {
-        let path = sop_path(sop);
-        let mut cmd = self.command(&["run", path.to_str().unwrap()]);
-        cmd.args(["--principal", r#"Agent::"alice""#, "--proposals"])
-            .arg(self.dir.path().join("proposals.json"))
-            .args(extra);
-        cmd
     }
 }
 

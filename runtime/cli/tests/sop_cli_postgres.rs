@@ -12,65 +12,37 @@ use std::sync::Arc;
 
 use escepine_runtime::ledger::postgres::read_entries;
 use escepine_testkit::postgres::{tokio_postgres, TestDatabase};
-use escepine_testkit::sop::{fixtures, item, key, overlay_json, sop_path, Store};
-use serde_json::json;
 
+mod sop_harness;
+
+use sop_harness::SopCli;
+
+/// The harness over a PostgreSQL ledger: a database of the test's own.
 struct Cli {
-    dir: tempfile::TempDir,
-    store: Store,
+    sop: SopCli,
     db: TestDatabase,
+}
+
+impl std::ops::Deref for Cli {
+    type Target = SopCli;
+    fn deref(&self) -> &SopCli {
+        &self.sop
+    }
 }
 
 impl Cli {
     fn new() -> Self {
-        let _ = escepine_testkit::testtool::testtool();
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::start();
-        std::fs::write(
-            dir.path().join("overlay.json"),
-            overlay_json(&store).to_string(),
-        )
-        .unwrap();
-        let s = &store;
-        let proposals = json!({
-            "put_a": item(s, "a", "a1"),
-            "put_b": item(s, "b", "b1"),
-            "version_a": item(s, "a", "a2"),
-            "put_c": item(s, "c", "c1"),
-            "read_c": key(s, "c"),
-        });
-        std::fs::write(dir.path().join("proposals.json"), proposals.to_string()).unwrap();
+        let db = TestDatabase::create();
+        let url = db.url();
         Self {
-            dir,
-            store,
-            db: TestDatabase::create(),
+            sop: SopCli::new(|_| url.into()),
+            db,
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
-        let f = fixtures();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
-        cmd.args(args)
-            .arg("--records")
-            .arg(f.join("records"))
-            .arg("--policies")
-            .arg(f.join("policies"))
-            .arg("--envelope")
-            .arg(f.join("envelope.json"))
-            .arg("--overlay")
-            .arg(self.dir.path().join("overlay.json"))
-            .arg("--ledger")
-            .arg(self.db.url());
-        cmd
-    }
-
+    /// `escepine run` of the five-step SOP as run `run_id`.
     fn run(&self, run_id: &str) -> Command {
-        let path = sop_path("five_steps");
-        let mut cmd = self.command(&["run", path.to_str().unwrap()]);
-        cmd.args(["--principal", r#"Agent::"alice""#, "--proposals"])
-            .arg(self.dir.path().join("proposals.json"))
-            .args(["--run-id", run_id]);
-        cmd
+        self.sop.run("five_steps", &["--run-id", run_id])
     }
 
     fn ledger(&self, args: &[&str]) -> Output {

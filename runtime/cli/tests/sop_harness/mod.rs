@@ -1,0 +1,72 @@
+//! What the CLI's SOP tests share: a directory with the loopback store's overlay and the
+//! proposals of the SOP fixtures, and `escepine` commands over the fixtures' records, policies and
+//! envelope, the overlay and one ledger (a SQLite file or a PostgreSQL URL).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+
+use escepine_testkit::sop::{fixtures, item, key, overlay_json, sop_path, Store};
+use serde_json::json;
+
+/// The store, the files beside it and the ledger every command names.
+pub struct SopCli {
+    pub dir: tempfile::TempDir,
+    pub store: Store,
+    ledger: OsString,
+}
+
+impl SopCli {
+    /// A fresh store and directory; the ledger is what `ledger` names given the directory.
+    pub fn new(ledger: impl FnOnce(&Path) -> OsString) -> Self {
+        let _ = escepine_testkit::testtool::testtool();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::start();
+        std::fs::write(
+            dir.path().join("overlay.json"),
+            overlay_json(&store).to_string(),
+        )
+        .unwrap();
+        let s = &store;
+        let proposals = json!({
+            "put_a": item(s, "a", "a1"),
+            "put_b": item(s, "b", "b1"),
+            "version_a": item(s, "a", "a2"),
+            "put_c": item(s, "c", "c1"),
+            "read_c": key(s, "c"),
+            "boom": {},
+            "put_forbidden": item(s, "forbidden", "x"),
+        });
+        std::fs::write(dir.path().join("proposals.json"), proposals.to_string()).unwrap();
+        let ledger = ledger(dir.path());
+        Self { dir, store, ledger }
+    }
+
+    /// `escepine ARGS` over the fixtures, the overlay and the ledger.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let f = fixtures();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
+        cmd.args(args)
+            .arg("--records")
+            .arg(f.join("records"))
+            .arg("--policies")
+            .arg(f.join("policies"))
+            .arg("--envelope")
+            .arg(f.join("envelope.json"))
+            .arg("--overlay")
+            .arg(self.dir.path().join("overlay.json"))
+            .arg("--ledger")
+            .arg(&self.ledger);
+        cmd
+    }
+
+    /// `escepine run` of the fixture SOP `sop` by `Agent::"alice"` with the proposals.
+    pub fn run(&self, sop: &str, extra: &[&str]) -> Command {
+        let path = sop_path(sop);
+        let mut cmd = self.command(&["run", path.to_str().unwrap()]);
+        cmd.args(["--principal", r#"Agent::"alice""#, "--proposals"])
+            .arg(self.dir.path().join("proposals.json"))
+            .args(extra);
+        cmd
+    }
+}
