@@ -9,7 +9,8 @@ pub const USAGE: i32 = 2;
 /// `escepine import`: the server could not be started or read.
 pub const SERVER_FAILED: i32 = 3;
 /// `escepine run` and `resume`: the run could not be driven (ledger unavailable, unknown run,
-/// inconsistent journal, an SOP that changed since the run started).
+/// inconsistent journal, an SOP that changed since the run started, its lease lost while
+/// driving it).
 pub const NOT_DRIVEN: i32 = 14;
 
 use escepine_runtime::CallKind;

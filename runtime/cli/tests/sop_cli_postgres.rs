@@ -59,7 +59,7 @@ fn text(b: &[u8]) -> String {
 }
 
 /// Watches `pg_locks` until stopped: the most sessions seen holding a run lease (a one-key
-/// advisory lock, `objsubid = 1`) at once.
+/// advisory lock, `objsubid = 1`) in the test's database at once.
 struct LeaseWatch {
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<u32>,
@@ -85,7 +85,9 @@ impl LeaseWatch {
                     let n: i64 = client
                         .query_one(
                             "SELECT count(*) FROM pg_locks \
-                             WHERE locktype = 'advisory' AND objsubid = 1 AND granted",
+                             WHERE locktype = 'advisory' AND objsubid = 1 AND granted \
+                             AND database = (SELECT oid FROM pg_database \
+                                             WHERE datname = current_database())",
                             &[],
                         )
                         .await
@@ -203,4 +205,74 @@ fn a_run_killed_in_one_runtime_is_resumed_by_another_on_postgres() {
         "{}",
         text(&o.stderr)
     );
+}
+
+#[test]
+fn a_runtime_whose_lease_session_ends_stops_and_another_finishes_the_run() {
+    let reference = Cli::new();
+    let o = reference.run("whole-run").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+
+    let cli = Cli::new();
+    let watch = LeaseWatch::start(&cli.db);
+    // Runtime A is kept inside its third step (the write version_a), its process alive.
+    cli.store.hold_at(3);
+    let a = cli
+        .run("fenced-run")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        cli.store.wait_held(std::time::Duration::from_secs(120)),
+        "runtime A reached its third write"
+    );
+    // Only the session holding A's lease ends (a cut connection, an administrator).
+    let key = escepine_runtime::ledger::postgres::lease::lease_key("fenced-run");
+    let ended = cli.db.query_strings(&format!(
+        "SELECT pg_terminate_backend(pid)::text FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+           AND classid = (({key}::int8 >> 32) & 4294967295)::oid \
+           AND objid = ({key}::int8 & 4294967295)::oid"
+    ));
+    assert_eq!(ended, ["true"], "one session held A's lease");
+
+    // Runtime B takes the lease and finishes the run while A still waits inside its step.
+    let o = cli.command(&["resume", "fenced-run"]).output().unwrap();
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(
+        out.trim_end().ends_with("run fenced-run completed"),
+        "{out}"
+    );
+    let finished = read_entries(&cli.db.url()).unwrap().len();
+
+    // A's write is answered at last (from its idempotency key: B applied it); A records
+    // nothing more for the run and stops, saying why.
+    cli.store.release();
+    let a = a.wait_with_output().unwrap();
+    let err = text(&a.stderr);
+    assert_eq!(
+        a.status.code(),
+        Some(14),
+        "the run is not driven here: {err}"
+    );
+    assert!(
+        err.contains("the lease of run `fenced-run` was lost"),
+        "{err}"
+    );
+    assert_eq!(
+        read_entries(&cli.db.url()).unwrap().len(),
+        finished,
+        "A appended nothing after B finished the run"
+    );
+    assert_eq!(watch.most(), 1, "the lease was never held by two sessions");
+
+    // The state of the uninterrupted run, each write applied once.
+    assert_eq!(cli.store.items(), reference.store.items());
+    assert_eq!(cli.store.log(), reference.store.log());
+    assert_eq!(cli.store.applied().values().max(), Some(&1));
+    assert_eq!(cli.store.unkeyed_writes(), 0);
+    let o = cli.ledger(&["verify", &cli.db.url()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }

@@ -25,9 +25,22 @@ use sha2::{Digest, Sha256};
 use super::error::LedgerError;
 use escepine_sandbox::ofd_lock;
 
+/// What keeps a lease: dropping it releases the lease, and it can tell whether the lease is
+/// still held (a lease in the database ends with its connection, even while the process lives).
+pub(crate) trait Hold: Send + Sync {
+    /// Whether the lease is still held. A lease held by a lock of this process (in memory, or a
+    /// byte lock on a file descriptor this process keeps open) cannot be lost while it lives.
+    fn held(&self) -> bool {
+        true
+    }
+}
+
+impl Hold for () {}
+
 /// A claim on one run, released when dropped.
 pub struct RunLease {
-    _held: Box<dyn Send + Sync>,
+    run_id: String,
+    held: Box<dyn Hold>,
 }
 
 impl fmt::Debug for RunLease {
@@ -37,19 +50,37 @@ impl fmt::Debug for RunLease {
 }
 
 impl RunLease {
-    /// A lease that lasts as long as `held` (whose drop releases it).
-    #[cfg(feature = "postgres")]
-    pub(crate) fn holding(held: impl Send + Sync + 'static) -> Self {
+    /// The lease of `run_id` that lasts as long as `held` (whose drop releases it).
+    pub(crate) fn holding(run_id: &str, held: impl Hold + 'static) -> Self {
         Self {
-            _held: Box::new(held),
+            run_id: run_id.to_string(),
+            held: Box::new(held),
         }
     }
 
     /// A lease that guards nothing: for a ledger that cannot tell whether a run is driven
     /// elsewhere.
-    pub fn unguarded() -> Self {
-        Self {
-            _held: Box::new(()),
+    pub fn unguarded(run_id: &str) -> Self {
+        Self::holding(run_id, ())
+    }
+
+    /// The run this lease is of.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Whether the lease is still held: an engine checks before each event it records, so a
+    /// driver whose lease ended (its database connection lost while its process lives) stops
+    /// at once. The store also refuses, in the very transaction of an append, the run's
+    /// entries from a driver that lost it (see the PostgreSQL store's fence).
+    ///
+    /// # Errors
+    /// [`LedgerError::LeaseLost`] when it is no longer held.
+    pub fn check(&self) -> Result<(), LedgerError> {
+        if self.held.held() {
+            Ok(())
+        } else {
+            Err(LedgerError::LeaseLost(self.run_id.clone()))
         }
     }
 }
@@ -64,6 +95,8 @@ struct LocalHeld {
     held: Arc<Mutex<HashSet<String>>>,
     run_id: String,
 }
+
+impl Hold for LocalHeld {}
 
 impl Drop for LocalHeld {
     fn drop(&mut self) {
@@ -86,12 +119,13 @@ impl LocalLeases {
         if !held.insert(run_id.to_string()) {
             return Err(LedgerError::RunLeased(run_id.to_string()));
         }
-        Ok(RunLease {
-            _held: Box::new(LocalHeld {
+        Ok(RunLease::holding(
+            run_id,
+            LocalHeld {
                 held: Arc::clone(&self.held),
                 run_id: run_id.to_string(),
-            }),
-        })
+            },
+        ))
     }
 }
 
@@ -188,12 +222,13 @@ impl FileLeases {
             return Err(LedgerError::RunLeased(run_id.to_string()));
         }
         held.insert(offset);
-        Ok(RunLease {
-            _held: Box::new(FileHeld {
+        Ok(RunLease::holding(
+            run_id,
+            FileHeld {
                 file: Arc::clone(&self.file),
                 offset,
-            }),
-        })
+            },
+        ))
     }
 }
 
@@ -201,6 +236,8 @@ struct FileHeld {
     file: Arc<LockedFile>,
     offset: u64,
 }
+
+impl Hold for FileHeld {}
 
 impl Drop for FileHeld {
     fn drop(&mut self) {

@@ -41,8 +41,7 @@ pub trait Ledger: Send + Sync + 'static {
     /// # Errors
     /// [`LedgerError::RunLeased`] while another driver holds it.
     fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
-        let _ = run_id;
-        Ok(RunLease::unguarded())
+        Ok(RunLease::unguarded(run_id))
     }
 
     /// The last committed entry (`None` while the ledger is empty).

@@ -22,6 +22,7 @@ use super::planner::{Planner, StepRequest};
 use super::saga;
 use crate::error::CallError;
 use crate::kind::CallKind;
+use crate::ledger::lease::RunLease;
 use crate::ledger::{Committed, Record, Transition};
 use crate::report::CallOutcome;
 use crate::runtime::Runtime;
@@ -277,7 +278,7 @@ impl Engine {
             None => random_id(),
         };
         // Held while this engine drives the run: nobody else drives it meanwhile.
-        let _lease = self.inner.runtime.ledger().lease_run(&run_id)?;
+        let lease = self.inner.runtime.ledger().lease_run(&run_id)?;
         let sop = &self.inner.sop;
         let source = sop.source.display().to_string();
         let started = RunStarted {
@@ -291,7 +292,7 @@ impl Engine {
         let mut st = RunState::new(&run_id, principal.clone());
         self.record(&mut st, Some(&sop.start), Event::RunStarted(started))
             .await?;
-        self.drive(&mut st, &options.cancel).await
+        self.drive(&mut st, &options.cancel, &lease).await
     }
 
     /// Start a run in the background (on the current tokio runtime).
@@ -332,7 +333,7 @@ impl Engine {
         cancel: CancelToken,
     ) -> Result<RunOutcome, SopRunError> {
         // Taken before the journal is read, so that no other driver appends after the read.
-        let _lease = self.inner.runtime.ledger().lease_run(run_id)?;
+        let lease = self.inner.runtime.ledger().lease_run(run_id)?;
         let journal = Journal::load(&**self.inner.runtime.ledger(), run_id)?;
         let sop = &self.inner.sop;
         let recorded = format!("{}@{}", journal.started.sop_id, journal.started.sop_version);
@@ -373,7 +374,7 @@ impl Engine {
             }),
         )
         .await?;
-        self.drive(&mut st, &cancel).await
+        self.drive(&mut st, &cancel, &lease).await
     }
 
     /// [`Engine::resume`] in the background.
@@ -390,12 +391,18 @@ impl Engine {
     }
 
     /// The loop: one recorded event per turn, chosen by where the run stands.
+    ///
+    /// The lease is checked before each turn: a driver whose lease ended (its database session
+    /// lost while this process lives) stops with [`LedgerError::LeaseLost`](crate::ledger::LedgerError::LeaseLost) before recording or
+    /// running anything more; the store refuses such a driver's appends to the run as well.
     async fn drive(
         &self,
         st: &mut RunState,
         cancel: &CancelToken,
+        lease: &RunLease,
     ) -> Result<RunOutcome, SopRunError> {
         loop {
+            lease.check()?;
             let cursor = st.cursor.clone();
             let between_steps = matches!(
                 cursor,

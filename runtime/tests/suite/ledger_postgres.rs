@@ -404,3 +404,90 @@ fn a_lease_is_one_drivers_across_processes_until_it_dies() {
     let taken = lease_within(&b, "run-4", Duration::from_secs(10));
     drop((held, taken));
 }
+
+/// Ends the session holding run lease `run` (found by its key in `pg_locks`), as a cut
+/// connection or an administrator would, while the holder's process lives on.
+fn terminate_lease_session(db: &TestDatabase, run: &str) {
+    let key = escepine_runtime::ledger::postgres::lease::lease_key(run);
+    let ended = db.query_strings(&format!(
+        "SELECT pg_terminate_backend(pid)::text FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+           AND classid = (({key}::int8 >> 32) & 4294967295)::oid \
+           AND objid = ({key}::int8 & 4294967295)::oid"
+    ));
+    assert_eq!(ended, ["true"], "one session held the lease of {run}");
+}
+
+#[test]
+fn a_holder_that_lost_its_lease_records_nothing_more_for_the_run() {
+    let _host = host::shared_blocking();
+    let db = TestDatabase::create();
+    let url = db.url();
+    let a = PostgresLedger::open(&url, Durability::Full).unwrap();
+    let b = PostgresLedger::open(&url, Durability::Full).unwrap();
+    let rt = rt();
+
+    let lease = a.lease_run("run-f").unwrap();
+    lease.check().unwrap();
+    rt.block_on(async {
+        a.append(transition("run-f", "step_started", "read"))
+            .await
+            .unwrap();
+        // A step's intent, whose outcome is to come after the lease is gone.
+        a.append(intent(1, Some("run-f"))).await.unwrap();
+    });
+
+    // Only the lease's session ends; runtime A lives on.
+    terminate_lease_session(&db, "run-f");
+    let until = Instant::now() + Duration::from_secs(10);
+    while lease.check().is_ok() {
+        assert!(Instant::now() < until, "the lost lease was never noticed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(matches!(lease.check(), Err(LedgerError::LeaseLost(id)) if id == "run-f"));
+
+    // The store refuses A's records of the run — before and after B takes the lease — and
+    // still commits A's others.
+    let refused = |r| {
+        let got = rt.block_on(a.append(r));
+        assert!(
+            matches!(&got, Err(LedgerError::LeaseLost(id)) if id == "run-f"),
+            "{got:?}"
+        );
+    };
+    refused(transition("run-f", "transition", "read"));
+    refused(outcome(1));
+    let taken = lease_within(&b, "run-f", Duration::from_secs(10));
+    refused(transition("run-f", "step_started", "write"));
+    refused(intent(2, Some("run-f")));
+    rt.block_on(async {
+        a.append(intent(3, None)).await.unwrap();
+        a.append(transition("run-other", "run_started", "x"))
+            .await
+            .unwrap();
+        // B, the new holder, drives the run.
+        b.append(intent(4, Some("run-f"))).await.unwrap();
+        b.append(outcome(4)).await.unwrap();
+    });
+    drop(lease);
+    // A's dropped lease does not release B's.
+    assert!(matches!(
+        a.lease_run("run-f"),
+        Err(LedgerError::RunLeased(_))
+    ));
+    taken.check().unwrap();
+
+    let report = verify_url(&url, None).unwrap();
+    let entries = read_entries(&url).unwrap();
+    assert_eq!(report.entries, entries.len() as u64);
+    let records: Vec<_> = entries.iter().map(|e| e.record.clone()).collect();
+    let expected = vec![
+        transition("run-f", "step_started", "read"),
+        intent(1, Some("run-f")),
+        intent(3, None),
+        transition("run-other", "run_started", "x"),
+        intent(4, Some("run-f")),
+        outcome(4),
+    ];
+    assert_eq!(records, expected, "nothing of A's after the loss, in order");
+}

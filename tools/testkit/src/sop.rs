@@ -7,13 +7,15 @@
 //! first response back and changes nothing) and counts how often each key's write was applied,
 //! so a test can prove no write happened twice. Keys starting `stuck` refuse every DELETE with a
 //! 503; keys starting `flaky` refuse the first DELETE with a 503. It can SIGKILL a process when
-//! its n-th request arrives (the crash test's kill points inside a tool call).
+//! its n-th request arrives (the crash test's kill points inside a tool call), or hold its n-th
+//! request unanswered until the test releases it (a driver kept inside a step).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use escepine_runtime::executor::ProcessExecutor;
 use escepine_runtime::ledger::{Entry, Ledger, Record, Transition};
@@ -44,6 +46,15 @@ struct StoreState {
     log: Vec<String>,
     kill: Option<Kill>,
     refused_deletes: HashMap<String, u32>,
+    hold: Option<Hold>,
+}
+
+/// A request held before it is handled.
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    at_request: u32,
+    arrived: bool,
+    released: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +73,8 @@ pub struct Store {
     /// `127.0.0.1:<port>` (the overlay entry).
     pub addr: String,
     state: Arc<Mutex<StoreState>>,
+    /// Signalled when a held request arrives or is released.
+    changed: Arc<Condvar>,
 }
 
 impl Store {
@@ -70,18 +83,20 @@ impl Store {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the store on loopback");
         let addr = listener.local_addr().expect("the store's address");
         let state = Arc::new(Mutex::new(StoreState::default()));
-        let shared = state.clone();
+        let changed = Arc::new(Condvar::new());
+        let (shared, signal) = (state.clone(), changed.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let state = shared.clone();
-                std::thread::spawn(move || serve(conn, &state));
+                let (state, signal) = (shared.clone(), signal.clone());
+                std::thread::spawn(move || serve(conn, &state, &signal));
             }
         });
         Self {
             url: format!("http://{addr}"),
             addr: addr.to_string(),
             state,
+            changed,
         }
     }
 
@@ -91,6 +106,7 @@ impl Store {
             url: url.to_string(),
             addr: url.trim_start_matches("http://").to_string(),
             state: Arc::default(),
+            changed: Arc::default(),
         }
     }
 
@@ -148,9 +164,47 @@ impl Store {
             apply,
         });
     }
+
+    /// Hold request number `at_request` unanswered (and not yet applied) until
+    /// [`Store::release`]; the other requests are served meanwhile.
+    pub fn hold_at(&self, at_request: u32) {
+        self.lock().hold = Some(Hold {
+            at_request,
+            arrived: false,
+            released: false,
+        });
+    }
+
+    /// Wait (at most `limit`) for the held request to arrive; whether it did.
+    pub fn wait_held(&self, limit: Duration) -> bool {
+        let until = Instant::now() + limit;
+        let mut st = self.lock();
+        loop {
+            if st.hold.is_some_and(|h| h.arrived) {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            st = self
+                .changed
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Let the held request through: it is handled as it would have been on arrival.
+    pub fn release(&self) {
+        if let Some(h) = self.lock().hold.as_mut() {
+            h.released = true;
+        }
+        self.changed.notify_all();
+    }
 }
 
-fn serve(conn: TcpStream, state: &Mutex<StoreState>) {
+fn serve(conn: TcpStream, state: &Mutex<StoreState>, changed: &Condvar) {
     let mut reader = BufReader::new(match conn.try_clone() {
         Ok(c) => c,
         Err(_) => return,
@@ -187,6 +241,13 @@ fn serve(conn: TcpStream, state: &Mutex<StoreState>) {
         let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
         st.requests += 1;
         let n = st.requests;
+        if let Some(h) = st.hold.as_mut().filter(|h| h.at_request == n) {
+            h.arrived = true;
+            changed.notify_all();
+            while !st.hold.is_some_and(|h| h.released) {
+                st = changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        }
         let item = path
             .trim_start_matches("/items/")
             .trim_end_matches("/versions");

@@ -5,17 +5,22 @@
 //! alone and held until the lease is dropped (then `pg_advisory_unlock(k)` and the connection
 //! closes). Every runtime on the database, on any machine, sees it. When the holder's process
 //! dies or its connection is lost, the server ends the session and the lock with it, so another
-//! runtime can resume the run.
+//! runtime can resume the run; a holder that lives on is fenced ([`super::fence`]).
+//!
+//! Right after taking the lock, the new holder waits once for the append lock, so that an append
+//! of the previous holder that passed its fence has committed before this holder reads the run.
 
 use sha2::{Digest, Sha256};
 use tokio::runtime::Handle;
 use tokio_postgres::{Client, Config};
 
 use super::error::pg;
+use super::fence::{self, SharedFences};
+use super::schema::{APPEND_LOCK, LOCK_CLASS};
 use super::worker::block_on;
 use super::writer::connect;
 use crate::ledger::error::LedgerError;
-use crate::ledger::lease::RunLease;
+use crate::ledger::lease::{Hold, RunLease};
 
 /// The advisory lock key of `run_id`'s lease (in the one-key space; the ledger's own locks use
 /// the two-key space).
@@ -26,31 +31,59 @@ pub fn lease_key(run_id: &str) -> i64 {
     i64::from_be_bytes(first)
 }
 
-/// Take the lease of `run_id` on a new connection run by `handle`'s runtime.
+/// Take the lease of `run_id` on a new connection run by `handle`'s runtime, and fence this
+/// store's records of the run by it.
 pub fn acquire(
     handle: &Handle,
     config: &Config,
+    fences: &SharedFences,
     run_id: &str,
     location: &str,
 ) -> Result<RunLease, LedgerError> {
     let key = lease_key(run_id);
     let config = config.clone();
     let taken = block_on(handle, async move {
-        let client = connect(&config).await?;
+        let mut client = connect(&config).await?;
         let row = client
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .query_one("SELECT pg_try_advisory_lock($1), pg_backend_pid()", &[&key])
             .await
             .map_err(pg("take the run's lease"))?;
         let got: bool = row.try_get(0).map_err(pg("take the run's lease"))?;
-        Ok(got.then_some(client))
+        let pid: i32 = row.try_get(1).map_err(pg("take the run's lease"))?;
+        if !got {
+            return Ok(None);
+        }
+        // Every append that passed a fence of the previous holder commits before this returns.
+        let tx = client
+            .transaction()
+            .await
+            .map_err(pg("wait for the appends in flight"))?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&LOCK_CLASS, &APPEND_LOCK],
+        )
+        .await
+        .map_err(pg("wait for the appends in flight"))?;
+        tx.commit()
+            .await
+            .map_err(pg("wait for the appends in flight"))?;
+        Ok(Some((client, pid)))
     })
     .map_err(|e| e.at(location))?;
     match taken {
-        Some(client) => Ok(RunLease::holding(Held {
-            client: Some(client),
-            key,
-            handle: handle.clone(),
-        })),
+        Some((client, pid)) => {
+            fence::lock(fences).hold(run_id, key, pid);
+            Ok(RunLease::holding(
+                run_id,
+                Held {
+                    client: Some(client),
+                    key,
+                    handle: handle.clone(),
+                    fences: fences.clone(),
+                    run_id: run_id.to_string(),
+                },
+            ))
+        }
         None => Err(LedgerError::RunLeased(run_id.to_string())),
     }
 }
@@ -60,6 +93,15 @@ struct Held {
     client: Option<Client>,
     key: i64,
     handle: Handle,
+    fences: SharedFences,
+    run_id: String,
+}
+
+impl Hold for Held {
+    /// Held while its connection is open: the server ends the lock with the session.
+    fn held(&self) -> bool {
+        self.client.as_ref().is_some_and(|c| !c.is_closed())
+    }
 }
 
 impl Drop for Held {
@@ -67,6 +109,7 @@ impl Drop for Held {
     /// lease taken again right after is free. If the store's runtime is gone, the connection is
     /// already closed and the server has released the lock.
     fn drop(&mut self) {
+        fence::lock(&self.fences).release(&self.run_id);
         let Some(client) = self.client.take() else {
             return;
         };

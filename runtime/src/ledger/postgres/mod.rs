@@ -11,6 +11,7 @@
 //! loopback or a private network.
 
 mod error;
+pub mod fence;
 pub mod lease;
 pub mod schema;
 mod worker;
@@ -24,6 +25,7 @@ use tokio_postgres::{Config, NoTls, Row};
 
 use error::pg;
 pub use error::PgError;
+use fence::SharedFences;
 use worker::{block_on, Worker};
 use writer::{connect, Connector, Job};
 
@@ -75,6 +77,7 @@ pub struct PostgresLedger {
     options: PostgresOptions,
     pool: Pool,
     jobs: Option<mpsc::UnboundedSender<Job>>,
+    fences: SharedFences,
     writer_done: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     // Last: dropping it stops the runtime the writer and the pool run on.
     worker: Worker,
@@ -159,6 +162,7 @@ impl PostgresLedger {
             options,
             pool,
             jobs: Some(jobs),
+            fences: SharedFences::default(),
             writer_done: std::sync::Mutex::new(Some(writer_done)),
             worker,
         })
@@ -228,7 +232,9 @@ impl Ledger for PostgresLedger {
         let queued = record_body(&record).and_then(|body| {
             let (reply, answer) = oneshot::channel();
             let jobs = self.jobs.as_ref().ok_or_else(writer_gone)?;
-            jobs.send(Job { body, reply }).map_err(|_| writer_gone())?;
+            let fence = fence::lock(&self.fences).of(&record);
+            jobs.send(Job { body, fence, reply })
+                .map_err(|_| writer_gone())?;
             Ok(answer)
         });
         Box::pin(async move {
@@ -276,9 +282,16 @@ impl Ledger for PostgresLedger {
     }
 
     /// Leases are session advisory locks of the database, each on a connection of its own
-    /// ([`lease`]): every runtime on the database sees them, and they end with their holder.
+    /// ([`lease`]): every runtime on the database sees them, and they end with their holder; the
+    /// run's records from a holder that lost it are refused ([`fence`]).
     fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
-        lease::acquire(self.worker.handle(), &self.config, run_id, &self.location)
+        lease::acquire(
+            self.worker.handle(),
+            &self.config,
+            &self.fences,
+            run_id,
+            &self.location,
+        )
     }
 }
 

@@ -5,12 +5,17 @@
 //! process appending to the database waits for it there), reads the head, inserts the batch
 //! chained after it, and commits with `synchronous_commit = on` (durability `Full`). Only then
 //! does it answer the callers. A failed batch is rolled back and every caller in it gets
-//! [`LedgerError::Unavailable`]; a lost connection is opened again for the next batch.
+//! [`LedgerError::Unavailable`]; a lost connection is opened again for the next batch. Records
+//! fenced by a run's lease ([`super::fence`]) are checked under the append lock; those whose
+//! lease was lost are left out of the batch and refused with [`LedgerError::LeaseLost`].
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{Client, Config, NoTls};
 
+use std::collections::HashMap;
+
 use super::error::{pg, PgError};
+use super::fence::{Fence, HELD};
 use super::schema::{APPEND_LOCK, HEAD, INSERT, LOCK_CLASS};
 use crate::ledger::entry::{entry_hash, is_hash, now_ms, Committed, GENESIS_PREV};
 use crate::ledger::error::LedgerError;
@@ -20,6 +25,8 @@ use crate::ledger::store::Durability;
 pub struct Job {
     /// The record's canonical JSON.
     pub body: String,
+    /// The run lease the record's append depends on, if any.
+    pub fence: Option<Fence>,
     /// Where the commit (or its failure) is answered.
     pub reply: oneshot::Sender<Result<Committed, LedgerError>>,
 }
@@ -89,7 +96,7 @@ pub async fn run(
         match result {
             Ok(committed) => {
                 for (job, c) in batch.drain(..).zip(committed) {
-                    let _ = job.reply.send(Ok(c));
+                    let _ = job.reply.send(c);
                 }
             }
             Err(e) => {
@@ -102,7 +109,12 @@ pub async fn run(
     }
 }
 
-async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committed>, PgError> {
+/// Commit `batch` in one transaction: each job's result, in order (a fenced record whose lease
+/// was lost is refused; the others are committed).
+async fn commit_batch(
+    client: &mut Client,
+    batch: &[Job],
+) -> Result<Vec<Result<Committed, LedgerError>>, PgError> {
     let tx = client.transaction().await.map_err(pg("begin"))?;
     tx.execute(
         "SELECT pg_advisory_xact_lock($1, $2)",
@@ -110,6 +122,23 @@ async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committe
     )
     .await
     .map_err(pg("take the append lock"))?;
+    // Each lease once per batch, under the append lock: a new holder waits for this lock right
+    // after taking the lease, so what passes here commits before it reads the run.
+    let mut held: HashMap<(i64, i32), bool> = HashMap::new();
+    for fence in batch.iter().filter_map(|j| j.fence.as_ref()) {
+        if let std::collections::hash_map::Entry::Vacant(e) = held.entry((fence.key, fence.pid)) {
+            let row = tx
+                .query_one(HELD, &[&fence.pid, &fence.key])
+                .await
+                .map_err(pg("check a run's lease"))?;
+            e.insert(row.try_get(0).map_err(pg("check a run's lease"))?);
+        }
+    }
+    let admitted = |job: &Job| {
+        job.fence
+            .as_ref()
+            .is_none_or(|f| held.get(&(f.key, f.pid)).copied().unwrap_or(false))
+    };
     let head = tx.query_opt(HEAD, &[]).await.map_err(pg("read the head"))?;
     let (mut seq, mut prev) = match head {
         None => (0u64, GENESIS_PREV.to_string()),
@@ -133,15 +162,20 @@ async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committe
     let at_ms = now_ms();
     let at =
         i64::try_from(at_ms).map_err(|_| PgError::Corrupt("the clock is out of range".into()))?;
-    let n = batch.len();
+    let n = batch.iter().filter(|j| admitted(j)).count();
     let (mut seqs, mut prevs, mut hashes, mut bodies) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let mut committed = Vec::with_capacity(n);
+    let mut committed = Vec::with_capacity(batch.len());
     for job in batch {
+        if !admitted(job) {
+            let run_id = job.fence.as_ref().map(|f| f.run_id.clone());
+            committed.push(Err(LedgerError::LeaseLost(run_id.unwrap_or_default())));
+            continue;
+        }
         seq += 1;
         let s = i64::try_from(seq).map_err(|_| PgError::Corrupt("seq overflow".into()))?;
         let hash = entry_hash(seq, &prev, at_ms, &job.body);
@@ -149,12 +183,14 @@ async fn commit_batch(client: &mut Client, batch: &[Job]) -> Result<Vec<Committe
         prevs.push(std::mem::replace(&mut prev, hash.clone()));
         hashes.push(hash.clone());
         bodies.push(job.body.as_str());
-        committed.push(Committed { seq, hash });
+        committed.push(Ok(Committed { seq, hash }));
     }
-    let ats = vec![at; n];
-    tx.execute(INSERT, &[&seqs, &prevs, &hashes, &ats, &bodies])
-        .await
-        .map_err(pg("insert the entries"))?;
+    if n > 0 {
+        let ats = vec![at; n];
+        tx.execute(INSERT, &[&seqs, &prevs, &hashes, &ats, &bodies])
+            .await
+            .map_err(pg("insert the entries"))?;
+    }
     tx.commit().await.map_err(pg("commit"))?;
     Ok(committed)
 }
