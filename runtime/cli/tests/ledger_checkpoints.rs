@@ -1,7 +1,7 @@
 //! `escepine ledger keygen`, `checkpoint`, `prove` and `verify --checkpoint` on real SQLite
-//! ledgers, tampered with through the `sqlite3` command-line tool (Debian package `sqlite3`):
-//! every change, removal, insertion, swap, cut tail and consistent rewrite of what a checkpoint
-//! covers is found; every call's inclusion proof verifies; two checkpoints are proven consistent,
+//! ledgers, tampered with through the `sqlite3` command-line tool (Debian package `sqlite3`), and
+//! on the same rows in PostgreSQL ledgers tampered with through SQL: every change, removal,
+//! insertion, swap, cut tail and consistent rewrite of what a checkpoint covers is found; every call's inclusion proof verifies; two checkpoints are proven consistent,
 //! and a history rewritten between them is not.
 
 use std::path::{Path, PathBuf};
@@ -10,8 +10,11 @@ use std::process::{Command, Output};
 use escepine_runtime::ledger::checkpoint::{self, Checkpoint, VerifierKey};
 use escepine_runtime::ledger::merkle::{hash_from_b64, leaf_hash, verify_inclusion, Hash};
 use escepine_runtime::ledger::sqlite::read_rows;
-use escepine_runtime::ledger::{entry_hash, Durability, Ledger, SqliteLedger, GENESIS_PREV};
+use escepine_runtime::ledger::{
+    entry_hash, Durability, Ledger, PostgresLedger, SqliteLedger, GENESIS_PREV,
+};
 use escepine_testkit::ledger::{intent, outcome, transition};
+use escepine_testkit::postgres::TestDatabase;
 use serde_json::Value;
 
 const NAME: &str = "example.com/escepine/test-log";
@@ -123,7 +126,12 @@ impl Setup {
     }
 
     fn verify(&self, db: &Path, checkpoints: &[&Path]) -> Output {
-        let mut args = vec!["ledger", "verify", s(db)];
+        self.verify_at(s(db), checkpoints)
+    }
+
+    /// `ledger verify` of the ledger at `location` (a path or a URL) against `checkpoints`.
+    fn verify_at(&self, location: &str, checkpoints: &[&Path]) -> Output {
+        let mut args = vec!["ledger", "verify", location];
         for c in checkpoints {
             args.extend(["--checkpoint", s(c)]);
         }
@@ -267,31 +275,48 @@ fn a_checkpoint_is_printed_only_and_verifies_the_untouched_ledger() {
     );
 }
 
-#[test]
-fn each_tampering_of_what_a_checkpoint_covers_is_found() {
-    let setup = Setup::new();
-    let cp = setup.checkpoint(&setup.db, "cp");
-    let cases: &[(&str, String, &str)] = &[
+/// Where the tampered rows live: the SQL of a renumbering differs (PostgreSQL's table checks
+/// `seq >= 1` on every row, so rows are moved out of the way by an offset, not a sign).
+#[derive(Clone, Copy)]
+enum Store {
+    Sqlite,
+    Postgres,
+}
+
+/// Each tampering of the 18 entries a checkpoint covers: what, the SQL, the verdict expected.
+fn tamperings(setup: &Setup, store: Store) -> Vec<(&'static str, String, &'static str)> {
+    let forged = "INSERT INTO entries VALUES (5, (SELECT hash FROM entries WHERE seq = 4),
+                 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00', 1700000000000,
+                 '{\"event\":\"forged\",\"kind\":\"transition\",\"run_id\":\"run-1\"}');";
+    let (insert, swap) = match store {
+        Store::Sqlite => (
+            format!(
+                "UPDATE entries SET seq = -seq WHERE seq >= 5; \
+                 UPDATE entries SET seq = 1 - seq WHERE seq < 0; {forged}"
+            ),
+            "UPDATE entries SET seq = -seq WHERE seq IN (6, 7); \
+             UPDATE entries SET seq = 13 + seq WHERE seq < 0;"
+                .to_string(),
+        ),
+        Store::Postgres => (
+            format!(
+                "UPDATE entries SET seq = seq + 1000 WHERE seq >= 5; \
+                 UPDATE entries SET seq = seq - 999 WHERE seq > 1000; {forged}"
+            ),
+            "UPDATE entries SET seq = seq + 1000 WHERE seq IN (6, 7); \
+             UPDATE entries SET seq = 1013 - seq WHERE seq > 1000;"
+                .to_string(),
+        ),
+    };
+    vec![
         (
             "a changed body",
             r#"UPDATE entries SET body = replace(body, '"allow"', '"deny"') WHERE seq = 5;"#.into(),
             "tampered: entry 5 changed",
         ),
         ("a deleted row", "DELETE FROM entries WHERE seq = 5;".into(), "tampered: entry 5 removed"),
-        (
-            "a row inserted, later rows renumbered",
-            r#"UPDATE entries SET seq = -seq WHERE seq >= 5; UPDATE entries SET seq = 1 - seq WHERE seq < 0;
-               INSERT INTO entries VALUES (5, (SELECT hash FROM entries WHERE seq = 4),
-                 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00', 1700000000000,
-                 '{"event":"forged","kind":"transition","run_id":"run-1"}');"#
-                .into(),
-            "tampered: entry 5 inserted",
-        ),
-        (
-            "two rows swapped",
-            "UPDATE entries SET seq = -seq WHERE seq IN (6, 7); UPDATE entries SET seq = 13 + seq WHERE seq < 0;".into(),
-            "tampered: entry 6 reordered",
-        ),
+        ("a row inserted, later rows renumbered", insert, "tampered: entry 5 inserted"),
+        ("two rows swapped", swap, "tampered: entry 6 reordered"),
         (
             "the tail cut",
             "DELETE FROM entries WHERE seq > 14;".into(),
@@ -312,28 +337,79 @@ fn each_tampering_of_what_a_checkpoint_covers_is_found() {
             rechain_sql(&setup.db, 17),
             "tampered: entries 1 to 18 rewritten",
         ),
-    ];
-    for (i, (what, sql, expect)) in cases.iter().enumerate() {
+    ]
+}
+
+/// `verify --checkpoint` of a tampered `ledger` (a path or a URL) reports `expect`, and only that.
+fn assert_tampered(setup: &Setup, ledger: &str, cp: &Path, what: &str, expect: &str) {
+    let out = setup.verify_at(ledger, &[cp]);
+    assert_eq!(out.status.code(), Some(1), "{what}: {}", show(&out));
+    assert!(
+        text(&out.stdout).starts_with(expect),
+        "{what}: {}",
+        show(&out)
+    );
+    assert!(
+        !text(&out.stdout).contains("intact"),
+        "{what}: {}",
+        show(&out)
+    );
+}
+
+#[test]
+fn each_tampering_of_what_a_checkpoint_covers_is_found() {
+    let setup = Setup::new();
+    let cp = setup.checkpoint(&setup.db, "cp");
+    for (i, (what, sql, expect)) in tamperings(&setup, Store::Sqlite).iter().enumerate() {
         let copy = setup.copy(&format!("case-{i}.db"));
         sqlite3(&copy, sql);
-        let out = setup.verify(&copy, &[&cp]);
-        assert_eq!(out.status.code(), Some(1), "{what}: {}", show(&out));
-        assert!(
-            text(&out.stdout).starts_with(expect),
-            "{what}: {}",
-            show(&out)
-        );
-        assert!(
-            !text(&out.stdout).contains("intact"),
-            "{what}: {}",
-            show(&out)
-        );
+        assert_tampered(&setup, s(&copy), &cp, what, expect);
     }
     // A consistent rewrite passes the chain check alone: the checkpoint is what finds it.
     let copy = setup.copy("rewritten.db");
     sqlite3(&copy, &rechain_sql(&setup.db, 1));
     let plain = escepine(&["ledger", "verify", s(&copy)]);
     assert_eq!(plain.status.code(), Some(0), "{}", show(&plain));
+}
+
+/// The SQL that copies the rows of the SQLite ledger at `db` into an empty `entries` table.
+fn copy_rows_sql(db: &Path) -> String {
+    let mut sql = String::from("BEGIN;");
+    for r in read_rows(db).expect("the rows") {
+        sql.push_str(&format!(
+            "INSERT INTO entries VALUES ({}, '{}', '{}', {}, '{}');",
+            r.seq,
+            r.prev.unwrap(),
+            r.hash.unwrap(),
+            r.at_ms.unwrap(),
+            r.body.unwrap().replace('\'', "''")
+        ));
+    }
+    sql.push_str("COMMIT;");
+    sql
+}
+
+#[test]
+fn each_tampering_of_postgresql_rows_is_found_against_the_same_checkpoint() {
+    let setup = Setup::new();
+    let cp = setup.checkpoint(&setup.db, "cp");
+    let copy = copy_rows_sql(&setup.db);
+    // The same rows in a PostgreSQL ledger: the checkpoint signed over the SQLite file covers
+    // them as well (the tree depends on the entries only), then each tampering is found.
+    let fresh = || {
+        let db = TestDatabase::create();
+        drop(PostgresLedger::open(&db.url(), Durability::Full).expect("create the table"));
+        db.execute(&copy);
+        db
+    };
+    let untouched = fresh();
+    let out = setup.verify_at(&untouched.url(), &[&cp]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    for (what, sql, expect) in tamperings(&setup, Store::Postgres) {
+        let db = fresh();
+        db.execute(&sql);
+        assert_tampered(&setup, &db.url(), &cp, what, expect);
+    }
 }
 
 #[test]
