@@ -70,10 +70,15 @@ enum Sub {
         #[arg(value_name = "PATH|URL")]
         path: LedgerLocation,
         /// The call whose intent and outcome are proven.
-        call_id: String,
+        #[arg(required_unless_present = "consistency")]
+        call_id: Option<String>,
         /// Prove against the tree of the first N entries (an earlier checkpoint's size).
         #[arg(long, value_name = "N")]
         size: Option<u64>,
+        /// Instead of a call's inclusion, prove the tree of the first OLD entries (an earlier
+        /// checkpoint's size) consistent with the tree of `--size N` entries (default: all).
+        #[arg(long, value_name = "OLD", conflicts_with = "call_id")]
+        consistency: Option<u64>,
     },
     /// Print runs and calls: tool, principal, decision and policies, attempts, timings, outcome.
     Show {
@@ -109,7 +114,15 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             path,
             call_id,
             size,
-        } => proofs::prove(path, call_id, *size, io),
+            consistency,
+        } => match (call_id, consistency) {
+            (_, Some(old)) => proofs::prove_consistency(path, *old, *size, io),
+            (Some(call_id), None) => proofs::prove(path, call_id, *size, io),
+            (None, None) => Err(CliError::new(
+                exit::USAGE,
+                "`escepine ledger prove` needs a CALL_ID or --consistency OLD",
+            )),
+        },
     }
 }
 

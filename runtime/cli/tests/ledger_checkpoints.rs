@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use escepine_runtime::ledger::checkpoint::{self, Checkpoint, VerifierKey};
-use escepine_runtime::ledger::merkle::{hash_from_b64, leaf_hash, verify_inclusion, Hash};
+use escepine_runtime::ledger::merkle::{
+    hash_from_b64, leaf_hash, verify_consistency, verify_inclusion, Hash,
+};
 use escepine_runtime::ledger::sqlite::read_rows;
 use escepine_runtime::ledger::{
     entry_hash, Durability, Ledger, PostgresLedger, SqliteLedger, GENESIS_PREV,
@@ -614,4 +616,70 @@ fn two_checkpoints_are_proven_consistent_and_a_rewritten_history_is_not() {
 
     let three = setup.verify(&setup.db, &[&old, &new, &new]);
     assert_eq!(three.status.code(), Some(2), "{}", show(&three));
+}
+
+#[test]
+fn a_printed_consistency_proof_verifies_between_two_checkpoints_offline() {
+    let setup = Setup::new();
+    let old = setup.opened(&setup.checkpoint(&setup.db, "old"));
+    append(&setup.db, 9, 13);
+    let new = setup.opened(&setup.checkpoint(&setup.db, "new"));
+    let out = escepine(&[
+        "ledger",
+        "prove",
+        s(&setup.db),
+        "--consistency",
+        &old.size.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["old_size"], 18);
+    assert_eq!(json["new_size"], 30);
+    let root = |json: &Value, k: &str| hash_from_b64(json[k].as_str().unwrap()).unwrap();
+    // The roots are the checkpoints' own, and the proof links them (RFC 9162 §2.1.4.2).
+    assert_eq!(root(&json, "old_root"), old.root);
+    assert_eq!(root(&json, "new_root"), new.root);
+    let proof: Vec<Hash> = json["proof"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| hash_from_b64(h.as_str().unwrap()).unwrap())
+        .collect();
+    assert!(!proof.is_empty());
+    verify_consistency(18, 30, &old.root, &new.root, &proof).expect("consistent");
+    // A proof against another root does not verify.
+    let mut wrong = old.root;
+    wrong[0] ^= 1;
+    assert!(verify_consistency(18, 30, &wrong, &new.root, &proof).is_err());
+
+    // `--size` picks the later tree; a size beyond the chain or an inverted pair is refused.
+    let out = escepine(&[
+        "ledger",
+        "prove",
+        s(&setup.db),
+        "--consistency",
+        "3",
+        "--size",
+        "18",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["old_size"].as_u64(), json["new_size"].as_u64()),
+        (Some(3), Some(18))
+    );
+    assert_eq!(root(&json, "new_root"), old.root);
+    for bad in [["--consistency", "31"], ["--consistency", "20"]] {
+        let mut args = vec!["ledger", "prove", s(&setup.db)];
+        args.extend(bad);
+        if bad[1] == "20" {
+            args.extend(["--size", "19"]);
+        }
+        let out = escepine(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        assert!(out.stdout.is_empty(), "{}", show(&out));
+    }
+    // Neither a call nor --consistency: usage.
+    let out = escepine(&["ledger", "prove", s(&setup.db)]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
 }

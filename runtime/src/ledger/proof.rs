@@ -119,6 +119,22 @@ pub struct CallProof {
     pub entries: Vec<EntryProof>,
 }
 
+/// The consistency proof of the tree of the first `old_size` entries with the tree of the first
+/// `new_size` (RFC 9162 §2.1.4): that the later tree extends the earlier one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConsistencyProof {
+    /// The earlier tree's size (an earlier checkpoint's).
+    pub old_size: u64,
+    /// Its root, base64.
+    pub old_root: String,
+    /// The later tree's size.
+    pub new_size: u64,
+    /// Its root, base64.
+    pub new_root: String,
+    /// `PROOF(old_size, D[new_size])`, base64, in the order §2.1.4.1 produces it.
+    pub proof: Vec<String>,
+}
+
 /// Why no proof of a call could be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
@@ -340,6 +356,27 @@ impl LedgerTree {
             tree_size: size,
             root: b64(&root),
             entries,
+        })
+    }
+
+    /// The consistency proof of the tree of the first `old` entries with the tree of the first
+    /// `new` (all of them without `new`).
+    ///
+    /// # Errors
+    /// [`ProofError::SizeOutOfRange`] unless `old ≤ new ≤` the chain's length.
+    pub fn prove_consistency(
+        &self,
+        old: u64,
+        new: Option<u64>,
+    ) -> Result<ConsistencyProof, ProofError> {
+        let new = new.unwrap_or(self.tree.size());
+        let proof = self.tree.consistency_proof(old, new)?;
+        Ok(ConsistencyProof {
+            old_size: old,
+            old_root: b64(&self.tree.root_at(old)?),
+            new_size: new,
+            new_root: b64(&self.tree.root_at(new)?),
+            proof: proof.iter().map(b64).collect(),
         })
     }
 }

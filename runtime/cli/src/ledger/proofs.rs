@@ -121,7 +121,27 @@ pub(super) fn prove(
     let proof = tree
         .prove_call(call_id, size)
         .map_err(|e| CliError::new(exit::INVALID, format!("{path}: {e}")))?;
-    let json = serde_json::to_string_pretty(&proof)
+    print_json(&proof, io)
+}
+
+/// `escepine ledger prove LEDGER --consistency OLD [--size N]`: the consistency proof of the
+/// tree of the first OLD entries with the tree of N (default: all), as JSON.
+pub(super) fn prove_consistency(
+    path: &LedgerLocation,
+    old: u64,
+    size: Option<u64>,
+    io: &mut Io<'_>,
+) -> CliResult {
+    let tree = tree(path, io)?;
+    let proof = tree
+        .prove_consistency(old, size)
+        .map_err(|e| CliError::new(exit::INVALID, format!("{path}: {e}")))?;
+    print_json(&proof, io)
+}
+
+/// Print a proof as pretty JSON on stdout.
+fn print_json(proof: &impl serde::Serialize, io: &mut Io<'_>) -> CliResult {
+    let json = serde_json::to_string_pretty(proof)
         .map_err(|e| CliError::new(exit::INVALID, format!("cannot encode the proof: {e}")))?;
     let _ = writeln!(io.out, "{json}");
     Ok(())
