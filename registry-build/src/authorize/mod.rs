@@ -8,12 +8,12 @@
 //!   against the schema, one `Tool::"<id>"` per tool with `side_effect_class` and `version`,
 //!   and the schema's action entities, so group scopes work in `forbid` as in `permit`.
 //! - **Context** (per call): `context.input` built straight from the payload and the tool's
-//!   Cedar input type ([`registry_build::cedar::types`]); a value Cedar cannot hold exactly (a
+//!   Cedar input type ([`crate::cedar::types`]); a value Cedar cannot hold exactly (a
 //!   number with more than four fraction digits, say) denies the call and is never rounded.
 //! - **URL facts**: a request that authorizes one URL carries `context.url`
 //!   ([`UrlFacts`]: the real host, lower-case, IDNA A-labels, no trailing dot; the scheme's
 //!   default port). A URL without facts (no host) denies.
-//! - **Per-URL requests** ([`registry_build::urls::per_url`]): a single-URL tool's request
+//! - **Per-URL requests** ([`crate::urls::per_url`]): a single-URL tool's request
 //!   carries its URL; a bulk call (a list marked `x-authorize-each`) is authorized once as a
 //!   whole, without `url`, and once per element with that element's URL. One deny denies the
 //!   call; the reasons name the element and its URL.
@@ -32,22 +32,22 @@ mod entities;
 mod error;
 mod url_facts;
 
-pub use registry_build::cedar::slice;
+pub use crate::cedar::slice;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use crate::cedar::types::{input_type, CedarType};
+use crate::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
+use crate::urls::{per_url, PerUrl};
+use crate::ToolRecord;
 use cedar_policy::{
     AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
     RestrictedExpression, Schema, SchemaFragment,
 };
 use escepine_contract::{Origin, Principal};
-use registry_build::cedar::types::{input_type, CedarType};
-use registry_build::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
-use registry_build::urls::{per_url, PerUrl};
-use registry_build::ToolRecord;
 use serde_json::Value;
 
 pub use context::Unrepresentable;

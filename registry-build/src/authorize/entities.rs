@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::ToolRecord;
 use cedar_policy::{Entities, Entity, EntityUid, RestrictedExpression, Schema};
-use registry_build::ToolRecord;
 use serde_json::Value;
 
 use super::error::AuthorizeError;

@@ -9,8 +9,8 @@
 //! The payload passed the input gate, so it conforms to the input schema and hence to the
 //! type; a value that does not (a bug upstream) is reported the same way rather than trusted.
 
+use crate::cedar::types::CedarType;
 use cedar_policy::RestrictedExpression;
-use registry_build::cedar::types::CedarType;
 use serde_json::{Number, Value};
 
 /// A payload value Cedar cannot hold exactly (the call is denied).
@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn pointers_name_the_value() {
-        let ty = registry_build::cedar::types::input_type(&json!({
+        let ty = crate::cedar::types::input_type(&json!({
             "type":"object","additionalProperties":false,
             "properties":{"xs":{"type":"array","items":{"type":"object","additionalProperties":false,
                 "properties":{"r":{"type":"number"}}}}}}))
