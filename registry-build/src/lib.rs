@@ -50,6 +50,7 @@ mod files;
 pub mod gate;
 pub mod host_path;
 mod locate;
+pub mod policy_tests;
 pub mod record;
 #[cfg(test)]
 mod refusal_tests;
