@@ -90,11 +90,9 @@ fn removing_the_linkedin_forbid_fails_naming_the_file_and_the_cases() {
             .all(|l| !l.contains(": case \"") || l.starts_with(&file)),
         "{stderr}"
     );
+    let summary = stderr.lines().last().unwrap_or_default();
     assert!(
-        stderr
-            .trim_end()
-            .ends_with(&format!("{failures} of 47 cases failed"))
-            || stderr.trim_end().ends_with("cases failed"),
+        summary.starts_with(&format!("{failures} of ")) && summary.ends_with(" cases failed"),
         "{stderr}"
     );
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
