@@ -9,9 +9,10 @@
 //! The payload passed the input gate, so it conforms to the input schema and hence to the
 //! type; a value that does not (a bug upstream) is reported the same way rather than trusted.
 
-use crate::cedar::types::CedarType;
 use cedar_policy::RestrictedExpression;
 use serde_json::{Number, Value};
+
+use crate::cedar::types::CedarType;
 
 /// A payload value Cedar cannot hold exactly (the call is denied).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,11 +4,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ToolRecord;
 use cedar_policy::{Entities, Entity, EntityUid, RestrictedExpression, Schema};
 use serde_json::Value;
 
 use super::error::AuthorizeError;
+use crate::record::ToolRecord;
 
 /// Build the store. `tool_uids` pairs each record with its resource uid.
 pub fn build(

@@ -39,16 +39,17 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::cedar::types::{input_type, CedarType};
-use crate::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
-use crate::urls::{per_url, PerUrl};
-use crate::ToolRecord;
 use cedar_policy::{
     AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
     RestrictedExpression, Schema, SchemaFragment,
 };
 use escepine_contract::{Origin, Principal};
 use serde_json::Value;
+
+use crate::cedar::types::{input_type, CedarType};
+use crate::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
+use crate::record::ToolRecord;
+use crate::urls::{per_url, PerUrl};
 
 pub use context::Unrepresentable;
 pub use error::AuthorizeError;
