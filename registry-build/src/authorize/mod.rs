@@ -19,8 +19,8 @@
 //!   call; the reasons name the element and its URL.
 //! - **Errors deny**: any evaluation error denies, whatever Cedar decided.
 //! - **Slicing**: each tool's action gets, once, only the policies whose action scope can
-//!   match it ([`mod@slice`]); `tests/authorize_slicing.rs` proves sliced and unsliced decide
-//!   alike.
+//!   match it ([`mod@slice`]); the runtime suite's `authorize_slicing` proves sliced and
+//!   unsliced decide alike.
 //!
 //! Requests are made without schema validation: the context is built from the generated type
 //! itself, and the principal's type is checked against the action's declared principals. Only
