@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .policies("../../tools/policies")
         .envelope("../../tools/envelope.json")
         .sops("../../tools/sops")
+        .policy_tests("../../tools/policy-tests")
         .workspace_root("../..")
         .compile()?;
     embed_corpus()

@@ -33,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+pub mod authorize;
 pub mod cedar;
 #[cfg(feature = "codegen")]
 pub mod codegen;
@@ -46,8 +47,10 @@ pub mod envelope;
 pub mod export;
 mod fields;
 mod files;
+pub mod gate;
 pub mod host_path;
 mod locate;
+pub mod policy_tests;
 pub mod record;
 #[cfg(test)]
 mod refusal_tests;

@@ -219,6 +219,17 @@ rules! {
     /// Decisions that lead to each other without an execution step between: the run would loop
     /// forever on unchanged data.
     SopDecisionCycle = "sop/decision-cycle",
+    /// A policy test file is not shaped as the format requires (not an object, a missing
+    /// field, a field of the wrong type, a field the closed format does not know).
+    PolicyTestShape = "policy-test/shape",
+    /// A case's `principal` is not of the form `Type::"id"`.
+    PolicyTestPrincipal = "policy-test/principal",
+    /// A case names a tool the registry does not hold.
+    PolicyTestTool = "policy-test/unknown-tool",
+    /// Two cases of one file share a name.
+    PolicyTestName = "policy-test/name-unique",
+    /// A case's `entities` do not conform to the Cedar schema.
+    PolicyTestEntities = "policy-test/entities",
 }
 
 impl fmt::Display for Rule {

@@ -28,11 +28,11 @@
 
 #![deny(missing_docs)]
 
-pub mod authorize;
+pub use registry_build::authorize;
 mod error;
 pub mod executor;
-pub mod gate;
 pub use escepine_egress::host_class;
+pub use registry_build::gate;
 #[cfg(feature = "image")]
 pub mod images;
 mod kind;

@@ -7,9 +7,9 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::error::CallError;
-use crate::gate::{violation_list, Violation};
 use crate::kind::CallKind;
 use crate::ledger::{CallResult, Committed};
+use registry_build::gate::{violation_list, Violation};
 
 /// How a call that got past its intent ended; recorded in its outcome entry before the call
 /// returned.

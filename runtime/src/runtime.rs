@@ -8,15 +8,15 @@ use registry_build::Registry;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::authorize::Authorizer;
 use crate::error::CallError;
 use crate::executor::Executor;
-use crate::gate::SchemaGate;
 use crate::ledger::Ledger;
 use crate::overlay::{Overlay, OverlayError};
 use crate::report::{CallReport, NoOutput};
 use crate::secrets::{EnvSecrets, SecretSource};
 use crate::stages::{self, CallIds, CallOptions, LoadedTool, Parts};
+use registry_build::authorize::Authorizer;
+use registry_build::gate::SchemaGate;
 
 /// Why a runtime could not be built from a registry.
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use super::error::BuildError;
 use super::generate::generate_with;
 use super::options::{Options, DEFAULT_CONTRACT_PATH, DEFAULT_FILE_NAME};
+use crate::files::list_files;
+use crate::policy_tests;
 use crate::registry::{self, Sources};
 
 /// Compiles tool records into Rust from a `build.rs`, in the style of `prost-build`.
@@ -50,6 +52,7 @@ pub struct Builder {
     contract_path: String,
     embed: bool,
     manifest_dir: Option<PathBuf>,
+    policy_tests: Option<PathBuf>,
 }
 
 impl Default for Builder {
@@ -69,6 +72,7 @@ impl Builder {
             contract_path: DEFAULT_CONTRACT_PATH.to_string(),
             embed: true,
             manifest_dir: None,
+            policy_tests: None,
         }
     }
 
@@ -106,6 +110,15 @@ impl Builder {
     /// the generated file gains `pub mod sops` with a typed state machine per SOP.
     pub fn sops(mut self, path: impl Into<PathBuf>) -> Self {
         self.sources = self.sources.sops(path);
+        self
+    }
+
+    /// Run the policy tests of `dir` (every `*.json` in it, or one file;
+    /// [`policy_tests`](crate::policy_tests)) against the bound registry: a failing case, or a
+    /// test file that cannot be run, fails the build naming the file and the case (or the JSON
+    /// pointer).
+    pub fn policy_tests(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.policy_tests = Some(dir.into());
         self
     }
 
@@ -165,7 +178,8 @@ impl Builder {
     ///
     /// # Errors
     /// [`BuildError::Registry`] with every diagnostic of every file when a record, the
-    /// envelope or a policy is rejected; [`BuildError::NoOutDir`] outside a build script without
+    /// envelope or a policy is rejected; [`BuildError::PolicyTests`] when a policy test fails
+    /// or cannot be run; [`BuildError::NoOutDir`] outside a build script without
     /// [`out_dir`](Self::out_dir); [`BuildError::Write`]; and the errors of
     /// [`generate`](super::generate).
     pub fn compile(&self) -> Result<(), BuildError> {
@@ -192,12 +206,22 @@ impl Builder {
             }
         })?;
         let sources = absolute_sources(&self.sources);
+        let tests = self.policy_tests.as_deref().map(absolute);
         if self.cargo_directives {
             for file in sources.input_files() {
                 println!("cargo:rerun-if-changed={}", file.display());
             }
+            if let Some(dir) = &tests {
+                println!("cargo:rerun-if-changed={}", dir.display());
+                for file in list_files(dir, &["json"]) {
+                    println!("cargo:rerun-if-changed={}", file.display());
+                }
+            }
         }
         let registry = registry::load(&sources)?;
+        if let Some(dir) = &tests {
+            policy_tests::check(&registry, dir).map_err(BuildError::PolicyTests)?;
+        }
         if self.cargo_directives {
             for note in &registry.notes {
                 println!("cargo:warning=escepine: {}", note.replace('\n', " "));
@@ -224,15 +248,18 @@ impl Builder {
     }
 }
 
+/// `p` absolute (canonical where the file exists).
+fn absolute(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap_or_else(|_| {
+        env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    })
+}
+
 /// `sources` with every path absolute (canonical where the file exists).
 fn absolute_sources(sources: &Sources) -> Sources {
-    let abs = |p: &Path| -> PathBuf {
-        fs::canonicalize(p).unwrap_or_else(|_| {
-            env::current_dir()
-                .map(|d| d.join(p))
-                .unwrap_or_else(|_| p.to_path_buf())
-        })
-    };
+    let abs = absolute;
     let mut out = sources.clone();
     out.records = sources.records.iter().map(|p| abs(p)).collect();
     out.policies = sources.policies.as_deref().map(abs);

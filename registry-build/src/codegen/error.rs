@@ -5,6 +5,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::diagnostic::Diagnostics;
+use crate::policy_tests::PolicyTestError;
 
 /// Why [`Builder::compile`](super::Builder::compile) or [`generate`](super::generate) failed.
 ///
@@ -16,6 +17,10 @@ pub enum BuildError {
     /// every file, rendered.
     #[error("{}", .0.render())]
     Registry(Diagnostics),
+    /// A policy test ([`Builder::policy_tests`](super::Builder::policy_tests)) failed, or its
+    /// files cannot be run: every failure, naming its file and case.
+    #[error("policy tests failed:\n{0}")]
+    PolicyTests(#[source] PolicyTestError),
     /// No output directory: neither [`Builder::out_dir`](super::Builder::out_dir) nor `OUT_DIR`.
     #[error(
         "no output directory: call `Builder::out_dir`, or run the builder from a build script \

@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use escepine_contract::{EgressEntry, EgressHost, Origin, OriginHost};
 
-use crate::host_class::canonical_ip;
+use escepine_host_class::canonical_ip;
 
 /// A requested host after normalisation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,9 +200,9 @@ pub(crate) fn authorized(origins: &[Origin], scheme: Option<&str>, target: &Targ
 }
 
 /// The class of an address the proxy never dials for a name, or `None` for a public address
-/// ([`crate::host_class::non_public_address`], the one classification the URL facts share).
+/// ([`escepine_host_class::non_public_address`], the one classification the URL facts share).
 pub(crate) fn forbidden(ip: IpAddr) -> Option<&'static str> {
-    crate::host_class::non_public_address(ip)
+    escepine_host_class::non_public_address(ip)
 }
 
 #[cfg(test)]

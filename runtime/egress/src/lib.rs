@@ -62,9 +62,10 @@ mod addr_policy;
 mod connect;
 mod forward;
 mod head;
-pub mod host_class;
 mod resolver;
 mod shared;
+
+pub use escepine_host_class as host_class;
 
 pub use resolver::{BoxFuture, Resolver, SystemResolver};
 

@@ -83,7 +83,7 @@ impl Shared {
             public_addresses: grant
                 .public_addresses
                 .into_iter()
-                .map(crate::host_class::canonical_ip)
+                .map(escepine_host_class::canonical_ip)
                 .collect(),
             resolver,
             limits,
@@ -104,7 +104,7 @@ impl Shared {
         }
         if self
             .public_addresses
-            .contains(&crate::host_class::canonical_ip(ip))
+            .contains(&escepine_host_class::canonical_ip(ip))
         {
             return None;
         }

@@ -8,7 +8,7 @@ use registry_build::Registry;
 use serde_json::Value;
 
 use super::error::SopRunError;
-use crate::gate::SchemaGate;
+use registry_build::gate::SchemaGate;
 use registry_build::sop::{DecisionState, Sop, State};
 
 /// A proposal that violates a step's SOP constraint.

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::ended::Ended;
-use crate::authorize::{Authorizer, Decision};
 use crate::report::CallOutcome;
+use registry_build::authorize::{Authorizer, Decision};
 
 /// The decision on the gated payload (any evaluation error is a DENY). It is recorded in the
 /// span and, by the next stage, in the intent.

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use escepine_contract::{EgressGrant, Principal};
 use registry_build::ToolRecord;
 
-use crate::gate::SchemaGate;
 use crate::scrub::Scrubber;
 use crate::secrets::{self, SecretSource};
+use registry_build::gate::SchemaGate;
 
 /// A registered tool with everything compiled once at start-up.
 pub(crate) struct LoadedTool {

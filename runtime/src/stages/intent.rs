@@ -4,11 +4,11 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::retry;
-use crate::authorize::Decision;
 use crate::error::CallError;
 use crate::ledger::{
     canonical_json, sha256_hex, Committed, CredentialExemption, Intent, Ledger, Record,
 };
+use registry_build::authorize::Decision;
 
 /// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
 /// hash, the decision and its policies, the overlay, the origins its egress admits, the deadline), committed; a ledger that

@@ -45,12 +45,12 @@ use std::collections::HashMap;
 use escepine_contract::Principal;
 use serde_json::Value;
 
-use crate::authorize::Authorizer;
 use crate::error::CallError;
 use crate::executor::Executor;
 use crate::ledger::Ledger;
 use crate::report::CallReport;
 use crate::secrets::SecretSource;
+use registry_build::authorize::Authorizer;
 
 pub use context::CallOptions;
 pub(crate) use context::{CallContext, CallIds, LoadedTool};

@@ -4,9 +4,9 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::ended::Ended;
-use crate::gate::violation_list;
 use crate::ledger::{canonical_json, sha256_hex};
 use crate::report::CallOutcome;
+use registry_build::gate::violation_list;
 
 /// The output scrubbed of the call's secrets, then checked against the output schema: a
 /// conforming output ends the call `ok`; any other is rejected (its hash recorded, the output

@@ -6,8 +6,8 @@ use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 use super::context::{CallContext, CallIds, CallOptions, LoadedTool};
-use crate::gate::SchemaGate;
 use crate::secrets::SecretSource;
+use registry_build::gate::SchemaGate;
 
 /// The builder of a record of `tool_id` with these schemas, one attempt of 1 s, no secrets.
 pub(crate) fn builder(tool_id: &str, input: Value, output: Value) -> RecordBuilder {

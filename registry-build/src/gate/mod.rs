@@ -7,5 +7,4 @@ mod dialect;
 mod schema;
 
 pub use dialect::drop_null_optionals;
-pub(crate) use schema::violation_list;
-pub use schema::{SchemaGate, Violation};
+pub use schema::{violation_list, SchemaGate, Violation};

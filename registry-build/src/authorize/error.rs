@@ -1,6 +1,6 @@
 //! [`AuthorizeError`]: why the authorizer of a registry cannot be built.
 
-use registry_build::cedar::types::TypingError;
+use crate::cedar::types::TypingError;
 
 /// Why an [`Authorizer`](super::Authorizer) cannot be built (a start-up error, never a per-call one).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,8 +10,9 @@
 //! type; a value that does not (a bug upstream) is reported the same way rather than trusted.
 
 use cedar_policy::RestrictedExpression;
-use registry_build::cedar::types::CedarType;
 use serde_json::{Number, Value};
+
+use crate::cedar::types::CedarType;
 
 /// A payload value Cedar cannot hold exactly (the call is denied).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -301,7 +302,7 @@ mod tests {
 
     #[test]
     fn pointers_name_the_value() {
-        let ty = registry_build::cedar::types::input_type(&json!({
+        let ty = crate::cedar::types::input_type(&json!({
             "type":"object","additionalProperties":false,
             "properties":{"xs":{"type":"array","items":{"type":"object","additionalProperties":false,
                 "properties":{"r":{"type":"number"}}}}}}))

@@ -12,7 +12,7 @@ use cedar_policy::RestrictedExpression;
 use escepine_contract::{Origin, OriginHost};
 use url::{Host, Url};
 
-use escepine_egress::host_class;
+use escepine_host_class as host_class;
 
 /// The facts of one URL, as `context.url` carries them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct UrlFacts {
     /// address. `context.url.ip`, Cedar's `ipaddr`.
     pub ip: Option<IpAddr>,
     /// Whether the host is public: a public unicast address, or a name under a public suffix
-    /// ([`crate::host_class`]). `context.url.public`.
+    /// ([`escepine_host_class`]). `context.url.public`.
     pub public: bool,
 }
 

@@ -8,19 +8,19 @@
 //!   against the schema, one `Tool::"<id>"` per tool with `side_effect_class` and `version`,
 //!   and the schema's action entities, so group scopes work in `forbid` as in `permit`.
 //! - **Context** (per call): `context.input` built straight from the payload and the tool's
-//!   Cedar input type ([`registry_build::cedar::types`]); a value Cedar cannot hold exactly (a
+//!   Cedar input type ([`crate::cedar::types`]); a value Cedar cannot hold exactly (a
 //!   number with more than four fraction digits, say) denies the call and is never rounded.
 //! - **URL facts**: a request that authorizes one URL carries `context.url`
 //!   ([`UrlFacts`]: the real host, lower-case, IDNA A-labels, no trailing dot; the scheme's
 //!   default port). A URL without facts (no host) denies.
-//! - **Per-URL requests** ([`registry_build::urls::per_url`]): a single-URL tool's request
+//! - **Per-URL requests** ([`crate::urls::per_url`]): a single-URL tool's request
 //!   carries its URL; a bulk call (a list marked `x-authorize-each`) is authorized once as a
 //!   whole, without `url`, and once per element with that element's URL. One deny denies the
 //!   call; the reasons name the element and its URL.
 //! - **Errors deny**: any evaluation error denies, whatever Cedar decided.
 //! - **Slicing**: each tool's action gets, once, only the policies whose action scope can
-//!   match it ([`mod@slice`]); `tests/authorize_slicing.rs` proves sliced and unsliced decide
-//!   alike.
+//!   match it ([`mod@slice`]); the runtime suite's `authorize_slicing` proves sliced and
+//!   unsliced decide alike.
 //!
 //! Requests are made without schema validation: the context is built from the generated type
 //! itself, and the principal's type is checked against the action's declared principals. Only
@@ -32,7 +32,7 @@ mod entities;
 mod error;
 mod url_facts;
 
-pub use registry_build::cedar::slice;
+pub use crate::cedar::slice;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -44,11 +44,12 @@ use cedar_policy::{
     RestrictedExpression, Schema, SchemaFragment,
 };
 use escepine_contract::{Origin, Principal};
-use registry_build::cedar::types::{input_type, CedarType};
-use registry_build::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
-use registry_build::urls::{per_url, PerUrl};
-use registry_build::ToolRecord;
 use serde_json::Value;
+
+use crate::cedar::types::{input_type, CedarType};
+use crate::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
+use crate::record::ToolRecord;
+use crate::urls::{per_url, PerUrl};
 
 pub use context::Unrepresentable;
 pub use error::AuthorizeError;

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use registry_build::schema::walk::{self, JsonType};
+use crate::schema::walk::{self, JsonType};
 
 /// Remove `null` values of optional properties, at every depth the schema describes.
 pub fn drop_null_optionals(schema: &Value, value: &mut Value) {

@@ -2,6 +2,8 @@
 //! suffix. One classification for the egress proxy (which never dials a non-public address
 //! for a name) and for the URL facts Cedar sees (`context.url.ip`, `context.url.public`).
 
+#![deny(missing_docs)]
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Suffixes that name no public host: special-use names (RFC 6761, 6762, 7686, 8375, 9476),

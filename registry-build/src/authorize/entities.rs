@@ -5,10 +5,10 @@
 use std::collections::{HashMap, HashSet};
 
 use cedar_policy::{Entities, Entity, EntityUid, RestrictedExpression, Schema};
-use registry_build::ToolRecord;
 use serde_json::Value;
 
 use super::error::AuthorizeError;
+use crate::record::ToolRecord;
 
 /// Build the store. `tool_uids` pairs each record with its resource uid.
 pub fn build(

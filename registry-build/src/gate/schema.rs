@@ -72,8 +72,8 @@ impl SchemaGate {
     }
 }
 
-/// Violations joined by `; `.
-pub(crate) fn violation_list(v: &[Violation]) -> String {
+/// Violations joined by `; `, as refusals and reports print them.
+pub fn violation_list(v: &[Violation]) -> String {
     v.iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()

@@ -1,0 +1,61 @@
+//! The policy test file format (`tools/policy-tests/*.json`), closed at every level.
+//!
+//! ```json
+//! {"cases": [{"name": "linkedin sub-domain", "principal": "Agent::\"researcher\"",
+//!             "tool": "firecrawl_scrape", "input": {"url": "https://www.linkedin.com/in/x"},
+//!             "expect": "deny", "policies": ["page-read-no-linkedin"]}]}
+//! ```
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One test file: its cases, run in order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestFile {
+    /// The cases.
+    pub cases: Vec<Case>,
+}
+
+/// One case: a call as an agent would make it, and the decision it must get.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// What the case shows; unique in its file, and how failures name it.
+    pub name: String,
+    /// The principal, `Type::"id"` (`Agent::"researcher"`).
+    pub principal: String,
+    /// The tool id called.
+    pub tool: String,
+    /// The payload, as the agent sends it (it must pass the tool's input gate).
+    pub input: Value,
+    /// Cedar entities JSON (principals, their attributes and parents); none when absent.
+    #[serde(default)]
+    pub entities: Option<Value>,
+    /// The decision the call must get.
+    pub expect: Expect,
+    /// The determining policies the decision must have (compared as a set); not compared when
+    /// absent.
+    #[serde(default)]
+    pub policies: Option<Vec<String>>,
+}
+
+/// An expected decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    /// Every request of the call is permitted.
+    Allow,
+    /// The call is denied.
+    Deny,
+}
+
+impl Expect {
+    /// `allow` or `deny`, as a decision prints.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! `escepine policy <sub>`: working with a policy set before it is deployed — `test` runs the
+//! policy tests of a catalog.
+
+mod test;
+
+use crate::error::CliResult;
+use crate::io::Io;
+
+/// Arguments of `escepine policy`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: PolicyCommand,
+}
+
+/// The subcommands of `escepine policy`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum PolicyCommand {
+    /// Run policy test cases (`*.json`) through the input gate and Cedar, as a real call would
+    /// be; report every failure, naming file and case. Exit 0 all pass, 1 a case fails, 2 bad
+    /// usage or files.
+    Test(test::Args),
+}
+
+/// Dispatch to the subcommand.
+pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
+    match &args.command {
+        PolicyCommand::Test(a) => test::exec(a, io),
+    }
+}
