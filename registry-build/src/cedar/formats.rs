@@ -10,9 +10,9 @@
 //!   `PT1H30M` → `1h30m`, `P1D` → `1d`, `P2W` → `14d`, `PT0.5S` → `500ms`. Cedar's day is 24
 //!   hours; years and months have no fixed length and are refused (unless zero), and so is a
 //!   part of a millisecond and anything beyond the 64-bit millisecond range.
-//! - `ipv4` / `ipv6` → the argument of `ip(…)`: one address (never a range), IPv6 written as
-//!   eight hexadecimal groups, since Cedar refuses the dotted IPv4-in-IPv6 spelling
-//!   (`::ffff:1.2.3.4`) though it is the same address.
+//! - `ipv4` / `ipv6` → the argument of `ip(…)`: one address (never a range). An IPv4-mapped
+//!   IPv6 address (`::ffff:10.0.0.1`) is its IPv4 address, as in `context.url.ip`, so a policy's
+//!   IPv4 ranges cover it; other IPv6 addresses are written as eight hexadecimal groups.
 //!
 //! The authorizer builds `context.input` with these; a refusal denies the call with its reason,
 //! as a number Cedar's `decimal` cannot hold does.
@@ -303,7 +303,8 @@ fn parts<'a>(mut text: &'a str, order: &[char]) -> Option<Vec<Part<'a>>> {
     Some(out)
 }
 
-/// One IP address as the argument of Cedar's `ip(…)`: IPv4 dotted, IPv6 as eight groups.
+/// One IP address as the argument of Cedar's `ip(…)`: IPv4 (and IPv4-mapped IPv6) dotted,
+/// other IPv6 as eight groups.
 ///
 /// # Errors
 /// [`FormatError::NotIpAddr`] for a range (`/n`), a zone (`%eth0`) or text that is not an
@@ -317,12 +318,15 @@ pub fn cedar_ipaddr(text: &str) -> Result<String, FormatError> {
     }
     match text.parse::<IpAddr>() {
         Ok(IpAddr::V4(a)) => Ok(a.to_string()),
-        Ok(IpAddr::V6(a)) => Ok(a
-            .segments()
-            .iter()
-            .map(|s| format!("{s:x}"))
-            .collect::<Vec<_>>()
-            .join(":")),
+        Ok(IpAddr::V6(a)) => Ok(match a.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => a
+                .segments()
+                .iter()
+                .map(|s| format!("{s:x}"))
+                .collect::<Vec<_>>()
+                .join(":"),
+        }),
         Err(_) => Err(FormatError::NotIpAddr(text.to_string(), "not an address")),
     }
 }
@@ -399,9 +403,11 @@ mod tests {
     fn addresses_in_cedar_spelling() {
         assert_eq!(cedar_ipaddr("192.0.2.1").as_deref(), Ok("192.0.2.1"));
         assert_eq!(cedar_ipaddr("::1").as_deref(), Ok("0:0:0:0:0:0:0:1"));
+        assert_eq!(cedar_ipaddr("::ffff:1.2.3.4").as_deref(), Ok("1.2.3.4"));
+        assert_eq!(cedar_ipaddr("::ffff:102:304").as_deref(), Ok("1.2.3.4"));
         assert_eq!(
-            cedar_ipaddr("::ffff:1.2.3.4").as_deref(),
-            Ok("0:0:0:0:0:ffff:102:304")
+            cedar_ipaddr("2001:db8::1.2.3.4").as_deref(),
+            Ok("2001:db8:0:0:0:0:102:304")
         );
         for s in ["10.0.0.0/8", "fe80::1%eth0", "01.2.3.4", "example.com", ""] {
             assert!(cedar_ipaddr(s).is_err(), "{s}");
