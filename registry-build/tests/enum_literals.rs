@@ -96,15 +96,27 @@ fn a_misspelled_enum_literal_is_refused_with_line_column_and_the_allowed_values(
     assert_eq!(errors.len(), 1);
     let e = &errors[0];
     assert_eq!(e.file.file_name().and_then(|n| n.to_str()), Some("p.cedar"));
-    let col = text.lines().nth(2).and_then(|l| l.find("\"advnced\"")).expect("col") + 1;
+    let col = text
+        .lines()
+        .nth(2)
+        .and_then(|l| l.find("\"advnced\""))
+        .expect("col")
+        + 1;
     assert_eq!(e.line_col, Some((3, col)));
     assert_eq!(
         e.message,
         "\"advnced\" is not a value of context.input.search_depth (allowed: \"basic\", \"advanced\")"
     );
-    assert!(e.help.as_deref().unwrap_or("").contains("deep-search-editors"));
+    assert!(e
+        .help
+        .as_deref()
+        .unwrap_or("")
+        .contains("deep-search-editors"));
     let shown = e.to_string();
-    assert!(shown.contains(&format!("p.cedar:3:{col}: [cedar/enum-literal]")), "{shown}");
+    assert!(
+        shown.contains(&format!("p.cedar:3:{col}: [cedar/enum-literal]")),
+        "{shown}"
+    );
     assert!(e.render().contains("cedar/enum-literal"));
 }
 
@@ -250,8 +262,15 @@ fn a_builder_build_of_the_catalog_fails_on_a_misspelled_enum_literal() {
                 when { context.input has search_depth && context.input.search_depth == \"advnced\" }\n\
                 unless { principal in Team::\"editors\" };\n";
     let bad = catalog_policies_with("zz_depth.cedar", text);
-    let err = build(bad.path()).expect_err("misspelled literal").to_string();
-    let col = text.lines().nth(3).and_then(|l| l.find("\"advnced\"")).expect("col") + 1;
+    let err = build(bad.path())
+        .expect_err("misspelled literal")
+        .to_string();
+    let col = text
+        .lines()
+        .nth(3)
+        .and_then(|l| l.find("\"advnced\""))
+        .expect("col")
+        + 1;
     assert!(err.contains("zz_depth.cedar"), "{err}");
     assert!(err.contains(&format!("zz_depth.cedar:4:{col}")), "{err}");
     // The rendered report wraps at 100 columns.

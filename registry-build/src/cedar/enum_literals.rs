@@ -158,18 +158,13 @@ impl EnumScope {
                 allowed_text.join(", ")
             );
             diags.push(
-                Diagnostic::at_span(
-                    Rule::PolicyEnumLiteral,
-                    src,
-                    literal_span.or(span),
-                    message,
-                )
-                .help(format!(
-                    "policy `{}` compares with a value the attribute never has, so the \
+                Diagnostic::at_span(Rule::PolicyEnumLiteral, src, literal_span.or(span), message)
+                    .help(format!(
+                        "policy `{}` compares with a value the attribute never has, so the \
                      comparison never holds; write one of the allowed values, or add the value \
                      to the input schema's `enum`",
-                    policy.id()
-                )),
+                        policy.id()
+                    )),
             );
         }
     }
@@ -218,14 +213,14 @@ enum Resolved {
 /// The type of `path` (`[var, attr, …]`) in a tool's requests.
 fn resolve(tool: &ToolTypes, path: &[String]) -> Resolved {
     match path {
-        [var, attr] if var == "resource" && attr == "side_effect_class" => Resolved::Type(
-            CedarType::Enum(
+        [var, attr] if var == "resource" && attr == "side_effect_class" => {
+            Resolved::Type(CedarType::Enum(
                 SideEffectClass::ALL
                     .iter()
                     .map(|c| c.as_str().to_string())
                     .collect(),
-            ),
-        ),
+            ))
+        }
         [var, input, rest @ ..] if var == "context" && input == "input" => {
             let Some(mut ty) = tool.input.as_ref() else {
                 return Resolved::Unknown;
@@ -272,12 +267,7 @@ fn collect(v: &Value, out: &mut Vec<Finding>, depth: usize) {
         Value::Array(items) => items.iter().for_each(|x| collect(x, out, depth + 1)),
         Value::Object(map) => {
             for (op, body) in map {
-                let pair = || {
-                    Some((
-                        operand(body.get("left")?),
-                        operand(body.get("right")?),
-                    ))
-                };
+                let pair = || Some((operand(body.get("left")?), operand(body.get("right")?)));
                 match (op.as_str(), pair()) {
                     ("==" | "!=", Some(pair)) => match pair {
                         (Operand::Path(p), Operand::Literal(l))

@@ -26,7 +26,9 @@ pub enum FormatError {
     #[error("`{0}` is not an RFC 3339 date-time ({1})")]
     NotDateTime(String, &'static str),
     /// Fractional seconds beyond milliseconds.
-    #[error("`{0}` has fractional seconds beyond milliseconds, which Cedar's `datetime` cannot hold")]
+    #[error(
+        "`{0}` has fractional seconds beyond milliseconds, which Cedar's `datetime` cannot hold"
+    )]
     SubMillisecond(String),
     /// A leap second.
     #[error("`{0}` is a leap second (`:60`), which Cedar's `datetime` cannot hold")]
@@ -133,7 +135,9 @@ pub fn cedar_datetime(text: &str) -> Result<String, FormatError> {
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         4 | 6 | 9 | 11 => 30,
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
         2 => 28,
         _ => 31,
     }
@@ -161,16 +165,16 @@ pub fn cedar_duration(text: &str) -> Result<String, FormatError> {
         Some(b) => (true, b),
         None => (false, text),
     };
-    let body = body.strip_prefix('P').ok_or_else(|| bad("it does not start with `P`"))?;
+    let body = body
+        .strip_prefix('P')
+        .ok_or_else(|| bad("it does not start with `P`"))?;
     let (date, time) = match body.split_once('T') {
-        Some((d, t)) if t.is_empty() => {
-            let _ = d;
-            return Err(bad("`T` with no time part after it"));
-        }
+        Some((_, "")) => return Err(bad("`T` with no time part after it")),
         Some((d, t)) => (d, Some(t)),
         None => (body, None),
     };
-    let date_parts = parts(date, &['Y', 'M', 'W', 'D']).ok_or_else(|| bad("malformed date part"))?;
+    let date_parts =
+        parts(date, &['Y', 'M', 'W', 'D']).ok_or_else(|| bad("malformed date part"))?;
     let time_parts = match time {
         Some(t) => parts(t, &['H', 'M', 'S']).ok_or_else(|| bad("malformed time part"))?,
         None => Vec::new(),
@@ -248,7 +252,10 @@ struct Part<'a> {
 
 impl Part<'_> {
     fn is_zero(&self) -> bool {
-        self.whole.bytes().chain(self.fraction.bytes()).all(|b| b == b'0')
+        self.whole
+            .bytes()
+            .chain(self.fraction.bytes())
+            .all(|b| b == b'0')
     }
 
     /// `value × unit` when it is a whole number (of milliseconds).
@@ -344,16 +351,31 @@ mod tests {
         assert_eq!(ok("2024-01-01T00:00:00-00:00"), "2024-01-01T00:00:00-0000");
         assert_eq!(ok("2024-01-01T00:00:00.5Z"), "2024-01-01T00:00:00.500Z");
         assert_eq!(ok("2024-01-01T00:00:00.123Z"), "2024-01-01T00:00:00.123Z");
-        assert_eq!(ok("2024-01-01T00:00:00.123000Z"), "2024-01-01T00:00:00.123Z");
-        assert_eq!(ok("2024-02-29T23:59:59.999-12:00"), "2024-02-29T23:59:59.999-1200");
+        assert_eq!(
+            ok("2024-01-01T00:00:00.123000Z"),
+            "2024-01-01T00:00:00.123Z"
+        );
+        assert_eq!(
+            ok("2024-02-29T23:59:59.999-12:00"),
+            "2024-02-29T23:59:59.999-1200"
+        );
     }
 
     #[test]
     fn date_times_cedar_cannot_hold_are_refused() {
         let err = |s: &str| cedar_datetime(s).expect_err(s);
-        assert!(matches!(err("2024-01-01T00:00:00.123456Z"), FormatError::SubMillisecond(_)));
-        assert!(matches!(err("2024-01-01T00:00:00.0001Z"), FormatError::SubMillisecond(_)));
-        assert!(matches!(err("2016-12-31T23:59:60Z"), FormatError::LeapSecond(_)));
+        assert!(matches!(
+            err("2024-01-01T00:00:00.123456Z"),
+            FormatError::SubMillisecond(_)
+        ));
+        assert!(matches!(
+            err("2024-01-01T00:00:00.0001Z"),
+            FormatError::SubMillisecond(_)
+        ));
+        assert!(matches!(
+            err("2016-12-31T23:59:60Z"),
+            FormatError::LeapSecond(_)
+        ));
         for s in [
             "2024-01-01",
             "2024-01-01 00:00:00Z",
@@ -393,8 +415,13 @@ mod tests {
         assert!(matches!(err("P1M"), FormatError::NominalDuration(_)));
         assert!(matches!(err("P1Y2M3DT4H"), FormatError::NominalDuration(_)));
         assert!(matches!(err("PT0.0001S"), FormatError::DurationRange(_)));
-        assert!(matches!(err("P999999999999999D"), FormatError::DurationRange(_)));
-        for s in ["", "P", "PT", "1h", "PT1H1H", "PM1D", "P1.5DT1H", "PT1.S", "P1DT"] {
+        assert!(matches!(
+            err("P999999999999999D"),
+            FormatError::DurationRange(_)
+        ));
+        for s in [
+            "", "P", "PT", "1h", "PT1H1H", "PM1D", "P1.5DT1H", "PT1.S", "P1DT",
+        ] {
             assert!(matches!(err(s), FormatError::NotDuration(..)), "{s}");
         }
     }

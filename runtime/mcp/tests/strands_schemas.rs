@@ -22,8 +22,8 @@ fn ours(tool: &Value) -> (Draft, Option<CedarType>) {
         version: Some("1.0.0".into()),
         tools: vec![tool.clone()],
     };
-    let endpoint = EndpointDraft::for_command(&["/bin/true".into()], Path::new("/"), None)
-        .expect("endpoint");
+    let endpoint =
+        EndpointDraft::for_command(&["/bin/true".into()], Path::new("/"), None).expect("endpoint");
     let d = draft(tool, &server, &endpoint, &[]);
     let ty = input_type(&d.record["input_schema"]).ok();
     (d, ty)
