@@ -36,6 +36,16 @@ fn attribute<'a>(ty: &'a CedarType, name: &str) -> Option<&'a CedarType> {
     }
 }
 
+/// How many enum-valued attributes (or set elements) a type has, at any depth.
+fn enums_in(ty: &CedarType) -> usize {
+    match ty {
+        CedarType::Enum(_) => 1,
+        CedarType::Set(inner) => enums_in(inner),
+        CedarType::Record(attributes) => attributes.iter().map(|a| enums_in(&a.ty)).sum(),
+        _ => 0,
+    }
+}
+
 fn enum_of(values: &[&str]) -> CedarType {
     CedarType::Enum(values.iter().map(|v| v.to_string()).collect())
 }
@@ -119,6 +129,7 @@ fn the_strands_tools_get_cedar_types() {
     let listing: Value = serde_json::from_str(&text).expect("JSON");
     let tools = listing["result"]["tools"].as_array().expect("result.tools");
     let (mut typed, mut enums_total, mut enums_kept, mut formats) = (0, 0, 0, 0);
+    let (mut enums_anywhere, mut settled) = (0, 0);
     for tool in tools {
         // strands-agents wraps each input schema as `{"json": …}`.
         let mut tool = tool.clone();
@@ -126,36 +137,50 @@ fn the_strands_tools_get_cedar_types() {
         tool["inputSchema"] = schema.clone();
         let name = tool["name"].as_str().unwrap_or("?").to_string();
         let (d, ty) = ours(&tool);
+        let input_decisions: Vec<String> = d
+            .decisions
+            .iter()
+            .filter(|x| x.pointer.starts_with("/input_schema"))
+            .map(|x| x.pointer.clone())
+            .collect();
+        if input_decisions.is_empty() {
+            settled += 1;
+        }
         let wanted = enum_properties(&schema);
         enums_total += wanted.len();
         formats += count_formats(&schema);
         match &ty {
             Some(ty) => {
                 typed += 1;
+                enums_anywhere += enums_in(ty);
                 let kept: Vec<&String> = wanted
                     .iter()
                     .filter(|p| matches!(attribute(ty, p), Some(CedarType::Enum(_))))
                     .collect();
                 enums_kept += kept.len();
                 println!(
-                    "{name}: typed; enum attributes {}/{}",
+                    "{name}: typed; top-level enum properties kept {}/{}; enums at any depth {}; \
+                     input schema decisions {input_decisions:?}",
                     kept.len(),
-                    wanted.len()
+                    wanted.len(),
+                    enums_in(ty)
                 );
+                for p in wanted.iter().filter(|p| !kept.contains(p)) {
+                    println!(
+                        "  {p}: drafted as {} -> {}",
+                        d.record["input_schema"]["properties"][p.as_str()],
+                        attribute(ty, p).map_or("absent".into(), |t| t.to_cedar(2))
+                    );
+                }
             }
             None => println!(
-                "{name}: no Cedar type until decided ({} decisions: {})",
-                d.decisions.len(),
-                d.decisions
-                    .iter()
-                    .map(|x| x.note())
-                    .collect::<Vec<_>>()
-                    .join(" | ")
+                "{name}: no Cedar type until decided (input schema decisions {input_decisions:?})"
             ),
         }
     }
     println!(
-        "{} tools; {typed} typed; string-enum attributes kept {enums_kept}/{enums_total}; \
+        "{} tools; {settled} with nothing to decide in the input schema; {typed} typed; top-level string-enum properties kept \
+         {enums_kept}/{enums_total}; enum-valued attributes at any depth {enums_anywhere}; \
          `format` keywords {formats}",
         tools.len()
     );
