@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::cedar::schema_gen::Declared;
 use crate::cedar::slice;
+use crate::cedar::string_literals::string_tokens;
 use crate::cedar::syntax;
 use crate::cedar::types::{input_type, CedarType};
 use crate::cedar::url_scope;
@@ -347,72 +348,6 @@ fn path(v: &Value, depth: usize) -> Option<Vec<String>> {
     Some(p)
 }
 
-/// One string literal of a policy's text.
-struct Token {
-    start: usize,
-    len: usize,
-    value: String,
-}
-
-/// The string literals of Cedar text, comments skipped, escapes read.
-fn string_tokens(text: &str) -> Vec<Token> {
-    let mut out = Vec::new();
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        match c {
-            '/' if chars.peek().is_some_and(|(_, n)| *n == '/') => {
-                for (_, n) in chars.by_ref() {
-                    if n == '\n' {
-                        break;
-                    }
-                }
-            }
-            '"' => {
-                let mut value = String::new();
-                let mut end = text.len();
-                while let Some((i, c)) = chars.next() {
-                    match c {
-                        '"' => {
-                            end = i + 1;
-                            break;
-                        }
-                        '\\' => match chars.next() {
-                            Some((_, 'n')) => value.push('\n'),
-                            Some((_, 'r')) => value.push('\r'),
-                            Some((_, 't')) => value.push('\t'),
-                            Some((_, '0')) => value.push('\0'),
-                            Some((_, 'u')) => {
-                                let mut hex = String::new();
-                                if chars.next_if(|(_, c)| *c == '{').is_some() {
-                                    while let Some((_, h)) = chars.next_if(|(_, c)| *c != '}') {
-                                        hex.push(h);
-                                    }
-                                    chars.next();
-                                }
-                                if let Some(ch) =
-                                    u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
-                                {
-                                    value.push(ch);
-                                }
-                            }
-                            Some((_, other)) => value.push(other),
-                            None => {}
-                        },
-                        c => value.push(c),
-                    }
-                }
-                out.push(Token {
-                    start: at,
-                    len: end - at,
-                    value,
-                });
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,15 +398,5 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(got, want);
-    }
-
-    #[test]
-    fn string_tokens_skip_comments_and_read_escapes() {
-        let text = "// \"not\" this\nwhen { x == \"a\\\"b\" && y == \"\\u{61}\" }";
-        let t = string_tokens(text);
-        assert_eq!(t.len(), 2);
-        assert_eq!(t[0].value, "a\"b");
-        assert_eq!(&text[t[0].start..t[0].start + t[0].len], "\"a\\\"b\"");
-        assert_eq!(t[1].value, "a");
     }
 }

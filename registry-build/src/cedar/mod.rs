@@ -26,6 +26,7 @@ mod policies;
 mod report;
 mod schema_gen;
 pub mod slice;
+mod string_literals;
 mod syntax;
 pub mod types;
 pub mod url_scope;
