@@ -178,6 +178,8 @@ rules! {
     PolicyValidation = "cedar/strict-validation",
     /// Two policies share an id.
     PolicyId = "cedar/policy-id",
+    /// A policy compares an enum-valued attribute with a string literal outside its values.
+    PolicyEnumLiteral = "cedar/enum-literal",
     /// A file or directory is missing.
     Missing = "input/missing",
     /// An SOP file is not shaped as the format requires (not an object, a missing field, a

@@ -190,7 +190,7 @@ fn generated_schema_parses_and_has_the_model() {
         "action \"note_publish\" in [\"compensatable\"] appliesTo {",
         "      urls: Set<String>,",
         "    url?: {",
-        "      score?: decimal,",
+        "      score?: __cedar::decimal,",
         "      sources: Set<{",
         "      search_depth?: String,",
         "      max_results?: Long,",

@@ -2,9 +2,12 @@
 //! and the tool's Cedar input type (no JSON round trip through Cedar's schema-directed parser).
 //!
 //! string → `String`, integer → `Long`, boolean → `Bool`, number → `decimal`, array → `Set`,
-//! object → record (an absent optional property is left out). A value Cedar cannot hold exactly
-//! — an integer beyond `Long`, a number with more than four fraction digits or beyond
-//! `decimal`'s range — is an [`Unrepresentable`] error, never rounded.
+//! object → record (an absent optional property is left out); a string of `format: date-time`
+//! → `datetime`, `ipv4`/`ipv6` → `ipaddr`, `duration` → `duration`, spelled by
+//! [`crate::cedar::formats`]. A value Cedar cannot hold exactly — an integer beyond
+//! `Long`, a number with more than four fraction digits or beyond `decimal`'s range, a
+//! date-time finer than milliseconds or on a leap second, a duration in years or months — is
+//! an [`Unrepresentable`] error, never rounded. A string outside its `enum` is one too.
 //!
 //! The payload passed the input gate, so it conforms to the input schema and hence to the
 //! type; a value that does not (a bug upstream) is reported the same way rather than trusted.
@@ -12,6 +15,7 @@
 use cedar_policy::RestrictedExpression;
 use serde_json::{Number, Value};
 
+use crate::cedar::formats;
 use crate::cedar::types::CedarType;
 
 /// A payload value Cedar cannot hold exactly (the call is denied).
@@ -79,7 +83,22 @@ fn convert(value: &Value, ty: &CedarType, depth: usize) -> Result<RestrictedExpr
         (CedarType::Bool, Value::Bool(b)) => Ok(RestrictedExpression::new_bool(*b)),
         (CedarType::Long, Value::Number(n)) => long(n).map(RestrictedExpression::new_long),
         (CedarType::Decimal, Value::Number(n)) => decimal(n).map(RestrictedExpression::new_decimal),
-        (CedarType::IpAddr, Value::String(s)) => Ok(RestrictedExpression::new_ip(s.clone())),
+        (CedarType::Enum(values), Value::String(s)) if values.contains(s) => {
+            Ok(RestrictedExpression::new_string(s.clone()))
+        }
+        (CedarType::Enum(_), Value::String(s)) => Err(Failure::new(format!(
+            "{} is not one of the schema's `enum` values",
+            Value::String(s.clone())
+        ))),
+        (CedarType::IpAddr, Value::String(s)) => formats::cedar_ipaddr(s)
+            .map(RestrictedExpression::new_ip)
+            .map_err(|e| Failure::new(e.to_string())),
+        (CedarType::DateTime, Value::String(s)) => formats::cedar_datetime(s)
+            .map(RestrictedExpression::new_datetime)
+            .map_err(|e| Failure::new(e.to_string())),
+        (CedarType::Duration, Value::String(s)) => formats::cedar_duration(s)
+            .map(RestrictedExpression::new_duration)
+            .map_err(|e| Failure::new(e.to_string())),
         (CedarType::Set(element), Value::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {

@@ -20,10 +20,13 @@
 //! directory, merges the schema and validates every policy in strict mode, reporting every
 //! problem of every file with its line and caret.
 
+mod enum_literals;
+pub mod formats;
 mod policies;
 mod report;
 mod schema_gen;
 pub mod slice;
+mod string_literals;
 mod syntax;
 pub mod types;
 pub mod url_scope;
@@ -116,7 +119,8 @@ pub fn schema_actions(schema: &Schema) -> Vec<ActionInfo> {
 /// # Errors
 /// Every problem of every file, as diagnostics: [`Rule::CedarSchema`] (the user schema does not
 /// parse or merge, or an input schema has no Cedar type), [`Rule::PolicySyntax`],
-/// [`Rule::PolicyValidation`], [`Rule::PolicyId`], [`Rule::Io`] and [`Rule::Missing`].
+/// [`Rule::PolicyValidation`], [`Rule::PolicyEnumLiteral`], [`Rule::PolicyId`], [`Rule::Io`]
+/// and [`Rule::Missing`].
 pub fn bind(records: &[ToolRecord], policies_dir: Option<&Path>) -> Result<Binding, Diagnostics> {
     let files = match policies_dir {
         None => PolicyFiles::default(),
@@ -203,7 +207,10 @@ pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding
     } else {
         user_schema::merge(&generated, &user, records, &mut diags)
     };
-    let loaded = policies::load(&files.policies, schema.as_ref(), &mut diags);
+    let enums = schema
+        .as_ref()
+        .map(|s| enum_literals::EnumScope::new(records, s, &user.declared));
+    let loaded = policies::load(&files.policies, schema.as_ref(), enums.as_ref(), &mut diags);
     if let Some(schema) = &schema {
         per_url_shape(records, schema, &loaded.set, &mut diags);
     }

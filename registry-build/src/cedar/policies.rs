@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use cedar_policy::{Policy, PolicyId, PolicySet, Schema, Template, ValidationMode, Validator};
 
+use crate::cedar::enum_literals::EnumScope;
 use crate::cedar::report;
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::locate;
@@ -55,10 +56,12 @@ struct Entry {
 }
 
 /// Parse every file (sorted), name every policy, and validate each file in strict mode
-/// against `schema` when there is one (no schema: the schema itself failed; parse only).
+/// against `schema` when there is one (no schema: the schema itself failed; parse only); then
+/// check the enum literals ([`EnumScope`]) of every policy that validated.
 pub(crate) fn load(
     files: &[SourceFile],
     schema: Option<&Schema>,
+    enums: Option<&EnumScope>,
     diags: &mut Diagnostics,
 ) -> Loaded {
     let mut loaded = Loaded::default();
@@ -70,6 +73,7 @@ pub(crate) fn load(
             continue;
         };
         let mut file_set = PolicySet::new();
+        let mut spans: BTreeMap<String, Option<(usize, usize)>> = BTreeMap::new();
         for entry in entries {
             let Some(id) = policy_id(src, &entry, diags) else {
                 continue;
@@ -108,6 +112,7 @@ pub(crate) fn load(
                 continue;
             }
             seen.insert(id.clone(), here);
+            spans.insert(id.clone(), entry.span);
             loaded.origins.push(PolicyOrigin {
                 id,
                 file: path.clone(),
@@ -118,7 +123,9 @@ pub(crate) fn load(
         }
         if let Some(validator) = &validator {
             let result = validator.validate(&file_set, ValidationMode::Strict);
+            let mut invalid = std::collections::BTreeSet::new();
             for e in result.validation_errors() {
+                invalid.insert(e.policy_id().to_string());
                 let mut d = report::from_cedar(Rule::PolicyValidation, src, e);
                 let id = e.policy_id().to_string();
                 if !d.message.contains(&format!("`{id}`")) {
@@ -131,6 +138,14 @@ pub(crate) fn load(
                 loaded
                     .warnings
                     .push(format!("{}: warning: {}", d.location(), d.message));
+            }
+            if let Some(enums) = enums {
+                for p in file_set.policies() {
+                    let id = p.id().to_string();
+                    if !invalid.contains(&id) {
+                        enums.check(p, src, spans.get(&id).copied().flatten(), diags);
+                    }
+                }
             }
         }
         merge_into(&mut loaded.set, file_set, src, diags);

@@ -2,7 +2,11 @@
 //!
 //! string → `String`, integer → `Long`, boolean → `Bool`, number → `decimal`, array → `Set<T>`,
 //! object → a record type (required properties plain, optional ones `name?:`). `enum` and `const`
-//! take the type of their values. A recursive `$ref` has no Cedar type and is an error.
+//! take the type of their values; a string `enum` or `const` is a `String` whose values are
+//! kept ([`CedarType::Enum`]) so the build can check the literals policies compare it with.
+//! A string's `format` picks a Cedar extension type ([`format_type`]): `date-time` →
+//! `datetime`, `ipv4` and `ipv6` → `ipaddr`, `duration` → `duration`. A recursive `$ref` has no
+//! Cedar type and is an error.
 
 use std::fmt::Write as _;
 
@@ -23,10 +27,18 @@ pub enum CedarType {
     Long,
     /// `Bool`.
     Bool,
+    /// A `String` whose every value is one of these (a string `enum`, or a `const`): written
+    /// `String` (Cedar has no string enumerations); the build refuses a policy comparing it with
+    /// a literal outside them.
+    Enum(Vec<String>),
     /// The `decimal` extension type.
     Decimal,
-    /// The `ipaddr` extension type (only in `context.url.ip`; no input schema maps to it).
+    /// The `ipaddr` extension type: `context.url.ip`, and strings of `format: ipv4` or `ipv6`.
     IpAddr,
+    /// The `datetime` extension type: strings of `format: date-time` (RFC 3339).
+    DateTime,
+    /// The `duration` extension type: strings of `format: duration` (ISO 8601).
+    Duration,
     /// `Set<T>`.
     Set(Box<CedarType>),
     /// A record type, attributes in the schema's property order.
@@ -154,7 +166,7 @@ impl<'a> Typer<'a> {
             return Err(TypingError::Untyped { pointer });
         };
         Ok(match json_type {
-            JsonType::String => CedarType::String,
+            JsonType::String => string_type(walk::resolve(self.root, schema).unwrap_or(schema)),
             JsonType::Integer => CedarType::Long,
             JsonType::Boolean => CedarType::Bool,
             JsonType::Number => CedarType::Decimal,
@@ -181,6 +193,41 @@ impl<'a> Typer<'a> {
     }
 }
 
+/// The Cedar extension type a string `format` maps to, if any: `date-time` → `datetime`,
+/// `ipv4`/`ipv6` → `ipaddr`, `duration` → `duration`. Every other format stays a `String`.
+pub fn format_type(format: &str) -> Option<CedarType> {
+    match format {
+        "date-time" => Some(CedarType::DateTime),
+        "ipv4" | "ipv6" => Some(CedarType::IpAddr),
+        "duration" => Some(CedarType::Duration),
+        _ => None,
+    }
+}
+
+/// The type of a string schema: its format's extension type, else an [`CedarType::Enum`] of
+/// its string `enum` or `const`, else `String`.
+fn string_type(schema: &Value) -> CedarType {
+    if let Some(ty) = schema
+        .get("format")
+        .and_then(Value::as_str)
+        .and_then(format_type)
+    {
+        return ty;
+    }
+    let values: Option<Vec<String>> = match (schema.get("const"), schema.get("enum")) {
+        (Some(Value::String(c)), _) => Some(vec![c.clone()]),
+        (None, Some(Value::Array(values))) => values
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => None,
+    };
+    match values {
+        Some(values) if !values.is_empty() => CedarType::Enum(values),
+        _ => CedarType::String,
+    }
+}
+
 /// A JSON pointer token for `name`.
 pub(crate) fn escape_token(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
@@ -196,11 +243,15 @@ impl CedarType {
 
     fn write(&self, out: &mut String, indent: usize) {
         match self {
-            Self::String => out.push_str("String"),
+            Self::String | Self::Enum(_) => out.push_str("String"),
             Self::Long => out.push_str("Long"),
             Self::Bool => out.push_str("Bool"),
-            Self::Decimal => out.push_str("decimal"),
-            Self::IpAddr => out.push_str("ipaddr"),
+            // Extension types are written qualified, so a user's common type of the same name
+            // cannot shadow them.
+            Self::Decimal => out.push_str("__cedar::decimal"),
+            Self::IpAddr => out.push_str("__cedar::ipaddr"),
+            Self::DateTime => out.push_str("__cedar::datetime"),
+            Self::Duration => out.push_str("__cedar::duration"),
             Self::Set(element) => {
                 out.push_str("Set<");
                 element.write(out, indent);
@@ -280,7 +331,7 @@ mod tests {
         let t = input_type(&s).expect("typed");
         assert_eq!(
             t.to_cedar(0),
-            "{\n  q: String,\n  n: Long,\n  deep?: Bool,\n  ratio?: decimal,\n  kind?: String,\n  \
+            "{\n  q: String,\n  n: Long,\n  deep?: Bool,\n  ratio?: __cedar::decimal,\n  kind?: String,\n  \
              \"page-size\"?: Long,\n  tags?: Set<{\n    k: String,\n  }>,\n}"
         );
     }

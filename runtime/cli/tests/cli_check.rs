@@ -259,6 +259,41 @@ fn a_bad_policy_is_rejected_naming_the_policy_file() {
 }
 
 #[test]
+fn a_misspelled_enum_literal_fails_the_check_naming_file_line_and_allowed_values() {
+    let copy = Copy::new();
+    let policy = "// Deep searches only for editors.\n\
+                  @id(\"deep-search-editors\")\n\
+                  forbid(principal, action == Action::\"tavily_search\", resource)\n\
+                  when { context.input has search_depth && context.input.search_depth == \"advnced\" }\n\
+                  unless { principal in Team::\"editors\" };\n";
+    let file = copy.path("policies/zz_depth.cedar");
+    fs::write(&file, policy).unwrap();
+    let out = copy.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let col = policy.lines().nth(3).unwrap().find("\"advnced\"").unwrap() + 1;
+    assert!(
+        err.contains(&format!("{}:4:{col}", file.display())),
+        "{err}"
+    );
+    // The report wraps its header at 100 columns, continuing it after `│`.
+    let header = err.replace("\n  │ ", " ");
+    assert!(
+        header.contains(
+            "\"advnced\" is not a value of context.input.search_depth (allowed: \"basic\", \"advanced\")"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("cedar/enum-literal"), "{err}");
+    assert!(err.contains("error: 1 problem in 1 file"), "{err}");
+
+    // The allowed value passes.
+    fs::write(&file, policy.replace("advnced", "advanced")).unwrap();
+    let out = copy.check();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
 fn every_problem_in_every_file_is_reported_at_once() {
     let copy = Copy::new();
     let a = copy.edit_record("web_search", |v| v["timeout_ms"] = 0.into());

@@ -20,6 +20,7 @@
 mod support;
 
 mod authorize_catalog;
+mod authorize_formats;
 mod authorize_policies;
 mod authorize_slicing;
 mod catalog_path;
