@@ -8,6 +8,10 @@
 //!   permits, the invariant permits (`check_implies(enforced, invariant)`),
 //! - with an [`OldPolicies`] set, the enforced set implies it: the change only restricts.
 //!
+//! Invariants and `--against` are proved under the [`request_model`]: what every request the
+//! runtime makes satisfies (the resource of a tool's action is that tool, a URL's port fits in
+//! 16 bits, …), so every counterexample is a request the runtime can make.
+//!
 //! A property that fails comes with a concrete [`Counterexample`] (principal, action,
 //! resource, context, entities). The solver is `$CVC5`, else `cvc5` on `PATH`
 //! ([`Solver::from_env`]); a missing or failing solver, or one that answers `unknown`, is a
@@ -21,6 +25,7 @@
 //! )?;
 //! let binding = registry.cedar();
 //! let obligations = escepine_prove::Obligations {
+//!     model: escepine_prove::request_model(registry.records(), &binding.schema)?,
 //!     invariants: escepine_prove::read_invariants(Path::new("tools/invariants"), &binding.schema)?,
 //!     against: None,
 //! };
@@ -38,10 +43,12 @@ mod error;
 mod obligations;
 mod prover;
 mod report;
+mod request_model;
 mod solver;
 
 pub use error::ProveError;
 pub use obligations::{read_invariants, read_old_policies, Invariant, Obligations, OldPolicies};
 pub use prover::{prove, prove_blocking};
 pub use report::{Counterexample, Outcome, Property, Report, RequestEnvironment, Verdict};
+pub use request_model::{request_model, MODEL_ID_PREFIX};
 pub use solver::{Solver, CVC5_VAR};

@@ -33,6 +33,10 @@ pub struct OldPolicies {
 /// Everything a proof run checks beside "no policy errors".
 #[derive(Debug, Clone, Default)]
 pub struct Obligations {
+    /// What every request the runtime makes satisfies ([`crate::request_model`]): the
+    /// invariants and `against` are proved for the enforced set together with it. Empty:
+    /// every request the schema admits.
+    pub model: PolicySet,
     /// Invariants, each proved for every request environment.
     pub invariants: Vec<Invariant>,
     /// The set the enforced one must only restrict (`--against`).

@@ -29,10 +29,13 @@ pub async fn prove(
         compiler: compiler(solver)?,
         program: solver.program_name().to_string(),
     };
+    let modelled = with_model(&binding.policies, &obligations.model);
+    let mut envs: Vec<RequestEnv> = binding.schema.request_envs().collect();
+    envs.sort_by_key(|req| environment(req).to_string());
     let mut report = Report::default();
-    for req in binding.schema.request_envs() {
+    for req in envs {
         let env = environment(&req);
-        let enforced = compile_set(&binding.policies, &req, &binding.schema).map_err(|source| {
+        let enforced = compile_set(&modelled, &req, &binding.schema).map_err(|source| {
             ProveError::Environment {
                 env: env.clone(),
                 source,
@@ -160,6 +163,16 @@ fn compiler(solver: &Solver) -> Result<CedarSymCompiler<LocalSolver>, ProveError
         program: solver.program_name().to_string(),
         source: std::io::Error::other(source.to_string()),
     })
+}
+
+/// The enforced policies and the request model's `forbid`s, as one set.
+fn with_model(enforced: &PolicySet, model: &PolicySet) -> PolicySet {
+    let mut set = enforced.clone();
+    for policy in model.policies() {
+        // The model's ids carry their own prefix; a clash leaves the enforced policy alone.
+        let _ = set.add(policy.clone());
+    }
+    set
 }
 
 /// The set compiled for one environment; `None` when it holds no policy.

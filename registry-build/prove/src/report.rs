@@ -152,9 +152,6 @@ impl Report {
     /// `N proved, M failed`.
     pub fn summary(&self) -> String {
         let failed = self.failures().count();
-        format!(
-            "{} proved, {failed} failed",
-            self.outcomes.len() - failed
-        )
+        format!("{} proved, {failed} failed", self.outcomes.len() - failed)
     }
 }

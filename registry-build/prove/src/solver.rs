@@ -50,7 +50,9 @@ impl Solver {
     pub(crate) fn spawn(&self) -> Result<LocalSolver, ProveError> {
         let limit = format!("--tlimit-per={}", self.per_query.as_millis().max(1));
         let mut command = Command::new(&self.program);
-        command.args(["--lang", "smt", limit.as_str()]).kill_on_drop(true);
+        command
+            .args(["--lang", "smt", limit.as_str()])
+            .kill_on_drop(true);
         LocalSolver::from_command(&mut command).map_err(|e| match e {
             cedar_policy_symcc::solver::SolverError::Io(source) => ProveError::SolverMissing {
                 program: self.program.clone(),

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use escepine_prove::{prove_blocking, read_invariants, read_old_policies, Obligations, Solver};
+use escepine_prove::{
+    prove_blocking, read_invariants, read_old_policies, request_model, Obligations, Solver,
+};
 
 use crate::error::{CliError, CliResult};
 use crate::exit;
@@ -34,7 +36,10 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let registry = crate::args::load(&sources)?;
     let binding = registry.cedar();
     let invalid = |e: escepine_prove::ProveError| CliError::new(exit::INVALID, e);
-    let mut obligations = Obligations::default();
+    let mut obligations = Obligations {
+        model: request_model(registry.records(), &binding.schema).map_err(invalid)?,
+        ..Obligations::default()
+    };
     if let Some(dir) = &args.invariants {
         obligations.invariants = read_invariants(dir, &binding.schema).map_err(invalid)?;
     }
