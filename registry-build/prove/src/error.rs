@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use registry_build::Diagnostics;
 
-use crate::report::{Property, RequestEnvironment};
+use crate::report::{RequestEnvironment, Step};
 
 /// A proof that could not be carried out. None of these is a pass: a missing or failing
 /// solver, or one that answers `unknown`, leaves the property unproved.
@@ -40,47 +40,41 @@ pub enum ProveError {
         source: std::io::Error,
     },
     /// The solver failed (exited, printed an error, or answered what cvc5 does not).
-    #[error("the cvc5 solver `{program}` failed proving {property} for {env}: {source}")]
+    #[error("the cvc5 solver `{program}` failed proving {step}: {source}")]
     SolverFailed {
         /// The program that was run.
         program: String,
-        /// The property being proved.
-        property: Property,
-        /// Its request environment.
-        env: RequestEnvironment,
+        /// The property and request environment being proved.
+        step: Box<Step>,
         /// What went wrong.
         #[source]
-        source: cedar_policy_symcc::err::Error,
+        source: Box<cedar_policy_symcc::err::Error>,
     },
     /// The solver answered `unknown` (a time or resource limit, say): the property is unproved.
-    #[error("the cvc5 solver `{program}` answered `unknown` for {property} for {env}: not proved")]
+    #[error("the cvc5 solver `{program}` answered `unknown` for {step}: not proved")]
     SolverUnknown {
         /// The program that was run.
         program: String,
-        /// The property being proved.
-        property: Property,
-        /// Its request environment.
-        env: RequestEnvironment,
+        /// The property and request environment being proved.
+        step: Box<Step>,
     },
     /// The symbolic compiler could not encode a policy set, or not decode the solver's model.
-    #[error("cannot prove {property} for {env}: {source}")]
+    #[error("cannot prove {step}: {source}")]
     Symbolic {
-        /// The property being proved.
-        property: Property,
-        /// Its request environment.
-        env: RequestEnvironment,
+        /// The property and request environment being proved.
+        step: Box<Step>,
         /// What the symbolic compiler said.
         #[source]
-        source: cedar_policy_symcc::err::Error,
+        source: Box<cedar_policy_symcc::err::Error>,
     },
     /// The schema's request environments cannot be compiled (its actions are incomplete).
     #[error("cannot compile the request environment {env}: {source}")]
     Environment {
         /// The request environment.
-        env: RequestEnvironment,
+        env: Box<RequestEnvironment>,
         /// What the symbolic compiler said.
         #[source]
-        source: cedar_policy_symcc::err::Error,
+        source: Box<cedar_policy_symcc::err::Error>,
     },
     /// The asynchronous runtime the solver is driven from could not be started.
     #[error("cannot start the runtime that drives the solver: {0}")]

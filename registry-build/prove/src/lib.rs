@@ -49,6 +49,6 @@ mod solver;
 pub use error::ProveError;
 pub use obligations::{read_invariants, read_old_policies, Invariant, Obligations, OldPolicies};
 pub use prover::{prove, prove_blocking};
-pub use report::{Counterexample, Outcome, Property, Report, RequestEnvironment, Verdict};
+pub use report::{Counterexample, Outcome, Property, Report, RequestEnvironment, Step, Verdict};
 pub use request_model::{request_model, MODEL_ID_PREFIX};
 pub use solver::{Solver, CVC5_VAR};

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::ProveError;
 use crate::obligations::Obligations;
-use crate::report::{Counterexample, Outcome, Property, Report, RequestEnvironment, Verdict};
+use crate::report::{Counterexample, Outcome, Property, Report, RequestEnvironment, Step, Verdict};
 use crate::solver::Solver;
 
 /// Prove every property of `binding`'s enforced policies and of `obligations`, with one
@@ -37,7 +37,7 @@ pub async fn prove(
         let env = environment(&req);
         let enforced = compile_set(&modelled, &req, &binding.schema).map_err(|source| {
             ProveError::Environment {
-                env: env.clone(),
+                env: Box::new(env.clone()),
                 source,
             }
         })?;
@@ -67,7 +67,7 @@ pub async fn prove(
         }
         for (property, set) in implied {
             let other = compile_set(set, &req, &binding.schema)
-                .map_err(|e| symbolic(e, &property, &env))?;
+                .map_err(|e| symbolic(*e, &property, &env))?;
             let found = run.implies(enforced.as_ref(), other.as_ref()).await;
             report.outcomes.push(run.outcome(property, &env, found)?);
         }
@@ -134,16 +134,14 @@ impl Run {
             Err(SymccError::SolverUnknown) => {
                 return Err(ProveError::SolverUnknown {
                     program: self.program.clone(),
-                    property,
-                    env: env.clone(),
+                    step: step(property, env),
                 })
             }
             Err(source @ SymccError::SolverError(_)) => {
                 return Err(ProveError::SolverFailed {
                     program: self.program.clone(),
-                    property,
-                    env: env.clone(),
-                    source,
+                    step: step(property, env),
+                    source: Box::new(source),
                 })
             }
             Err(source) => return Err(symbolic(source, &property, env)),
@@ -180,19 +178,27 @@ fn compile_set(
     set: &PolicySet,
     req: &RequestEnv,
     schema: &Schema,
-) -> Result<Option<CompiledPolicySet>, SymccError> {
+) -> Result<Option<CompiledPolicySet>, Box<SymccError>> {
     if set.policies().next().is_none() {
         return Ok(None);
     }
-    CompiledPolicySet::compile(set, req, schema).map(Some)
+    CompiledPolicySet::compile(set, req, schema)
+        .map(Some)
+        .map_err(Box::new)
 }
 
 fn symbolic(source: SymccError, property: &Property, env: &RequestEnvironment) -> ProveError {
     ProveError::Symbolic {
-        property: property.clone(),
-        env: env.clone(),
-        source,
+        step: step(property.clone(), env),
+        source: Box::new(source),
     }
+}
+
+fn step(property: Property, env: &RequestEnvironment) -> Box<Step> {
+    Box::new(Step {
+        property,
+        env: env.clone(),
+    })
 }
 
 fn environment(req: &RequestEnv) -> RequestEnvironment {

@@ -53,6 +53,22 @@ impl fmt::Display for RequestEnvironment {
     }
 }
 
+/// One property for one request environment: what a proof step proves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The property.
+    pub property: Property,
+    /// The request environment.
+    pub env: RequestEnvironment,
+}
+
+impl fmt::Display for Step {
+    /// `<property> for <env>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} for {}", self.property, self.env)
+    }
+}
+
 /// A concrete request on which a property fails, recovered from the solver's model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Counterexample {
