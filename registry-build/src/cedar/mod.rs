@@ -232,6 +232,26 @@ pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding
     }
 }
 
+/// `files` read as one more policy set over a binding's `schema` (an invariant a policy set
+/// must imply, or an older version of the policies): parsed, named (`@id("…")` or
+/// `<file>:<n>`) and validated in strict mode exactly as [`bind`] reads a policies directory.
+///
+/// # Errors
+/// Every syntax, id and strict-validation problem of every file, each naming its file and line.
+pub fn policy_set(
+    files: &[SourceFile],
+    schema: &Schema,
+) -> Result<cedar_policy::PolicySet, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let loaded = policies::load(files, Some(schema), None, &mut diags);
+    if diags.is_empty() {
+        Ok(loaded.set)
+    } else {
+        diags.sort();
+        Err(diags)
+    }
+}
+
 /// The per-URL shape rule ([`Rule::PerUrlShape`]): a tool whose action some policy constrains
 /// through `context.url`, or whose profile lists `authorized-urls` (its egress is the origins
 /// of the URLs Cedar allowed), must present every URL of its payload to Cedar one at a time.

@@ -1,6 +1,7 @@
-//! `escepine policy <sub>`: working with a policy set before it is deployed — `test` runs the
-//! policy tests of a catalog.
+//! `escepine policy <sub>`: working with a policy set before it is deployed (one module per
+//! subcommand) — `test` runs the policy tests of a catalog, `prove` proves properties of the set.
 
+mod prove;
 mod test;
 
 use crate::error::CliResult;
@@ -20,11 +21,17 @@ pub(crate) enum PolicyCommand {
     /// be; report every failure, naming file and case. Exit 0 all pass, 1 a case fails, 2 bad
     /// usage or files.
     Test(test::Args),
+    /// Prove, for every principal type, action and resource type, that no policy can error,
+    /// that every invariant holds and (with --against) that the policies only restrict an older
+    /// set; each failure with a counterexample request. Exit 0 all proved, 1 a proof failed (or
+    /// invalid inputs), 2 the solver is missing, failed or answered unknown, or bad usage.
+    Prove(prove::Args),
 }
 
 /// Dispatch to the subcommand.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     match &args.command {
         PolicyCommand::Test(a) => test::exec(a, io),
+        PolicyCommand::Prove(a) => prove::exec(a, io),
     }
 }
