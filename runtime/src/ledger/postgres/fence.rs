@@ -20,14 +20,15 @@ use std::sync::{Arc, Mutex};
 
 use crate::ledger::record::Record;
 
-/// Whether session `$1` still holds the one-key advisory lock `$2` in this database
-/// (`pg_locks` shows a bigint key as its high 32 bits in `classid` and its low 32 bits in
-/// `objid`, with `objsubid = 1`).
-pub const HELD: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid = $1
-      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND classid = (($2::int8 >> 32) & 4294967295)::oid
-      AND objid = ($2::int8 & 4294967295)::oid)";
+/// Which of the fences `($1[i], $2[i])` (backend pid, lease key) still hold their lease: session
+/// `pid` holds the one-key advisory lock `key` in this database. `pg_locks` shows a bigint key as
+/// its high 32 bits in `classid` and its low 32 bits in `objid`, with `objsubid = 1`.
+pub const HELD: &str = "SELECT f.pid, f.key FROM unnest($1::int4[], $2::int8[]) AS f(pid, key)
+    WHERE EXISTS (SELECT 1 FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid = f.pid
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND classid = ((f.key >> 32) & 4294967295)::oid
+          AND objid = (f.key & 4294967295)::oid)";
 
 /// The lease a record's append depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]

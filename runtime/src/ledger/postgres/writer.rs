@@ -10,9 +10,8 @@
 //! lease was lost are left out of the batch and refused with [`LedgerError::LeaseLost`].
 
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::{Client, Config, NoTls};
-
-use std::collections::HashMap;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::error::{pg, PgError};
 use super::fence::{Fence, HELD};
@@ -68,15 +67,51 @@ pub async fn connect(config: &Config) -> Result<Client, PgError> {
     Ok(client)
 }
 
+/// The writer's connection and its statements, prepared once per connection so that each
+/// transaction takes two round trips: `BEGIN`, the append lock, the fences and the head are sent
+/// together; then the insert and `COMMIT`.
+struct Session {
+    client: Client,
+    lock: Statement,
+    held: Statement,
+    head: Statement,
+    insert: Statement,
+}
+
+impl Session {
+    async fn prepare(client: Client) -> Result<Self, PgError> {
+        let prepare = |sql: &'static str| client.prepare(sql);
+        let (lock, held, head, insert) = tokio::join!(
+            biased;
+            prepare("SELECT pg_advisory_xact_lock($1, $2)"),
+            prepare(HELD),
+            prepare(HEAD),
+            prepare(INSERT),
+        );
+        let why = pg("prepare the append statements");
+        Ok(Self {
+            lock: lock.map_err(&why)?,
+            held: held.map_err(&why)?,
+            head: head.map_err(&why)?,
+            insert: insert.map_err(&why)?,
+            client,
+        })
+    }
+}
+
 /// Commit what arrives on `queue` in batches until every sender is gone; `client` is the
 /// connection opened (and checked) with the ledger.
 pub async fn run(
     connector: Connector,
-    mut client: Option<Client>,
+    client: Option<Client>,
     mut queue: mpsc::UnboundedReceiver<Job>,
     max_batch: usize,
     location: String,
 ) {
+    let mut session = match client {
+        Some(c) => Session::prepare(c).await.ok(),
+        None => None,
+    };
     let mut batch: Vec<Job> = Vec::with_capacity(max_batch.min(4096));
     while let Some(first) = queue.recv().await {
         batch.push(first);
@@ -86,10 +121,16 @@ pub async fn run(
                 Err(_) => break,
             }
         }
-        let result = match client.as_mut().filter(|c| !c.is_closed()) {
-            Some(c) => commit_batch(c, &batch).await,
+        if session.as_ref().is_none_or(|s| s.client.is_closed()) {
+            session = None;
+        }
+        let result = match session.as_ref() {
+            Some(s) => commit_batch(s, &batch).await,
             None => match connector.connect().await {
-                Ok(c) => commit_batch(client.insert(c), &batch).await,
+                Ok(c) => match Session::prepare(c).await {
+                    Ok(s) => commit_batch(session.insert(s), &batch).await,
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             },
         };
@@ -100,6 +141,12 @@ pub async fn run(
                 }
             }
             Err(e) => {
+                // Whatever the transaction did is undone (a lost connection undoes it itself).
+                if let Some(s) = session.as_ref().filter(|s| !s.client.is_closed()) {
+                    if s.client.batch_execute("ROLLBACK").await.is_err() {
+                        session = None;
+                    }
+                }
                 let why = format!("{location}: the batch was not committed: {e}");
                 for job in batch.drain(..) {
                     let _ = job.reply.send(Err(LedgerError::Unavailable(why.clone())));
@@ -110,36 +157,48 @@ pub async fn run(
 }
 
 /// Commit `batch` in one transaction: each job's result, in order (a fenced record whose lease
-/// was lost is refused; the others are committed).
+/// was lost is refused; the others are committed). On an error the transaction may be open:
+/// the caller rolls it back.
 async fn commit_batch(
-    client: &mut Client,
+    session: &Session,
     batch: &[Job],
 ) -> Result<Vec<Result<Committed, LedgerError>>, PgError> {
-    let tx = client.transaction().await.map_err(pg("begin"))?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        &[&LOCK_CLASS, &APPEND_LOCK],
-    )
-    .await
-    .map_err(pg("take the append lock"))?;
-    // Each lease once per batch, under the append lock: a new holder waits for this lock right
-    // after taking the lease, so what passes here commits before it reads the run.
-    let mut held: HashMap<(i64, i32), bool> = HashMap::new();
-    for fence in batch.iter().filter_map(|j| j.fence.as_ref()) {
-        if let std::collections::hash_map::Entry::Vacant(e) = held.entry((fence.key, fence.pid)) {
-            let row = tx
-                .query_one(HELD, &[&fence.pid, &fence.key])
-                .await
-                .map_err(pg("check a run's lease"))?;
-            e.insert(row.try_get(0).map_err(pg("check a run's lease"))?);
-        }
+    let c = &session.client;
+    // The leases this batch depends on, each once. They are checked under the append lock: a new
+    // holder waits for this lock right after taking a lease, so what passes here commits before
+    // it reads the run.
+    let mut fences: Vec<(i32, i64)> = batch
+        .iter()
+        .filter_map(|j| j.fence.as_ref().map(|f| (f.pid, f.key)))
+        .collect();
+    fences.sort_unstable();
+    fences.dedup();
+    let (pids, keys): (Vec<i32>, Vec<i64>) = fences.iter().copied().unzip();
+    let lock_keys: &[&(dyn ToSql + Sync)] = &[&LOCK_CLASS, &APPEND_LOCK];
+    let fence_keys: &[&(dyn ToSql + Sync)] = &[&pids, &keys];
+    // One round trip: each request is sent when first polled, in this order (`biased`), and the
+    // server runs them in order, the lock before the fences and the head.
+    let (begin, lock, held, head) = tokio::join!(
+        biased;
+        c.batch_execute("BEGIN"),
+        c.execute(&session.lock, lock_keys),
+        c.query(&session.held, fence_keys),
+        c.query_opt(&session.head, &[]),
+    );
+    begin.map_err(pg("begin"))?;
+    lock.map_err(pg("take the append lock"))?;
+    let mut still_held = std::collections::HashSet::new();
+    for row in held.map_err(pg("check the runs' leases"))? {
+        let pid: i32 = row.try_get(0).map_err(pg("check the runs' leases"))?;
+        let key: i64 = row.try_get(1).map_err(pg("check the runs' leases"))?;
+        still_held.insert((pid, key));
     }
+    let head = head.map_err(pg("read the head"))?;
     let admitted = |job: &Job| {
         job.fence
             .as_ref()
-            .is_none_or(|f| held.get(&(f.key, f.pid)).copied().unwrap_or(false))
+            .is_none_or(|f| still_held.contains(&(f.pid, f.key)))
     };
-    let head = tx.query_opt(HEAD, &[]).await.map_err(pg("read the head"))?;
     let (mut seq, mut prev) = match head {
         None => (0u64, GENESIS_PREV.to_string()),
         Some(row) => {
@@ -185,12 +244,20 @@ async fn commit_batch(
         bodies.push(job.body.as_str());
         committed.push(Ok(Committed { seq, hash }));
     }
-    if n > 0 {
-        let ats = vec![at; n];
-        tx.execute(INSERT, &[&seqs, &prevs, &hashes, &ats, &bodies])
-            .await
-            .map_err(pg("insert the entries"))?;
+    if n == 0 {
+        c.batch_execute("COMMIT").await.map_err(pg("commit"))?;
+        return Ok(committed);
     }
-    tx.commit().await.map_err(pg("commit"))?;
+    // One round trip: an insert that fails aborts the transaction, and its `COMMIT` then ends it
+    // as a rollback.
+    let ats = vec![at; n];
+    let columns: &[&(dyn ToSql + Sync)] = &[&seqs, &prevs, &hashes, &ats, &bodies];
+    let (inserted, commit) = tokio::join!(
+        biased;
+        c.execute(&session.insert, columns),
+        c.batch_execute("COMMIT"),
+    );
+    inserted.map_err(pg("insert the entries"))?;
+    commit.map_err(pg("commit"))?;
     Ok(committed)
 }
