@@ -491,3 +491,28 @@ fn a_holder_that_lost_its_lease_records_nothing_more_for_the_run() {
     ];
     assert_eq!(records, expected, "nothing of A's after the loss, in order");
 }
+
+#[test]
+fn a_batch_the_database_refuses_is_undone_and_the_writer_goes_on() {
+    let db = TestDatabase::create();
+    let url = db.url();
+    let ledger = PostgresLedger::open(&url, Durability::Full).unwrap();
+    let rt = rt();
+    rt.block_on(async {
+        ledger.append(intent(1, None)).await.unwrap();
+        ledger.append(outcome(1)).await.unwrap();
+    });
+    // The database now refuses any third entry: the insert fails inside the transaction.
+    db.execute("ALTER TABLE entries ADD CONSTRAINT at_most_two CHECK (seq <= 2)");
+    let refused = rt.block_on(ledger.append(intent(2, None)));
+    assert!(
+        matches!(&refused, Err(LedgerError::Unavailable(why)) if why.contains("not committed")),
+        "{refused:?}"
+    );
+    // Nothing of it stayed, and the same connection commits again once the database allows it.
+    db.execute("ALTER TABLE entries DROP CONSTRAINT at_most_two");
+    let c = rt.block_on(ledger.append(intent(2, None))).unwrap();
+    assert_eq!(c.seq, 3);
+    let report = verify_url(&url, None).unwrap();
+    assert_eq!(report.entries, 3);
+}
