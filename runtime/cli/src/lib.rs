@@ -21,6 +21,7 @@ mod export;
 mod import;
 mod io;
 mod ledger;
+mod policy;
 mod run;
 mod serve;
 mod sop;
@@ -62,6 +63,10 @@ enum Command {
     Import(import::Args),
     /// Work with SOP files: `sop graph` draws one as Mermaid or DOT.
     Sop(sop::Args),
+    /// Judge a policy change before deploying it: `policy replay` re-authorizes recorded
+    /// requests against new policies.
+    #[command(subcommand_required = true)]
+    Policy(policy::Args),
 }
 
 /// Run the command line `args` (the first item is the program name); returns the exit status.
@@ -112,5 +117,6 @@ fn exec(command: Command, io: &mut Io<'_>) -> CliResult {
         Command::Sop(a) => sop::exec(&a, io),
         Command::Serve(a) => serve::exec(&a, io),
         Command::Import(a) => import::exec(&a, io),
+        Command::Policy(a) => policy::exec(&a, io),
     }
 }
