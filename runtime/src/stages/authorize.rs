@@ -170,6 +170,24 @@ mod tests {
                 policy_ids: vec!["no-big".into()]
             })
         );
+        // A candidate policy that fails to evaluate (a Long overflow) is recorded, not enforced.
+        let failing = authorizer(
+            records,
+            "@id(\"all\") permit(principal, action, resource);\n\
+             @id(\"overflows\") forbid(principal, action, resource) when { context.input.n * 9223372036854775807 > 0 };",
+        );
+        assert_eq!(
+            shadow(
+                &cx,
+                Some(&failing),
+                &small,
+                &authorize(&cx, &enforced, &small)
+            ),
+            Some(ShadowDecision {
+                decision: "deny".into(),
+                policy_ids: vec!["overflows".into()]
+            })
+        );
         // The other way round: the candidate allows what the enforced set denies.
         let d = authorize(&cx, &candidate, &big);
         assert_eq!(
