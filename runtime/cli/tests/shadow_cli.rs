@@ -13,16 +13,16 @@ use std::process::Output;
 
 use escepine_runtime::ledger::sqlite::read_entries;
 use escepine_runtime::ledger::verify::verify_path;
-use escepine_runtime::ledger::{Entry, Record, ShadowDecision};
-use escepine_testkit::sop::{fixtures, Items};
+use escepine_runtime::ledger::{Entry, Intent, Record, ShadowDecision};
+use escepine_testkit::sop::fixtures;
 use serde_json::Value;
 
 mod sop_harness;
 
 use sop_harness::SopCli;
 
-/// The SOPs each configuration runs, in order, into one ledger: five steps that all succeed,
-/// and one whose write both sets deny.
+/// The SOPs each configuration runs, each on a fresh store and ledger: five steps that all
+/// succeed, and a write then a write both sets deny.
 const SOPS: [&str; 2] = ["five_steps", "denied"];
 
 /// The forbid the candidate set adds.
@@ -49,10 +49,10 @@ fn candidate(dir: &Path) -> PathBuf {
     out
 }
 
-/// What a configuration did.
+/// What one SOP's run did, with a store and a ledger of its own.
 struct Ran {
     cli: SopCli,
-    outputs: Vec<Output>,
+    output: Output,
     entries: Vec<Entry>,
 }
 
@@ -60,91 +60,103 @@ impl Ran {
     fn ledger(&self) -> PathBuf {
         self.cli.dir.path().join("ledger.db")
     }
+}
 
-    /// Its store's contents.
-    fn items(&self) -> Items {
-        self.cli.store.items()
+/// Each of [`SOPS`] run on a fresh store and ledger, with the candidate set as shadow or
+/// without one.
+fn run_all(shadow: bool) -> Vec<Ran> {
+    SOPS.iter()
+        .map(|sop| {
+            let cli = SopCli::new(|dir| dir.join("ledger.db").into_os_string());
+            let dir = candidate(cli.dir.path());
+            let extra: Vec<&str> = if shadow {
+                vec!["--shadow-policies", dir.to_str().expect("UTF-8 path")]
+            } else {
+                Vec::new()
+            };
+            let output = cli.run(sop, &extra).output().expect("escepine runs");
+            let ledger = cli.dir.path().join("ledger.db");
+            verify_path(&ledger, None).expect("the ledger verifies");
+            let entries = read_entries(&ledger).expect("the ledger reads");
+            Ran {
+                cli,
+                output,
+                entries,
+            }
+        })
+        .collect()
+}
+
+/// Keys whose values differ between two runs by construction (random ids, times, hashes of
+/// records naming them), and the shadow field itself.
+const VARYING: [&str; 11] = [
+    "call_id",
+    "idempotency_key",
+    "run_id",
+    "compensates",
+    "payload_hash",
+    "output_hash",
+    "outcome",
+    "start_ms",
+    "duration_us",
+    "started_ms",
+    "shadow",
+];
+
+fn strip(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for k in VARYING {
+                o.remove(k);
+            }
+            o.values_mut().for_each(strip);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip),
+        _ => {}
     }
 }
 
-fn run_all(shadow: bool) -> Ran {
-    let cli = SopCli::new(|dir| dir.join("ledger.db").into_os_string());
-    let dir = candidate(cli.dir.path());
-    let mut outputs = Vec::new();
-    for sop in SOPS {
-        let extra: Vec<&str> = if shadow {
-            vec!["--shadow-policies", dir.to_str().expect("UTF-8 path")]
-        } else {
-            Vec::new()
-        };
-        outputs.push(cli.run(sop, &extra).output().expect("escepine runs"));
-    }
-    let ledger = cli.dir.path().join("ledger.db");
-    verify_path(&ledger, None).expect("the ledger verifies");
-    let entries = read_entries(&ledger).expect("the ledger reads");
-    Ran {
-        cli,
-        outputs,
-        entries,
-    }
-}
-
-/// The ledger with everything that differs between two runs by construction (ids, times, the
-/// store's port, hashes over payloads naming it) left out, and the shadow field taken out:
-/// one line per record.
+/// The ledger without what differs between two runs by construction ([`VARYING`], the
+/// store's port, the temporary directory): one line per record.
 fn comparable(ran: &Ran) -> Vec<String> {
-    let url = &ran.cli.store.url;
+    let store = &ran.cli.store;
+    let dir = ran.cli.dir.path().display().to_string();
     ran.entries
         .iter()
         .map(|e| {
             let mut v = serde_json::to_value(&e.record).expect("a record encodes");
-            if let Some(o) = v.as_object_mut() {
-                for k in [
-                    "call_id",
-                    "idempotency_key",
-                    "run_id",
-                    "compensates",
-                    "payload_hash",
-                    "output_hash",
-                    "shadow",
-                    "overlay",
-                ] {
-                    o.remove(k);
-                }
-                if let Some(Value::Array(attempts)) = o.get_mut("attempts") {
-                    for a in attempts {
-                        if let Some(a) = a.as_object_mut() {
-                            a.remove("start_ms");
-                            a.remove("duration_us");
-                        }
-                    }
-                }
-                if let Some(Value::Object(data)) = o.get_mut("data") {
-                    for k in ["run_id", "started_ms", "call_id", "meta"] {
-                        data.remove(k);
-                    }
-                }
-            }
-            let line = escepine_runtime::ledger::canonical_json(&v);
-            line.replace(url.as_str(), "STORE")
+            strip(&mut v);
+            escepine_runtime::ledger::canonical_json(&v)
+                .replace(store.url.as_str(), "STORE")
+                .replace(store.addr.as_str(), "STORE")
+                .replace(dir.as_str(), "DIR")
         })
         .collect()
+}
+
+fn intents(ran: &Ran) -> impl Iterator<Item = &Intent> {
+    ran.entries.iter().filter_map(|e| match &e.record {
+        Record::Intent(i) => Some(i),
+        _ => None,
+    })
 }
 
 #[test]
 fn a_shadow_set_records_exactly_its_disagreements_and_changes_nothing() {
     let plain = run_all(false);
     let shadowed = run_all(true);
-
-    // The same runs: exit statuses and printed transitions (ids aside).
-    for (n, (a, b)) in plain.outputs.iter().zip(&shadowed.outputs).enumerate() {
+    let write_tools = ["s_put", "s_version", "s_delete"];
+    let mut disagreements = 0;
+    let mut agreeing_denials = 0;
+    for (n, (a, b)) in plain.iter().zip(&shadowed).enumerate() {
+        let sop = SOPS[n];
+        // The same run: exit status, printed events (ids aside), effects, evidence.
         assert_eq!(
-            a.status.code(),
-            b.status.code(),
-            "{}: {}\n{}",
-            SOPS[n],
-            text(&a.stderr),
-            text(&b.stderr)
+            a.output.status.code(),
+            b.output.status.code(),
+            "{sop}: {}\n{}",
+            text(&a.output.stderr),
+            text(&b.output.stderr)
         );
         let events = |o: &Output| -> Vec<String> {
             text(&o.stdout)
@@ -152,109 +164,101 @@ fn a_shadow_set_records_exactly_its_disagreements_and_changes_nothing() {
                 .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
                 .collect()
         };
-        assert_eq!(events(a), events(b), "{}", SOPS[n]);
-    }
-    assert_eq!(plain.outputs[0].status.code(), Some(0));
-    assert_eq!(plain.outputs[1].status.code(), Some(10));
-    // The same effects, and the same evidence but for the shadow field.
-    assert_eq!(plain.items(), shadowed.items());
-    assert_eq!(comparable(&plain), comparable(&shadowed));
-    assert!(
-        plain
-            .entries
-            .iter()
-            .all(|e| !matches!(&e.record, Record::Intent(i) if i.shadow.is_some())),
-        "no shadow field without a shadow set"
-    );
-
-    // Exactly the disagreements of the added forbid: the allowed writes to the store's host.
-    let write_tools = ["s_put", "s_version", "s_delete"];
-    let host = url::Url::parse(&shadowed.cli.store.url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .expect("the store's host");
-    assert_eq!(host, "127.0.0.1");
-    let mut expected = Vec::new();
-    let mut recorded = Vec::new();
-    let mut agreeing_denials = 0;
-    for e in &shadowed.entries {
-        let Record::Intent(i) = &e.record else {
-            continue;
-        };
-        let names_host = i.payload["store"]
-            .as_str()
-            .and_then(|s| url::Url::parse(s).ok())
-            .is_some_and(|u| u.host_str() == Some(host.as_str()));
-        if write_tools.contains(&i.tool_id.as_str()) && names_host && i.decision == "allow" {
-            expected.push(i.call_id.clone());
-        }
-        if i.decision == "deny" {
-            agreeing_denials += 1;
-        }
-        if let Some(s) = &i.shadow {
-            assert_eq!(
-                s,
-                &ShadowDecision {
-                    decision: "deny".into(),
-                    policy_ids: vec!["shadow-no-store-host".into()]
-                },
-                "{}",
-                i.tool_id
-            );
-            recorded.push(i.call_id.clone());
-        }
-    }
-    assert!(expected.len() >= 4, "{expected:?}");
-    assert_eq!(recorded, expected);
-    assert_eq!(
-        agreeing_denials, 1,
-        "the denied SOP's write, denied by both"
-    );
-    assert!(
-        shadowed.entries.iter().any(|e| matches!(
-            &e.record,
-            Record::Intent(i) if i.tool_id == "s_get" && i.shadow.is_none()
-        )),
-        "the read agrees"
-    );
-
-    // `ledger show --disagreements` lists exactly those calls.
-    let show = std::process::Command::new(env!("CARGO_BIN_EXE_escepine"))
-        .args(["ledger", "show", "--disagreements"])
-        .arg(shadowed.ledger())
-        .output()
-        .expect("escepine runs");
-    let out = text(&show.stdout);
-    assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
-    let listed: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.split("call ").nth(1))
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    assert_eq!(listed, expected, "{out}");
-    for line in out.lines().filter(|l| l.contains("call ")) {
-        assert!(line.contains(r#"Agent::"alice""#), "{line}");
+        assert_eq!(events(&a.output), events(&b.output), "{sop}");
+        assert_eq!(a.cli.store.items(), b.cli.store.items(), "{sop}");
+        assert_eq!(comparable(a), comparable(b), "{sop}");
         assert!(
-            line.contains("allow [permit-alice] → shadow deny [shadow-no-store-host]"),
-            "{line}"
+            intents(a).all(|i| i.shadow.is_none()),
+            "{sop}: no shadow field without a shadow set"
+        );
+
+        // Exactly the disagreements of the added forbid: the allowed writes to the store's
+        // host, each denied by it.
+        let host = url::Url::parse(&b.cli.store.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .expect("the store's host");
+        assert_eq!(host, "127.0.0.1");
+        let expected: Vec<&str> = intents(b)
+            .filter(|i| write_tools.contains(&i.tool_id.as_str()) && i.decision == "allow")
+            .filter(|i| {
+                i.payload["store"]
+                    .as_str()
+                    .and_then(|s| url::Url::parse(s).ok())
+                    .is_some_and(|u| u.host_str() == Some(host.as_str()))
+            })
+            .map(|i| i.call_id.as_str())
+            .collect();
+        let recorded: Vec<&str> = intents(b)
+            .filter(|i| i.shadow.is_some())
+            .map(|i| i.call_id.as_str())
+            .collect();
+        assert_eq!(recorded, expected, "{sop}");
+        for i in intents(b) {
+            if let Some(s) = &i.shadow {
+                assert_eq!(
+                    s,
+                    &ShadowDecision {
+                        decision: "deny".into(),
+                        policy_ids: vec!["shadow-no-store-host".into()]
+                    },
+                    "{sop}: {}",
+                    i.tool_id
+                );
+            }
+        }
+        disagreements += recorded.len();
+        agreeing_denials += intents(b)
+            .filter(|i| i.decision == "deny" && i.shadow.is_none())
+            .count();
+
+        // `ledger show --disagreements` lists exactly those calls.
+        let show = |ran: &Ran| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_escepine"))
+                .args(["ledger", "show", "--disagreements"])
+                .arg(ran.ledger())
+                .output()
+                .expect("escepine runs")
+        };
+        let o = show(b);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let listed: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.split("call ").nth(1))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(listed, expected, "{out}");
+        for line in out.lines().filter(|l| l.contains(" call ")) {
+            assert!(line.contains(r#"Agent::"alice""#), "{line}");
+            assert!(
+                line.contains("allow [permit-alice] → shadow deny [shadow-no-store-host]"),
+                "{line}"
+            );
+        }
+        let count = match expected.len() {
+            1 => "1 disagreement".to_string(),
+            n => format!("{n} disagreements"),
+        };
+        assert!(
+            out.ends_with(&format!("{count} in {}\n", b.ledger().display())),
+            "{out}"
+        );
+        assert_eq!(
+            text(&show(a).stdout),
+            format!("0 disagreements in {}\n", a.ledger().display())
         );
     }
-    assert!(
-        out.ends_with(&format!(
-            "{} disagreements in {}\n",
-            expected.len(),
-            shadowed.ledger().display()
-        )),
-        "{out}"
-    );
-    let plain_show = std::process::Command::new(env!("CARGO_BIN_EXE_escepine"))
-        .args(["ledger", "show", "--disagreements"])
-        .arg(plain.ledger())
-        .output()
-        .expect("escepine runs");
+    assert_eq!(plain[0].output.status.code(), Some(0));
+    assert_eq!(plain[1].output.status.code(), Some(10));
+    assert!(disagreements >= 5, "{disagreements}");
     assert_eq!(
-        text(&plain_show.stdout),
-        format!("0 disagreements in {}\n", plain.ledger().display())
+        agreeing_denials, 1,
+        "the denied SOP's write, denied by both sets"
+    );
+    assert!(
+        intents(&shadowed[0]).any(|i| i.tool_id == "s_get" && i.shadow.is_none()),
+        "the read agrees"
     );
 }
 
