@@ -412,15 +412,12 @@ fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flip
     std::fs::create_dir_all(&records).expect("a records directory");
     for e in std::fs::read_dir(workspace().join("tools/records")).expect("the catalog's records") {
         let path = e.expect("an entry").path();
-        if path.file_name().is_some_and(|n| n != "note_publish.json") {
+        if path.file_name().is_some_and(|n| n != "web_search.json") {
             std::fs::copy(&path, records.join(path.file_name().expect("a name"))).expect("copied");
         }
     }
-    let note_publish = intents
-        .iter()
-        .filter(|i| i.tool_id == "note_publish")
-        .count();
-    assert!(note_publish >= 1);
+    let absent = intents.iter().filter(|i| i.tool_id == "web_search").count();
+    assert!(absent >= 1);
     let (code, stdout, stderr) = {
         let (mut o, mut e) = (Vec::new(), Vec::new());
         let code = escepine_cli::run(
@@ -451,13 +448,13 @@ fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flip
     assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
     assert_eq!(
         stderr.matches("is not in the records").count(),
-        note_publish,
+        absent,
         "{stderr}"
     );
     assert!(
         stderr.ends_with(&format!(
-            "replayed {} requests, 0 flipped (0 widened); {note_publish} not replayed (tool absent from the records)\n",
-            intents.len() - note_publish
+            "replayed {} requests, 0 flipped (0 widened); {absent} not replayed (tool absent from the records)\n",
+            intents.len() - absent
         )),
         "{stderr}"
     );
