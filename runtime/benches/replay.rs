@@ -35,9 +35,9 @@ const CALLS: usize = 10_000;
 
 /// The URL call `n` reads.
 fn url(n: usize) -> String {
-    if n % 20 == 0 {
+    if n.is_multiple_of(20) {
         format!("https://www.linkedin.com/in/person-{n}")
-    } else if n % 7 == 0 {
+    } else if n.is_multiple_of(7) {
         // `tool-XXX-block-k` forbids `*.blocked-k.example` to tool `k % 100`.
         let k = n % 997;
         format!("https://a.blocked-{k}.example/page/{n}")
@@ -59,7 +59,7 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
         .map(|n| {
             let tool = format!("tool_{:03}", n % TOOLS);
             let k = n % 997;
-            let tool = if n % 7 == 0 && n % 20 != 0 {
+            let tool = if n.is_multiple_of(7) && !n.is_multiple_of(20) {
                 format!("tool_{:03}", k % TOOLS)
             } else {
                 tool
