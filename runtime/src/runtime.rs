@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use escepine_contract::{EgressGrant, Invoke, Principal, Tool};
+use registry_build::cedar::Binding;
 use registry_build::Registry;
 use serde_json::Value;
 use tracing::Instrument;
@@ -24,6 +25,9 @@ pub enum BuildError {
     /// The Cedar authorizer could not be built (bad entities, say).
     #[error("authorization: {0}")]
     Authorize(String),
+    /// The shadow policy set's authorizer could not be built.
+    #[error("shadow policies: {0}")]
+    Shadow(String),
     /// A schema did not compile (unreachable for checked records).
     #[error("tool `{tool}`: {why}")]
     Schema {
@@ -48,6 +52,7 @@ pub struct RuntimeBuilder {
     secrets: Arc<dyn SecretSource>,
     entities: Option<Value>,
     overlay: Overlay,
+    shadow: Option<Binding>,
 }
 
 impl RuntimeBuilder {
@@ -81,6 +86,20 @@ impl RuntimeBuilder {
         self
     }
 
+    /// A candidate policy set evaluated beside the enforced one on every call — shadow mode.
+    ///
+    /// `candidate` is a [`Binding`] of the same records (and the same schema) with other
+    /// policies, as [`registry_build::cedar::bind`] makes one from a policies directory. Every
+    /// call's request (same principal, tool, gated payload and entities) is also authorized
+    /// against it; its decision is never enforced and changes nothing of the call (outcome,
+    /// egress, retries). Where it differs from the enforced decision, the intent records it as
+    /// `shadow: {decision, policy_ids}`; a candidate policy that fails to evaluate decides
+    /// deny, so against an allowed call it is recorded too.
+    pub fn shadow_policies(mut self, candidate: Binding) -> Self {
+        self.shadow = Some(candidate);
+        self
+    }
+
     /// Compile the gates, slice the policies, freeze the registry.
     ///
     /// # Errors
@@ -93,6 +112,12 @@ impl RuntimeBuilder {
         }
         let authorizer = Authorizer::new(reg.cedar(), reg.records(), self.entities.as_ref())
             .map_err(|e| BuildError::Authorize(e.to_string()))?;
+        let shadow = self
+            .shadow
+            .as_ref()
+            .map(|b| Authorizer::new(b, reg.records(), self.entities.as_ref()))
+            .transpose()
+            .map_err(|e| BuildError::Shadow(e.to_string()))?;
         let mut tools = HashMap::new();
         for record in reg.records() {
             let schema_err = |why| BuildError::Schema {
@@ -128,6 +153,7 @@ impl RuntimeBuilder {
             inner: Arc::new(Inner {
                 tools,
                 authorizer,
+                shadow,
                 ledger: self.ledger.ok_or(BuildError::Missing("ledger"))?,
                 executor: self.executor.ok_or(BuildError::Missing("executor"))?,
                 secrets: self.secrets,
@@ -141,6 +167,7 @@ impl RuntimeBuilder {
 struct Inner {
     tools: HashMap<String, LoadedTool>,
     authorizer: Authorizer,
+    shadow: Option<Authorizer>,
     ledger: Arc<dyn Ledger>,
     executor: Arc<dyn Executor>,
     secrets: Arc<dyn SecretSource>,
@@ -167,6 +194,7 @@ impl Runtime {
             secrets: Arc::new(EnvSecrets),
             entities: None,
             overlay: Overlay::default(),
+            shadow: None,
         }
     }
 
@@ -218,6 +246,7 @@ impl Runtime {
         let parts = Parts {
             tools: &inner.tools,
             authorizer: &inner.authorizer,
+            shadow: inner.shadow.as_ref(),
             ledger: &*inner.ledger,
             executor: &*inner.executor,
             secrets: &*inner.secrets,

@@ -27,7 +27,9 @@
 //!    `page-read-no-linkedin` before any request, so it appears only as a denial;
 //! 5. it writes the deliverable the SOP assembled (`deliverable.md`, and the tool's whole output
 //!    as `deliverable.json`), verifies the ledger's hash chain, and prints a summary (also
-//!    `summary.json`).
+//!    `summary.json`). The Cedar entities it ran with are written as `entities.json`, so that
+//!    `escepine policy replay --entities` can re-authorize the ledger's requests as they were
+//!    made.
 //!
 //! Exit status: 0 when the run completed, the deliverable was written and the ledger verifies;
 //! 1 otherwise, with the reason.
@@ -211,13 +213,15 @@ async fn research(
     let executor_choice_ms = ms(choose_started.elapsed());
     progress.line(format_args!("executor: {} — {}", chosen.name, chosen.why));
 
+    let entities = entities();
+    write(&out.join("entities.json"), &entities.to_string())?;
     let ledger = SqliteLedger::open(&ledger_path, Durability::Full)
         .map_err(|e| format!("cannot open the ledger {}: {e}", ledger_path.display()))?;
     let runtime = Runtime::builder(registry)
         .ledger(Arc::new(ledger))
         .executor(chosen.executor)
         .secrets(Arc::new(secrets))
-        .entities(entities())
+        .entities(entities)
         .overlay(overlay)
         .build()
         .map_err(|e| format!("the runtime does not build: {e}"))?;

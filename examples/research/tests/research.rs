@@ -208,3 +208,279 @@ fn a_denied_sop_read_escalates_the_run_and_exits_non_zero() {
     let ledger = dir.path().join("ledger.db");
     verify_path(&ledger, None).expect("the ledger of an escalated run verifies too");
 }
+
+/// `escepine policy replay` (in process) over a ledger; its exit status, stdout and stderr.
+fn replay(
+    ledger: &Path,
+    policies: &Path,
+    entities: &Path,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let records = workspace().join("tools/records");
+    let mut args: Vec<String> = ["escepine", "policy", "replay", "--ledger"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for (flag, path) in [
+        (None, ledger),
+        (Some("--records"), records.as_path()),
+        (Some("--policies"), policies),
+        (Some("--entities"), entities),
+    ] {
+        args.extend(flag.map(str::to_owned));
+        args.push(path.display().to_string());
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = escepine_cli::run(
+        args,
+        &mut escepine_cli::Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+fn workspace() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the workspace")
+        .to_path_buf()
+}
+
+/// The catalog's policies with `edit` applied to each file's text (file name, text → text),
+/// plus `extra` as another file, in a new directory under `dir`.
+fn policies(
+    dir: &Path,
+    name: &str,
+    edit: impl Fn(&str, &str) -> String,
+    extra: &str,
+) -> std::path::PathBuf {
+    let out = dir.join(name);
+    std::fs::create_dir_all(&out).expect("a policies directory");
+    for e in std::fs::read_dir(workspace().join("tools/policies")).expect("the catalog's policies")
+    {
+        let path = e.expect("an entry").path();
+        let file = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("a file name")
+            .to_string();
+        let text = std::fs::read_to_string(&path).expect("a policy file");
+        std::fs::write(out.join(&file), edit(&file, &text)).expect("written");
+    }
+    if !extra.is_empty() {
+        std::fs::write(out.join("change.cedar"), extra).expect("written");
+    }
+    out
+}
+
+/// The call ids of the lines `policy replay` printed.
+fn flipped(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(|l| {
+            l.strip_prefix("call ")
+                .and_then(|l| l.split_whitespace().next())
+                .unwrap_or_else(|| panic!("not a flip line: {l}"))
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flips() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("run");
+    let ran = run(&out, &["--executor", "process"]);
+    assert!(
+        ran.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&ran.stdout),
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let ledger = out.join("ledger.db");
+    let entities = out.join("entities.json");
+    let entries = read_entries(&ledger).expect("the ledger reads");
+    let intents: Vec<&Intent> = entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::Intent(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let summary = |flips: usize, widened: usize| {
+        format!(
+            "replayed {} requests, {flips} flipped ({widened} widened)\n",
+            intents.len()
+        )
+    };
+
+    // The policies the run was made under: nothing flips.
+    let (code, stdout, stderr) =
+        replay(&ledger, &workspace().join("tools/policies"), &entities, &[]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+    assert_eq!(stderr, summary(0, 0));
+
+    // Also forbid the corpus's host to page reads: exactly the allowed reads of a URL on that
+    // host flip, to a deny by the new policy; the LinkedIn read stays denied.
+    let host = "127.0.0.1";
+    let forbid_host = format!(
+        "@id(\"page-read-no-corpus-host\")\nforbid (principal, action in Action::\"page-read\", resource)\n\
+         when {{ context has url && context.url.host == \"{host}\" }};\n"
+    );
+    let narrowed = policies(dir.path(), "narrowed", |_, t| t.to_string(), &forbid_host);
+    let expected: Vec<String> = intents
+        .iter()
+        .filter(|i| PAGE_READERS.contains(&i.tool_id.as_str()) && i.decision == "allow")
+        .filter(|i| {
+            i.payload["url"]
+                .as_str()
+                .and_then(|u| url::Url::parse(u).ok())
+                .is_some_and(|u| u.host_str() == Some(host))
+        })
+        .map(|i| i.call_id.clone())
+        .collect();
+    assert!(expected.len() >= 3, "{expected:?}");
+    let (code, stdout, stderr) = replay(&ledger, &narrowed, &entities, &[]);
+    assert_eq!(code, 0, "a narrowing passes: {stderr}");
+    assert_eq!(flipped(&stdout), expected, "{stdout}");
+    for line in stdout.lines() {
+        assert!(line.contains("  Agent::\"researcher\"  "), "{line}");
+        assert!(
+            line.contains("  allow → deny  [read-only-tools] → [page-read-no-corpus-host]"),
+            "{line}"
+        );
+        let call = line.split_whitespace().nth(1).expect("a call id");
+        let intent = intents
+            .iter()
+            .find(|i| i.call_id == call)
+            .expect("an intent");
+        let payload = escepine_runtime::ledger::canonical_json(&intent.payload);
+        assert!(
+            line.contains(&format!("  {}  {payload}  ", intent.tool_id)),
+            "{line}"
+        );
+    }
+    assert_eq!(stderr, summary(expected.len(), 0));
+
+    // Allow LinkedIn (its forbid removed): the one denied read flips to an allow — a
+    // widening, exit 1 — unless --allow-widening.
+    let linkedin: Vec<&&Intent> = intents
+        .iter()
+        .filter(|i| i.decision == "deny" && i.policy_ids == ["page-read-no-linkedin"])
+        .collect();
+    assert_eq!(
+        linkedin.len(),
+        1,
+        "the research ledger holds the denied LinkedIn read"
+    );
+    let widened = policies(
+        dir.path(),
+        "widened",
+        |file, text| {
+            if file == "page_read.cedar" {
+                "// LinkedIn no longer forbidden.\n".to_string()
+            } else {
+                text.to_string()
+            }
+        },
+        "",
+    );
+    let (code, stdout, stderr) = replay(&ledger, &widened, &entities, &[]);
+    assert_eq!(code, 1, "a widening fails: {stdout}{stderr}");
+    assert_eq!(flipped(&stdout), [linkedin[0].call_id.clone()]);
+    assert!(
+        stdout.contains("  deny → allow  [page-read-no-linkedin] → [read-only-tools]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("https://www.linkedin.com/"), "{stdout}");
+    assert!(stderr.starts_with(&summary(1, 1)), "{stderr}");
+    assert!(stderr.contains("--allow-widening"), "{stderr}");
+    let (code, again, stderr) = replay(&ledger, &widened, &entities, &["--allow-widening"]);
+    assert_eq!((code, again.as_str()), (0, stdout.as_str()), "{stderr}");
+    assert_eq!(stderr, summary(1, 1));
+
+    // Records that lack a tool of the ledger: a note per intent of it, counted.
+    let records = dir.path().join("records");
+    std::fs::create_dir_all(&records).expect("a records directory");
+    for e in std::fs::read_dir(workspace().join("tools/records")).expect("the catalog's records") {
+        let path = e.expect("an entry").path();
+        if path.file_name().is_some_and(|n| n != "web_search.json") {
+            std::fs::copy(&path, records.join(path.file_name().expect("a name"))).expect("copied");
+        }
+    }
+    let absent = intents.iter().filter(|i| i.tool_id == "web_search").count();
+    assert!(absent >= 1);
+    let (code, stdout, stderr) = {
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let code = escepine_cli::run(
+            [
+                "escepine",
+                "policy",
+                "replay",
+                "--ledger",
+                ledger.to_str().expect("UTF-8"),
+                "--records",
+                records.to_str().expect("UTF-8"),
+                "--policies",
+                workspace().join("tools/policies").to_str().expect("UTF-8"),
+                "--entities",
+                entities.to_str().expect("UTF-8"),
+            ],
+            &mut escepine_cli::Io {
+                out: &mut o,
+                err: &mut e,
+            },
+        );
+        (
+            code,
+            String::from_utf8_lossy(&o).into_owned(),
+            String::from_utf8_lossy(&e).into_owned(),
+        )
+    };
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+    assert_eq!(
+        stderr.matches("is not in the records").count(),
+        absent,
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with(&format!(
+            "replayed {} requests, 0 flipped (0 widened); {absent} not replayed (tool absent from the records)\n",
+            intents.len() - absent
+        )),
+        "{stderr}"
+    );
+
+    // A broken chain is refused before anything is replayed, naming the entry.
+    let broken = dir.path().join("broken.db");
+    std::fs::copy(&ledger, &broken).expect("the ledger copied");
+    let seq = entries
+        .iter()
+        .find(|e| matches!(&e.record, Record::Intent(i) if i.call_id == linkedin[0].call_id))
+        .expect("the denied intent's entry")
+        .seq;
+    let sql = format!(
+        "UPDATE entries SET body = replace(body, '\"deny\"', '\"allow\"') WHERE seq = {seq};"
+    );
+    let sqlite = Command::new("sqlite3")
+        .arg(&broken)
+        .arg(&sql)
+        .output()
+        .expect("the sqlite3 command-line tool is needed (apt-get install sqlite3)");
+    assert!(
+        sqlite.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sqlite.stderr)
+    );
+    let (code, stdout, stderr) = replay(&broken, &widened, &entities, &[]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(stderr.contains(&format!("entry {seq} changed")), "{stderr}");
+}

@@ -51,6 +51,27 @@ pub(crate) fn load(sources: &registry_build::Sources) -> Result<Registry, CliErr
     registry_build::load(sources).map_err(|d| CliError::text(exit::INVALID, d.render()))
 }
 
+/// The JSON file at `path` (an entities file, say).
+///
+/// # Errors
+/// Exit status `code`, naming the file, when it cannot be read or is not JSON.
+pub(crate) fn read_json(path: &std::path::Path, code: i32) -> Result<Value, CliError> {
+    let invalid =
+        |e: &dyn std::fmt::Display| CliError::new(code, format!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| invalid(&e))?;
+    serde_json::from_str(&text).map_err(|e| invalid(&e))
+}
+
+/// The policies of `dir` bound to the registry's records (schema merged, strict validation),
+/// as the registry's own policies are; invalid ones are their rendered diagnostics (exit 1).
+pub(crate) fn bind(
+    registry: &Registry,
+    dir: &std::path::Path,
+) -> Result<registry_build::cedar::Binding, CliError> {
+    registry_build::cedar::bind(registry.records(), Some(dir))
+        .map_err(|d| CliError::text(exit::INVALID, d.render()))
+}
+
 /// The flags of every command that builds a runtime (`call`, `run`, `resume`, `serve`).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct RuntimeArgs {
@@ -64,6 +85,11 @@ pub(crate) struct RuntimeArgs {
     /// (`postgres://user:password@host:port/db`).
     #[arg(long, value_name = "PATH|URL")]
     pub(crate) ledger: LedgerLocation,
+    /// Candidate Cedar policies (`*.cedar`, optional `*.cedarschema`) evaluated beside the
+    /// enforced ones on every call, never enforced; each disagreement is recorded in the
+    /// call's intent (`escepine ledger show --disagreements` lists them).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) shadow_policies: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) run: ToolRunArgs,
 }
@@ -74,29 +100,30 @@ impl RuntimeArgs {
     /// # Errors
     /// Exit 1, naming the file, when it cannot be read or is not JSON.
     pub(crate) fn entities(&self) -> Result<Option<Value>, CliError> {
-        let Some(path) = &self.entities else {
-            return Ok(None);
-        };
-        let invalid = |e: &dyn std::fmt::Display| {
-            CliError::new(exit::INVALID, format!("{}: {e}", path.display()))
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| invalid(&e))?;
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| invalid(&e))
+        self.entities
+            .as_deref()
+            .map(|path| read_json(path, exit::INVALID))
+            .transpose()
     }
 
-    /// The runtime over `registry`: the ledger opened, the executor made ready (its images
-    /// fetched), the secrets read, then the entities, the overlay, and the build.
+    /// The runtime over `registry`: the shadow policies bound, the ledger opened, the executor
+    /// made ready (its images fetched), the secrets read, then the entities, the overlay, and
+    /// the build.
     ///
     /// # Errors
     /// `unavailable` (the command's status for it) when the ledger cannot be opened or the
-    /// executor made ready; exit 1 for invalid secrets, entities, overlay or runtime.
+    /// executor made ready; exit 1 for invalid shadow policies, secrets, entities, overlay or
+    /// runtime.
     pub(crate) async fn build(
         &self,
         registry: Registry,
         unavailable: i32,
     ) -> Result<Runtime, CliError> {
+        let shadow = self
+            .shadow_policies
+            .as_ref()
+            .map(|dir| bind(&registry, dir))
+            .transpose()?;
         let ledger = self
             .ledger
             .open(Durability::Full)
@@ -120,6 +147,9 @@ impl RuntimeArgs {
         if let Some(path) = &self.overlay {
             let overlay = Overlay::load(path).map_err(|e| CliError::new(exit::INVALID, e))?;
             builder = builder.overlay(overlay);
+        }
+        if let Some(shadow) = shadow {
+            builder = builder.shadow_policies(shadow);
         }
         builder.build().map_err(|e| CliError::new(exit::INVALID, e))
     }

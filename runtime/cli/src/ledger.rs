@@ -1,5 +1,5 @@
-//! `escepine ledger verify PATH`, `escepine ledger show PATH [--run ID]`, and the commands of
-//! checkpoints and proofs (`keygen`, `checkpoint`, `prove`, in [`proofs`]).
+//! `escepine ledger verify PATH`, `escepine ledger show PATH [--run ID] [--disagreements]`, and
+//! the commands of checkpoints and proofs (`keygen`, `checkpoint`, `prove`, in [`proofs`]).
 
 mod proofs;
 
@@ -89,6 +89,10 @@ enum Sub {
         /// Only this SOP run.
         #[arg(long, value_name = "ID")]
         run: Option<String>,
+        /// Only the calls whose shadow policies disagreed with the enforced ones, one line
+        /// each: call id, principal, tool, enforced → shadow decision, the policies of both.
+        #[arg(long)]
+        disagreements: bool,
     },
 }
 
@@ -107,7 +111,16 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             };
             verify(path, head.as_deref(), checkpoints.as_ref(), io)
         }
-        Sub::Show { path, run } => show(path, run.as_deref(), io),
+        Sub::Show {
+            path,
+            run,
+            disagreements: false,
+        } => show(path, run.as_deref(), io),
+        Sub::Show {
+            path,
+            run,
+            disagreements: true,
+        } => show_disagreements(path, run.as_deref(), io),
         Sub::Keygen { name, out } => proofs::keygen(name, out, io),
         Sub::Checkpoint { path, key } => proofs::checkpoint(path, key, io),
         Sub::Prove {
@@ -239,13 +252,52 @@ fn call_slot<'a>(
     (calls.len() - 1, true)
 }
 
-fn show(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
-    let entries = path.read_entries().map_err(|e| match e {
+/// Every entry of the ledger, for `show`: a corrupt one is exit 1, an unreadable ledger 2.
+fn read_for_show(path: &LedgerLocation) -> Result<Vec<Entry>, CliError> {
+    path.read_entries().map_err(|e| match e {
         escepine_runtime::ledger::LedgerError::Corrupt { .. } => {
             CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
         }
         e => CliError::new(UNREADABLE, e),
-    })?;
+    })
+}
+
+/// `show --disagreements`: one line per intent with a shadow decision, then a count.
+fn show_disagreements(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    let entries = read_for_show(path)?;
+    let mut out = String::new();
+    let mut count = 0usize;
+    for e in &entries {
+        let Record::Intent(i) = &e.record else {
+            continue;
+        };
+        let Some(shadow) = &i.shadow else { continue };
+        if run.is_some() && i.run_id.as_deref() != run {
+            continue;
+        }
+        count += 1;
+        out.push_str(&format!(
+            "#{:<5} call {}  {}  {}  {} [{}] → shadow {} [{}]\n",
+            e.seq,
+            i.call_id,
+            i.principal,
+            i.tool_id,
+            i.decision,
+            i.policy_ids.join(", "),
+            shadow.decision,
+            shadow.policy_ids.join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "{count} disagreement{} in {path}\n",
+        if count == 1 { "" } else { "s" }
+    ));
+    let _ = io.out.write_all(out.as_bytes());
+    Ok(())
+}
+
+fn show(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    let entries = read_for_show(path)?;
     let grouped = group(&entries);
     let runs = grouped.groups.iter().filter(|(r, _)| r.is_some()).count();
     let selected: Vec<&Group<'_>> = grouped
@@ -336,6 +388,17 @@ fn render_call(call: &Call<'_>, out: &mut String) {
             ));
             for reason in &i.reasons {
                 out.push_str(&format!("{PAD}reason     {reason}\n"));
+            }
+            if let Some(shadow) = &i.shadow {
+                let policies = if shadow.policy_ids.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    shadow.policy_ids.join(", ")
+                };
+                out.push_str(&format!(
+                    "{PAD}shadow     {}  policies {policies}\n",
+                    shadow.decision
+                ));
             }
             if let Some(c) = &i.compensates {
                 out.push_str(&format!("{PAD}compensates {c}\n"));

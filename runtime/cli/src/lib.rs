@@ -64,7 +64,8 @@ enum Command {
     /// Work with SOP files: `sop graph` draws one as Mermaid or DOT.
     Sop(sop::Args),
     /// Work with a policy set before deploying it: `policy test` runs its test cases,
-    /// `policy prove` proves its properties.
+    /// `policy replay` re-authorizes recorded requests against it, `policy prove` proves its
+    /// properties.
     #[command(subcommand_required = true)]
     Policy(policy::Args),
 }

@@ -21,6 +21,15 @@ fn escepine() -> std::path::PathBuf {
 }
 
 async fn serve(principal: &str, ledger: &std::path::Path) -> RunningService<RoleClient, ()> {
+    serve_with(principal, ledger, &[]).await
+}
+
+/// [`serve`] with more flags.
+async fn serve_with(
+    principal: &str,
+    ledger: &std::path::Path,
+    extra: &[&std::ffi::OsStr],
+) -> RunningService<RoleClient, ()> {
     testtool(); // built, so the records' workspace binary resolves
     let mut cmd = Command::new(escepine());
     cmd.arg("serve")
@@ -31,7 +40,8 @@ async fn serve(principal: &str, ledger: &std::path::Path) -> RunningService<Role
         .arg(fixture("policies"))
         .args(["--principal", principal])
         .arg("--ledger")
-        .arg(ledger);
+        .arg(ledger)
+        .args(extra);
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::inherit())
         .spawn()
@@ -170,6 +180,67 @@ async fn another_principal_sees_and_may_call_less() {
         "a default deny names no policy"
     );
     client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_shadow_set_served_over_stdio_is_recorded_and_never_enforced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ledger = dir.path().join("ledger.db");
+    let candidate = dir.path().join("candidate");
+    std::fs::create_dir_all(&candidate).expect("mkdir");
+    for e in std::fs::read_dir(fixture("policies")).expect("policies") {
+        let path = e.expect("entry").path();
+        std::fs::copy(&path, candidate.join(path.file_name().expect("name"))).expect("copied");
+    }
+    std::fs::write(
+        candidate.join("shadow.cedar"),
+        "@id(\"shadow-no-hello\")\nforbid (principal, action == Action::\"m_echo\", resource)\n\
+         when { context.input.text == \"hello\" };\n",
+    )
+    .expect("written");
+    let client = serve_with(
+        r#"Agent::"alice""#,
+        &ledger,
+        &["--shadow-policies".as_ref(), candidate.as_os_str()],
+    )
+    .await;
+    // The candidate's forbid is not enforced: the call is allowed and answered.
+    let ok = call(&client, "m_echo", json!({ "text": "hello" }))
+        .await
+        .expect("tools/call");
+    assert_eq!(
+        ok.structured_content,
+        Some(json!({ "echo": { "text": "hello" } }))
+    );
+    let other = call(&client, "m_echo", json!({ "text": "bye" }))
+        .await
+        .expect("tools/call");
+    assert_eq!(other.is_error, Some(false));
+    client.cancel().await.expect("close");
+
+    let entries = escepine_runtime::ledger::sqlite::read_entries(&ledger).expect("ledger");
+    let shadows: Vec<(String, Option<escepine_runtime::ledger::ShadowDecision>)> = entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            escepine_runtime::ledger::Record::Intent(i) => {
+                Some((i.payload["text"].to_string(), i.shadow.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shadows,
+        [
+            (
+                "\"hello\"".to_string(),
+                Some(escepine_runtime::ledger::ShadowDecision {
+                    decision: "deny".into(),
+                    policy_ids: vec!["shadow-no-hello".into()]
+                })
+            ),
+            ("\"bye\"".to_string(), None),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ pub mod postgres;
 pub mod proof;
 pub mod record;
 mod redact;
+pub mod replay;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod store;
@@ -26,7 +27,9 @@ pub use location::LedgerLocation;
 pub use memory::MemoryLedger;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresLedger, PostgresOptions};
-pub use record::{Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, Transition};
+pub use record::{
+    Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, ShadowDecision, Transition,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLedger, SqliteOptions};
 pub use store::{BoxFuture, Durability, Ledger};

@@ -77,6 +77,22 @@ pub struct Intent {
     /// was allowed to carry under a credential-like name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credential_exemptions: Vec<CredentialExemption>,
+    /// What the shadow (candidate) policy set decided on the very same request, present only
+    /// when it disagrees with `decision`. Never enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowDecision>,
+}
+
+/// The decision of the shadow policy set on a call, recorded where it disagrees with the
+/// enforced one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowDecision {
+    /// `allow` or `deny`: what the candidate set decided.
+    pub decision: String,
+    /// The candidate set's determining policies (on deny, the satisfied forbids and the
+    /// policies whose evaluation failed).
+    pub policy_ids: Vec<String>,
 }
 
 /// One reviewed exemption from the credential-name rule, as an intent records it.
@@ -244,5 +260,36 @@ mod tests {
         assert!(
             serde_json::from_value::<Record>(intent_body(json!({"egress_origin": []}))).is_err()
         );
+    }
+
+    #[test]
+    fn the_shadow_decision_is_decoded_closed_and_omitted_when_absent() {
+        let shadow = json!({"shadow": {"decision": "deny", "policy_ids": ["no-example"]}});
+        let Record::Intent(i) =
+            serde_json::from_value(intent_body(shadow.clone())).expect("decodes")
+        else {
+            panic!("an intent");
+        };
+        assert_eq!(
+            i.shadow,
+            Some(ShadowDecision {
+                decision: "deny".into(),
+                policy_ids: vec!["no-example".into()]
+            })
+        );
+        let back = serde_json::to_value(Record::Intent(i)).expect("encodes");
+        assert_eq!(back["shadow"], shadow["shadow"]);
+
+        let Record::Intent(none) = serde_json::from_value(intent_body(json!({}))).expect("decodes")
+        else {
+            panic!("an intent");
+        };
+        let back = serde_json::to_value(Record::Intent(none)).expect("encodes");
+        assert!(back.get("shadow").is_none(), "{back}");
+        // Closed at both levels.
+        let extra = json!({"shadow": {"decision": "deny", "policy_ids": [], "why": "x"}});
+        assert!(serde_json::from_value::<Record>(intent_body(extra)).is_err());
+        let missing = json!({"shadow": {"decision": "deny"}});
+        assert!(serde_json::from_value::<Record>(intent_body(missing)).is_err());
     }
 }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::ended::Ended;
+use crate::ledger::ShadowDecision;
 use crate::report::CallOutcome;
 use registry_build::authorize::{Authorizer, Decision};
 
@@ -24,6 +25,29 @@ pub(crate) fn authorize(
         decision.policy_ids().join(",").as_str(),
     );
     decision
+}
+
+/// The shadow set's decision on the very same request (principal, tool, gated payload,
+/// entities), kept only where it disagrees with the enforced `decision`. It is never
+/// enforced: nothing downstream reads it but the intent. A candidate that fails to evaluate
+/// decides deny (as any Cedar evaluation error does), so the failure is recorded as a
+/// disagreement with an allowed call, naming the failing policies.
+pub(crate) fn shadow(
+    cx: &CallContext<'_>,
+    shadow: Option<&Authorizer>,
+    payload: &Value,
+    decision: &Decision,
+) -> Option<ShadowDecision> {
+    let candidate = shadow?.authorize(cx.principal, cx.tool.record.tool_id(), payload);
+    disagreement(decision, &candidate)
+}
+
+/// The candidate's decision when it differs from the enforced one (allow against deny).
+fn disagreement(enforced: &Decision, candidate: &Decision) -> Option<ShadowDecision> {
+    (enforced.allowed() != candidate.allowed()).then(|| ShadowDecision {
+        decision: candidate.as_str().to_string(),
+        policy_ids: candidate.policy_ids().to_vec(),
+    })
 }
 
 /// What the call's sandbox may reach, fixed here, before the intent and any execution: the
@@ -115,6 +139,64 @@ mod tests {
             "a default deny: {d:?}"
         );
         assert!(admit(&cx, &d).is_err());
+    }
+
+    #[test]
+    fn the_shadow_set_is_kept_only_where_it_disagrees() {
+        let rec = builder("t", n_schema(), n_schema()).registered();
+        let records = std::slice::from_ref(&rec);
+        let enforced = authorizer(records, "@id(\"all\") permit(principal, action, resource);");
+        let candidate = authorizer(
+            records,
+            "@id(\"all\") permit(principal, action, resource);\n\
+             @id(\"no-big\") forbid(principal, action, resource) when { context.input.n > 5 };",
+        );
+        let tool = loaded(rec.clone());
+        let (who, opts) = (alice(), CallOptions::default());
+        let cx = context(&tool, &who, &opts, &Fixed(Vec::new()));
+
+        let small = json!({"n": 1});
+        let d = authorize(&cx, &enforced, &small);
+        assert_eq!(shadow(&cx, Some(&candidate), &small, &d), None);
+        assert_eq!(shadow(&cx, None, &small, &d), None);
+
+        let big = json!({"n": 6});
+        let d = authorize(&cx, &enforced, &big);
+        assert!(d.allowed(), "the enforced set still allows: {d:?}");
+        assert_eq!(
+            shadow(&cx, Some(&candidate), &big, &d),
+            Some(ShadowDecision {
+                decision: "deny".into(),
+                policy_ids: vec!["no-big".into()]
+            })
+        );
+        // A candidate policy that fails to evaluate (a Long overflow) is recorded, not enforced.
+        let failing = authorizer(
+            records,
+            "@id(\"all\") permit(principal, action, resource);\n\
+             @id(\"overflows\") forbid(principal, action, resource) when { context.input.n * 9223372036854775807 > 0 };",
+        );
+        assert_eq!(
+            shadow(
+                &cx,
+                Some(&failing),
+                &small,
+                &authorize(&cx, &enforced, &small)
+            ),
+            Some(ShadowDecision {
+                decision: "deny".into(),
+                policy_ids: vec!["overflows".into()]
+            })
+        );
+        // The other way round: the candidate allows what the enforced set denies.
+        let d = authorize(&cx, &candidate, &big);
+        assert_eq!(
+            shadow(&cx, Some(&enforced), &big, &d),
+            Some(ShadowDecision {
+                decision: "allow".into(),
+                policy_ids: vec!["all".into()]
+            })
+        );
     }
 
     #[test]

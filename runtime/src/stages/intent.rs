@@ -7,24 +7,32 @@ use super::retry;
 use crate::error::CallError;
 use crate::ledger::{
     canonical_json, sha256_hex, Committed, CredentialExemption, Intent, Ledger, Record,
+    ShadowDecision,
 };
 use registry_build::authorize::Decision;
 
 /// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
-/// hash, the decision and its policies, the overlay, the origins its egress admits, the deadline), committed; a ledger that
+/// hash, the decision and its policies, the overlay, the origins its egress admits, the
+/// deadline, and the shadow set's decision where it disagrees), committed; a ledger that
 /// cannot commit refuses the call before anything ran.
 pub(crate) async fn record(
     cx: &CallContext<'_>,
     ledger: &dyn Ledger,
     payload: &Value,
     decision: &Decision,
+    shadow: Option<ShadowDecision>,
 ) -> Result<Committed, CallError> {
     Ok(ledger
-        .append(Record::Intent(intent(cx, payload, decision)))
+        .append(Record::Intent(intent(cx, payload, decision, shadow)))
         .await?)
 }
 
-fn intent(cx: &CallContext<'_>, payload: &Value, decision: &Decision) -> Intent {
+fn intent(
+    cx: &CallContext<'_>,
+    payload: &Value,
+    decision: &Decision,
+    shadow: Option<ShadowDecision>,
+) -> Intent {
     let record = &cx.tool.record;
     let mut recorded = payload.clone();
     cx.scrubber.value(&mut recorded);
@@ -59,6 +67,7 @@ fn intent(cx: &CallContext<'_>, payload: &Value, decision: &Decision) -> Intent 
                 reason: e.reason,
             })
             .collect(),
+        shadow,
     }
 }
 
@@ -93,9 +102,19 @@ mod tests {
         let cx = context(&tool, &who, &opts, &Fixed(vec![("KEY", "s3cr3t")]));
         let ledger = MemoryLedger::new();
         let decision = Decision::default();
-        let entry = record(&cx, &ledger, &json!({"q": "a s3cr3t b"}), &decision)
-            .await
-            .expect("committed");
+        let shadow = ShadowDecision {
+            decision: "allow".into(),
+            policy_ids: vec!["candidate".into()],
+        };
+        let entry = record(
+            &cx,
+            &ledger,
+            &json!({"q": "a s3cr3t b"}),
+            &decision,
+            Some(shadow.clone()),
+        )
+        .await
+        .expect("committed");
         assert_eq!(entry.seq, 1);
         let entries = ledger.entries().expect("readable");
         let Record::Intent(i) = &entries[0].record else {
@@ -114,5 +133,6 @@ mod tests {
         );
         assert_eq!(i.deadline_ms, Some(100));
         assert_eq!(i.principal, "Agent::\"alice\"");
+        assert_eq!(i.shadow, Some(shadow));
     }
 }

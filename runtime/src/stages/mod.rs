@@ -10,6 +10,8 @@
 //!    their scrubber.
 //! 2. [`input::gate`]: the payload against the input schema (deviation → refused).
 //! 3. [`authorize::authorize`]: Cedar; a DENY is a decision, recorded, never retried.
+//!    [`authorize::shadow`] evaluates the candidate policy set, if any, on the very same
+//!    request; it is never enforced, and only a disagreement is kept, for the intent.
 //!    [`authorize::egress`] then fixes what the call's sandbox may reach (for a profile with
 //!    `authorized-urls`, the origins of the URLs Cedar allowed).
 //! 4. [`intent::record`]: the intent is committed before anything can execute (a ledger that
@@ -62,6 +64,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) tools: &'a HashMap<String, LoadedTool>,
     /// Cedar.
     pub(crate) authorizer: &'a Authorizer,
+    /// The shadow (candidate) policy set: evaluated beside the enforced one, never enforced.
+    pub(crate) shadow: Option<&'a Authorizer>,
     /// The evidence ledger.
     pub(crate) ledger: &'a dyn Ledger,
     /// What runs each attempt.
@@ -84,8 +88,9 @@ pub(crate) async fn run(
     let mut cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
     let payload = input::gate(&cx, payload)?; // 2
     let decision = authorize::authorize(&cx, parts.authorizer, &payload); // 3
+    let shadow = authorize::shadow(&cx, parts.shadow, &payload, &decision);
     cx.egress = authorize::egress(&cx, &decision);
-    let intent = intent::record(&cx, parts.ledger, &payload, &decision).await?; // 4
+    let intent = intent::record(&cx, parts.ledger, &payload, &decision, shadow).await?; // 4
     let (attempts, ended) = match authorize::admit(&cx, &decision) {
         Err(denied) => (Vec::new(), denied),
         Ok(()) => {

@@ -27,6 +27,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         deadline_ms: Some(90_500),
         credential_exemptions: vec![],
         egress_origins: vec![],
+        shadow: None,
     })
 }
 
