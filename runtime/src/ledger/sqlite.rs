@@ -100,6 +100,25 @@ impl std::fmt::Debug for SqliteLedger {
     }
 }
 
+/// Switch the database to WAL mode; the mode it is in afterwards. Several processes opening a
+/// new ledger at once contend for the lock the switch needs, and SQLite reports that contention
+/// as `SQLITE_BUSY` without waiting in its busy handler (to avoid a deadlock between readers), so
+/// a busy answer is retried here until `limit` has passed.
+fn enable_wal(conn: &Connection, limit: Duration) -> rusqlite::Result<String> {
+    let until = std::time::Instant::now() + limit;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn unavailable(path: &Path, what: &str, e: impl std::fmt::Display) -> LedgerError {
     LedgerError::Unavailable(format!("{}: {what}: {e}", path.display()))
 }
@@ -128,8 +147,7 @@ impl SqliteLedger {
         .map_err(|e| unavailable(&path, "cannot open", e))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| unavailable(&path, "busy_timeout", e))?;
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        let mode = enable_wal(&conn, options.busy_timeout)
             .map_err(|e| unavailable(&path, "cannot enable WAL mode", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(unavailable(

@@ -247,3 +247,37 @@ async fn a_second_writer_on_the_same_file_does_not_fork_the_chain() {
     }
     assert_eq!(verify_path(&path, None).unwrap().entries, 20);
 }
+
+/// Opens the ledger at `path` from `n` threads at once (each its own connection, as `n`
+/// processes would have); how many opened.
+fn open_at_once(path: &std::path::Path, n: usize) -> usize {
+    let start = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let opened: Vec<_> = (0..n)
+        .map(|_| {
+            let (path, start) = (path.to_path_buf(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                SqliteLedger::open(&path, Durability::Full)
+            })
+        })
+        .collect();
+    opened
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .inspect(|r| {
+            if let Err(e) = r {
+                eprintln!("{e}");
+            }
+        })
+        .filter(Result::is_ok)
+        .count()
+}
+
+#[test]
+fn runtimes_opening_a_new_ledger_at_once_all_open_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let path = dir.path().join(format!("ledger-{round}.db"));
+        assert_eq!(open_at_once(&path, 6), 6, "round {round}");
+    }
+}
