@@ -385,7 +385,7 @@ fn an_invariant_that_does_not_validate_names_its_file() {
         None,
         &[("CVC5", Path::new("/nonexistent"))],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("typo.cedar") && err.contains("shceme"),

@@ -29,8 +29,8 @@ pub(crate) enum PolicyCommand {
     Replay(replay::Args),
     /// Prove, for every principal type, action and resource type, that no policy can error,
     /// that every invariant holds and (with --against) that the policies only restrict an older
-    /// set; each failure with a counterexample request. Exit 0 all proved, 1 a proof failed (or
-    /// invalid inputs), 2 the solver is missing, failed or answered unknown, or bad usage.
+    /// set; each failure with a counterexample request. Exit 0 all proved, 1 a proof failed, 2
+    /// the solver is missing, failed or answered unknown, invalid inputs, or bad usage.
     Prove(prove::Args),
 }
 

@@ -33,9 +33,12 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let sources = registry_build::Sources::new()
         .records(&args.records)
         .policies(&args.policies);
-    let registry = crate::args::load(&sources)?;
+    // Inputs that do not load prove nothing, as a missing solver: exit 2, so that 1 only ever
+    // means a property does not hold (as for `policy test` and `policy replay`).
+    let registry =
+        registry_build::load(&sources).map_err(|d| CliError::text(exit::USAGE, d.render()))?;
     let binding = registry.cedar();
-    let invalid = |e: escepine_prove::ProveError| CliError::new(exit::INVALID, e);
+    let invalid = |e: escepine_prove::ProveError| CliError::new(exit::USAGE, e);
     let mut obligations = Obligations {
         model: request_model(registry.records(), &binding.schema).map_err(invalid)?,
         ..Obligations::default()
