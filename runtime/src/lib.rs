@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub use registry_build::authorize;
+pub mod budget;
 mod error;
 pub mod executor;
 pub use escepine_egress::host_class;
