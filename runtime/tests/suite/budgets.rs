@@ -267,3 +267,66 @@ fn bad_budget_files_name_the_file_the_pointer_and_the_rule() {
         .expect_err("no file");
     assert!(missing.to_string().starts_with("/nonexistent/budgets.json: cannot read"), "{missing}");
 }
+
+/// Two runtimes on one PostgreSQL database (two ledgers, two connection pools) share one
+/// budget: together they get exactly its calls, and the refusals are recorded in the chain.
+#[cfg(feature = "postgres")]
+#[test]
+fn two_runtimes_on_one_postgres_database_share_a_budget() {
+    use escepine_runtime::ledger::postgres::PostgresLedger;
+    use escepine_testkit::postgres::TestDatabase;
+
+    let _host = host::shared_blocking();
+    let db = TestDatabase::create();
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    let doc = json!({"budgets": [
+        {"id": "shared", "principal": "Agent::\"alice\"", "tool": "b_count", "calls": 5}
+    ]});
+    let open = || -> Arc<dyn Ledger> {
+        Arc::new(PostgresLedger::open(&db.url(), Durability::Full).unwrap())
+    };
+    let (first, second) = (
+        runtime(open(), budgets(doc.clone())),
+        runtime(open(), budgets(doc)),
+    );
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let kinds = tokio.block_on(async {
+        let calls: Vec<_> = (0..12)
+            .map(|n| {
+                let rt = if n % 2 == 0 { first.clone() } else { second.clone() };
+                let counter = counter.clone();
+                tokio::spawn(async move { count(&rt, "alice", &counter).await.kind() })
+            })
+            .collect();
+        let mut kinds = Vec::new();
+        for c in calls {
+            kinds.push(c.await.unwrap());
+        }
+        kinds
+    });
+    let ok = kinds.iter().filter(|k| **k == CallKind::Ok).count();
+    let exceeded = kinds
+        .iter()
+        .filter(|k| **k == CallKind::BudgetExceeded)
+        .count();
+    assert_eq!((ok, exceeded), (5, 7), "{kinds:?}");
+    assert_eq!(runs(&counter), 5);
+    let recorded = first
+        .ledger()
+        .entries()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            matches!(&e.record, Record::Outcome(o)
+                if o.result == CallResult::BudgetExceeded && o.budget.as_deref() == Some("shared"))
+        })
+        .count();
+    assert_eq!(recorded, 7);
+    let uses = db.query_strings("SELECT count(*)::text FROM budget_uses WHERE ended");
+    assert_eq!(uses, ["5"]);
+}
