@@ -339,7 +339,12 @@ fn a_call_over_its_budget_exits_7_and_the_ledger_names_the_budget() {
         r#"{"budgets": [{"id": "alice-once", "principal": "Agent::\"alice\"", "tool": "t_count", "calls": 1}]}"#,
     )
     .unwrap();
-    let flags = ["--executor", "process", "--budgets", budgets.to_str().unwrap()];
+    let flags = [
+        "--executor",
+        "process",
+        "--budgets",
+        budgets.to_str().unwrap(),
+    ];
     let alice = r#"Agent::"alice""#;
     let first = call(&ledger, alice, "t_count", &input, &flags);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
@@ -372,7 +377,10 @@ fn a_call_over_its_budget_exits_7_and_the_ledger_names_the_budget() {
     assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
     let err = text(&bad.stderr);
     assert!(
-        err.contains(&format!("{}: /budgets/0/tool: no registered tool", budgets.display())),
+        err.contains(&format!(
+            "{}: /budgets/0/tool: no registered tool",
+            budgets.display()
+        )),
         "{err}"
     );
 }

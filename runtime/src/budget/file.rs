@@ -135,13 +135,18 @@ impl Budgets {
     ///
     /// # Errors
     /// As [`Budgets::load`].
-    pub fn from_value(value: &Value, file: &Path, registry: &Registry) -> Result<Self, BudgetsError> {
+    pub fn from_value(
+        value: &Value,
+        file: &Path,
+        registry: &Registry,
+    ) -> Result<Self, BudgetsError> {
         let invalid = |pointer: String, rule: String| BudgetsError::Invalid {
             file: file.to_path_buf(),
             pointer,
             rule,
         };
-        let doc = Document::deserialize(value).map_err(|e| invalid(String::new(), e.to_string()))?;
+        let doc =
+            Document::deserialize(value).map_err(|e| invalid(String::new(), e.to_string()))?;
         let mut budgets: Vec<Budget> = Vec::with_capacity(doc.budgets.len());
         for (i, raw) in doc.budgets.iter().enumerate() {
             let at = format!("/budgets/{i}");
@@ -152,7 +157,10 @@ impl Budgets {
             if budgets.iter().any(|b| b.id == budget.id) {
                 return Err(invalid(
                     format!("{at}/id"),
-                    format!("the id `{}` is already taken by an earlier budget", budget.id),
+                    format!(
+                        "the id `{}` is already taken by an earlier budget",
+                        budget.id
+                    ),
                 ));
             }
             budgets.push(budget);
@@ -195,7 +203,10 @@ fn check(e: Entry, index: usize, registry: &Registry) -> Result<Budget, Broken> 
     }
     let target = if let Some(tool) = e.tool {
         if registry.get(&tool).is_none() {
-            return Err((Some("tool"), format!("no registered tool is named `{tool}`")));
+            return Err((
+                Some("tool"),
+                format!("no registered tool is named `{tool}`"),
+            ));
         }
         Target::Tool(tool)
     } else if let Some(class) = e.class {
@@ -203,12 +214,17 @@ fn check(e: Entry, index: usize, registry: &Registry) -> Result<Budget, Broken> 
             let known: Vec<&str> = SideEffectClass::ALL.iter().map(|c| c.as_str()).collect();
             (
                 Some("class"),
-                format!("`{class}` is not a side-effect class (one of {})", known.join(", ")),
+                format!(
+                    "`{class}` is not a side-effect class (one of {})",
+                    known.join(", ")
+                ),
             )
         })?;
         Target::Class(parsed)
     } else if let Some(group) = e.action_group {
-        Target::ActionGroup(action_group(&group, registry).map_err(|rule| (Some("action_group"), rule))?)
+        Target::ActionGroup(
+            action_group(&group, registry).map_err(|rule| (Some("action_group"), rule))?,
+        )
     } else {
         Target::Every
     };
@@ -220,7 +236,10 @@ fn check(e: Entry, index: usize, registry: &Registry) -> Result<Budget, Broken> 
     }
     match e.per_s {
         Some(_) if e.calls.is_none() => {
-            return Err((Some("per_s"), "a window counts `calls`, which is missing".into()))
+            return Err((
+                Some("per_s"),
+                "a window counts `calls`, which is missing".into(),
+            ))
         }
         Some(0) => return Err((Some("per_s"), "a window lasts at least one second".into())),
         _ => {}

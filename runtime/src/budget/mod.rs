@@ -13,4 +13,4 @@
 pub mod file;
 pub(crate) mod table;
 
-pub use file::{Budget, BudgetsError, Budgets, Subject, Target};
+pub use file::{Budget, Budgets, BudgetsError, Subject, Target};

@@ -153,14 +153,23 @@ mod tests {
             window_ms: Some(100),
             concurrent: None,
         };
-        assert_eq!(store.reserve(&claim("1", 0, &windowed)).unwrap(), Reservation::Granted);
-        assert_eq!(store.reserve(&claim("2", 50, &windowed)).unwrap(), Reservation::Granted);
+        assert_eq!(
+            store.reserve(&claim("1", 0, &windowed)).unwrap(),
+            Reservation::Granted
+        );
+        assert_eq!(
+            store.reserve(&claim("2", 50, &windowed)).unwrap(),
+            Reservation::Granted
+        );
         assert_eq!(
             store.reserve(&claim("3", 99, &windowed)).unwrap(),
             Reservation::Exceeded("b".into())
         );
         // The first use left the window.
-        assert_eq!(store.reserve(&claim("4", 101, &windowed)).unwrap(), Reservation::Granted);
+        assert_eq!(
+            store.reserve(&claim("4", 101, &windowed)).unwrap(),
+            Reservation::Granted
+        );
 
         let concurrent = BudgetLimit {
             budget: "c".into(),
@@ -168,15 +177,24 @@ mod tests {
             window_ms: None,
             concurrent: Some(1),
         };
-        assert_eq!(store.reserve(&claim("5", 0, &concurrent)).unwrap(), Reservation::Granted);
+        assert_eq!(
+            store.reserve(&claim("5", 0, &concurrent)).unwrap(),
+            Reservation::Granted
+        );
         assert_eq!(
             store.reserve(&claim("6", 10, &concurrent)).unwrap(),
             Reservation::Exceeded("c".into())
         );
         store.release("5").unwrap();
-        assert_eq!(store.reserve(&claim("7", 20, &concurrent)).unwrap(), Reservation::Granted);
+        assert_eq!(
+            store.reserve(&claim("7", 20, &concurrent)).unwrap(),
+            Reservation::Granted
+        );
         // A use never ended stops counting at its expiry.
-        assert_eq!(store.reserve(&claim("8", 1_021, &concurrent)).unwrap(), Reservation::Granted);
+        assert_eq!(
+            store.reserve(&claim("8", 1_021, &concurrent)).unwrap(),
+            Reservation::Granted
+        );
     }
 
     #[test]
@@ -200,7 +218,10 @@ mod tests {
             expiry_ms: 10,
             limits: vec![open.clone(), shut],
         };
-        assert_eq!(store.reserve(&both).unwrap(), Reservation::Exceeded("shut".into()));
+        assert_eq!(
+            store.reserve(&both).unwrap(),
+            Reservation::Exceeded("shut".into())
+        );
         assert_eq!(store.lock().unwrap().len(), 0);
     }
 }

@@ -82,7 +82,10 @@ impl Ledger for MemoryLedger {
         self.leases.acquire(run_id)
     }
 
-    fn reserve_budgets(&self, claim: BudgetClaim) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
         Box::pin(std::future::ready(self.budgets.reserve(&claim)))
     }
 

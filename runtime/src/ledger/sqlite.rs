@@ -21,15 +21,15 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::budget::{BudgetClaim, Reservation};
 pub use super::entry::StoredRow;
 use super::entry::{
     entry_hash, is_hash, now_ms, record_body, select_run, Committed, Entry, GENESIS_PREV,
 };
 use super::error::LedgerError;
-use super::budget::{BudgetClaim, Reservation};
 use super::lease::{FileLeases, RunLease};
-use super::sqlite_budgets::SqliteBudgets;
 use super::record::Record;
+use super::sqlite_budgets::SqliteBudgets;
 use super::store::{BoxFuture, Durability, Ledger};
 
 /// The table every store of the chain holds (see `runtime/LEDGER.md`).
@@ -288,7 +288,10 @@ impl Ledger for SqliteLedger {
 
     /// Uses live in the `budget_uses` table of the same file, checked and inserted in one
     /// immediate transaction (so runtimes sharing the file share the counts).
-    fn reserve_budgets(&self, claim: BudgetClaim) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
         Box::pin(self.budgets.reserve(claim))
     }
 

@@ -20,13 +20,14 @@ pub const BUDGET_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS budget_uses (
     PRIMARY KEY (budget, call_id)
 );
 CREATE INDEX IF NOT EXISTS budget_uses_by_start ON budget_uses (budget, start_ms);
-CREATE INDEX IF NOT EXISTS budget_uses_by_call ON budget_uses (call_id)";
+CREATE INDEX IF NOT EXISTS budget_uses_by_call ON budget_uses (call_id);
+CREATE INDEX IF NOT EXISTS budget_uses_in_flight ON budget_uses (budget, expiry_ms) WHERE ended = 0";
 
-const COUNT: &str = "SELECT
-    COALESCE(SUM(start_ms >= ?2), 0),
-    COALESCE(SUM(ended = 0 AND expiry_ms > ?3), 0)
-    FROM budget_uses WHERE budget = ?1";
-const INSERT: &str = "INSERT OR REPLACE INTO budget_uses (budget, call_id, start_ms, expiry_ms, ended)
+const CALLS: &str = "SELECT COUNT(*) FROM budget_uses WHERE budget = ?1 AND start_ms >= ?2";
+const IN_FLIGHT: &str =
+    "SELECT COUNT(*) FROM budget_uses WHERE budget = ?1 AND ended = 0 AND expiry_ms > ?2";
+const INSERT: &str =
+    "INSERT OR REPLACE INTO budget_uses (budget, call_id, start_ms, expiry_ms, ended)
     VALUES (?1, ?2, ?3, ?4, 0)";
 const RELEASE: &str = "UPDATE budget_uses SET ended = 1 WHERE call_id = ?1";
 
@@ -64,7 +65,8 @@ impl SqliteBudgets {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, LedgerError> {
-        let (shared, path, timeout) = (Arc::clone(&self.conn), self.path.clone(), self.busy_timeout);
+        let (shared, path, timeout) =
+            (Arc::clone(&self.conn), self.path.clone(), self.busy_timeout);
         tokio::task::spawn_blocking(move || {
             let mut guard = shared
                 .lock()
@@ -111,16 +113,18 @@ fn reserve(conn: &mut Connection, claim: &BudgetClaim) -> rusqlite::Result<Reser
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = claim.start_ms;
     for limit in &claim.limits {
-        let count = tx.query_row(
-            COUNT,
-            params![limit.budget, sql_u64(limit.counted_from(now)), sql_u64(now)],
-            |row| {
-                Ok(BudgetCount {
-                    calls: row.get::<_, i64>(0)?.max(0) as u64,
-                    in_flight: row.get::<_, i64>(1)?.max(0) as u64,
-                })
-            },
-        )?;
+        // Only what the budget limits is counted.
+        let mut count = BudgetCount::default();
+        if limit.calls.is_some() {
+            let from = sql_u64(limit.counted_from(now));
+            let n: i64 = tx.query_row(CALLS, params![limit.budget, from], |r| r.get(0))?;
+            count.calls = n.max(0) as u64;
+        }
+        if limit.concurrent.is_some() {
+            let n: i64 =
+                tx.query_row(IN_FLIGHT, params![limit.budget, sql_u64(now)], |r| r.get(0))?;
+            count.in_flight = n.max(0) as u64;
+        }
         if limit.refuses(count) {
             return Ok(Reservation::Exceeded(limit.budget.clone()));
         }

@@ -54,7 +54,10 @@ pub trait Ledger: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`LedgerError::Unavailable`] when the uses cannot be read or written.
-    fn reserve_budgets(&self, claim: BudgetClaim) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
         let _ = claim;
         Box::pin(std::future::ready(Err(LedgerError::Unavailable(
             "this ledger does not count budgets".into(),

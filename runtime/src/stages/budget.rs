@@ -59,6 +59,9 @@ pub(crate) async fn release(cx: &CallContext<'_>, ledger: &dyn Ledger, held: Hel
         return;
     }
     if let Err(e) = ledger.release_budgets(&cx.ids.call_id).await {
-        tracing::warn!("the budget uses of call {} stay in flight until their expiry: {e}", cx.ids.call_id);
+        tracing::warn!(
+            "the budget uses of call {} stay in flight until their expiry: {e}",
+            cx.ids.call_id
+        );
     }
 }

@@ -105,7 +105,10 @@ async fn the_call_after_the_limit_is_refused_recorded_and_still_refused_after_a_
     // Another principal is not counted against alice's budget.
     assert_eq!(count(&rt, "bob", &counter).await.kind(), CallKind::Ok);
     // A denied call uses no budget (mallory has none, but is denied before any is counted).
-    assert_eq!(count(&rt, "mallory", &counter).await.kind(), CallKind::Denied);
+    assert_eq!(
+        count(&rt, "mallory", &counter).await.kind(),
+        CallKind::Denied
+    );
 
     let entries = rt.ledger().entries().unwrap();
     let outcome = entries
@@ -152,9 +155,17 @@ async fn the_window_slides_and_a_group_budget_is_shared_by_its_members() {
         },
         "bob's call counts for the whole group"
     );
-    assert_eq!(count(&rt, "alice", &counter).await.kind(), CallKind::Ok, "not in the group");
+    assert_eq!(
+        count(&rt, "alice", &counter).await.kind(),
+        CallKind::Ok,
+        "not in the group"
+    );
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(count(&rt, "carol", &counter).await.kind(), CallKind::Ok, "the window moved on");
+    assert_eq!(
+        count(&rt, "carol", &counter).await.kind(),
+        CallKind::Ok,
+        "the window moved on"
+    );
     assert_eq!(
         count(&rt, "bob", &counter).await.kind(),
         CallKind::BudgetExceeded
@@ -210,9 +221,17 @@ async fn a_concurrent_limit_holds_under_64_concurrent_calls() {
         .filter(|k| **k == CallKind::BudgetExceeded)
         .count();
     assert_eq!(ok + exceeded, 64, "{kinds:?}");
-    assert!(max.load(Ordering::SeqCst) <= LIMIT, "max in flight {}", max.load(Ordering::SeqCst));
+    assert!(
+        max.load(Ordering::SeqCst) <= LIMIT,
+        "max in flight {}",
+        max.load(Ordering::SeqCst)
+    );
     assert!(ok >= 1 && exceeded >= 1, "ok {ok}, exceeded {exceeded}");
-    assert_eq!(served.load(Ordering::SeqCst), ok, "every refused call ran nothing");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        ok,
+        "every refused call ran nothing"
+    );
     // All ended: the budget has room again.
     let after = rt
         .call(
@@ -263,9 +282,14 @@ fn bad_budget_files_name_the_file_the_pointer_and_the_rule() {
         let message = refusal(doc);
         assert!(message.contains(expected), "{message}\nlacks: {expected}");
     }
-    let missing = Budgets::load(Path::new("/nonexistent/budgets.json"), &registry())
-        .expect_err("no file");
-    assert!(missing.to_string().starts_with("/nonexistent/budgets.json: cannot read"), "{missing}");
+    let missing =
+        Budgets::load(Path::new("/nonexistent/budgets.json"), &registry()).expect_err("no file");
+    assert!(
+        missing
+            .to_string()
+            .starts_with("/nonexistent/budgets.json: cannot read"),
+        "{missing}"
+    );
 }
 
 /// Two runtimes on one PostgreSQL database (two ledgers, two connection pools) share one
@@ -298,7 +322,11 @@ fn two_runtimes_on_one_postgres_database_share_a_budget() {
     let kinds = tokio.block_on(async {
         let calls: Vec<_> = (0..12)
             .map(|n| {
-                let rt = if n % 2 == 0 { first.clone() } else { second.clone() };
+                let rt = if n % 2 == 0 {
+                    first.clone()
+                } else {
+                    second.clone()
+                };
                 let counter = counter.clone();
                 tokio::spawn(async move { count(&rt, "alice", &counter).await.kind() })
             })

@@ -23,12 +23,13 @@ pub const BUDGET_TABLE: &str = "CREATE TABLE IF NOT EXISTS budget_uses (
     ended     BOOLEAN NOT NULL DEFAULT FALSE,
     PRIMARY KEY (budget, call_id)
 );
-CREATE INDEX IF NOT EXISTS budget_uses_by_call ON budget_uses (call_id)";
+CREATE INDEX IF NOT EXISTS budget_uses_by_start ON budget_uses (budget, start_ms);
+CREATE INDEX IF NOT EXISTS budget_uses_by_call ON budget_uses (call_id);
+CREATE INDEX IF NOT EXISTS budget_uses_in_flight ON budget_uses (budget, expiry_ms) WHERE NOT ended";
 
-const COUNT: &str = "SELECT
-    COUNT(*) FILTER (WHERE start_ms >= $2),
-    COUNT(*) FILTER (WHERE NOT ended AND expiry_ms > $3)
-    FROM budget_uses WHERE budget = $1";
+const CALLS: &str = "SELECT COUNT(*) FROM budget_uses WHERE budget = $1 AND start_ms >= $2";
+const IN_FLIGHT: &str =
+    "SELECT COUNT(*) FROM budget_uses WHERE budget = $1 AND NOT ended AND expiry_ms > $2";
 const INSERT: &str = "INSERT INTO budget_uses (budget, call_id, start_ms, expiry_ms, ended)
     VALUES ($1, $2, $3, $4, FALSE) ON CONFLICT (budget, call_id) DO NOTHING";
 const RELEASE: &str = "UPDATE budget_uses SET ended = TRUE WHERE call_id = $1";
@@ -49,9 +50,12 @@ pub(crate) async fn reserve(
 ) -> Result<Reservation, PgError> {
     let mut client = pool.get().await.map_err(|e| PgError::Pool(e.to_string()))?;
     let tx = client.transaction().await.map_err(pg("begin"))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &BUDGET_LOCK])
-        .await
-        .map_err(pg("take the budget lock"))?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&LOCK_CLASS, &BUDGET_LOCK],
+    )
+    .await
+    .map_err(pg("take the budget lock"))?;
     if !ready.0.load(Ordering::Acquire) {
         tx.batch_execute(BUDGET_TABLE)
             .await
@@ -59,17 +63,22 @@ pub(crate) async fn reserve(
     }
     let now = claim.start_ms;
     for limit in &claim.limits {
-        let row = tx
-            .query_one(
-                COUNT,
-                &[&limit.budget, &sql(limit.counted_from(now)), &sql(now)],
-            )
-            .await
-            .map_err(pg("count the budget uses"))?;
-        let count = BudgetCount {
-            calls: row.get::<_, i64>(0).max(0) as u64,
-            in_flight: row.get::<_, i64>(1).max(0) as u64,
-        };
+        // Only what the budget limits is counted.
+        let mut count = BudgetCount::default();
+        if limit.calls.is_some() {
+            let row = tx
+                .query_one(CALLS, &[&limit.budget, &sql(limit.counted_from(now))])
+                .await
+                .map_err(pg("count the budget uses"))?;
+            count.calls = row.get::<_, i64>(0).max(0) as u64;
+        }
+        if limit.concurrent.is_some() {
+            let row = tx
+                .query_one(IN_FLIGHT, &[&limit.budget, &sql(now)])
+                .await
+                .map_err(pg("count the budget uses"))?;
+            count.in_flight = row.get::<_, i64>(0).max(0) as u64;
+        }
         if limit.refuses(count) {
             return Ok(Reservation::Exceeded(limit.budget.clone()));
         }

@@ -301,7 +301,10 @@ impl Ledger for PostgresLedger {
     /// Uses live in the `budget_uses` table of the same database, checked and inserted in one
     /// transaction under the advisory lock [`budgets::BUDGET_LOCK`] (so every runtime on the
     /// database shares the counts).
-    fn reserve_budgets(&self, claim: BudgetClaim) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
         let running = self.worker.handle().spawn(budgets::reserve(
             self.pool.clone(),
             std::sync::Arc::clone(&self.budgets_ready),
