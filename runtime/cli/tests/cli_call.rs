@@ -371,6 +371,13 @@ fn a_call_over_its_budget_exits_7_and_the_ledger_names_the_budget() {
     assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
     assert!(shown.contains("outcome    budget_exceeded"), "{shown}");
     assert!(shown.contains("budget     alice-once"), "{shown}");
+    // The uses sit beside the chain: it still verifies.
+    let verify = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "verify"])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
 
     std::fs::write(&budgets, r#"{"budgets": [{"tool": "t_nope", "calls": 1}]}"#).unwrap();
     let bad = call(&ledger, alice, "t_count", &input, &flags);
