@@ -98,6 +98,7 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
                 output_hash: None,
                 output: d.allowed().then(|| json!({"markdown": "# page"})),
                 error: None,
+                budget: None,
             });
             (intent, outcome)
         })

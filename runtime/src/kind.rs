@@ -9,7 +9,7 @@ use crate::ledger::CallResult;
 /// (the `error.type` of the call's span, the `kind` of an MCP error result, the SOP engine's
 /// failure kinds, the exit status of `escepine call`).
 ///
-/// The first five are outcomes (the call got past its intent and its outcome is recorded);
+/// The first six are outcomes (the call got past its intent and its outcome is recorded);
 /// the last four are refusals ([`crate::CallError`]) before any intent was recorded, except
 /// [`CallKind::LedgerUnavailable`], which also ends a call whose outcome could not be committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,6 +24,8 @@ pub enum CallKind {
     TimedOut,
     /// The output violated the output schema; it was recorded, not returned.
     OutputRejected,
+    /// A budget of the principal and tool had no room; recorded, nothing ran.
+    BudgetExceeded,
     /// The proposal names no registered tool; nothing ran or was recorded.
     UnknownTool,
     /// The payload deviates from the input schema; nothing ran or was recorded.
@@ -36,12 +38,13 @@ pub enum CallKind {
 
 impl CallKind {
     /// Every kind, in the order above.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Ok,
         Self::Denied,
         Self::Failed,
         Self::TimedOut,
         Self::OutputRejected,
+        Self::BudgetExceeded,
         Self::UnknownTool,
         Self::InputRejected,
         Self::LedgerUnavailable,
@@ -49,6 +52,7 @@ impl CallKind {
     ];
 
     /// The stable snake-case name: `ok`, `denied`, `failed`, `timed_out`, `output_rejected`,
+    /// `budget_exceeded`,
     /// `unknown_tool`, `input_rejected`, `ledger_unavailable`, `client_mismatch`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -57,6 +61,7 @@ impl CallKind {
             Self::Failed => "failed",
             Self::TimedOut => "timed_out",
             Self::OutputRejected => "output_rejected",
+            Self::BudgetExceeded => "budget_exceeded",
             Self::UnknownTool => "unknown_tool",
             Self::InputRejected => "input_rejected",
             Self::LedgerUnavailable => "ledger_unavailable",
@@ -72,6 +77,7 @@ impl CallKind {
             CallResult::Failed => Self::Failed,
             CallResult::TimedOut => Self::TimedOut,
             CallResult::OutputRejected => Self::OutputRejected,
+            CallResult::BudgetExceeded => Self::BudgetExceeded,
         }
     }
 }
@@ -97,6 +103,7 @@ mod tests {
                 "failed",
                 "timed_out",
                 "output_rejected",
+                "budget_exceeded",
                 "unknown_tool",
                 "input_rejected",
                 "ledger_unavailable",
@@ -109,6 +116,7 @@ mod tests {
             CallResult::Failed,
             CallResult::TimedOut,
             CallResult::OutputRejected,
+            CallResult::BudgetExceeded,
         ] {
             // The ledger's own name of a result is the kind's name.
             let recorded = serde_json::to_value(r).unwrap();

@@ -2,9 +2,9 @@
 //!
 //! A [`Runtime`] is built once from a loaded [`registry_build::Registry`] and then executes only
 //! those tools, every call on one path: resolve, input gate, Cedar authorization, intent
-//! recorded in the [`ledger`], execution with timeout and retry through an
-//! [`executor::Executor`], output gate, outcome recorded — before control returns to the
-//! caller. A call that got past its intent returns a [`CallReport`] whose [`CallOutcome`] is
+//! recorded in the [`ledger`], the [`budget`]s of the principal and tool, execution with
+//! timeout and retry through an [`executor::Executor`], output gate, outcome recorded — before
+//! control returns to the caller. A call that got past its intent returns a [`CallReport`] whose [`CallOutcome`] is
 //! data; a [`CallError`] is a refusal before the intent. One [`CallKind`] classifies both.
 //!
 //! # Features
@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub use registry_build::authorize;
+pub mod budget;
 mod error;
 pub mod executor;
 pub use escepine_egress::host_class;

@@ -39,6 +39,12 @@ pub enum CallOutcome {
         /// The violations (their messages may quote the rejected output).
         violations: Vec<Violation>,
     },
+    /// A budget of the call's principal and tool had no room; nothing ran, nothing was
+    /// retried.
+    BudgetExceeded {
+        /// The budget's id.
+        budget: String,
+    },
 }
 
 impl CallOutcome {
@@ -50,6 +56,7 @@ impl CallOutcome {
             Self::Failed { .. } => CallKind::Failed,
             Self::TimedOut { .. } => CallKind::TimedOut,
             Self::OutputRejected { .. } => CallKind::OutputRejected,
+            Self::BudgetExceeded { .. } => CallKind::BudgetExceeded,
         }
     }
 
@@ -61,6 +68,7 @@ impl CallOutcome {
             Self::Failed { .. } => CallResult::Failed,
             Self::TimedOut { .. } => CallResult::TimedOut,
             Self::OutputRejected { .. } => CallResult::OutputRejected,
+            Self::BudgetExceeded { .. } => CallResult::BudgetExceeded,
         }
     }
 }
@@ -142,7 +150,8 @@ impl CallReport {
 }
 
 /// The outcome in words: `ok`, `denied by policy [p]: reasons`, `failed after 2 attempt(s):
-/// …`, `timed out after 2 attempt(s) of 50 ms each`, `output rejected: …`.
+/// …`, `timed out after 2 attempt(s) of 50 ms each`, `output rejected: …`, `budget `b`
+/// exceeded: nothing ran`.
 impl fmt::Display for CallReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let attempts = self.attempts;
@@ -162,8 +171,14 @@ impl fmt::Display for CallReport {
             CallOutcome::OutputRejected { violations } => {
                 write!(f, "output rejected: {}", violation_list(violations))
             }
+            CallOutcome::BudgetExceeded { budget } => f.write_str(&budget_message(budget)),
         }
     }
+}
+
+/// `budget `<id>` exceeded: nothing ran`.
+pub(crate) fn budget_message(budget: &str) -> String {
+    format!("budget `{budget}` exceeded: nothing ran")
 }
 
 /// `denied by policy [a, b]: reason; reason` (the reasons part only when there are some).

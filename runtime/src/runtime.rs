@@ -9,6 +9,8 @@ use registry_build::Registry;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::budget::table::BudgetTable;
+use crate::budget::Budgets;
 use crate::error::CallError;
 use crate::executor::Executor;
 use crate::ledger::Ledger;
@@ -53,6 +55,7 @@ pub struct RuntimeBuilder {
     entities: Option<Value>,
     overlay: Overlay,
     shadow: Option<Binding>,
+    budgets: Budgets,
 }
 
 impl RuntimeBuilder {
@@ -100,6 +103,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Budgets per principal ([`Budgets::load`] reads a budgets file): every allowed call
+    /// takes a use of each budget that applies to its principal and tool, counted in the
+    /// ledger's store ([`Ledger::reserve_budgets`]), or ends `budget_exceeded` with nothing run.
+    pub fn budgets(mut self, budgets: Budgets) -> Self {
+        self.budgets = budgets;
+        self
+    }
+
     /// Compile the gates, slice the policies, freeze the registry.
     ///
     /// # Errors
@@ -118,6 +129,7 @@ impl RuntimeBuilder {
             .map(|b| Authorizer::new(b, reg.records(), self.entities.as_ref()))
             .transpose()
             .map_err(|e| BuildError::Shadow(e.to_string()))?;
+        let budgets = BudgetTable::new(&self.budgets, reg.records(), authorizer.entities());
         let mut tools = HashMap::new();
         for record in reg.records() {
             let schema_err = |why| BuildError::Schema {
@@ -154,6 +166,7 @@ impl RuntimeBuilder {
                 tools,
                 authorizer,
                 shadow,
+                budgets,
                 ledger: self.ledger.ok_or(BuildError::Missing("ledger"))?,
                 executor: self.executor.ok_or(BuildError::Missing("executor"))?,
                 secrets: self.secrets,
@@ -168,6 +181,7 @@ struct Inner {
     tools: HashMap<String, LoadedTool>,
     authorizer: Authorizer,
     shadow: Option<Authorizer>,
+    budgets: BudgetTable,
     ledger: Arc<dyn Ledger>,
     executor: Arc<dyn Executor>,
     secrets: Arc<dyn SecretSource>,
@@ -178,7 +192,7 @@ struct Inner {
 
 /// The governed runtime: executes only the tools registered at start-up, each call on the one
 /// path (its order is documented where the stages are composed: resolve, input gate,
-/// authorize, record intent, execute, output gate, record outcome).
+/// authorize, record intent, budgets, execute, output gate, record outcome).
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
@@ -195,6 +209,7 @@ impl Runtime {
             entities: None,
             overlay: Overlay::default(),
             shadow: None,
+            budgets: Budgets::default(),
         }
     }
 
@@ -247,6 +262,7 @@ impl Runtime {
             tools: &inner.tools,
             authorizer: &inner.authorizer,
             shadow: inner.shadow.as_ref(),
+            budgets: &inner.budgets,
             ledger: &*inner.ledger,
             executor: &*inner.executor,
             secrets: &*inner.secrets,

@@ -76,6 +76,7 @@ pub fn result_name(r: CallResult) -> &'static str {
         CallResult::Failed => "failed",
         CallResult::TimedOut => "timed_out",
         CallResult::OutputRejected => "output_rejected",
+        CallResult::BudgetExceeded => "budget_exceeded",
     }
 }
 

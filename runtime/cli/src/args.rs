@@ -1,8 +1,9 @@
 //! The flag groups commands share: the registry inputs ([`RegistryArgs`]) and everything that
-//! builds a runtime ([`RuntimeArgs`]: entities, overlay, ledger, executor, secrets).
+//! builds a runtime ([`RuntimeArgs`]: entities, overlay, ledger, budgets, executor, secrets).
 
 use std::path::PathBuf;
 
+use escepine_runtime::budget::Budgets;
 use escepine_runtime::ledger::{Durability, LedgerLocation};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::Runtime;
@@ -90,6 +91,11 @@ pub(crate) struct RuntimeArgs {
     /// call's intent (`escepine ledger show --disagreements` lists them).
     #[arg(long, value_name = "DIR")]
     pub(crate) shadow_policies: Option<PathBuf>,
+    /// Budgets per principal (`{"budgets": [...]}`): calls for ever or in a window, calls in
+    /// flight; counted in the ledger's store; an exceeded budget ends the call
+    /// `budget_exceeded` (exit 7 for `call`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) budgets: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) run: ToolRunArgs,
 }
@@ -124,6 +130,12 @@ impl RuntimeArgs {
             .as_ref()
             .map(|dir| bind(&registry, dir))
             .transpose()?;
+        let budgets = self
+            .budgets
+            .as_deref()
+            .map(|path| Budgets::load(path, &registry))
+            .transpose()
+            .map_err(|e| CliError::new(exit::INVALID, e))?;
         let ledger = self
             .ledger
             .open(Durability::Full)
@@ -150,6 +162,9 @@ impl RuntimeArgs {
         }
         if let Some(shadow) = shadow {
             builder = builder.shadow_policies(shadow);
+        }
+        if let Some(budgets) = budgets {
+            builder = builder.budgets(budgets);
         }
         builder.build().map_err(|e| CliError::new(exit::INVALID, e))
     }

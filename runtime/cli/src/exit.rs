@@ -17,7 +17,8 @@ use escepine_runtime::CallKind;
 
 /// The exit status of `escepine call` for a call that ended with `kind` — the one place it
 /// is decided: 0 ok, 3 denied, 4 input rejected or unknown tool (or a typed client that
-/// does not match), 5 failed, timed out or ledger unavailable, 6 output rejected.
+/// does not match), 5 failed, timed out or ledger unavailable, 6 output rejected, 7 budget
+/// exceeded.
 pub const fn call(kind: CallKind) -> i32 {
     match kind {
         CallKind::Ok => OK,
@@ -25,6 +26,7 @@ pub const fn call(kind: CallKind) -> i32 {
         CallKind::UnknownTool | CallKind::InputRejected | CallKind::ClientMismatch => 4,
         CallKind::Failed | CallKind::TimedOut | CallKind::LedgerUnavailable => 5,
         CallKind::OutputRejected => 6,
+        CallKind::BudgetExceeded => 7,
     }
 }
 
@@ -50,6 +52,7 @@ mod tests {
                 ("failed", 5),
                 ("timed_out", 5),
                 ("output_rejected", 6),
+                ("budget_exceeded", 7),
                 ("unknown_tool", 4),
                 ("input_rejected", 4),
                 ("ledger_unavailable", 5),

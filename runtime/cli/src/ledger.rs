@@ -424,6 +424,9 @@ fn render_call(call: &Call<'_>, out: &mut String) {
                 out.push_str(&format!("  output sha256 {h}"));
             }
             out.push_str(&format!("  (#{seq})\n"));
+            if let Some(b) = &o.budget {
+                out.push_str(&format!("{PAD}budget     {b}\n"));
+            }
             if let Some(e) = &o.error {
                 out.push_str(&format!("{PAD}error      {}\n", one_line(e)));
             }

@@ -326,3 +326,68 @@ fn a_secrets_file_reaches_the_declaring_tool_only_and_is_never_shown() {
         text(&bad.stderr)
     );
 }
+
+#[test]
+fn a_call_over_its_budget_exits_7_and_the_ledger_names_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let counter = dir.path().join("counter");
+    let input = format!(r#"{{"counter":"{}"}}"#, counter.to_str().unwrap());
+    let budgets = dir.path().join("budgets.json");
+    std::fs::write(
+        &budgets,
+        r#"{"budgets": [{"id": "alice-once", "principal": "Agent::\"alice\"", "tool": "t_count", "calls": 1}]}"#,
+    )
+    .unwrap();
+    let flags = [
+        "--executor",
+        "process",
+        "--budgets",
+        budgets.to_str().unwrap(),
+    ];
+    let alice = r#"Agent::"alice""#;
+    let first = call(&ledger, alice, "t_count", &input, &flags);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    // A new process on the same ledger: the use is in the file.
+    let second = call(&ledger, alice, "t_count", &input, &flags);
+    assert_eq!(second.status.code(), Some(7), "{}", text(&second.stderr));
+    assert!(second.stdout.is_empty());
+    assert!(
+        text(&second.stderr).contains("budget `alice-once` exceeded"),
+        "{}",
+        text(&second.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap().lines().count(),
+        1,
+        "the refused call ran nothing"
+    );
+    let show = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "show"])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    let shown = text(&show.stdout);
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+    assert!(shown.contains("outcome    budget_exceeded"), "{shown}");
+    assert!(shown.contains("budget     alice-once"), "{shown}");
+    // The uses sit beside the chain: it still verifies.
+    let verify = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "verify"])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stderr));
+
+    std::fs::write(&budgets, r#"{"budgets": [{"tool": "t_nope", "calls": 1}]}"#).unwrap();
+    let bad = call(&ledger, alice, "t_count", &input, &flags);
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
+    let err = text(&bad.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: /budgets/0/tool: no registered tool",
+            budgets.display()
+        )),
+        "{err}"
+    );
+}

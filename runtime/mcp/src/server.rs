@@ -230,6 +230,7 @@ pub const fn reply(kind: CallKind) -> Reply {
         | CallKind::Failed
         | CallKind::TimedOut
         | CallKind::OutputRejected
+        | CallKind::BudgetExceeded
         | CallKind::InputRejected
         | CallKind::LedgerUnavailable
         | CallKind::ClientMismatch => Reply::ToolError,
@@ -261,6 +262,7 @@ pub fn report_body(report: &CallReport) -> Value {
                 "pointer": v.pointer, "keyword": v.keyword,
             })).collect::<Vec<_>>(),
         }),
+        CallOutcome::BudgetExceeded { budget } => json!({ "budget": budget }),
     };
     merge(&mut body, extra);
     json!({ "error": body })

@@ -2,6 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use super::budget::{BudgetClaim, MemoryBudgets, Reservation};
 use super::entry::{entry_hash, now_ms, record_body, select_run, Committed, Entry, GENESIS_PREV};
 use super::error::LedgerError;
 use super::lease::{LocalLeases, RunLease};
@@ -13,6 +14,7 @@ use super::store::{BoxFuture, Ledger};
 pub struct MemoryLedger {
     entries: Mutex<Vec<Entry>>,
     leases: LocalLeases,
+    budgets: MemoryBudgets,
 }
 
 impl MemoryLedger {
@@ -78,5 +80,16 @@ impl Ledger for MemoryLedger {
 
     fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
         self.leases.acquire(run_id)
+    }
+
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+        Box::pin(std::future::ready(self.budgets.reserve(&claim)))
+    }
+
+    fn release_budgets(&self, call_id: &str) -> BoxFuture<'_, Result<(), LedgerError>> {
+        Box::pin(std::future::ready(self.budgets.release(call_id)))
     }
 }

@@ -1,5 +1,6 @@
 //! The evidence ledger: hash-chained entries, committed before the caller continues.
 
+pub mod budget;
 pub mod checkpoint;
 pub mod entry;
 mod error;
@@ -15,9 +16,12 @@ mod redact;
 pub mod replay;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_budgets;
 mod store;
 pub mod verify;
 
+pub use budget::{BudgetClaim, BudgetCount, BudgetLimit, Reservation};
 pub use entry::{
     canonical_json, entry_hash, hash_input, record_body, sha256_hex, Committed, Entry, GENESIS_PREV,
 };

@@ -145,6 +145,9 @@ pub enum CallResult {
     TimedOut,
     /// The output violated the output schema; nothing was returned.
     OutputRejected,
+    /// A budget of the call's principal and tool had no room (named in `budget`); nothing ran,
+    /// nothing was retried.
+    BudgetExceeded,
 }
 
 /// The outcome of one call.
@@ -166,6 +169,10 @@ pub struct Outcome {
     /// The final error, scrubbed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The id of the budget that refused the call (present when `result` is
+    /// `budget_exceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
 }
 
 /// An SOP run event (issue: SOP engine). Kept open-ended: `event` names it, `data` holds it.

@@ -21,6 +21,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::budget::{BudgetClaim, Reservation};
 pub use super::entry::StoredRow;
 use super::entry::{
     entry_hash, is_hash, now_ms, record_body, select_run, Committed, Entry, GENESIS_PREV,
@@ -28,6 +29,7 @@ use super::entry::{
 use super::error::LedgerError;
 use super::lease::{FileLeases, RunLease};
 use super::record::Record;
+use super::sqlite_budgets::SqliteBudgets;
 use super::store::{BoxFuture, Durability, Ledger};
 
 /// The table every store of the chain holds (see `runtime/LEDGER.md`).
@@ -89,6 +91,7 @@ pub struct SqliteLedger {
     writer: Option<JoinHandle<()>>,
     reader: Mutex<Option<Connection>>,
     leases: FileLeases,
+    budgets: SqliteBudgets,
 }
 
 impl std::fmt::Debug for SqliteLedger {
@@ -193,12 +196,14 @@ impl SqliteLedger {
             .name("escepine-ledger".into())
             .spawn(move || writer_loop(conn, queue, max_batch))
             .map_err(|e| unavailable(&path, "cannot start the writer thread", e))?;
+        let budgets = SqliteBudgets::new(&path, options.busy_timeout);
         Ok(Self {
             path,
             options,
             jobs: Some(jobs),
             writer: Some(writer),
             reader: Mutex::new(Some(reader)),
+            budgets,
             leases,
         })
     }
@@ -238,6 +243,7 @@ impl Drop for SqliteLedger {
         if let Ok(mut reader) = self.reader.lock() {
             drop(reader.take());
         }
+        self.budgets.close();
         drop(self.jobs.take());
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
@@ -278,6 +284,19 @@ impl Ledger for SqliteLedger {
     /// ledger file sees them, and no file beside it is involved ([`FileLeases`]).
     fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
         self.leases.acquire(run_id)
+    }
+
+    /// Uses live in the `budget_uses` table of the same file, checked and inserted in one
+    /// immediate transaction (so runtimes sharing the file share the counts).
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+        Box::pin(self.budgets.reserve(claim))
+    }
+
+    fn release_budgets(&self, call_id: &str) -> BoxFuture<'_, Result<(), LedgerError>> {
+        Box::pin(self.budgets.release(call_id.to_string()))
     }
 }
 

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use super::budget::{BudgetClaim, Reservation};
 use super::entry::{self, Committed, Entry};
 use super::error::LedgerError;
 use super::lease::RunLease;
@@ -42,6 +43,34 @@ pub trait Ledger: Send + Sync + 'static {
     /// [`LedgerError::RunLeased`] while another driver holds it.
     fn lease_run(&self, run_id: &str) -> Result<RunLease, LedgerError> {
         Ok(RunLease::unguarded(run_id))
+    }
+
+    /// Check every budget of `claim` and, when each has room, record a use of each for the
+    /// call — atomically, so concurrent calls (in this process or, for a shared store, in
+    /// others) never overrun a budget. A refused claim records nothing.
+    ///
+    /// The default keeps no counts and refuses to guess: the ledgers of this crate override
+    /// it (in memory, in the SQLite file, in the PostgreSQL database).
+    ///
+    /// # Errors
+    /// [`LedgerError::Unavailable`] when the uses cannot be read or written.
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+        let _ = claim;
+        Box::pin(std::future::ready(Err(LedgerError::Unavailable(
+            "this ledger does not count budgets".into(),
+        ))))
+    }
+
+    /// Mark the budget uses of `call_id` ended: they stop counting as in flight.
+    ///
+    /// # Errors
+    /// [`LedgerError::Unavailable`] when the uses cannot be written.
+    fn release_budgets(&self, call_id: &str) -> BoxFuture<'_, Result<(), LedgerError>> {
+        let _ = call_id;
+        Box::pin(std::future::ready(Ok(())))
     }
 
     /// The last committed entry (`None` while the ledger is empty).

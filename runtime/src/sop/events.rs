@@ -161,6 +161,8 @@ pub enum FailureKind {
     TimedOut,
     /// The output violated the output schema.
     OutputRejected,
+    /// A budget of the principal and tool had no room; nothing ran.
+    BudgetExceeded,
     /// An inverse's payload could not be built from the compensation map.
     CompensationMap,
 }
@@ -176,6 +178,7 @@ impl FailureKind {
             CallKind::Failed | CallKind::ClientMismatch => Self::Failed,
             CallKind::TimedOut => Self::TimedOut,
             CallKind::OutputRejected => Self::OutputRejected,
+            CallKind::BudgetExceeded => Self::BudgetExceeded,
             CallKind::UnknownTool => Self::UnknownTool,
             CallKind::InputRejected => Self::InputRejected,
         })

@@ -17,10 +17,14 @@
 //! 4. [`intent::record`]: the intent is committed before anything can execute (a ledger that
 //!    cannot commit → refused). From here on every call ends with a recorded outcome.
 //!    [`authorize::admit`] then lets an allowed call on; a denied one ends here.
-//! 5. [`execute::execute`]: attempts in the executor, each bounded by the [`execute::Timeout`]
+//! 5. [`budget::reserve`]: an allowed call takes a use of every budget that applies to its
+//!    principal and tool, counted in the ledger's store; a budget without room ends the call
+//!    (`budget_exceeded`, nothing run, never retried). A denied call uses no budget.
+//! 6. [`execute::execute`]: attempts in the executor, each bounded by the [`execute::Timeout`]
 //!    wrapper, repeated as the [`retry::Retry`] policy decides, within the call's deadline.
-//! 6. [`output::gate`]: the output scrubbed, then checked against the output schema.
-//! 7. [`outcome::record`]: the outcome is committed before control returns.
+//!    [`budget::release`] then ends the call's budget uses.
+//! 7. [`output::gate`]: the output scrubbed, then checked against the output schema.
+//! 8. [`outcome::record`]: the outcome is committed before control returns.
 //!
 //! # One shape
 //!
@@ -30,6 +34,7 @@
 //! last stage records.
 
 pub(crate) mod authorize;
+pub(crate) mod budget;
 pub(crate) mod context;
 pub(crate) mod ended;
 pub(crate) mod execute;
@@ -47,6 +52,7 @@ use std::collections::HashMap;
 use escepine_contract::Principal;
 use serde_json::Value;
 
+use crate::budget::table::BudgetTable;
 use crate::error::CallError;
 use crate::executor::Executor;
 use crate::ledger::Ledger;
@@ -66,7 +72,9 @@ pub(crate) struct Parts<'a> {
     pub(crate) authorizer: &'a Authorizer,
     /// The shadow (candidate) policy set: evaluated beside the enforced one, never enforced.
     pub(crate) shadow: Option<&'a Authorizer>,
-    /// The evidence ledger.
+    /// The budgets, compiled per tool.
+    pub(crate) budgets: &'a BudgetTable,
+    /// The evidence ledger (and the store of budget uses).
     pub(crate) ledger: &'a dyn Ledger,
     /// What runs each attempt.
     pub(crate) executor: &'a dyn Executor,
@@ -94,16 +102,24 @@ pub(crate) async fn run(
     let (attempts, ended) = match authorize::admit(&cx, &decision) {
         Err(denied) => (Vec::new(), denied),
         Ok(()) => {
-            let executed = execute::execute(&cx, parts.executor, &payload).await; // 5
-            let ended = match executed.result {
-                Ok(output) => output::gate(&cx, output), // 6
-                Err(ended) => ended,
-            };
-            (executed.attempts, ended)
+            let entities = parts.authorizer.entities();
+            match budget::reserve(&cx, parts.budgets, entities, parts.ledger).await {
+                // 5
+                Err(exceeded) => (Vec::new(), exceeded),
+                Ok(held) => {
+                    let executed = execute::execute(&cx, parts.executor, &payload).await; // 6
+                    budget::release(&cx, parts.ledger, held).await;
+                    let ended = match executed.result {
+                        Ok(output) => output::gate(&cx, output), // 7
+                        Err(ended) => ended,
+                    };
+                    (executed.attempts, ended)
+                }
+            }
         }
     };
     let n = attempts.len() as u32;
-    let entry = outcome::record(&cx, parts.ledger, attempts, &ended).await?; // 7
+    let entry = outcome::record(&cx, parts.ledger, attempts, &ended).await?; // 8
     Ok(CallReport {
         call_id: cx.ids.call_id,
         idempotency_key: cx.ids.idempotency_key,

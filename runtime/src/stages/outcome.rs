@@ -24,6 +24,10 @@ pub(crate) async fn record(
             _ => None,
         },
         error: ended.error.clone(),
+        budget: match &ended.outcome {
+            CallOutcome::BudgetExceeded { budget } => Some(budget.clone()),
+            _ => None,
+        },
     };
     Ok(ledger.append(Record::Outcome(outcome)).await?)
 }

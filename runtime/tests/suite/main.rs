@@ -23,6 +23,7 @@ mod authorize_catalog;
 mod authorize_formats;
 mod authorize_policies;
 mod authorize_slicing;
+mod budgets;
 mod catalog_path;
 #[cfg(feature = "in-process")]
 mod executor_inprocess;

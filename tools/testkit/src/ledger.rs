@@ -74,6 +74,7 @@ pub fn outcome(n: usize) -> Record {
         ))),
         output: Some(output),
         error: None,
+        budget: None,
     })
 }
 
@@ -86,6 +87,7 @@ pub fn denied_outcome(n: usize) -> Record {
         output_hash: None,
         output: None,
         error: Some("denied by no-linkedin".into()),
+        budget: None,
     })
 }
 

@@ -10,6 +10,7 @@
 //! Connections are unencrypted (`NoTls`): the store is for a database reached over a Unix socket,
 //! loopback or a private network.
 
+mod budgets;
 mod error;
 pub mod fence;
 pub mod lease;
@@ -29,6 +30,7 @@ use fence::SharedFences;
 use worker::{block_on, Worker};
 use writer::{connect, Connector, Job};
 
+use super::budget::{BudgetClaim, Reservation};
 use super::entry::{record_body, select_run, Committed, Entry, StoredRow};
 use super::error::LedgerError;
 use super::lease::RunLease;
@@ -78,6 +80,7 @@ pub struct PostgresLedger {
     pool: Pool,
     jobs: Option<mpsc::UnboundedSender<Job>>,
     fences: SharedFences,
+    budgets_ready: std::sync::Arc<budgets::Ready>,
     writer_done: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     // Last: dropping it stops the runtime the writer and the pool run on.
     worker: Worker,
@@ -163,6 +166,7 @@ impl PostgresLedger {
             pool,
             jobs: Some(jobs),
             fences: SharedFences::default(),
+            budgets_ready: std::sync::Arc::default(),
             writer_done: std::sync::Mutex::new(Some(writer_done)),
             worker,
         })
@@ -292,6 +296,39 @@ impl Ledger for PostgresLedger {
             run_id,
             &self.location,
         )
+    }
+
+    /// Uses live in the `budget_uses` table of the same database, checked and inserted in one
+    /// transaction under the advisory lock [`budgets::BUDGET_LOCK`] (so every runtime on the
+    /// database shares the counts).
+    fn reserve_budgets(
+        &self,
+        claim: BudgetClaim,
+    ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
+        let running = self.worker.handle().spawn(budgets::reserve(
+            self.pool.clone(),
+            std::sync::Arc::clone(&self.budgets_ready),
+            claim,
+        ));
+        Box::pin(async move {
+            running
+                .await
+                .map_err(|e| LedgerError::Unavailable(format!("budget uses: {e}")))?
+                .map_err(|e| e.at(&self.location))
+        })
+    }
+
+    fn release_budgets(&self, call_id: &str) -> BoxFuture<'_, Result<(), LedgerError>> {
+        let running = self
+            .worker
+            .handle()
+            .spawn(budgets::release(self.pool.clone(), call_id.to_string()));
+        Box::pin(async move {
+            running
+                .await
+                .map_err(|e| LedgerError::Unavailable(format!("budget uses: {e}")))?
+                .map_err(|e| e.at(&self.location))
+        })
     }
 }
 
