@@ -13,10 +13,12 @@
 
 #[path = "support/catalog.rs"]
 mod catalog;
+#[path = "support/concurrent.rs"]
+mod concurrent;
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use catalog::{catalog, Naive};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -101,30 +103,15 @@ fn bench(c: &mut Criterion) {
             for concurrency in [1usize, 64] {
                 group.bench_function(format!("governed path, concurrency {concurrency}"), |b| {
                     b.iter_custom(|iters| {
-                        let per_task = (iters as usize).div_ceil(concurrency);
-                        let start = Instant::now();
-                        rt.block_on(async {
-                            let mut tasks = Vec::new();
-                            for _ in 0..concurrency {
-                                let durable = durable.clone();
-                                let principal = principal.clone();
-                                let payload = payload.clone();
-                                tasks.push(tokio::spawn(async move {
-                                    for _ in 0..per_task {
-                                        durable
-                                            .dispatch(&principal, TOOL, payload.clone())
-                                            .await
-                                            .expect("ok");
-                                    }
-                                }));
-                            }
-                            for t in tasks {
-                                t.await.expect("task");
-                            }
-                        });
-                        start
-                            .elapsed()
-                            .mul_f64(iters as f64 / (per_task * concurrency) as f64)
+                        concurrent::time_calls(
+                            &rt,
+                            &durable,
+                            &principal,
+                            TOOL,
+                            &payload,
+                            concurrency,
+                            iters,
+                        )
                     })
                 });
             }

@@ -1,12 +1,12 @@
 //! Budgets per principal end to end: real processes (the testkit's `escepine-testtool`), a
 //! real SQLite ledger holding the uses, a loopback store that counts calls in flight.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::host;
+use crate::support::{fixtures, host};
 use escepine_contract::Principal;
 use escepine_runtime::budget::{Budgets, BudgetsError};
 use escepine_runtime::executor::process::ProcessExecutor;
@@ -17,23 +17,13 @@ use escepine_testkit::server::{Reply, Server};
 use escepine_testkit::testtool;
 use serde_json::{json, Value};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/budgets")
-}
-
-fn registry() -> registry_build::Registry {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    registry_build::load(
-        &registry_build::Sources::new()
-            .records(fixtures().join("records"))
-            .policies(fixtures().join("policies"))
-            .workspace_root(ws),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.render()))
-}
-
 fn budgets(doc: Value) -> Budgets {
-    Budgets::from_value(&doc, Path::new("budgets.json"), &registry()).unwrap()
+    Budgets::from_value(
+        &doc,
+        Path::new("budgets.json"),
+        &fixtures::registry("budgets"),
+    )
+    .unwrap()
 }
 
 fn entities() -> Value {
@@ -48,7 +38,7 @@ fn entities() -> Value {
 
 fn runtime(ledger: Arc<dyn Ledger>, budgets: Budgets) -> Runtime {
     let tool = testtool::testtool();
-    Runtime::builder(registry())
+    Runtime::builder(fixtures::registry("budgets"))
         .ledger(ledger)
         .executor(Arc::new(
             ProcessExecutor::new().with_bin_dir(tool.parent().unwrap()),
@@ -246,8 +236,12 @@ async fn a_concurrent_limit_holds_under_64_concurrent_calls() {
 }
 
 fn refusal(doc: Value) -> String {
-    let err = Budgets::from_value(&doc, Path::new("/etc/escepine/budgets.json"), &registry())
-        .expect_err("refused");
+    let err = Budgets::from_value(
+        &doc,
+        Path::new("/etc/escepine/budgets.json"),
+        &fixtures::registry("budgets"),
+    )
+    .expect_err("refused");
     assert!(matches!(err, BudgetsError::Invalid { .. }), "{err}");
     err.to_string()
 }
@@ -282,8 +276,11 @@ fn bad_budget_files_name_the_file_the_pointer_and_the_rule() {
         let message = refusal(doc);
         assert!(message.contains(expected), "{message}\nlacks: {expected}");
     }
-    let missing =
-        Budgets::load(Path::new("/nonexistent/budgets.json"), &registry()).expect_err("no file");
+    let missing = Budgets::load(
+        Path::new("/nonexistent/budgets.json"),
+        &fixtures::registry("budgets"),
+    )
+    .expect_err("no file");
     assert!(
         missing
             .to_string()

@@ -6,12 +6,11 @@
 //! `returned <call id>` as each call returns. The tool appends its call id to a counter file
 //! when it executes. The parent kills the child mid-flight.
 
-use crate::support::host;
+use crate::support::{fixtures, host};
 use escepine_testkit::testtool;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,18 +26,6 @@ use serde_json::json;
 const CHILD_ENV: &str = "ESCEPINE_GOVERNED_CRASH_DIR";
 const TASKS: usize = 64;
 
-fn registry() -> registry_build::Registry {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fixtures = manifest.join("tests/fixtures/path");
-    registry_build::load(
-        &registry_build::Sources::new()
-            .records(fixtures.join("records"))
-            .policies(fixtures.join("policies"))
-            .workspace_root(manifest.parent().unwrap()),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.render()))
-}
-
 #[test]
 #[ignore = "the child process of sigkill_while_64_governed_calls_are_in_flight"]
 fn governed_crash_child() {
@@ -53,7 +40,7 @@ fn governed_crash_child() {
         .unwrap();
     rt.block_on(async move {
         let tool = testtool::testtool();
-        let runtime = Runtime::builder(registry())
+        let runtime = Runtime::builder(fixtures::registry("path"))
             .ledger(Arc::new(
                 SqliteLedger::open(dir.join("ledger.db"), Durability::Full).unwrap(),
             ))

@@ -1,11 +1,12 @@
 //! The governed call path end to end: real processes (the testkit's `escepine-testtool`), a
 //! real SQLite ledger, the real Cedar policies of `tests/fixtures/path`.
 
+use crate::support::fixtures;
 use crate::support::{host, logs};
 use escepine_testkit::testtool;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use escepine_contract::Principal;
@@ -21,21 +22,6 @@ use serde_json::{json, Value};
 const SECRET: &str = "sup3r-s3cret-V4LUE";
 /// A secret with spaces, reserved URL characters and non-ASCII letters.
 const RICH_SECRET: &str = "Rich s3cret: \u{fc}n\u{ef}/\u{e7}\u{f8}d\u{e9}+=?&%~";
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/path")
-}
-
-fn registry() -> registry_build::Registry {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    registry_build::load(
-        &registry_build::Sources::new()
-            .records(fixtures().join("records"))
-            .policies(fixtures().join("policies"))
-            .workspace_root(ws),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.render()))
-}
 
 fn executor() -> ProcessExecutor {
     let tool = testtool::testtool();
@@ -61,7 +47,7 @@ impl Fixture {
             ("T_SECRET".to_string(), SECRET.to_string()),
             ("T_SECRET_RICH".to_string(), RICH_SECRET.to_string()),
         ]));
-        let runtime = Runtime::builder(registry())
+        let runtime = Runtime::builder(fixtures::registry("path"))
             .ledger(ledger)
             .executor(Arc::new(executor()))
             .secrets(Arc::new(secrets))

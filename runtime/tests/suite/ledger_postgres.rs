@@ -396,26 +396,12 @@ fn a_lease_is_one_drivers_across_processes_until_it_dies() {
         b.lease_run("run-4"),
         Err(LedgerError::RunLeased(_))
     ));
-    let ended = db.query_strings(
-        "SELECT pg_terminate_backend(pid)::text FROM pg_locks \
-         WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
-    );
-    assert_eq!(ended, ["true"], "one session held an advisory lock");
+    // Only that lease's session, in this database: other tests' sessions are left alone.
+    db.terminate_lock_holder(escepine_runtime::ledger::postgres::lease::lease_key(
+        "run-4",
+    ));
     let taken = lease_within(&b, "run-4", Duration::from_secs(10));
     drop((held, taken));
-}
-
-/// Ends the session holding run lease `run` (found by its key in `pg_locks`), as a cut
-/// connection or an administrator would, while the holder's process lives on.
-fn terminate_lease_session(db: &TestDatabase, run: &str) {
-    let key = escepine_runtime::ledger::postgres::lease::lease_key(run);
-    let ended = db.query_strings(&format!(
-        "SELECT pg_terminate_backend(pid)::text FROM pg_locks \
-         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
-           AND classid = (({key}::int8 >> 32) & 4294967295)::oid \
-           AND objid = ({key}::int8 & 4294967295)::oid"
-    ));
-    assert_eq!(ended, ["true"], "one session held the lease of {run}");
 }
 
 #[test]
@@ -438,7 +424,9 @@ fn a_holder_that_lost_its_lease_records_nothing_more_for_the_run() {
     });
 
     // Only the lease's session ends; runtime A lives on.
-    terminate_lease_session(&db, "run-f");
+    db.terminate_lock_holder(escepine_runtime::ledger::postgres::lease::lease_key(
+        "run-f",
+    ));
     let until = Instant::now() + Duration::from_secs(10);
     while lease.check().is_ok() {
         assert!(Instant::now() < until, "the lost lease was never noticed");

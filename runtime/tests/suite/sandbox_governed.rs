@@ -2,9 +2,9 @@
 //! secrets end to end: a declared secret is visible inside, an undeclared one and the host's
 //! environment are not, and no secret reaches the ledger, the logs or the caller.
 
+use crate::support::fixtures;
 use crate::support::{host, logs};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::support::sandbox::*;
@@ -18,20 +18,6 @@ use serde_json::{json, Value};
 const SECRET: &str = "sandboxed-s3cret-VALUE";
 const UNDECLARED: &str = "undeclared-s3cret-VALUE";
 pub(crate) const HOST_VAR: &str = "ESCEPINE_GOVERNED_HOST_VAR";
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/path")
-}
-
-fn registry() -> registry_build::Registry {
-    registry_build::load(
-        &registry_build::Sources::new()
-            .records(fixtures().join("records"))
-            .policies(fixtures().join("policies"))
-            .workspace_root(workspace_root()),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.render()))
-}
 
 struct Fixture {
     runtime: Runtime,
@@ -48,7 +34,7 @@ impl Fixture {
             ("T_SECRET".to_string(), SECRET.to_string()),
             ("OTHER_SECRET".to_string(), UNDECLARED.to_string()),
         ]));
-        let runtime = Runtime::builder(registry())
+        let runtime = Runtime::builder(fixtures::registry("path"))
             .ledger(Arc::new(MemoryLedger::new()))
             .executor(Arc::new(ex))
             .secrets(Arc::new(secrets))

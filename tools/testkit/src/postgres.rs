@@ -132,6 +132,22 @@ impl TestDatabase {
         }
     }
 
+    /// End the session holding the one-key advisory lock `key` in this database (a run lease:
+    /// as a cut connection or an administrator would, while the holder's process lives on).
+    ///
+    /// # Panics
+    /// Unless exactly one session held it.
+    pub fn terminate_lock_holder(&self, key: i64) {
+        let ended = self.query_strings(&format!(
+            "SELECT pg_terminate_backend(pid)::text FROM pg_locks \
+             WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+               AND classid = (({key}::int8 >> 32) & 4294967295)::oid \
+               AND objid = ({key}::int8 & 4294967295)::oid"
+        ));
+        assert_eq!(ended, ["true"], "one session held the advisory lock {key}");
+    }
+
     /// The first column of the rows `sql` returns, as text.
     ///
     /// # Panics

@@ -2,6 +2,7 @@
 //! `escepine_testkit`).
 
 pub mod authorize;
+pub mod fixtures;
 pub mod host;
 pub mod logs;
 pub mod pin;
