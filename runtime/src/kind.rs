@@ -9,7 +9,8 @@ use crate::ledger::CallResult;
 /// (the `error.type` of the call's span, the `kind` of an MCP error result, the SOP engine's
 /// failure kinds, the exit status of `escepine call`).
 ///
-/// The first six are outcomes (the call got past its intent and its outcome is recorded);
+/// The first nine are outcomes (the call got past its intent; its outcome is recorded, except
+/// for a call awaiting approval, whose outcome comes when it is decided);
 /// the last four are refusals ([`crate::CallError`]) before any intent was recorded, except
 /// [`CallKind::LedgerUnavailable`], which also ends a call whose outcome could not be committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,6 +27,12 @@ pub enum CallKind {
     OutputRejected,
     /// A budget of the principal and tool had no room; recorded, nothing ran.
     BudgetExceeded,
+    /// Allowed only with an approver's approval: the intent is recorded, nothing ran yet.
+    AwaitingApproval,
+    /// An approver rejected the waiting call; recorded, nothing ran.
+    Rejected,
+    /// The call waited past its expiry; recorded, nothing ran.
+    Expired,
     /// The proposal names no registered tool; nothing ran or was recorded.
     UnknownTool,
     /// The payload deviates from the input schema; nothing ran or was recorded.
@@ -38,13 +45,16 @@ pub enum CallKind {
 
 impl CallKind {
     /// Every kind, in the order above.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 13] = [
         Self::Ok,
         Self::Denied,
         Self::Failed,
         Self::TimedOut,
         Self::OutputRejected,
         Self::BudgetExceeded,
+        Self::AwaitingApproval,
+        Self::Rejected,
+        Self::Expired,
         Self::UnknownTool,
         Self::InputRejected,
         Self::LedgerUnavailable,
@@ -52,7 +62,7 @@ impl CallKind {
     ];
 
     /// The stable snake-case name: `ok`, `denied`, `failed`, `timed_out`, `output_rejected`,
-    /// `budget_exceeded`,
+    /// `budget_exceeded`, `awaiting_approval`, `rejected`, `expired`,
     /// `unknown_tool`, `input_rejected`, `ledger_unavailable`, `client_mismatch`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -62,6 +72,9 @@ impl CallKind {
             Self::TimedOut => "timed_out",
             Self::OutputRejected => "output_rejected",
             Self::BudgetExceeded => "budget_exceeded",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
             Self::UnknownTool => "unknown_tool",
             Self::InputRejected => "input_rejected",
             Self::LedgerUnavailable => "ledger_unavailable",
@@ -78,6 +91,8 @@ impl CallKind {
             CallResult::TimedOut => Self::TimedOut,
             CallResult::OutputRejected => Self::OutputRejected,
             CallResult::BudgetExceeded => Self::BudgetExceeded,
+            CallResult::Rejected => Self::Rejected,
+            CallResult::Expired => Self::Expired,
         }
     }
 }
@@ -104,6 +119,9 @@ mod tests {
                 "timed_out",
                 "output_rejected",
                 "budget_exceeded",
+                "awaiting_approval",
+                "rejected",
+                "expired",
                 "unknown_tool",
                 "input_rejected",
                 "ledger_unavailable",
@@ -117,6 +135,8 @@ mod tests {
             CallResult::TimedOut,
             CallResult::OutputRejected,
             CallResult::BudgetExceeded,
+            CallResult::Rejected,
+            CallResult::Expired,
         ] {
             // The ledger's own name of a result is the kind's name.
             let recorded = serde_json::to_value(r).unwrap();

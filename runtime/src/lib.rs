@@ -2,7 +2,8 @@
 //!
 //! A [`Runtime`] is built once from a loaded [`registry_build::Registry`] and then executes only
 //! those tools, every call on one path: resolve, input gate, Cedar authorization, intent
-//! recorded in the [`ledger`], the [`budget`]s of the principal and tool, execution with
+//! recorded in the [`ledger`] (a call allowed only with [`approval`] waits there for an
+//! approver), the [`budget`]s of the principal and tool, execution with
 //! timeout and retry through an [`executor::Executor`], output gate, outcome recorded — before
 //! control returns to the caller. A call that got past its intent returns a [`CallReport`] whose [`CallOutcome`] is
 //! data; a [`CallError`] is a refusal before the intent. One [`CallKind`] classifies both.
@@ -28,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+pub mod approval;
 pub use registry_build::authorize;
 pub mod budget;
 mod error;
@@ -52,5 +54,5 @@ mod stages;
 pub use error::CallError;
 pub use kind::CallKind;
 pub use report::{CallOutcome, CallReport, NoOutput};
-pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+pub use runtime::{BuildError, Runtime, RuntimeBuilder, DEFAULT_APPROVAL_TTL};
 pub use stages::CallOptions;

@@ -45,6 +45,27 @@ pub enum CallOutcome {
         /// The budget's id.
         budget: String,
     },
+    /// Allowed only with an approver's approval: the intent is recorded (decision
+    /// `awaiting-approval`), nothing ran, and no outcome is recorded until an approver
+    /// approves ([`crate::Runtime::approve`]) or rejects it, or it expires.
+    AwaitingApproval {
+        /// Until when it waits, Unix milliseconds.
+        expires_at_ms: u64,
+        /// The permits that allowed it with approval.
+        policy_ids: Vec<String>,
+        /// Their `@approval` reasons (the empty ones left out).
+        reasons: Vec<String>,
+    },
+    /// An approver rejected the waiting call; nothing ran.
+    Rejected {
+        /// The approver (`Agent::"id"`).
+        approver: String,
+    },
+    /// The call waited past its expiry; nothing ran.
+    Expired {
+        /// When its wait ended, Unix milliseconds.
+        expired_at_ms: u64,
+    },
 }
 
 impl CallOutcome {
@@ -57,19 +78,26 @@ impl CallOutcome {
             Self::TimedOut { .. } => CallKind::TimedOut,
             Self::OutputRejected { .. } => CallKind::OutputRejected,
             Self::BudgetExceeded { .. } => CallKind::BudgetExceeded,
+            Self::AwaitingApproval { .. } => CallKind::AwaitingApproval,
+            Self::Rejected { .. } => CallKind::Rejected,
+            Self::Expired { .. } => CallKind::Expired,
         }
     }
 
-    /// What the ledger records as the result.
-    pub const fn result(&self) -> CallResult {
-        match self {
+    /// What the ledger records as the result; `None` for a call that waits for approval (it
+    /// has no outcome yet).
+    pub const fn result(&self) -> Option<CallResult> {
+        Some(match self {
             Self::Ok(_) => CallResult::Ok,
             Self::Denied { .. } => CallResult::Denied,
             Self::Failed { .. } => CallResult::Failed,
             Self::TimedOut { .. } => CallResult::TimedOut,
             Self::OutputRejected { .. } => CallResult::OutputRejected,
             Self::BudgetExceeded { .. } => CallResult::BudgetExceeded,
-        }
+            Self::Rejected { .. } => CallResult::Rejected,
+            Self::Expired { .. } => CallResult::Expired,
+            Self::AwaitingApproval { .. } => return None,
+        })
     }
 }
 
@@ -83,7 +111,7 @@ pub struct CallReport {
     pub(crate) idempotency_key: String,
     pub(crate) outcome: CallOutcome,
     pub(crate) intent: Committed,
-    pub(crate) outcome_entry: Committed,
+    pub(crate) outcome_entry: Option<Committed>,
     pub(crate) attempts: u32,
 }
 
@@ -121,9 +149,10 @@ impl CallReport {
         &self.intent
     }
 
-    /// The outcome entry (its hash is what an SOP step records).
-    pub fn outcome_entry(&self) -> &Committed {
-        &self.outcome_entry
+    /// The outcome entry (its hash is what an SOP step records); `None` for a call that
+    /// waits for approval.
+    pub fn outcome_entry(&self) -> Option<&Committed> {
+        self.outcome_entry.as_ref()
     }
 
     /// Attempts made (0 for a denied call).
@@ -172,8 +201,40 @@ impl fmt::Display for CallReport {
                 write!(f, "output rejected: {}", violation_list(violations))
             }
             CallOutcome::BudgetExceeded { budget } => f.write_str(&budget_message(budget)),
+            CallOutcome::AwaitingApproval {
+                expires_at_ms,
+                policy_ids,
+                reasons,
+            } => {
+                write!(
+                    f,
+                    "call {} awaits approval (policy [{}]) until {}",
+                    self.call_id,
+                    policy_ids.join(", "),
+                    crate::ledger::entry::iso8601(*expires_at_ms)
+                )?;
+                if !reasons.is_empty() {
+                    write!(f, ": {}", reasons.join("; "))?;
+                }
+                Ok(())
+            }
+            CallOutcome::Rejected { approver } => f.write_str(&rejected_message(approver)),
+            CallOutcome::Expired { expired_at_ms } => f.write_str(&expired_message(*expired_at_ms)),
         }
     }
+}
+
+/// `rejected by <approver>: nothing ran`.
+pub(crate) fn rejected_message(approver: &str) -> String {
+    format!("rejected by {approver}: nothing ran")
+}
+
+/// `the approval expired at <time>: nothing ran`.
+pub(crate) fn expired_message(expired_at_ms: u64) -> String {
+    format!(
+        "the approval expired at {}: nothing ran",
+        crate::ledger::entry::iso8601(expired_at_ms)
+    )
 }
 
 /// `budget `<id>` exceeded: nothing ran`.
@@ -269,7 +330,7 @@ mod tests {
             idempotency_key: "k".into(),
             outcome,
             intent: entry(1),
-            outcome_entry: entry(2),
+            outcome_entry: Some(entry(2)),
             attempts,
         }
     }
@@ -289,7 +350,9 @@ mod tests {
         let err = timed_out.into_output().unwrap_err();
         assert_eq!(err.kind(), CallKind::TimedOut);
         assert_eq!(
-            err.report().map(|r| r.outcome_entry().hash.as_str()),
+            err.report()
+                .and_then(|r| r.outcome_entry())
+                .map(|e| e.hash.as_str()),
             Some("h2")
         );
 
@@ -301,6 +364,6 @@ mod tests {
             0,
         );
         assert_eq!(denied.to_string(), "denied by policy [p]: why");
-        assert_eq!(denied.outcome().result(), CallResult::Denied);
+        assert_eq!(denied.outcome().result(), Some(CallResult::Denied));
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use escepine_contract::{EgressGrant, Invoke, Principal, Tool};
 use registry_build::cedar::Binding;
@@ -9,11 +10,12 @@ use registry_build::Registry;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::approval::{self, ApprovalError, CallState, Verdict};
 use crate::budget::table::BudgetTable;
 use crate::budget::Budgets;
 use crate::error::CallError;
 use crate::executor::Executor;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, LedgerError};
 use crate::overlay::{Overlay, OverlayError};
 use crate::report::{CallReport, NoOutput};
 use crate::secrets::{EnvSecrets, SecretSource};
@@ -56,9 +58,22 @@ pub struct RuntimeBuilder {
     overlay: Overlay,
     shadow: Option<Binding>,
     budgets: Budgets,
+    approval_ttl: Duration,
 }
 
+/// How long a call allowed only with approval waits, unless the builder says otherwise: a day.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(86_400);
+
 impl RuntimeBuilder {
+    /// How long a call allowed only with approval (a determining permit annotated
+    /// `@approval`) waits for an approver before it expires ([`DEFAULT_APPROVAL_TTL`] unless
+    /// set). The expiry is recorded in the call's intent, so it holds across restarts and
+    /// for every runtime on the ledger.
+    pub fn approval_ttl(mut self, ttl: Duration) -> Self {
+        self.approval_ttl = ttl;
+        self
+    }
+
     /// Where evidence is written (required).
     pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
         self.ledger = Some(ledger);
@@ -170,6 +185,7 @@ impl RuntimeBuilder {
                 ledger: self.ledger.ok_or(BuildError::Missing("ledger"))?,
                 executor: self.executor.ok_or(BuildError::Missing("executor"))?,
                 secrets: self.secrets,
+                approval_ttl: self.approval_ttl,
                 registry: reg,
                 clients_checked: std::sync::Mutex::default(),
             }),
@@ -185,6 +201,7 @@ struct Inner {
     ledger: Arc<dyn Ledger>,
     executor: Arc<dyn Executor>,
     secrets: Arc<dyn SecretSource>,
+    approval_ttl: Duration,
     registry: Registry,
     /// Tool ids whose typed-client contract matched the registry (see `check_client`).
     clients_checked: std::sync::Mutex<std::collections::HashSet<&'static str>>,
@@ -210,6 +227,7 @@ impl Runtime {
             overlay: Overlay::default(),
             shadow: None,
             budgets: Budgets::default(),
+            approval_ttl: DEFAULT_APPROVAL_TTL,
         }
     }
 
@@ -255,10 +273,84 @@ impl Runtime {
         payload: Value,
         opts: CallOptions,
     ) -> Result<CallReport, CallError> {
-        let inner = &*self.inner;
         let ids = CallIds::new(opts.idempotency_key.clone());
         let span = stages::span(tool, &ids.call_id);
-        let parts = Parts {
+        let result = stages::run(&self.parts(), principal, tool, payload, &opts, ids)
+            .instrument(span.clone())
+            .await;
+        stages::trace_end(&span, &result);
+        result
+    }
+
+    /// Approve the waiting call `call_id` as `approver`, and run it: once, under its own call
+    /// id and idempotency key, its recorded payload through the input gate and Cedar again,
+    /// then budgets, execution, the output gate and its outcome, as any call. The `approval`
+    /// entry is committed before the call runs. Returns the ended call's report.
+    ///
+    /// # Errors
+    /// A refusal that changes nothing ([`ApprovalError::is_refusal`]): no such waiting call,
+    /// already decided, expired (the expiry is then recorded), the approver is the requester,
+    /// or Cedar does not permit the approver `Action::"approve"` on the call's tool. Or the
+    /// call's own refusal, or a ledger that cannot be written.
+    pub async fn approve(
+        &self,
+        approver: &Principal,
+        call_id: &str,
+    ) -> Result<CallReport, ApprovalError> {
+        self.decide(approver, call_id, Verdict::Approve).await
+    }
+
+    /// Reject the waiting call `call_id` as `approver`: nothing runs; the `approval` entry
+    /// (`rejected`) and the outcome `rejected` are recorded.
+    ///
+    /// # Errors
+    /// As [`Runtime::approve`].
+    pub async fn reject(
+        &self,
+        approver: &Principal,
+        call_id: &str,
+    ) -> Result<CallReport, ApprovalError> {
+        self.decide(approver, call_id, Verdict::Reject).await
+    }
+
+    /// Record the expiry of the waiting call `call_id` if it is past it (an `approval` entry
+    /// `expired` by `runtime`, then the outcome `expired`); `None` while it still waits.
+    ///
+    /// # Errors
+    /// As [`Runtime::approve`], but for the approver's checks.
+    pub async fn expire(&self, call_id: &str) -> Result<Option<CallReport>, ApprovalError> {
+        approval::expire(&*self.inner.ledger, call_id).await
+    }
+
+    /// Where call `call_id` stands, read from the ledger alone (so the same in any runtime on
+    /// the ledger, before or after a restart).
+    ///
+    /// # Errors
+    /// The ledger cannot be read.
+    pub fn call_state(&self, call_id: &str) -> Result<CallState, LedgerError> {
+        let entries = self.inner.ledger.entries()?;
+        Ok(approval::state_of(
+            &entries,
+            call_id,
+            crate::ledger::entry::now_ms(),
+        ))
+    }
+
+    async fn decide(
+        &self,
+        approver: &Principal,
+        call_id: &str,
+        verdict: Verdict,
+    ) -> Result<CallReport, ApprovalError> {
+        let span = tracing::info_span!("approve_tool_call", gen_ai.tool.call.id = %call_id);
+        approval::decide(&self.parts(), approver, call_id, verdict)
+            .instrument(span)
+            .await
+    }
+
+    fn parts(&self) -> Parts<'_> {
+        let inner = &*self.inner;
+        Parts {
             tools: &inner.tools,
             authorizer: &inner.authorizer,
             shadow: inner.shadow.as_ref(),
@@ -266,12 +358,8 @@ impl Runtime {
             ledger: &*inner.ledger,
             executor: &*inner.executor,
             secrets: &*inner.secrets,
-        };
-        let result = stages::run(&parts, principal, tool, payload, &opts, ids)
-            .instrument(span.clone())
-            .await;
-        stages::trace_end(&span, &result);
-        result
+            approval_ttl: inner.approval_ttl,
+        }
     }
 }
 

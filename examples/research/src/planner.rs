@@ -217,7 +217,10 @@ impl ResearchPlanner {
                 CallOutcome::Ok(output) => {
                     let out: firecrawl_scrape::Output = serde_json::from_value(output.clone())
                         .map_err(|e| PlannerError::Other(format!("output for {url}: {e}")))?;
-                    let outcome = report.outcome_entry().hash.clone();
+                    let outcome = report
+                        .outcome_entry()
+                        .map(|e| e.hash.clone())
+                        .unwrap_or_default();
                     self.progress.line(format_args!(
                         "  read {url} ✓ {} ({} chars), outcome entry {}…",
                         out.status_code,

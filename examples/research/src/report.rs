@@ -62,7 +62,7 @@ pub fn calls(entries: &[Entry]) -> Vec<CallRow> {
                     row.outcome = Some(e.hash.clone());
                 }
             }
-            Record::Transition(_) => {}
+            Record::Transition(_) | Record::Approval(_) => {}
         }
     }
     rows
@@ -70,14 +70,7 @@ pub fn calls(entries: &[Entry]) -> Vec<CallRow> {
 
 /// The ledger spelling of a result.
 pub fn result_name(r: CallResult) -> &'static str {
-    match r {
-        CallResult::Ok => "ok",
-        CallResult::Denied => "denied",
-        CallResult::Failed => "failed",
-        CallResult::TimedOut => "timed_out",
-        CallResult::OutputRejected => "output_rejected",
-        CallResult::BudgetExceeded => "budget_exceeded",
-    }
+    r.as_str()
 }
 
 /// Wall-clock figures of the job, in milliseconds unless named otherwise.

@@ -54,7 +54,7 @@ fn calls(entries: &[Entry]) -> Calls {
             Record::Outcome(o) => {
                 outcomes.insert(o.call_id.clone(), (e.clone(), o.clone()));
             }
-            Record::Transition(_) => {}
+            Record::Transition(_) | Record::Approval(_) => {}
         }
     }
     Calls { intents, outcomes }

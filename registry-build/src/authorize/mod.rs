@@ -64,6 +64,9 @@ pub struct Decision {
     reasons: Vec<String>,
     requests: usize,
     origins: Vec<Origin>,
+    /// The determining permits annotated `@approval`, with their reasons (the annotation's
+    /// value; empty when it has none). Empty unless the call is allowed.
+    approval: Vec<(String, String)>,
 }
 
 impl Decision {
@@ -74,7 +77,24 @@ impl Decision {
             reasons: vec![reason],
             requests: 0,
             origins: Vec::new(),
+            approval: Vec::new(),
         }
+    }
+
+    /// Whether the call is allowed only with an approver's approval: one of its determining
+    /// permits is annotated `@approval`.
+    pub fn needs_approval(&self) -> bool {
+        !self.approval.is_empty()
+    }
+
+    /// The reasons of the determining `@approval` permits (their annotation values), in
+    /// policy id order, the empty ones left out.
+    pub fn approval_reasons(&self) -> Vec<String> {
+        self.approval
+            .iter()
+            .filter(|(_, reason)| !reason.is_empty())
+            .map(|(_, reason)| reason.clone())
+            .collect()
     }
 
     /// The origins of the URLs the call's requests authorized (the single per-URL field, each
@@ -89,12 +109,13 @@ impl Decision {
         self.allowed
     }
 
-    /// `allow` or `deny`, as the intent records it.
+    /// `allow`, `awaiting-approval` (allowed, with an approver's approval) or `deny`, as the
+    /// intent records it.
     pub fn as_str(&self) -> &'static str {
-        if self.allowed {
-            "allow"
-        } else {
-            "deny"
+        match (self.allowed, self.needs_approval()) {
+            (true, false) => "allow",
+            (true, true) => AWAITING_APPROVAL,
+            (false, _) => "deny",
         }
     }
 
@@ -117,6 +138,15 @@ impl Decision {
     }
 }
 
+/// The decision of a call allowed only with approval, as intents record it.
+pub const AWAITING_APPROVAL: &str = "awaiting-approval";
+
+/// The annotation that makes a permit's calls wait for an approver.
+pub const APPROVAL_ANNOTATION: &str = "approval";
+
+/// The generated action an approver must be permitted (`Action::"approve"` on the tool).
+pub const APPROVE_ACTION: &str = "approve";
+
 /// What a tool's calls need, computed once.
 #[derive(Debug)]
 struct ToolAuth {
@@ -131,6 +161,8 @@ struct ToolAuth {
     /// otherwise such a request just carries no `url`.
     url_constrained: bool,
     policies: Arc<PolicySet>,
+    /// The policies of `policies` annotated `@approval`, with the annotation's value.
+    approval: HashMap<String, String>,
     /// Whether requests are validated against the schema: only when the action's declared
     /// context is not the generated one (a user-declared action), so the construction alone
     /// does not guarantee conformance.
@@ -145,6 +177,9 @@ pub struct Authorizer {
     cedar: cedar_policy::Authorizer,
     /// The schema, for tools whose requests are validated.
     schema: Schema,
+    /// `Action::"approve"` and the policies that can apply to it (`None` when the schema
+    /// declares no such action: then nobody can approve).
+    approve: Option<(EntityUid, Arc<PolicySet>)>,
 }
 
 impl Authorizer {
@@ -233,6 +268,7 @@ impl Authorizer {
             };
             let url_constrained = url_scope::url_constrained(&binding.policies, &action, &matching);
             let validate = !conforming.contains(record.cedar_action());
+            let approval = approval_permits(&policies);
             uids.push((record, resource.clone()));
             tools.insert(
                 record.tool_id().to_string(),
@@ -244,17 +280,98 @@ impl Authorizer {
                     per_url: per_url(record.input_schema()),
                     url_constrained,
                     policies,
+                    approval,
                     validate,
                 },
             );
         }
         let entities = entities::build(schema, &uids, entities)?;
+        let approve_uid =
+            EntityUid::from_type_name_and_id(action_type, EntityId::new(APPROVE_ACTION));
+        let approve = if declared.contains(&approve_uid) {
+            let matching = url_scope::matching_actions(&action_entities, &approve_uid);
+            let policies = if sliced {
+                Arc::new(
+                    slice::slice(&binding.policies, &approve_uid, &matching).map_err(
+                        |message| AuthorizeError::Slice {
+                            tool: APPROVE_ACTION.to_string(),
+                            message,
+                        },
+                    )?,
+                )
+            } else {
+                whole
+            };
+            Some((approve_uid, policies))
+        } else {
+            None
+        };
         Ok(Self {
             tools,
             entities,
             cedar: cedar_policy::Authorizer::new(),
             schema: schema.clone(),
+            approve,
         })
+    }
+
+    /// Whether `approver` may approve (or reject) a waiting call of `tool_id`: the request
+    /// `(approver, Action::"approve", Tool::"<tool_id>")` with an empty context. Whether the
+    /// approver is the principal who asked is not Cedar's question: the runtime refuses that
+    /// before asking.
+    pub fn authorize_approval(&self, approver: &Principal, tool_id: &str) -> Decision {
+        let Some(tool) = self.tools.get(tool_id) else {
+            return Decision::denied(format!("unknown tool `{tool_id}`"));
+        };
+        let Some((action, policies)) = &self.approve else {
+            return Decision::denied(format!(
+                "the schema declares no `Action::\"{APPROVE_ACTION}\"`"
+            ));
+        };
+        let principal = match type_name(&approver.entity_type) {
+            Ok(t) => EntityUid::from_type_name_and_id(t, EntityId::new(&approver.id)),
+            Err(e) => return Decision::denied(e.to_string()),
+        };
+        let request = match Request::new(
+            principal,
+            action.clone(),
+            tool.resource.clone(),
+            Context::empty(),
+            Some(&self.schema),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                return Decision::denied(format!("the approval request cannot be built: {e}"))
+            }
+        };
+        let response = self.cedar.is_authorized(&request, policies, &self.entities);
+        let mut tally = Tally {
+            requests: 1,
+            ..Tally::default()
+        };
+        let diagnostics = response.diagnostics();
+        for error in diagnostics.errors() {
+            let AuthorizationError::PolicyEvaluationError(e) = error;
+            tally.deny_ids.insert(e.policy_id().to_string());
+            tally.deny(format!("the approval: {error}"));
+        }
+        let ids: BTreeSet<String> = diagnostics.reason().map(ToString::to_string).collect();
+        match response.decision() {
+            cedar_policy::Decision::Allow if !tally.denied => tally.allow_ids = ids,
+            cedar_policy::Decision::Allow => {}
+            cedar_policy::Decision::Deny => {
+                tally.deny(if ids.is_empty() {
+                    format!("no policy permits `{approver}` to approve calls of `{tool_id}`")
+                } else {
+                    format!(
+                        "`{approver}` is forbidden to approve calls of `{tool_id}` by {}",
+                        ids.iter().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                });
+                tally.deny_ids.extend(ids);
+            }
+        }
+        tally.finish(&HashMap::new())
     }
 
     /// How many policies a tool's requests are evaluated against (`None` for an unknown
@@ -365,7 +482,7 @@ impl Authorizer {
                 }
             }
         }
-        tally.finish()
+        tally.finish(&tool.approval)
     }
 
     /// Evaluate one request and add its outcome to `tally`.
@@ -487,9 +604,19 @@ impl Tally {
         self.reasons.push(reason);
     }
 
-    fn finish(self) -> Decision {
+    /// The decision; `approval` holds the tool's `@approval` permits.
+    fn finish(self, approval: &HashMap<String, String>) -> Decision {
         let allowed = !self.denied && self.requests > 0;
+        let approval = if allowed {
+            self.allow_ids
+                .iter()
+                .filter_map(|id| approval.get(id).map(|r| (id.clone(), r.clone())))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Decision {
+            approval,
             allowed,
             policy_ids: if allowed {
                 self.allow_ids
@@ -507,6 +634,19 @@ impl Tally {
             },
         }
     }
+}
+
+/// The permits of `policies` annotated `@approval`, with the annotation's value (empty when
+/// it has none).
+fn approval_permits(policies: &PolicySet) -> HashMap<String, String> {
+    policies
+        .policies()
+        .filter(|p| p.effect() == cedar_policy::Effect::Permit)
+        .filter_map(|p| {
+            p.annotation(APPROVAL_ANNOTATION)
+                .map(|reason| (p.id().to_string(), reason.to_string()))
+        })
+        .collect()
 }
 
 /// The actions whose context type in the merged schema (`schema_text`) is exactly the one

@@ -5,7 +5,8 @@
 //! `"read-only"`, `"compensatable"`, `"supersede"` and every group a record names; one action per
 //! tool, in its class group and its `action_groups`, whose context is `input` (typed from the
 //! input schema) and, for tools with per-URL requests, `url` (required when every request
-//! carries it).
+//! carries it); and `Action::"approve"` (in no group), the action an approver of a waiting
+//! call must be permitted on the call's tool.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -14,6 +15,7 @@ use std::fs;
 use escepine_contract::SideEffectClass;
 use serde_json::Value;
 
+use crate::authorize::APPROVE_ACTION;
 use crate::cedar::syntax::quote;
 use crate::cedar::types::{self, input_type, Attribute, CedarType, TypingError};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
@@ -150,6 +152,16 @@ pub(crate) fn generate(records: &[ToolRecord], declared: &Declared) -> (String, 
     out.push_str("// Side-effect class groups: every tool's action is in its class.\n");
     if !classes.is_empty() {
         let _ = writeln!(out, "action {};", classes.join(", "));
+    }
+    if !declared.actions.contains(APPROVE_ACTION) {
+        out.push_str(
+            "\n// Approving (or rejecting) a call that waits for approval (`@approval` permits).\n",
+        );
+        let _ = writeln!(
+            out,
+            "action {} appliesTo {{\n  principal: [{PRINCIPAL_TYPE}],\n  resource: [{RESOURCE_TYPE}],\n  context: {{}},\n}};",
+            quote(APPROVE_ACTION)
+        );
     }
     let custom: Vec<String> = custom_groups(records)
         .into_iter()

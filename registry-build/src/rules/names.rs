@@ -2,8 +2,9 @@
 
 use crate::rule::Rule;
 
-/// Tool ids reserved for the class action groups (`read-only` becomes the marker `read_only`).
-pub const RESERVED_IDS: [&str; 3] = ["read_only", "compensatable", "supersede"];
+/// Tool ids reserved for the class action groups (`read-only` becomes the marker `read_only`)
+/// and for the generated `Action::"approve"` (and the MCP tool of that name).
+pub const RESERVED_IDS: [&str; 4] = ["read_only", "compensatable", "supersede", "approve"];
 /// The class action groups, which a tool joins through its side-effect class.
 pub const CLASS_GROUPS: [&str; 3] = ["read-only", "compensatable", "supersede"];
 
@@ -20,6 +21,11 @@ pub fn tool_id_problem(id: &str) -> Option<(Rule, String)> {
         Some((
             Rule::ToolIdPattern,
             format!("the tool id `{id}` does not match ^[a-z][a-z0-9_]*$"),
+        ))
+    } else if id == "approve" {
+        Some((
+            Rule::ToolIdReserved,
+            format!("`{id}` is reserved: it names the action that approves waiting calls"),
         ))
     } else if RESERVED_IDS.contains(&id) {
         Some((
@@ -39,6 +45,10 @@ pub fn group_problem(g: &str) -> Option<String> {
     if !valid {
         Some(format!(
             "the group name `{g}` does not match ^[a-z][a-z0-9_-]*$"
+        ))
+    } else if g == "approve" {
+        Some(format!(
+            "`{g}` is reserved: it names the action that approves waiting calls"
         ))
     } else if CLASS_GROUPS.contains(&g) || RESERVED_IDS.contains(&g) {
         Some(format!(

@@ -73,7 +73,8 @@ pub(crate) fn bind(
         .map_err(|d| CliError::text(exit::INVALID, d.render()))
 }
 
-/// The flags of every command that builds a runtime (`call`, `run`, `resume`, `serve`).
+/// The flags of every command that builds a runtime (`call`, `run`, `resume`, `serve`,
+/// `approve`, `reject`).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct RuntimeArgs {
     /// Cedar entities JSON (principals, their attributes and parents).
@@ -96,6 +97,10 @@ pub(crate) struct RuntimeArgs {
     /// `budget_exceeded` (exit 7 for `call`).
     #[arg(long, value_name = "FILE")]
     pub(crate) budgets: Option<PathBuf>,
+    /// How long a call allowed only with approval (a determining permit annotated
+    /// `@approval`) waits for an approver, in seconds; recorded in its intent.
+    #[arg(long, value_name = "SECONDS", default_value_t = escepine_runtime::DEFAULT_APPROVAL_TTL.as_secs())]
+    pub(crate) approval_ttl: u64,
     #[command(flatten)]
     pub(crate) run: ToolRunArgs,
 }
@@ -152,7 +157,8 @@ impl RuntimeArgs {
         let mut builder = Runtime::builder(registry)
             .ledger(ledger)
             .executor(executor)
-            .secrets(secrets);
+            .secrets(secrets)
+            .approval_ttl(std::time::Duration::from_secs(self.approval_ttl));
         if let Some(entities) = self.entities()? {
             builder = builder.entities(entities);
         }

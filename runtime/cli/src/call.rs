@@ -59,6 +59,17 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             .await
             .map_err(|e| CliError::new(exit::call(e.kind()), e))
     })?;
+    print_report(&report, io)
+}
+
+/// Print a call's report: the output of an `ok` call on stdout; the call id of a waiting call
+/// as the first line of stdout (with why it waits on stderr); otherwise the report, with
+/// `call`'s exit status.
+pub(crate) fn print_report(report: &escepine_runtime::CallReport, io: &mut Io<'_>) -> CliResult {
+    if report.kind() == CallKind::AwaitingApproval {
+        let _ = writeln!(io.out, "{}", report.call_id());
+        return Err(CliError::new(exit::AWAITING_APPROVAL, report));
+    }
     match report.output() {
         Some(output) => {
             let _ = writeln!(io.out, "{output}");
@@ -67,6 +78,6 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
                 code => Err(CliError::code(code)),
             }
         }
-        None => Err(CliError::new(exit::call(report.kind()), &report)),
+        None => Err(CliError::new(exit::call(report.kind()), report)),
     }
 }

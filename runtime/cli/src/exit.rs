@@ -12,21 +12,28 @@ pub const SERVER_FAILED: i32 = 3;
 /// inconsistent journal, an SOP that changed since the run started, its lease lost while
 /// driving it).
 pub const NOT_DRIVEN: i32 = 14;
+/// `escepine call` (and `run`, `resume` while a step waits): the call waits for an approver.
+pub const AWAITING_APPROVAL: i32 = 8;
+/// `escepine approve` and `reject`: the decision was refused (no such waiting call, already
+/// decided, expired, the requester, or a principal Cedar does not permit); nothing changed.
+pub const APPROVAL_REFUSED: i32 = 3;
 
 use escepine_runtime::CallKind;
 
 /// The exit status of `escepine call` for a call that ended with `kind` — the one place it
 /// is decided: 0 ok, 3 denied, 4 input rejected or unknown tool (or a typed client that
 /// does not match), 5 failed, timed out or ledger unavailable, 6 output rejected, 7 budget
-/// exceeded.
+/// exceeded, 8 awaiting approval; a call rejected by its approver, or expired, exits 3 (it was
+/// refused).
 pub const fn call(kind: CallKind) -> i32 {
     match kind {
         CallKind::Ok => OK,
-        CallKind::Denied => 3,
+        CallKind::Denied | CallKind::Rejected | CallKind::Expired => 3,
         CallKind::UnknownTool | CallKind::InputRejected | CallKind::ClientMismatch => 4,
         CallKind::Failed | CallKind::TimedOut | CallKind::LedgerUnavailable => 5,
         CallKind::OutputRejected => 6,
         CallKind::BudgetExceeded => 7,
+        CallKind::AwaitingApproval => AWAITING_APPROVAL,
     }
 }
 
@@ -53,6 +60,9 @@ mod tests {
                 ("timed_out", 5),
                 ("output_rejected", 6),
                 ("budget_exceeded", 7),
+                ("awaiting_approval", 8),
+                ("rejected", 3),
+                ("expired", 3),
                 ("unknown_tool", 4),
                 ("input_rejected", 4),
                 ("ledger_unavailable", 5),

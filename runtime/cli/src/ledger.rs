@@ -6,8 +6,9 @@ mod proofs;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use escepine_runtime::ledger::entry::iso8601;
 use escepine_runtime::ledger::verify::VerifyError;
-use escepine_runtime::ledger::{Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
+use escepine_runtime::ledger::{Approval, Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
 
 use crate::error::{CliError, CliResult};
 use crate::exit::{self, LEDGER_UNREADABLE as UNREADABLE};
@@ -179,6 +180,7 @@ fn verify(
 struct Call<'a> {
     call_id: &'a str,
     intent: Option<(&'a Entry, &'a Intent)>,
+    approval: Option<(&'a Entry, &'a Approval)>,
     outcome: Option<(u64, &'a Outcome)>,
 }
 
@@ -218,6 +220,14 @@ fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
                 calls[c].intent.get_or_insert((e, i));
                 if new {
                     let g = place(&mut groups, i.run_id.as_deref());
+                    groups[g].1.push(Item::Call(c));
+                }
+            }
+            Record::Approval(a) => {
+                let (c, new) = call_slot(&mut calls, &mut call_index, &a.call_id);
+                calls[c].approval.get_or_insert((e, a));
+                if new {
+                    let g = place(&mut groups, None);
                     groups[g].1.push(Item::Call(c));
                 }
             }
@@ -389,6 +399,15 @@ fn render_call(call: &Call<'_>, out: &mut String) {
             for reason in &i.reasons {
                 out.push_str(&format!("{PAD}reason     {reason}\n"));
             }
+            if let Some(a) = &i.approval {
+                out.push_str(&format!(
+                    "{PAD}waits      until {}\n",
+                    iso8601(a.expires_at_ms)
+                ));
+                for reason in &a.reasons {
+                    out.push_str(&format!("{PAD}why        {reason}\n"));
+                }
+            }
             if let Some(shadow) = &i.shadow {
                 let policies = if shadow.policy_ids.is_empty() {
                     "(none)".to_string()
@@ -414,6 +433,20 @@ fn render_call(call: &Call<'_>, out: &mut String) {
         }
         None => out.push_str(&format!("  call {}  (no intent recorded)\n", call.call_id)),
     }
+    if let Some((e, a)) = call.approval {
+        let policies = if a.policy_ids.is_empty() {
+            "(none)".to_string()
+        } else {
+            a.policy_ids.join(", ")
+        };
+        out.push_str(&format!(
+            "{PAD}approval   {} by {}  policies {policies}  {}  (#{})\n",
+            a.result.as_str(),
+            a.approver,
+            iso8601(e.at_ms),
+            e.seq
+        ));
+    }
     match call.outcome {
         Some((seq, o)) => {
             for (n, a) in o.attempts.iter().enumerate() {
@@ -430,6 +463,11 @@ fn render_call(call: &Call<'_>, out: &mut String) {
             if let Some(e) = &o.error {
                 out.push_str(&format!("{PAD}error      {}\n", one_line(e)));
             }
+        }
+        None if call.approval.is_none()
+            && call.intent.is_some_and(|(_, i)| i.approval.is_some()) =>
+        {
+            out.push_str(&format!("{PAD}outcome    (awaiting approval)\n"));
         }
         None => out.push_str(&format!("{PAD}outcome    (none recorded)\n")),
     }
@@ -455,11 +493,8 @@ fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
     }
 }
 
-fn result_word(o: &Outcome) -> String {
-    serde_json::to_value(o.result)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{:?}", o.result))
+fn result_word(o: &Outcome) -> &'static str {
+    o.result.as_str()
 }
 
 fn one_line(s: &str) -> String {
@@ -471,41 +506,5 @@ fn one_line(s: &str) -> String {
     match line.char_indices().nth(160) {
         Some((at, _)) => format!("{}…", escepine_runtime::scrub::prefix(&line, at)),
         None => line,
-    }
-}
-
-/// `ms` (Unix milliseconds) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn iso8601(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::iso8601;
-
-    #[test]
-    fn timestamps_are_utc_iso8601() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
-        assert_eq!(iso8601(1_735_689_599_999), "2024-12-31T23:59:59.999Z");
     }
 }

@@ -3,7 +3,7 @@
 //! Each command is `exec(args, io) -> CliResult`: it writes its output to [`Io`] and ends with
 //! `Ok(())` (exit status 0) or a [`CliError`] carrying the exit status and the message, which
 //! [`run`] — the one place that prints an error — writes to standard error. The flags that
-//! build a runtime (`call`, `run`, `resume`, `serve`) are one group, [`args::RuntimeArgs`].
+//! build a runtime (`call`, `approve`, `reject`, `run`, `resume`, `serve`) are one group, [`args::RuntimeArgs`].
 
 #![deny(missing_docs)]
 
@@ -11,6 +11,7 @@ use std::ffi::OsString;
 
 use clap::{Parser, Subcommand};
 
+mod approve;
 mod args;
 mod call;
 mod cedar_schema;
@@ -44,8 +45,15 @@ enum Command {
     Check(check::Args),
     /// Print the Cedar schema generated from the records, in Cedar syntax.
     CedarSchema(cedar_schema::Args),
-    /// Make one governed call: gates, Cedar, evidence, execution. Prints the output JSON.
+    /// Make one governed call: gates, Cedar, evidence, execution. Prints the output JSON (a
+    /// call that waits for approval: its call id, exit 8).
     Call(call::Args),
+    /// Approve a call that waits for approval, as an approver (`--principal`), and run it:
+    /// prints its output with `call`'s exit statuses; 3 when the approval is refused.
+    Approve(approve::Args),
+    /// Reject a call that waits for approval, as an approver (`--principal`): nothing runs;
+    /// 3 when the rejection is refused.
+    Reject(approve::Args),
     /// Print the tools as definitions for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini).
     Export(export::Args),
     /// Verify or show an evidence ledger; sign checkpoints of it and prove calls in it.
@@ -111,6 +119,8 @@ fn exec(command: Command, io: &mut Io<'_>) -> CliResult {
         Command::Check(a) => check::exec(&a, io),
         Command::CedarSchema(a) => cedar_schema::exec(&a, io),
         Command::Call(a) => call::exec(&a, io),
+        Command::Approve(a) => approve::approve(&a, io),
+        Command::Reject(a) => approve::reject(&a, io),
         Command::Export(a) => export::exec(&a, io),
         Command::Ledger(a) => ledger::exec(&a, io),
         Command::Run(a) => run::exec(&a, io),

@@ -231,6 +231,9 @@ pub const fn reply(kind: CallKind) -> Reply {
         | CallKind::TimedOut
         | CallKind::OutputRejected
         | CallKind::BudgetExceeded
+        | CallKind::AwaitingApproval
+        | CallKind::Rejected
+        | CallKind::Expired
         | CallKind::InputRejected
         | CallKind::LedgerUnavailable
         | CallKind::ClientMismatch => Reply::ToolError,
@@ -263,6 +266,17 @@ pub fn report_body(report: &CallReport) -> Value {
             })).collect::<Vec<_>>(),
         }),
         CallOutcome::BudgetExceeded { budget } => json!({ "budget": budget }),
+        CallOutcome::AwaitingApproval {
+            expires_at_ms,
+            policy_ids,
+            reasons,
+        } => json!({
+            "expires_at_ms": expires_at_ms,
+            "policy_ids": policy_ids,
+            "reasons": reasons,
+        }),
+        CallOutcome::Rejected { approver } => json!({ "approver": approver }),
+        CallOutcome::Expired { expired_at_ms } => json!({ "expired_at_ms": expired_at_ms }),
     };
     merge(&mut body, extra);
     json!({ "error": body })

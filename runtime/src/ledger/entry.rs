@@ -207,8 +207,33 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// `ms` (Unix milliseconds) as a UTC ISO 8601 timestamp with milliseconds:
+/// `2000-02-29T00:00:00.123Z`.
+pub fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
 /// The entries of run `run_id`, in chain order: its transitions, the intents of its steps, and
-/// the outcomes of those calls (an outcome names only its call id).
+/// the outcomes and approvals of those calls (they name only their call id).
 pub fn select_run(entries: &[Entry], run_id: &str) -> Vec<Entry> {
     let calls: std::collections::HashSet<&str> = entries
         .iter()
@@ -221,6 +246,7 @@ pub fn select_run(entries: &[Entry], run_id: &str) -> Vec<Entry> {
         .iter()
         .filter(|e| match &e.record {
             Record::Outcome(o) => calls.contains(o.call_id.as_str()),
+            Record::Approval(a) => calls.contains(a.call_id.as_str()),
             r => r.run_id() == Some(run_id),
         })
         .cloned()
@@ -369,6 +395,13 @@ mod tests {
             e.hash,
             "d1f6cbc2284065c32e279c0d3d3c9b24b561f90f3ba8c337ff40a136c42bbad6"
         );
+    }
+
+    #[test]
+    fn timestamps_are_utc_iso8601() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(iso8601(1_735_689_599_999), "2024-12-31T23:59:59.999Z");
     }
 
     #[test]

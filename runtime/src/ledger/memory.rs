@@ -15,6 +15,7 @@ pub struct MemoryLedger {
     entries: Mutex<Vec<Entry>>,
     leases: LocalLeases,
     budgets: MemoryBudgets,
+    approval_claims: Mutex<std::collections::HashSet<String>>,
 }
 
 impl MemoryLedger {
@@ -91,5 +92,14 @@ impl Ledger for MemoryLedger {
 
     fn release_budgets(&self, call_id: &str) -> BoxFuture<'_, Result<(), LedgerError>> {
         Box::pin(std::future::ready(self.budgets.release(call_id)))
+    }
+
+    fn claim_approval(&self, call_id: &str) -> BoxFuture<'_, Result<bool, LedgerError>> {
+        let claimed = self
+            .approval_claims
+            .lock()
+            .map(|mut claims| claims.insert(call_id.to_string()))
+            .map_err(|_| LedgerError::Unavailable("the approval claims are poisoned".into()));
+        Box::pin(std::future::ready(claimed))
     }
 }

@@ -32,7 +32,8 @@ pub use memory::MemoryLedger;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresLedger, PostgresOptions};
 pub use record::{
-    Attempt, CallResult, CredentialExemption, Intent, Outcome, Record, ShadowDecision, Transition,
+    Approval, ApprovalRequest, ApprovalResult, Attempt, CallResult, CredentialExemption, Intent,
+    Outcome, Record, ShadowDecision, Transition,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLedger, SqliteOptions};

@@ -324,6 +324,7 @@ impl LedgerTree {
             let of_call = match &entry.record {
                 Record::Intent(i) => i.call_id == call_id,
                 Record::Outcome(o) => o.call_id == call_id,
+                Record::Approval(a) => a.call_id == call_id,
                 Record::Transition(_) => false,
             };
             if !of_call {

@@ -18,6 +18,9 @@ pub enum Record {
     Intent(Intent),
     /// Written after the call ended, before control returns to the caller.
     Outcome(Outcome),
+    /// An approver's decision on a call that waited for approval (or its expiry), written
+    /// before the approved call runs.
+    Approval(Approval),
     /// An SOP run's state-machine event (start, transition, end, superseded, …).
     Transition(Transition),
 }
@@ -51,7 +54,8 @@ pub struct Intent {
     pub payload: Value,
     /// SHA-256 (hex) of the canonical payload.
     pub payload_hash: String,
-    /// `allow` or `deny`.
+    /// `allow`, `deny`, or `awaiting-approval` (allowed once an approver approves; see
+    /// `approval`).
     pub decision: String,
     /// Ids of the determining policies.
     pub policy_ids: Vec<String>,
@@ -81,6 +85,60 @@ pub struct Intent {
     /// when it disagrees with `decision`. Never enforced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<ShadowDecision>,
+    /// For a call whose decision is `awaiting-approval`: until when it waits, and the reasons
+    /// of the `@approval` permits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRequest>,
+}
+
+/// What the intent of a call waiting for approval records of the wait.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// When the wait ends, Unix milliseconds: the intent's time plus the runtime's approval
+    /// time to live. An approval after it is refused and the call is recorded `expired`.
+    pub expires_at_ms: u64,
+    /// The values of the determining `@approval` annotations (the empty ones left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+/// An approver's decision on a waiting call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approval {
+    /// The waiting call.
+    pub call_id: String,
+    /// The principal who decided (`Agent::"id"`); `runtime` for an expiry the runtime found.
+    pub approver: String,
+    /// `approved`, `rejected` or `expired`.
+    pub result: ApprovalResult,
+    /// The policies that permitted the approver `Action::"approve"` on the tool (empty for an
+    /// expiry).
+    pub policy_ids: Vec<String>,
+}
+
+/// What became of a waiting call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalResult {
+    /// Approved: the call runs next, once, and its outcome follows.
+    Approved,
+    /// Rejected: nothing ran; an outcome `rejected` follows.
+    Rejected,
+    /// Past its expiry: nothing ran; an outcome `expired` follows.
+    Expired,
+}
+
+impl ApprovalResult {
+    /// `approved`, `rejected` or `expired`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+        }
+    }
 }
 
 /// The decision of the shadow policy set on a call, recorded where it disagrees with the
@@ -148,6 +206,27 @@ pub enum CallResult {
     /// A budget of the call's principal and tool had no room (named in `budget`); nothing ran,
     /// nothing was retried.
     BudgetExceeded,
+    /// The call waited for approval and an approver rejected it; nothing ran.
+    Rejected,
+    /// The call waited for approval past its expiry; nothing ran.
+    Expired,
+}
+
+impl CallResult {
+    /// The ledger's spelling: `ok`, `denied`, `failed`, `timed_out`, `output_rejected`,
+    /// `budget_exceeded`, `rejected`, `expired`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Denied => "denied",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+            Self::OutputRejected => "output_rejected",
+            Self::BudgetExceeded => "budget_exceeded",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+        }
+    }
 }
 
 /// The outcome of one call.
@@ -197,6 +276,7 @@ impl Record {
         match self {
             Record::Intent(i) => Some(&i.call_id),
             Record::Outcome(o) => Some(&o.call_id),
+            Record::Approval(a) => Some(&a.call_id),
             Record::Transition(_) => None,
         }
     }
@@ -207,16 +287,17 @@ impl Record {
     pub fn run_id(&self) -> Option<&str> {
         match self {
             Record::Intent(i) => i.run_id.as_deref(),
-            Record::Outcome(_) => None,
+            Record::Outcome(_) | Record::Approval(_) => None,
             Record::Transition(t) => Some(&t.run_id),
         }
     }
 
-    /// The record's `kind` tag: `intent`, `outcome` or `transition`.
+    /// The record's `kind` tag: `intent`, `outcome`, `approval` or `transition`.
     pub fn kind(&self) -> &'static str {
         match self {
             Record::Intent(_) => "intent",
             Record::Outcome(_) => "outcome",
+            Record::Approval(_) => "approval",
             Record::Transition(_) => "transition",
         }
     }

@@ -221,6 +221,7 @@ mod tests {
             deadline_ms: None,
             credential_exemptions: vec![],
             shadow: None,
+            approval: None,
         });
         Entry::seal(n, GENESIS_PREV.into(), 0, record).expect("sealed")
     }

@@ -298,6 +298,11 @@ impl Ledger for SqliteLedger {
     fn release_budgets(&self, call_id: &str) -> BoxFuture<'_, Result<(), LedgerError>> {
         Box::pin(self.budgets.release(call_id.to_string()))
     }
+
+    /// Claims live in the `approval_claims` table of the same file (`INSERT OR IGNORE`).
+    fn claim_approval(&self, call_id: &str) -> BoxFuture<'_, Result<bool, LedgerError>> {
+        Box::pin(self.budgets.claim_approval(call_id.to_string()))
+    }
 }
 
 fn writer_gone() -> LedgerError {

@@ -1,5 +1,6 @@
 //! Budget uses in the SQLite ledger's file: the `budget_uses` table, checked and written in one
-//! `BEGIN IMMEDIATE` transaction, so every runtime on the file counts the same uses.
+//! `BEGIN IMMEDIATE` transaction, so every runtime on the file counts the same uses; and, on the
+//! same connection, the `approval_claims` of decided waiting calls.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,14 @@ pub const BUDGET_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS budget_uses (
 CREATE INDEX IF NOT EXISTS budget_uses_by_start ON budget_uses (budget, start_ms);
 CREATE INDEX IF NOT EXISTS budget_uses_by_call ON budget_uses (call_id);
 CREATE INDEX IF NOT EXISTS budget_uses_in_flight ON budget_uses (budget, expiry_ms) WHERE ended = 0";
+
+/// The claims of decided waiting calls (see `runtime/LEDGER.md`): one row per call, the first
+/// decider's.
+pub const APPROVAL_CLAIMS_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS approval_claims (
+    call_id TEXT    PRIMARY KEY,
+    at_ms   INTEGER NOT NULL
+)";
+const CLAIM: &str = "INSERT OR IGNORE INTO approval_claims (call_id, at_ms) VALUES (?1, ?2)";
 
 const CALLS: &str = "SELECT COUNT(*) FROM budget_uses WHERE budget = ?1 AND start_ms >= ?2";
 const IN_FLIGHT: &str =
@@ -88,6 +97,13 @@ impl SqliteBudgets {
         self.with(move |conn| reserve(conn, &claim)).await
     }
 
+    /// See [`super::Ledger::claim_approval`].
+    pub(crate) async fn claim_approval(&self, call_id: String) -> Result<bool, LedgerError> {
+        let at = sql_u64(super::entry::now_ms());
+        self.with(move |conn| conn.execute(CLAIM, params![call_id, at]).map(|n| n == 1))
+            .await
+    }
+
     /// See [`super::Ledger::release_budgets`].
     pub(crate) async fn release(&self, call_id: String) -> Result<(), LedgerError> {
         self.with(move |conn| conn.execute(RELEASE, params![call_id]).map(drop))
@@ -102,6 +118,7 @@ fn open(path: &Path, busy_timeout: Duration) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(busy_timeout)?;
     conn.execute_batch(BUDGET_SCHEMA)?;
+    conn.execute_batch(APPROVAL_CLAIMS_SCHEMA)?;
     Ok(conn)
 }
 

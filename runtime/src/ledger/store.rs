@@ -73,6 +73,23 @@ pub trait Ledger: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// Mark the waiting call `call_id` decided (approved, rejected or expired) — atomically,
+    /// so that of concurrent deciders (in this process or, for a shared store, in others)
+    /// exactly one gets `true`; every later claim gets `false`. The claim is store state
+    /// beside the chain; the decision's evidence is the `approval` entry the claimer appends.
+    ///
+    /// The default keeps no claims and refuses to guess: the ledgers of this crate override
+    /// it.
+    ///
+    /// # Errors
+    /// [`LedgerError::Unavailable`] when the claims cannot be read or written.
+    fn claim_approval(&self, call_id: &str) -> BoxFuture<'_, Result<bool, LedgerError>> {
+        let _ = call_id;
+        Box::pin(std::future::ready(Err(LedgerError::Unavailable(
+            "this ledger does not keep approval claims".into(),
+        ))))
+    }
+
     /// The last committed entry (`None` while the ledger is empty).
     fn head(&self) -> Result<Option<Committed>, LedgerError> {
         Ok(self.entries()?.last().map(Entry::committed))

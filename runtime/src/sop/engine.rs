@@ -676,11 +676,11 @@ impl Engine {
             input: payload,
             policy_ids,
             reasons,
-            end: Some(CallEnd {
-                result: report.outcome().result(),
+            end: report.outcome().result().map(|result| CallEnd {
+                result,
                 output: report.output().cloned(),
                 error,
-                outcome_hash: Some(report.outcome_entry().hash.clone()),
+                outcome_hash: report.outcome_entry().map(|e| e.hash.clone()),
             }),
         };
         // The step's result is read from the call as remembered, as on a resume.

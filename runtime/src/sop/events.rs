@@ -163,17 +163,23 @@ pub enum FailureKind {
     OutputRejected,
     /// A budget of the principal and tool had no room; nothing ran.
     BudgetExceeded,
+    /// The call waited for approval and an approver rejected it; nothing ran.
+    Rejected,
+    /// The call waited for approval past its expiry; nothing ran.
+    Expired,
     /// An inverse's payload could not be built from the compensation map.
     CompensationMap,
 }
 
 impl FailureKind {
-    /// The failure kind of a call that ended with `kind`; `None` for a call that succeeded or
-    /// could not be recorded (the run stops on a ledger that is unavailable). A typed client's
-    /// mismatch is a failure of the step.
+    /// The failure kind of a call that ended with `kind`; `None` for a call that succeeded,
+    /// waits for approval, or could not be recorded (the run stops on a ledger that is
+    /// unavailable). A typed client's mismatch is a failure of the step.
     pub fn of_call(kind: CallKind) -> Option<Self> {
         Some(match kind {
-            CallKind::Ok | CallKind::LedgerUnavailable => return None,
+            CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => return None,
+            CallKind::Rejected => Self::Rejected,
+            CallKind::Expired => Self::Expired,
             CallKind::Denied => Self::Denied,
             CallKind::Failed | CallKind::ClientMismatch => Self::Failed,
             CallKind::TimedOut => Self::TimedOut,

@@ -319,6 +319,8 @@ impl RunState {
                         end: None,
                     });
                 }
+                // The decision on a waiting call; its outcome follows.
+                Record::Approval(_) => {}
                 Record::Outcome(o) => {
                     let call = st.calls.get_mut(&o.call_id).ok_or_else(|| {
                         err(format!("outcome of the unknown call `{}`", o.call_id))

@@ -6,14 +6,15 @@ use super::context::CallContext;
 use super::retry;
 use crate::error::CallError;
 use crate::ledger::{
-    canonical_json, sha256_hex, Committed, CredentialExemption, Intent, Ledger, Record,
-    ShadowDecision,
+    canonical_json, sha256_hex, ApprovalRequest, Committed, CredentialExemption, Intent, Ledger,
+    Record, ShadowDecision,
 };
 use registry_build::authorize::Decision;
 
 /// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
 /// hash, the decision and its policies, the overlay, the origins its egress admits, the
-/// deadline, and the shadow set's decision where it disagrees), committed; a ledger that
+/// deadline, the shadow set's decision where it disagrees, and the wait of a call allowed
+/// only with approval), committed; a ledger that
 /// cannot commit refuses the call before anything ran.
 pub(crate) async fn record(
     cx: &CallContext<'_>,
@@ -21,9 +22,12 @@ pub(crate) async fn record(
     payload: &Value,
     decision: &Decision,
     shadow: Option<ShadowDecision>,
+    approval: Option<ApprovalRequest>,
 ) -> Result<Committed, CallError> {
     Ok(ledger
-        .append(Record::Intent(intent(cx, payload, decision, shadow)))
+        .append(Record::Intent(intent(
+            cx, payload, decision, shadow, approval,
+        )))
         .await?)
 }
 
@@ -32,6 +36,7 @@ fn intent(
     payload: &Value,
     decision: &Decision,
     shadow: Option<ShadowDecision>,
+    approval: Option<ApprovalRequest>,
 ) -> Intent {
     let record = &cx.tool.record;
     let mut recorded = payload.clone();
@@ -68,6 +73,7 @@ fn intent(
             })
             .collect(),
         shadow,
+        approval,
     }
 }
 
@@ -112,6 +118,7 @@ mod tests {
             &json!({"q": "a s3cr3t b"}),
             &decision,
             Some(shadow.clone()),
+            None,
         )
         .await
         .expect("committed");

@@ -16,6 +16,9 @@
 //!    `authorized-urls`, the origins of the URLs Cedar allowed).
 //! 4. [`intent::record`]: the intent is committed before anything can execute (a ledger that
 //!    cannot commit → refused). From here on every call ends with a recorded outcome.
+//!    A call allowed only with approval ([`wait`]) stops here, waiting: its intent says so, and
+//!    its outcome is recorded once an approver decides (`crate::approval`, which takes an
+//!    approved call through [`approved`]: the gate and Cedar again, then step 5 on).
 //!    [`authorize::admit`] then lets an allowed call on; a denied one ends here.
 //! 5. [`budget::reserve`]: an allowed call takes a use of every budget that applies to its
 //!    principal and tool, counted in the ledger's store; a budget without room ends the call
@@ -46,8 +49,10 @@ pub(crate) mod resolve;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod testing;
+pub(crate) mod wait;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use escepine_contract::Principal;
 use serde_json::Value;
@@ -55,7 +60,7 @@ use serde_json::Value;
 use crate::budget::table::BudgetTable;
 use crate::error::CallError;
 use crate::executor::Executor;
-use crate::ledger::Ledger;
+use crate::ledger::{Committed, Ledger};
 use crate::report::CallReport;
 use crate::secrets::SecretSource;
 use registry_build::authorize::Authorizer;
@@ -80,6 +85,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) executor: &'a dyn Executor,
     /// Where secret values come from.
     pub(crate) secrets: &'a dyn SecretSource,
+    /// How long a call allowed only with approval waits.
+    pub(crate) approval_ttl: Duration,
 }
 
 /// One governed call: the stages in the order above. The span of the call (see [`span`]) is
@@ -98,19 +105,80 @@ pub(crate) async fn run(
     let decision = authorize::authorize(&cx, parts.authorizer, &payload); // 3
     let shadow = authorize::shadow(&cx, parts.shadow, &payload, &decision);
     cx.egress = authorize::egress(&cx, &decision);
-    let intent = intent::record(&cx, parts.ledger, &payload, &decision, shadow).await?; // 4
-    let (attempts, ended) = match authorize::admit(&cx, &decision) {
+    let waits = wait::request(&decision, parts.approval_ttl);
+    let intent = intent::record(
+        &cx,
+        parts.ledger,
+        &payload,
+        &decision,
+        shadow,
+        waits.clone(),
+    )
+    .await?; // 4
+    if let Some(request) = waits {
+        return Ok(wait::waiting(&cx, intent, &decision, request));
+    }
+    finish(parts, &cx, &payload, &decision, intent).await
+}
+
+/// An approved call, from its recorded intent: the tool, the recorded payload through the
+/// input gate and Cedar again (the registry or policies may have changed while it waited), then
+/// the rest of the path under the call's own ids. A payload the gate now rejects is refused
+/// with nothing recorded; a call Cedar now denies ends `denied`.
+///
+/// The caller checks the gate first ([`approvable`]) so that such a refusal comes before the
+/// approval is recorded.
+pub(crate) async fn approved(
+    parts: &Parts<'_>,
+    principal: &Principal,
+    name: &str,
+    payload: Value,
+    opts: &CallOptions,
+    ids: CallIds,
+    intent: Committed,
+) -> Result<CallReport, CallError> {
+    let tool = resolve(parts.tools, name)?;
+    let mut cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
+    let payload = input::gate(&cx, payload)?;
+    let decision = authorize::authorize(&cx, parts.authorizer, &payload);
+    cx.egress = authorize::egress(&cx, &decision);
+    finish(parts, &cx, &payload, &decision, intent).await
+}
+
+/// Whether a recorded call could still be taken through [`approved`]: its tool is registered
+/// and its payload passes the input gate.
+pub(crate) fn approvable(
+    parts: &Parts<'_>,
+    principal: &Principal,
+    name: &str,
+    payload: Value,
+    opts: &CallOptions,
+) -> Result<(), CallError> {
+    let tool = resolve(parts.tools, name)?;
+    let cx = CallContext::new(CallIds::new(None), principal, opts, tool, parts.secrets);
+    input::gate(&cx, payload).map(drop)
+}
+
+/// Steps 5 to 8, after the intent: admission, budgets, execution, the output gate, the outcome.
+async fn finish(
+    parts: &Parts<'_>,
+    cx: &CallContext<'_>,
+    payload: &Value,
+    decision: &registry_build::authorize::Decision,
+    intent: Committed,
+) -> Result<CallReport, CallError> {
+    let (attempts, ended) = match authorize::admit(cx, decision) {
         Err(denied) => (Vec::new(), denied),
         Ok(()) => {
             let entities = parts.authorizer.entities();
-            match budget::reserve(&cx, parts.budgets, entities, parts.ledger).await {
+            match budget::reserve(cx, parts.budgets, entities, parts.ledger).await {
                 // 5
                 Err(exceeded) => (Vec::new(), exceeded),
                 Ok(held) => {
-                    let executed = execute::execute(&cx, parts.executor, &payload).await; // 6
-                    budget::release(&cx, parts.ledger, held).await;
+                    let executed = execute::execute(cx, parts.executor, payload).await; // 6
+                    budget::release(cx, parts.ledger, held).await;
                     let ended = match executed.result {
-                        Ok(output) => output::gate(&cx, output), // 7
+                        Ok(output) => output::gate(cx, output), // 7
                         Err(ended) => ended,
                     };
                     (executed.attempts, ended)
@@ -119,13 +187,13 @@ pub(crate) async fn run(
         }
     };
     let n = attempts.len() as u32;
-    let entry = outcome::record(&cx, parts.ledger, attempts, &ended).await?; // 8
+    let entry = outcome::record(cx, parts.ledger, attempts, &ended).await?; // 8
     Ok(CallReport {
-        call_id: cx.ids.call_id,
-        idempotency_key: cx.ids.idempotency_key,
+        call_id: cx.ids.call_id.clone(),
+        idempotency_key: cx.ids.idempotency_key.clone(),
         outcome: ended.outcome,
         intent,
-        outcome_entry: entry,
+        outcome_entry: Some(entry),
         attempts: n,
     })
 }
@@ -210,7 +278,7 @@ mod tests {
             idempotency_key: "k".into(),
             outcome,
             intent: entry.clone(),
-            outcome_entry: entry,
+            outcome_entry: Some(entry),
             attempts: 2,
         }
     }

@@ -14,9 +14,16 @@ pub(crate) async fn record(
     attempts: Vec<Attempt>,
     ended: &Ended,
 ) -> Result<Committed, CallError> {
+    let Some(result) = ended.outcome.result() else {
+        return Err(CallError::LedgerUnavailable(
+            crate::ledger::LedgerError::Unavailable(
+                "a waiting call has no outcome to record".into(),
+            ),
+        ));
+    };
     let outcome = Outcome {
         call_id: cx.ids.call_id.clone(),
-        result: ended.outcome.result(),
+        result,
         attempts,
         output_hash: ended.output_hash.clone(),
         output: match &ended.outcome {

@@ -159,7 +159,7 @@ impl Catalog {
             call_id: r.call_id().to_string(),
             idempotency_key: r.idempotency_key().to_string(),
             attempts: r.attempts(),
-            outcome: r.outcome_entry().clone(),
+            outcome: r.outcome_entry().expect("an outcome").clone(),
             output: r.into_output().unwrap_or_else(|e| panic!("{tool}: {e}")),
         }
     }

@@ -28,6 +28,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         credential_exemptions: vec![],
         egress_origins: vec![],
         shadow: None,
+        approval: None,
     })
 }
 

@@ -110,3 +110,43 @@ pub(crate) async fn release(pool: Pool, call_id: String) -> Result<(), PgError> 
         .map_err(pg("end the budget uses"))?;
     Ok(())
 }
+
+/// The second key of the lock under which the `approval_claims` table is created.
+pub const APPROVAL_LOCK: i32 = 4;
+
+/// The claims of decided waiting calls (see `runtime/LEDGER.md`).
+pub const APPROVAL_CLAIMS_TABLE: &str = "CREATE TABLE IF NOT EXISTS approval_claims (
+    call_id TEXT   PRIMARY KEY,
+    at_ms   BIGINT NOT NULL
+)";
+
+/// See [`crate::ledger::Ledger::claim_approval`]: one row per call, the first claimer's.
+pub(crate) async fn claim_approval(
+    pool: Pool,
+    ready: std::sync::Arc<Ready>,
+    call_id: String,
+) -> Result<bool, PgError> {
+    let mut client = pool.get().await.map_err(|e| PgError::Pool(e.to_string()))?;
+    if !ready.0.load(Ordering::Acquire) {
+        let tx = client.transaction().await.map_err(pg("begin"))?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&LOCK_CLASS, &APPROVAL_LOCK],
+        )
+        .await
+        .map_err(pg("take the approval lock"))?;
+        tx.batch_execute(APPROVAL_CLAIMS_TABLE)
+            .await
+            .map_err(pg("create the approval_claims table"))?;
+        tx.commit().await.map_err(pg("commit"))?;
+        ready.0.store(true, Ordering::Release);
+    }
+    let n = client
+        .execute(
+            "INSERT INTO approval_claims (call_id, at_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&call_id, &sql(crate::ledger::entry::now_ms())],
+        )
+        .await
+        .map_err(pg("claim the approval"))?;
+    Ok(n == 1)
+}

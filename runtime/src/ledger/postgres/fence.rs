@@ -76,6 +76,8 @@ impl Fences {
                 run_id
             }
             Record::Outcome(o) => self.calls.remove(&o.call_id)?,
+            // An approval is fenced only when this process drives the call's run.
+            Record::Approval(a) => self.calls.get(&a.call_id)?.clone(),
         };
         let (key, pid) = *self.runs.get(&run_id)?;
         Some(Fence { run_id, key, pid })

@@ -81,6 +81,7 @@ pub struct PostgresLedger {
     jobs: Option<mpsc::UnboundedSender<Job>>,
     fences: SharedFences,
     budgets_ready: std::sync::Arc<budgets::Ready>,
+    approvals_ready: std::sync::Arc<budgets::Ready>,
     writer_done: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     // Last: dropping it stops the runtime the writer and the pool run on.
     worker: Worker,
@@ -167,6 +168,7 @@ impl PostgresLedger {
             jobs: Some(jobs),
             fences: SharedFences::default(),
             budgets_ready: std::sync::Arc::default(),
+            approvals_ready: std::sync::Arc::default(),
             writer_done: std::sync::Mutex::new(Some(writer_done)),
             worker,
         })
@@ -314,6 +316,22 @@ impl Ledger for PostgresLedger {
             running
                 .await
                 .map_err(|e| LedgerError::Unavailable(format!("budget uses: {e}")))?
+                .map_err(|e| e.at(&self.location))
+        })
+    }
+
+    /// Claims live in the `approval_claims` table of the same database (`ON CONFLICT DO
+    /// NOTHING`: the first claimer's row).
+    fn claim_approval(&self, call_id: &str) -> BoxFuture<'_, Result<bool, LedgerError>> {
+        let running = self.worker.handle().spawn(budgets::claim_approval(
+            self.pool.clone(),
+            std::sync::Arc::clone(&self.approvals_ready),
+            call_id.to_string(),
+        ));
+        Box::pin(async move {
+            running
+                .await
+                .map_err(|e| LedgerError::Unavailable(format!("approval claims: {e}")))?
                 .map_err(|e| e.at(&self.location))
         })
     }

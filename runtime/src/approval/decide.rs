@@ -1,0 +1,234 @@
+//! Deciding on a waiting call: the checks (in this order: the call waits, the approver is not
+//! the requester, Cedar permits the approver, the wait has not expired, the store's claim),
+//! then the `approval` entry, then the approved call or the rejection's outcome.
+
+use escepine_contract::Principal;
+
+use super::error::ApprovalError;
+use super::state::{now_state, CallState, Waiting};
+use crate::ledger::entry::iso8601;
+use crate::ledger::{Approval, ApprovalResult, CallResult, Ledger, Outcome, Record};
+use crate::report::{expired_message, rejected_message, CallOutcome, CallReport};
+use crate::stages::{self, CallIds, CallOptions, Parts};
+
+/// What the approver decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Run the call.
+    Approve,
+    /// Run nothing.
+    Reject,
+}
+
+/// The approver recorded for an expiry the runtime found.
+const RUNTIME: &str = "runtime";
+
+/// Approve or reject `call_id` as `approver`.
+pub(crate) async fn decide(
+    parts: &Parts<'_>,
+    approver: &Principal,
+    call_id: &str,
+    verdict: Verdict,
+) -> Result<CallReport, ApprovalError> {
+    let (waiting, expired) = waiting(parts.ledger, call_id)?;
+    if approver.to_string() == waiting.principal {
+        return Err(ApprovalError::SelfApproval {
+            call_id: call_id.to_string(),
+            principal: waiting.principal,
+        });
+    }
+    let decision = parts
+        .authorizer
+        .authorize_approval(approver, &waiting.tool_id);
+    if !decision.allowed() {
+        return Err(ApprovalError::NotPermitted {
+            approver: approver.to_string(),
+            tool: waiting.tool_id,
+            reasons: decision.reasons().to_vec(),
+        });
+    }
+    if expired {
+        record_expiry(parts.ledger, &waiting).await?;
+        return Err(ApprovalError::Expired {
+            call_id: call_id.to_string(),
+            expired_at: iso8601(waiting.expires_at_ms),
+        });
+    }
+    let requester = requester(&waiting)?;
+    let opts = options(&waiting);
+    if verdict == Verdict::Approve {
+        // A refusal of the call itself comes before anything is recorded.
+        stages::approvable(
+            parts,
+            &requester,
+            &waiting.tool_id,
+            waiting.intent.payload.clone(),
+            &opts,
+        )?;
+    }
+    claim(parts.ledger, call_id).await?;
+    let result = match verdict {
+        Verdict::Approve => ApprovalResult::Approved,
+        Verdict::Reject => ApprovalResult::Rejected,
+    };
+    parts
+        .ledger
+        .append(Record::Approval(Approval {
+            call_id: call_id.to_string(),
+            approver: approver.to_string(),
+            result,
+            policy_ids: decision.policy_ids().to_vec(),
+        }))
+        .await?;
+    match verdict {
+        Verdict::Approve => {
+            let ids = CallIds {
+                call_id: waiting.call_id.clone(),
+                idempotency_key: waiting.intent.idempotency_key.clone(),
+            };
+            Ok(stages::approved(
+                parts,
+                &requester,
+                &waiting.tool_id,
+                waiting.intent.payload.clone(),
+                &opts,
+                ids,
+                waiting.intent_entry.clone(),
+            )
+            .await?)
+        }
+        Verdict::Reject => {
+            let error = rejected_message(&approver.to_string());
+            end(
+                parts.ledger,
+                &waiting,
+                CallResult::Rejected,
+                error,
+                CallOutcome::Rejected {
+                    approver: approver.to_string(),
+                },
+            )
+            .await
+        }
+    }
+}
+
+/// Record the expiry of `call_id` if it waited past it: `None` when it is still waiting.
+pub(crate) async fn expire(
+    ledger: &dyn Ledger,
+    call_id: &str,
+) -> Result<Option<CallReport>, ApprovalError> {
+    let (waiting, expired) = waiting(ledger, call_id)?;
+    if !expired {
+        return Ok(None);
+    }
+    record_expiry(ledger, &waiting).await.map(Some)
+}
+
+/// The waiting call, and whether it is past its expiry; any other state is a refusal.
+fn waiting(ledger: &dyn Ledger, call_id: &str) -> Result<(Waiting, bool), ApprovalError> {
+    let entries = ledger.entries()?;
+    match now_state(&entries, call_id) {
+        CallState::Waiting(w) => Ok((w, false)),
+        CallState::Expired(w) => Ok((w, true)),
+        CallState::Unknown => Err(ApprovalError::UnknownCall(call_id.to_string())),
+        CallState::InFlight => Err(ApprovalError::NotWaiting(call_id.to_string())),
+        CallState::Decided(a) => Err(decided(call_id, a.result.as_str())),
+        CallState::Ended(o) => Err(decided(call_id, o.result.as_str())),
+    }
+}
+
+fn decided(call_id: &str, result: &str) -> ApprovalError {
+    ApprovalError::AlreadyDecided {
+        call_id: call_id.to_string(),
+        result: result.to_string(),
+    }
+}
+
+/// The store's claim on the decision: only the first decider goes on.
+async fn claim(ledger: &dyn Ledger, call_id: &str) -> Result<(), ApprovalError> {
+    if ledger.claim_approval(call_id).await? {
+        Ok(())
+    } else {
+        Err(decided(
+            call_id,
+            "another decision was taken at the same time",
+        ))
+    }
+}
+
+/// The expiry: the claim, the `approval` entry (`expired`, by the runtime), the outcome.
+async fn record_expiry(
+    ledger: &dyn Ledger,
+    waiting: &Waiting,
+) -> Result<CallReport, ApprovalError> {
+    claim(ledger, &waiting.call_id).await?;
+    ledger
+        .append(Record::Approval(Approval {
+            call_id: waiting.call_id.clone(),
+            approver: RUNTIME.to_string(),
+            result: ApprovalResult::Expired,
+            policy_ids: Vec::new(),
+        }))
+        .await?;
+    end(
+        ledger,
+        waiting,
+        CallResult::Expired,
+        expired_message(waiting.expires_at_ms),
+        CallOutcome::Expired {
+            expired_at_ms: waiting.expires_at_ms,
+        },
+    )
+    .await
+}
+
+/// The outcome of a call that ran nothing (rejected or expired).
+async fn end(
+    ledger: &dyn Ledger,
+    waiting: &Waiting,
+    result: CallResult,
+    error: String,
+    outcome: CallOutcome,
+) -> Result<CallReport, ApprovalError> {
+    let entry = ledger
+        .append(Record::Outcome(Outcome {
+            call_id: waiting.call_id.clone(),
+            result,
+            attempts: Vec::new(),
+            output_hash: None,
+            output: None,
+            error: Some(error),
+            budget: None,
+        }))
+        .await?;
+    Ok(CallReport {
+        call_id: waiting.call_id.clone(),
+        idempotency_key: waiting.intent.idempotency_key.clone(),
+        outcome,
+        intent: waiting.intent_entry.clone(),
+        outcome_entry: Some(entry),
+        attempts: 0,
+    })
+}
+
+/// The requester, as the intent names it.
+fn requester(waiting: &Waiting) -> Result<Principal, ApprovalError> {
+    waiting.principal.parse().map_err(|e| {
+        ApprovalError::Ledger(crate::ledger::LedgerError::Unavailable(format!(
+            "the intent of call `{}` names no principal: {e}",
+            waiting.call_id
+        )))
+    })
+}
+
+/// The call's options as its intent records them.
+fn options(waiting: &Waiting) -> CallOptions {
+    CallOptions {
+        run_id: waiting.run_id.clone(),
+        step: waiting.step.clone(),
+        idempotency_key: Some(waiting.intent.idempotency_key.clone()),
+        compensates: waiting.intent.compensates.clone(),
+        openai_strict_nulls: false,
+    }
+}
