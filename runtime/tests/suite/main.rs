@@ -19,6 +19,7 @@
 
 mod support;
 
+mod approval;
 mod authorize_catalog;
 mod authorize_formats;
 mod authorize_policies;

@@ -2,8 +2,11 @@
 //! proposals of the SOP fixtures, and `escepine` commands over the fixtures' records, policies and
 //! envelope, the overlay and one ledger (a SQLite file or a PostgreSQL URL).
 
+// Not every test file that includes the harness uses all of it.
+#![allow(dead_code)]
+
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use escepine_testkit::sop::{fixtures, item, key, overlay_json, sop_path, Store};
@@ -14,6 +17,10 @@ pub struct SopCli {
     pub dir: tempfile::TempDir,
     pub store: Store,
     ledger: OsString,
+    /// The policies directory and entities file every command names (the fixtures' own
+    /// policies and no entities unless [`SopCli::with_policies`] says otherwise).
+    policies: PathBuf,
+    entities: Option<PathBuf>,
 }
 
 impl SopCli {
@@ -39,7 +46,20 @@ impl SopCli {
         });
         std::fs::write(dir.path().join("proposals.json"), proposals.to_string()).unwrap();
         let ledger = ledger(dir.path());
-        Self { dir, store, ledger }
+        Self {
+            dir,
+            store,
+            ledger,
+            policies: fixtures().join("policies"),
+            entities: None,
+        }
+    }
+
+    /// Every command names these policies and entities instead (the approval fixtures, say).
+    pub fn with_policies(mut self, policies: &Path, entities: &Path) -> Self {
+        self.policies = policies.to_path_buf();
+        self.entities = Some(entities.to_path_buf());
+        self
     }
 
     /// `escepine ARGS` over the fixtures, the overlay and the ledger.
@@ -50,13 +70,16 @@ impl SopCli {
             .arg("--records")
             .arg(f.join("records"))
             .arg("--policies")
-            .arg(f.join("policies"))
+            .arg(&self.policies)
             .arg("--envelope")
             .arg(f.join("envelope.json"))
             .arg("--overlay")
             .arg(self.dir.path().join("overlay.json"))
             .arg("--ledger")
             .arg(&self.ledger);
+        if let Some(e) = &self.entities {
+            cmd.arg("--entities").arg(e);
+        }
         cmd
     }
 
