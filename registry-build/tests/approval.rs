@@ -59,14 +59,49 @@ permit(principal, action == Action::"note_write", resource) when { context.input
 @id("reviewers-approve") permit(principal in Team::"reviewers", action == Action::"approve", resource);
 "#;
 
+fn bind(policies: &str) -> cedar::Binding {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.cedar"), policies).unwrap();
+    cedar::bind(&records(), Some(dir.path())).unwrap_or_else(|d| panic!("{d}"))
+}
+
 #[test]
-fn the_generated_schema_declares_approve_on_every_tool() {
-    let text = cedar::generated_schema_text(&records());
+fn the_schema_declares_approve_only_when_the_policies_use_approval() {
+    const APPROVE: &str = "action \"approve\" appliesTo {\n  principal: [Agent],\n  resource: [Tool],\n  context: {},\n};";
+    // An unconstrained action scope reading the input validates without the action.
+    let plain = bind("permit(principal, action, resource) when { context.input.size > 1 };");
     assert!(
-        text.contains("action \"approve\" appliesTo {\n  principal: [Agent],\n  resource: [Tool],\n  context: {},\n};"),
-        "{text}"
+        !plain.schema_text.contains(APPROVE),
+        "{}",
+        plain.schema_text
     );
-    let (_schema, _warnings) = cedar_policy::Schema::from_cedarschema_str(&text).unwrap();
+    assert!(!cedar::generated_schema_text(&records()).contains(APPROVE));
+    for uses in [
+        "@approval permit(principal, action == Action::\"note_write\", resource);",
+        "permit(principal, action == Action::\"approve\", resource);",
+        "permit(principal, action in [Action::\"page_read\", Action::\"approve\"], resource);",
+    ] {
+        let b = bind(uses);
+        assert!(
+            b.schema_text.contains(APPROVE),
+            "{uses}:\n{}",
+            b.schema_text
+        );
+    }
+    // With approval in use, such a policy must say it is not about approving.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.cedar"),
+        "@approval permit(principal, action == Action::\"note_write\", resource);\n\
+         permit(principal, action, resource) when { context.input.size > 1 };",
+    )
+    .unwrap();
+    let d = cedar::bind(&records(), Some(dir.path())).expect_err("context.input is not on approve");
+    assert!(d.to_string().contains("Action::\"approve\""), "{d}");
+    bind(
+        "@approval permit(principal, action == Action::\"note_write\", resource);\n\
+         permit(principal, action, resource) when { context has input && context.input.size > 1 };",
+    );
 }
 
 #[test]

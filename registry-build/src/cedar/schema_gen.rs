@@ -5,8 +5,11 @@
 //! `"read-only"`, `"compensatable"`, `"supersede"` and every group a record names; one action per
 //! tool, in its class group and its `action_groups`, whose context is `input` (typed from the
 //! input schema) and, for tools with per-URL requests, `url` (required when every request
-//! carries it); and `Action::"approve"` (in no group), the action an approver of a waiting
-//! call must be permitted on the call's tool.
+//! carries it); and, when the policies use approval (a permit annotated `@approval`, or a policy
+//! naming `Action::"approve"` in its scope), `Action::"approve"` (in no group, with an empty
+//! context), the action an approver of a waiting call must be permitted on the call's tool. It
+//! is left out otherwise, so a policy whose action scope is unconstrained may read
+//! `context.input` without a guard.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -107,7 +110,7 @@ fn sorted(records: &[ToolRecord]) -> Vec<&ToolRecord> {
 /// has no `input` and a comment says why. [`try_generated_schema_text`] reports that as an
 /// error instead.
 pub fn generated_schema_text(records: &[ToolRecord]) -> String {
-    generate(records, &Declared::default()).0
+    generate(records, &Declared::default(), false).0
 }
 
 /// The generated Cedar schema, or a [`Rule::CedarSchema`] diagnostic (naming the record file
@@ -116,7 +119,7 @@ pub fn generated_schema_text(records: &[ToolRecord]) -> String {
 /// # Errors
 /// One diagnostic per record whose input schema cannot be typed.
 pub fn try_generated_schema_text(records: &[ToolRecord]) -> Result<String, Diagnostics> {
-    let (text, diags) = generate(records, &Declared::default());
+    let (text, diags) = generate(records, &Declared::default(), false);
     if diags.is_empty() {
         Ok(text)
     } else {
@@ -124,8 +127,13 @@ pub fn try_generated_schema_text(records: &[ToolRecord]) -> Result<String, Diagn
     }
 }
 
-/// The schema text leaving out what the user declares, and a diagnostic per untypable input.
-pub(crate) fn generate(records: &[ToolRecord], declared: &Declared) -> (String, Diagnostics) {
+/// The schema text leaving out what the user declares, and a diagnostic per untypable input;
+/// with `approve`, the action `Action::"approve"` too (the policies use approval).
+pub(crate) fn generate(
+    records: &[ToolRecord],
+    declared: &Declared,
+    approve: bool,
+) -> (String, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut out = String::from(
         "// The Cedar schema generated from the tool records (`escepine cedar-schema`).\n\n",
@@ -153,7 +161,7 @@ pub(crate) fn generate(records: &[ToolRecord], declared: &Declared) -> (String, 
     if !classes.is_empty() {
         let _ = writeln!(out, "action {};", classes.join(", "));
     }
-    if !declared.actions.contains(APPROVE_ACTION) {
+    if approve && !declared.actions.contains(APPROVE_ACTION) {
         out.push_str(
             "\n// Approving (or rejecting) a call that waits for approval (`@approval` permits).\n",
         );

@@ -63,13 +63,21 @@ pub(crate) fn actions_module(
             let groups: Vec<String> = action.groups.iter().map(|g| format!("`{g}`")).collect();
             let whose = if own_tool {
                 format!("the action of tool `{id}`")
+            } else if id == crate::authorize::APPROVE_ACTION {
+                "the action an approver of a call waiting for approval (an `@approval` permit) \
+                 must be permitted on the call's tool"
+                    .to_string()
             } else {
                 "declared in the `.cedarschema` (the action of a Rust-first tool)".to_string()
             };
-            format!(
-                " `Action::\"{id}\"`: {whose}, in the groups {}.",
-                groups.join(", ")
-            )
+            if groups.is_empty() {
+                format!(" `Action::\"{id}\"`: {whose}.")
+            } else {
+                format!(
+                    " `Action::\"{id}\"`: {whose}, in the groups {}.",
+                    groups.join(", ")
+                )
+            }
         };
         items.extend(quote! {
             #[doc = #doc]

@@ -42,20 +42,24 @@ pub struct Case {
 
 /// An expected decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Expect {
-    /// Every request of the call is permitted.
+    /// Every request of the call is permitted, without approval.
     Allow,
     /// The call is denied.
     Deny,
+    /// The call is allowed only with an approver's approval (a determining permit is
+    /// annotated `@approval`).
+    AwaitingApproval,
 }
 
 impl Expect {
-    /// `allow` or `deny`, as a decision prints.
+    /// `allow`, `deny` or `awaiting-approval`, as a decision prints.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Allow => "allow",
             Self::Deny => "deny",
+            Self::AwaitingApproval => crate::authorize::AWAITING_APPROVAL,
         }
     }
 }

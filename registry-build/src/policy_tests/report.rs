@@ -97,6 +97,8 @@ pub enum Problem {
     Decision {
         /// What the case expects.
         expected: Expect,
+        /// The decision (`allow`, `deny`, `awaiting-approval`).
+        got: &'static str,
         /// The decision's determining policies.
         determining: Vec<String>,
         /// Why it was denied (empty on allow).
@@ -121,13 +123,10 @@ impl fmt::Display for Problem {
             ),
             Self::Decision {
                 expected,
+                got,
                 determining,
                 reasons,
             } => {
-                let got = match expected {
-                    Expect::Allow => "deny",
-                    Expect::Deny => "allow",
-                };
                 write!(
                     f,
                     "expected {}, got {got} (determining: [{}])",

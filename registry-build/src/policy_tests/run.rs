@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 
-use super::format::Expect;
 use super::load::{PolicyTests, Prepared};
 use super::report::{Failure, Problem, Report};
 
@@ -39,9 +38,10 @@ impl PolicyTests {
         let decision = authorizer.authorize(&case.principal, &case.tool, &case.input);
         determining.extend(decision.policy_ids().iter().cloned());
         let expected = case.expect;
-        if decision.allowed() != (expected == Expect::Allow) {
+        if decision.as_str() != expected.as_str() {
             return Err(Problem::Decision {
                 expected,
+                got: decision.as_str(),
                 determining: decision.policy_ids().to_vec(),
                 reasons: decision.reasons().to_vec(),
             });

@@ -307,3 +307,46 @@ fn a_missing_or_empty_directory_is_an_error() {
     assert!(files_error(d.path()).has(Rule::Missing));
     assert!(files_error(&d.path().join("absent")).has(Rule::Missing));
 }
+
+#[test]
+fn a_case_can_expect_a_call_to_wait_for_approval() {
+    let publish = RecordBuilder::new("publish")
+        .class(SideEffectClass::Supersede)
+        .input_schema(json!({
+            "type": "object", "additionalProperties": false, "required": ["title"],
+            "properties": {"title": {"type": "string", "minLength": 1}}}));
+    let registry = RegistryBuilder::new()
+        .record(publish)
+        .policy(
+            "p",
+            "@id(\"publish-waits\")\n@approval(\"a person reads it first\")\n\
+             permit (principal, action == Action::\"publish\", resource);\n",
+        )
+        .build()
+        .expect("the test registry loads");
+    let waits = case(
+        "waits",
+        "publish",
+        json!({"title": "t"}),
+        "awaiting-approval",
+    );
+    let ok = dir(&[("a.json", cases(json!([waits])))]);
+    let report = check(&registry, ok.path()).expect("the case passes");
+    assert_eq!(report.cases(), 1);
+
+    let wrong = case(
+        "allowed outright",
+        "publish",
+        json!({"title": "t"}),
+        "allow",
+    );
+    let bad = dir(&[("a.json", cases(json!([wrong])))]);
+    let Err(PolicyTestError::Failed(report)) = check(&registry, bad.path()) else {
+        panic!("an allow expectation fails on a call that waits");
+    };
+    let text: Vec<String> = report.failures().iter().map(ToString::to_string).collect();
+    assert!(
+        text[0].contains("expected allow, got awaiting-approval (determining: [publish-waits])"),
+        "{text:?}"
+    );
+}

@@ -34,20 +34,26 @@ pub struct Flip {
     pub tool_id: String,
     /// The recorded payload, as canonical JSON.
     pub payload: String,
-    /// The recorded (enforced) decision: `allow` or `deny`.
+    /// The recorded (enforced) decision: `allow`, `deny` or `awaiting-approval`.
     pub old_decision: String,
     /// The recorded determining policies.
     pub old_policy_ids: Vec<String>,
-    /// The candidate set's decision: `allow` or `deny`.
+    /// The candidate set's decision: `allow`, `deny` or `awaiting-approval`.
     pub new_decision: String,
     /// The candidate set's determining policies.
     pub new_policy_ids: Vec<String>,
 }
 
 impl Flip {
-    /// Whether the candidate set allows what was denied.
+    /// Whether the candidate set allows more than was allowed: what was denied now runs (with
+    /// or without approval), or what waited for approval now runs without it.
     pub fn widens(&self) -> bool {
-        self.new_decision == "allow" && self.old_decision != "allow"
+        let rank = |d: &str| match d {
+            "allow" => 2,
+            registry_build::authorize::AWAITING_APPROVAL => 1,
+            _ => 0,
+        };
+        rank(&self.new_decision) > rank(&self.old_decision)
     }
 }
 
