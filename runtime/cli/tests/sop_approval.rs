@@ -128,8 +128,18 @@ impl Cli {
             .arg(self.ledger.arg())
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
-        assert!(text(&o.stdout).starts_with("intact: "), "{}", text(&o.stdout));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+        assert!(
+            text(&o.stdout).starts_with("intact: "),
+            "{}",
+            text(&o.stdout)
+        );
     }
 
     /// The intents recorded for `step` of `run_id`.
@@ -183,7 +193,11 @@ fn waiting_call(o: &Output) -> String {
     let out = text(&o.stdout);
     let ids: Vec<&str> = out
         .lines()
-        .filter(|l| l.len() == 32 && l.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        .filter(|l| {
+            l.len() == 32
+                && l.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        })
         .collect();
     assert_eq!(ids.len(), 1, "one waiting call id in:\n{}", both(o));
     ids[0].to_string()
@@ -198,7 +212,9 @@ fn waits_across_a_restart_and_completes_after_approval(cli: &Cli) {
     assert_eq!(o.status.code(), Some(8), "{}", both(&o));
     let call_id = waiting_call(&o);
     assert!(
-        text(&o.stdout).trim_end().ends_with(&format!("run {run} awaiting_approval")),
+        text(&o.stdout)
+            .trim_end()
+            .ends_with(&format!("run {run} awaiting_approval")),
         "{}",
         both(&o)
     );
@@ -212,7 +228,11 @@ fn waits_across_a_restart_and_completes_after_approval(cli: &Cli) {
     let o = cli.resume(run);
     assert_eq!(o.status.code(), Some(8), "{}", both(&o));
     assert_eq!(waiting_call(&o), call_id);
-    assert_eq!(cli.intents(run, "put_a").len(), 1, "no new intent for the step");
+    assert_eq!(
+        cli.intents(run, "put_a").len(),
+        1,
+        "no new intent for the step"
+    );
     assert_eq!(cli.store.requests(), 0);
 
     // The requester cannot approve its own call; it still waits.
@@ -232,9 +252,17 @@ fn waits_across_a_restart_and_completes_after_approval(cli: &Cli) {
     let o = cli.resume(run);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
-    assert!(out.contains(&format!("step_succeeded  put_a  {{\"call_id\":\"{call_id}\"")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "step_succeeded  put_a  {{\"call_id\":\"{call_id}\""
+        )),
+        "{out}"
+    );
     assert!(out.contains("step_succeeded  read_a"), "{out}");
-    assert!(out.trim_end().ends_with(&format!("run {run} completed")), "{out}");
+    assert!(
+        out.trim_end().ends_with(&format!("run {run} completed")),
+        "{out}"
+    );
     assert_eq!(cli.store.log(), ["PUT a"], "the write was not made again");
     assert_eq!(cli.applied(), 1, "exactly once");
     assert_eq!(cli.store.items().get("a").map(Vec::len), Some(1));
@@ -274,7 +302,10 @@ fn a_rejected_step_fails_and_the_run_compensates(cli: &Cli) {
     assert!(out.contains("step_failed  put_b"), "{out}");
     assert!(out.contains("superseded  version_a"), "{out}");
     assert!(err.contains("step put_b failed (rejected)"), "{err}");
-    assert!(out.trim_end().ends_with(&format!("run {run} compensated")), "{out}");
+    assert!(
+        out.trim_end().ends_with(&format!("run {run} compensated")),
+        "{out}"
+    );
     assert_eq!(cli.store.log(), ["POST a"]);
     assert!(
         !cli.store.request_log().iter().any(|r| r.ends_with(" b")),

@@ -20,11 +20,11 @@ use super::journal::{
 };
 use super::planner::{Planner, StepRequest};
 use super::saga;
+use crate::approval::{ApprovalError, CallState};
 use crate::error::CallError;
 use crate::kind::CallKind;
 use crate::ledger::lease::RunLease;
 use crate::ledger::{Committed, Record, Transition};
-use crate::approval::{ApprovalError, CallState};
 use crate::report::{CallOutcome, CallReport};
 use crate::runtime::Runtime;
 use crate::stages::CallOptions;
@@ -619,7 +619,9 @@ impl Engine {
         // Twice at most: an expiry raced by an approver's decision is read again.
         for _ in 0..2 {
             match runtime.call_state(call_id)? {
-                CallState::Waiting(_) | CallState::Approved { .. } => {
+                // Decided without an outcome yet: an approved call runs in the approver's
+                // runtime; the run waits for its outcome as for the decision.
+                CallState::Waiting(_) | CallState::Decided(_) => {
                     return Ok(Called::Waiting(call_id.to_string()))
                 }
                 CallState::Expired(_) => match runtime.expire(call_id).await {
@@ -642,7 +644,9 @@ impl Engine {
                     }) else {
                         return Err(inconsistent(
                             &st.run_id,
-                            format!("the call `{call_id}` ended, but the run holds no outcome of it"),
+                            format!(
+                                "the call `{call_id}` ended, but the run holds no outcome of it"
+                            ),
                         ));
                     };
                     let end = CallEnd {
@@ -653,10 +657,10 @@ impl Engine {
                     };
                     st.end_call(call_id, end);
                 }
-                CallState::Unknown => {
+                CallState::Unknown | CallState::InFlight => {
                     return Err(inconsistent(
                         &st.run_id,
-                        format!("the ledger holds no call `{call_id}`"),
+                        format!("the ledger holds no call `{call_id}` waiting for approval"),
                     ))
                 }
             }

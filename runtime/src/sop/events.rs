@@ -185,9 +185,7 @@ impl FailureKind {
     /// approval (the run pauses). A typed client's mismatch is a failure of the step.
     pub fn of_call(kind: CallKind) -> Option<Self> {
         Some(match kind {
-            CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => {
-                return None
-            }
+            CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => return None,
             CallKind::Rejected => Self::Rejected,
             CallKind::Expired => Self::Expired,
             CallKind::Denied => Self::Denied,
