@@ -46,6 +46,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_waiting_run_exits_as_a_waiting_call() {
+        use escepine_runtime::sop::RunStatus;
+        assert_eq!(RunStatus::AwaitingApproval.exit_code(), AWAITING_APPROVAL);
+        assert_eq!(call(CallKind::AwaitingApproval), AWAITING_APPROVAL);
+    }
+
+    #[test]
     fn every_kind_has_the_contracts_exit_status() {
         let codes: Vec<(&str, i32)> = CallKind::ALL
             .iter()

@@ -8,6 +8,7 @@
 //! | 0 | the run completed (reached a terminal state) |
 //! | 1 | the registry, the SOP, the entities, the overlay or the proposals file is invalid |
 //! | 2 | usage (a malformed principal, say) |
+//! | 8 | the run waits: a step's call needs a person's approval (its call id is printed alone on a line before the run's status; `escepine approve CALL_ID` or `reject`, then `escepine resume RUN`) |
 //! | 10 | the run halted (a step failed with `halt`) |
 //! | 11 | the run escalated (`halt_and_escalate`, or a compensation that could not finish) |
 //! | 12 | the run was compensated (a step failed with `compensate`; every completed step undone) |
@@ -197,6 +198,17 @@ fn drive(
     });
     match result {
         Ok(outcome) => {
+            // A waiting call's id alone on a line, as `escepine call` prints it.
+            for call_id in &outcome.waiting {
+                let _ = writeln!(io.out, "{call_id}");
+                let _ = writeln!(
+                    io.err,
+                    "step {} waits for approval: escepine approve {call_id} (or reject), then \
+                     escepine resume {}",
+                    outcome.state.as_deref().unwrap_or("?"),
+                    outcome.run_id
+                );
+            }
             let _ = writeln!(io.out, "run {} {}", outcome.run_id, outcome.status);
             if let Some(f) = &outcome.failure {
                 let kind = serde_json::to_value(f.kind).unwrap_or(Value::Null);

@@ -20,11 +20,12 @@ use super::journal::{
 };
 use super::planner::{Planner, StepRequest};
 use super::saga;
+use crate::approval::{ApprovalError, CallState};
 use crate::error::CallError;
 use crate::kind::CallKind;
 use crate::ledger::lease::RunLease;
 use crate::ledger::{Committed, Record, Transition};
-use crate::report::CallOutcome;
+use crate::report::{CallOutcome, CallReport};
 use crate::runtime::Runtime;
 use crate::stages::CallOptions;
 use registry_build::sop::{ExecutionState, Sop, State};
@@ -108,6 +109,9 @@ pub struct RunOutcome {
     pub failure: Option<StepFailure>,
     /// The escalation record, for an escalated run.
     pub escalation: Option<Escalation>,
+    /// For a run that waits ([`RunStatus::AwaitingApproval`]): the call ids waiting for
+    /// approval (`escepine approve CALL_ID`); empty otherwise.
+    pub waiting: Vec<String>,
 }
 
 /// A run started in the background ([`Engine::start`]).
@@ -204,6 +208,14 @@ struct Inner {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+}
+
+/// Where a governed call of the run stands.
+enum Called {
+    /// It ended: the call id, or why the step (or inverse) failed.
+    Ended(Result<String, StepFailure>),
+    /// It waits for approval (this call id); the run pauses, nothing more is recorded.
+    Waiting(String),
 }
 
 /// A proposal, or why there is none.
@@ -419,7 +431,9 @@ impl Engine {
                 }
                 Cursor::Enter(name) => self.enter(st, &name).await?,
                 Cursor::InStep { state, visit, key } => {
-                    self.step(st, &state, visit, key, cancel).await?;
+                    if let Some(call_id) = self.step(st, &state, visit, key, cancel).await? {
+                        return Ok(self.waiting(st, call_id));
+                    }
                 }
                 Cursor::Succeeded(state) => {
                     let next = self.execution(st, &state)?.next.clone();
@@ -439,7 +453,11 @@ impl Engine {
                             .await?;
                     }
                 },
-                Cursor::Compensating => self.compensate_next(st).await?,
+                Cursor::Compensating => {
+                    if let Some(call_id) = self.compensate_next(st).await? {
+                        return Ok(self.waiting(st, call_id));
+                    }
+                }
                 Cursor::CompensationFailed { state, failure } => {
                     self.escalate(st, EscalationReason::CompensationFailed, &state, failure)
                         .await?;
@@ -505,7 +523,8 @@ impl Engine {
     }
 
     /// Run a started step: reuse its recorded outcome, re-run its unfinished call with the same
-    /// key and payload, or ask the planner and call.
+    /// key and payload, or ask the planner and call. `Some(call id)` when the step's call waits
+    /// for approval: nothing is recorded and the run pauses.
     async fn step(
         &self,
         st: &mut RunState,
@@ -513,17 +532,11 @@ impl Engine {
         visit: u32,
         key: String,
         cancel: &CancelToken,
-    ) -> Result<(), SopRunError> {
+    ) -> Result<Option<String>, SopRunError> {
         let exec = self.execution(st, state)?.clone();
         let prior = st.call_for_key(&key).cloned();
-        let result = match prior {
-            Some(call) => match call.result() {
-                Some(recorded) => recorded,
-                None => {
-                    self.call(st, &exec.tool, call.input, key, state, None)
-                        .await?
-                }
-            },
+        let called = match prior {
+            Some(call) => self.again(st, call, state, None).await?,
             None => {
                 let proposal = if cancel.is_cancelled() {
                     Proposal::Cancelled
@@ -532,14 +545,18 @@ impl Engine {
                 };
                 match proposal {
                     Proposal::Cancelled => {
-                        return self
-                            .begin_compensation(st, CompensationReason::Cancelled)
-                            .await
+                        self.begin_compensation(st, CompensationReason::Cancelled)
+                            .await?;
+                        return Ok(None);
                     }
-                    Proposal::Failed(f) => Err(f),
+                    Proposal::Failed(f) => Called::Ended(Err(f)),
                     Proposal::Payload(p) => self.call(st, &exec.tool, p, key, state, None).await?,
                 }
             }
+        };
+        let result = match called {
+            Called::Ended(result) => result,
+            Called::Waiting(call_id) => return Ok(Some(call_id)),
         };
         match result {
             Ok(call_id) => {
@@ -549,7 +566,8 @@ impl Engine {
                     .and_then(|e| e.outcome_hash.clone())
                     .unwrap_or_default();
                 let ok = StepSucceeded { call_id, outcome };
-                self.record(st, Some(state), Event::StepSucceeded(ok)).await
+                self.record(st, Some(state), Event::StepSucceeded(ok))
+                    .await?;
             }
             Err(failure) => {
                 let failed = StepFailed {
@@ -557,9 +575,104 @@ impl Engine {
                     failure,
                 };
                 self.record(st, Some(state), Event::StepFailed(failed))
-                    .await
+                    .await?;
             }
         }
+        Ok(None)
+    }
+
+    /// A call of the run that has an intent already: its recorded end, or — for a call that
+    /// waited for approval — its state now, or (any other call without an outcome) the call
+    /// made again with the same key and recorded payload.
+    async fn again(
+        &self,
+        st: &mut RunState,
+        call: CallInfo,
+        step: &str,
+        compensates: Option<String>,
+    ) -> Result<Called, SopRunError> {
+        if let Some(recorded) = call.result() {
+            return Ok(Called::Ended(recorded));
+        }
+        if call.awaits_approval {
+            return self.approval_state(st, &call.call_id).await;
+        }
+        self.call(st, &call.tool, call.input, call.key, step, compensates)
+            .await
+    }
+
+    /// A call that waited for approval and has no outcome in the journal: still waiting (or
+    /// approved and running in the approver's runtime), past its expiry (recorded expired now),
+    /// or ended since the journal was read.
+    async fn approval_state(
+        &self,
+        st: &mut RunState,
+        call_id: &str,
+    ) -> Result<Called, SopRunError> {
+        let runtime = &self.inner.runtime;
+        let run_id = st.run_id.clone();
+        let approval_err = |source| SopRunError::Approval {
+            run_id: run_id.clone(),
+            call_id: call_id.to_string(),
+            source,
+        };
+        // Twice at most: an expiry raced by an approver's decision is read again.
+        for _ in 0..2 {
+            match runtime.call_state(call_id)? {
+                // Decided without an outcome yet: an approved call runs in the approver's
+                // runtime; the run waits for its outcome as for the decision.
+                CallState::Waiting(_) | CallState::Decided(_) => {
+                    return Ok(Called::Waiting(call_id.to_string()))
+                }
+                CallState::Expired(_) => match runtime.expire(call_id).await {
+                    Ok(Some(report)) => {
+                        if let Some(end) = call_end(&report) {
+                            st.end_call(call_id, end);
+                        }
+                    }
+                    Ok(None) => return Ok(Called::Waiting(call_id.to_string())),
+                    Err(ApprovalError::AlreadyDecided { .. }) => continue,
+                    Err(ApprovalError::Ledger(e)) => return Err(e.into()),
+                    Err(e) => return Err(approval_err(e)),
+                },
+                CallState::Ended(_) => {
+                    // Recorded after the journal was read: read the outcome entry for its hash.
+                    let entries = runtime.ledger().entries_for_run(&st.run_id)?;
+                    let Some((outcome, hash)) = entries.iter().find_map(|e| match &e.record {
+                        Record::Outcome(o) if o.call_id == call_id => Some((o, &e.hash)),
+                        _ => None,
+                    }) else {
+                        return Err(inconsistent(
+                            &st.run_id,
+                            format!(
+                                "the call `{call_id}` ended, but the run holds no outcome of it"
+                            ),
+                        ));
+                    };
+                    let end = CallEnd {
+                        result: outcome.result,
+                        output: outcome.output.clone(),
+                        error: outcome.error.clone(),
+                        outcome_hash: Some(hash.clone()),
+                    };
+                    st.end_call(call_id, end);
+                }
+                CallState::Unknown | CallState::InFlight => {
+                    return Err(inconsistent(
+                        &st.run_id,
+                        format!("the ledger holds no call `{call_id}` waiting for approval"),
+                    ))
+                }
+            }
+            let result = st.call(call_id).and_then(CallInfo::result);
+            if let Some(result) = result {
+                return Ok(Called::Ended(result));
+            }
+        }
+        Err(inconsistent(
+            &st.run_id,
+            format!("the call `{call_id}` was decided, but its outcome cannot be read"),
+        ))
     }
 
     /// Ask the planner (racing cancellation) and check the step's constraints.
@@ -629,7 +742,7 @@ impl Engine {
         key: String,
         step: &str,
         compensates: Option<String>,
-    ) -> Result<Result<String, StepFailure>, SopRunError> {
+    ) -> Result<Called, SopRunError> {
         let runtime = &self.inner.runtime;
         let class = runtime
             .registry()
@@ -651,15 +764,16 @@ impl Engine {
             Err(CallError::LedgerUnavailable(e)) => return Err(e.into()),
             Err(refused) => {
                 // Refused before its intent: nothing recorded, no call to remember.
-                return Ok(Err(StepFailure {
+                return Ok(Called::Ended(Err(StepFailure {
                     kind: FailureKind::of_call(refused.kind()).unwrap_or(FailureKind::Failed),
                     message: refused.to_string(),
                     call_id: None,
                     policy_ids: Vec::new(),
                     outcome: None,
-                }));
+                })));
             }
         };
+        let waits = matches!(report.outcome(), CallOutcome::AwaitingApproval { .. });
         let (policy_ids, reasons) = match report.outcome() {
             CallOutcome::Denied {
                 policy_ids,
@@ -667,7 +781,6 @@ impl Engine {
             } => (policy_ids.clone(), reasons.clone()),
             _ => (Vec::new(), Vec::new()),
         };
-        let error = (report.kind() != CallKind::Ok).then(|| report.to_string());
         let info = CallInfo {
             call_id: report.call_id().to_string(),
             key,
@@ -676,17 +789,18 @@ impl Engine {
             input: payload,
             policy_ids,
             reasons,
-            end: report.outcome().result().map(|result| CallEnd {
-                result,
-                output: report.output().cloned(),
-                error,
-                outcome_hash: report.outcome_entry().map(|e| e.hash.clone()),
-            }),
+            awaits_approval: waits,
+            end: call_end(&report),
         };
         // The step's result is read from the call as remembered, as on a resume.
         let result = info.result();
         st.add_call(info);
-        Ok(result.unwrap_or_else(|| Ok(report.call_id().to_string())))
+        let call_id = report.call_id().to_string();
+        Ok(match result {
+            Some(result) => Called::Ended(result),
+            None if waits => Called::Waiting(call_id),
+            None => Called::Ended(Ok(call_id)),
+        })
     }
 
     /// Record the compensation plan (completed steps, most recent first).
@@ -705,8 +819,9 @@ impl Engine {
         .await
     }
 
-    /// Undo the next item of the plan, or end the run when none is left.
-    async fn compensate_next(&self, st: &mut RunState) -> Result<(), SopRunError> {
+    /// Undo the next item of the plan, or end the run when none is left. `Some(call id)` when
+    /// the inverse's call waits for approval: nothing is recorded and the run pauses.
+    async fn compensate_next(&self, st: &mut RunState) -> Result<Option<String>, SopRunError> {
         let Some(comp) = &st.compensation else {
             return Err(inconsistent(&st.run_id, "compensating without a plan"));
         };
@@ -716,7 +831,8 @@ impl Engine {
                 CompensationReason::StepFailed => RunStatus::Compensated,
                 CompensationReason::Cancelled => RunStatus::Cancelled,
             };
-            return self.end(st, status).await;
+            self.end(st, status).await?;
+            return Ok(None);
         };
         let done = st
             .completed
@@ -730,7 +846,7 @@ impl Engine {
                 )
             })?;
         match &item.undo {
-            Undo::Nothing => Ok(()),
+            Undo::Nothing => Ok(None),
             Undo::Supersede => {
                 let s = Superseded {
                     call_id: done.call_id,
@@ -738,26 +854,17 @@ impl Engine {
                     outcome: done.outcome_hash,
                 };
                 self.record(st, Some(&item.state), Event::Superseded(s))
-                    .await
+                    .await?;
+                Ok(None)
             }
             Undo::Inverse { inverse } => {
                 let key = inverse_idempotency_key(&st.run_id, &done.call_id);
                 let prior = st.call_for_key(&key).cloned();
-                let result = match prior {
-                    Some(call) => match call.result() {
-                        Some(recorded) => recorded,
-                        None => {
-                            self.call(
-                                st,
-                                inverse,
-                                call.input,
-                                key,
-                                &item.state,
-                                Some(done.call_id.clone()),
-                            )
+                let called = match prior {
+                    Some(call) => {
+                        self.again(st, call, &item.state, Some(done.call_id.clone()))
                             .await?
-                        }
-                    },
+                    }
                     None => {
                         let spec = self
                             .inner
@@ -785,15 +892,19 @@ impl Engine {
                                 )
                                 .await?
                             }
-                            Err(message) => Err(StepFailure {
+                            Err(message) => Called::Ended(Err(StepFailure {
                                 kind: FailureKind::CompensationMap,
                                 message,
                                 call_id: None,
                                 policy_ids: Vec::new(),
                                 outcome: None,
-                            }),
+                            })),
                         }
                     }
+                };
+                let result = match called {
+                    Called::Ended(result) => result,
+                    Called::Waiting(call_id) => return Ok(Some(call_id)),
                 };
                 match result {
                     Ok(inverse_call_id) => {
@@ -809,7 +920,7 @@ impl Engine {
                             outcome,
                         };
                         self.record(st, Some(&item.state), Event::Compensated(c))
-                            .await
+                            .await?;
                     }
                     Err(failure) => {
                         let f = CompensationFailed {
@@ -817,9 +928,10 @@ impl Engine {
                             failure,
                         };
                         self.record(st, Some(&item.state), Event::CompensationFailed(f))
-                            .await
+                            .await?;
                     }
                 }
+                Ok(None)
             }
         }
     }
@@ -916,8 +1028,28 @@ impl Engine {
             data: st.data_value(),
             failure: st.failure.clone(),
             escalation: st.escalation.clone(),
+            waiting: Vec::new(),
         }
     }
+
+    /// The outcome of a run paused on `call_id`, which waits for approval.
+    fn waiting(&self, st: &RunState, call_id: String) -> RunOutcome {
+        RunOutcome {
+            status: RunStatus::AwaitingApproval,
+            waiting: vec![call_id],
+            ..self.outcome(st)
+        }
+    }
+}
+
+/// How a call ended, from its report; `None` for a call that waits for approval.
+fn call_end(report: &CallReport) -> Option<CallEnd> {
+    Some(CallEnd {
+        result: report.outcome().result()?,
+        output: report.output().cloned(),
+        error: (report.kind() != CallKind::Ok).then(|| report.to_string()),
+        outcome_hash: report.outcome_entry().map(|c| c.hash.clone()),
+    })
 }
 
 /// SHA-256 of the SOP's canonical document.

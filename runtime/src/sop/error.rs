@@ -5,6 +5,7 @@
 //! all — an SOP that does not fit the registry, a ledger that cannot be written, a journal that
 //! cannot be read. A run stopped by one of them is resumable once the cause is fixed.
 
+use crate::approval::ApprovalError;
 use crate::ledger::LedgerError;
 
 /// Why the engine could not drive a run.
@@ -57,6 +58,17 @@ pub enum SopRunError {
         run_id: String,
         /// What does not fit.
         why: String,
+    },
+    /// A call of the run that waited for approval could not be settled (recorded expired, say).
+    #[error("run `{run_id}`, call `{call_id}` awaiting approval: {source}")]
+    Approval {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// Why.
+        #[source]
+        source: ApprovalError,
     },
     /// The run's task ended without an outcome (it panicked or was aborted).
     #[error("the run's task ended without an outcome: {0}")]

@@ -52,6 +52,11 @@ pub enum RunStatus {
     Compensated,
     /// The run was cancelled and every completed step was undone by its class.
     Cancelled,
+    /// Not an end: a call of the run waits for a person's approval (its intent is recorded
+    /// `awaiting-approval`), and the run is paused until it is approved, rejected or expires.
+    /// A run outcome only, never recorded in `run_ended`; [`super::Engine::resume`] continues
+    /// the run.
+    AwaitingApproval,
 }
 
 impl RunStatus {
@@ -63,11 +68,13 @@ impl RunStatus {
             Self::Escalated => "escalated",
             Self::Compensated => "compensated",
             Self::Cancelled => "cancelled",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 
     /// The exit status of `escepine run` / `escepine resume` for a run that ended so:
-    /// 0 completed, 10 halted, 11 escalated, 12 compensated, 13 cancelled.
+    /// 0 completed, 10 halted, 11 escalated, 12 compensated, 13 cancelled; 8 for a run that
+    /// waits for an approval (the exit status of `escepine call` for a call that waits).
     pub const fn exit_code(self) -> i32 {
         match self {
             Self::Completed => 0,
@@ -75,6 +82,7 @@ impl RunStatus {
             Self::Escalated => 11,
             Self::Compensated => 12,
             Self::Cancelled => 13,
+            Self::AwaitingApproval => 8,
         }
     }
 }
@@ -165,7 +173,7 @@ pub enum FailureKind {
     BudgetExceeded,
     /// The call waited for approval and an approver rejected it; nothing ran.
     Rejected,
-    /// The call waited for approval past its expiry; nothing ran.
+    /// The call waited for approval past its expiry; it was recorded expired and nothing ran.
     Expired,
     /// An inverse's payload could not be built from the compensation map.
     CompensationMap,
@@ -173,8 +181,8 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// The failure kind of a call that ended with `kind`; `None` for a call that succeeded,
-    /// waits for approval, or could not be recorded (the run stops on a ledger that is
-    /// unavailable). A typed client's mismatch is a failure of the step.
+    /// could not be recorded (the run stops on a ledger that is unavailable) or waits for
+    /// approval (the run pauses). A typed client's mismatch is a failure of the step.
     pub fn of_call(kind: CallKind) -> Option<Self> {
         Some(match kind {
             CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => return None,
@@ -490,7 +498,9 @@ mod tests {
         for kind in CallKind::ALL {
             let failure = FailureKind::of_call(kind);
             match kind {
-                CallKind::Ok | CallKind::LedgerUnavailable => assert_eq!(failure, None),
+                CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => {
+                    assert_eq!(failure, None)
+                }
                 CallKind::ClientMismatch => assert_eq!(failure, Some(FailureKind::Failed)),
                 _ => {
                     let name = serde_json::to_value(failure).expect("serialises");

@@ -8,7 +8,9 @@
 //!
 //! Idempotency keys are derived, never random: a step's from (run id, state, visit), an
 //! inverse's from (run id, the call it undoes). A step that has an intent but no outcome is run
-//! again with the same key and the payload its intent recorded.
+//! again with the same key and the payload its intent recorded — unless its intent waits for
+//! approval (`awaiting-approval`): such a call is never made again; the approval entries and
+//! the outcome the approver's runtime records end it, and until then the run stays paused.
 
 use std::collections::{HashMap, HashSet};
 
@@ -142,6 +144,9 @@ pub(crate) struct CallInfo {
     pub input: Value,
     pub policy_ids: Vec<String>,
     pub reasons: Vec<String>,
+    /// Whether the call's intent waits for approval (decision `awaiting-approval`): without an
+    /// end it is never made again, its state is asked of the runtime.
+    pub awaits_approval: bool,
     pub end: Option<CallEnd>,
 }
 
@@ -316,11 +321,17 @@ impl RunState {
                         input: i.payload.clone(),
                         policy_ids: i.policy_ids.clone(),
                         reasons: i.reasons.clone(),
+                        awaits_approval: i.approval.is_some(),
                         end: None,
                     });
                 }
-                // The decision on a waiting call; its outcome follows.
-                Record::Approval(_) => {}
+                Record::Approval(a) => {
+                    // Approved, rejected or expired; the outcome entry that follows ends the call.
+                    let call = st.calls.get_mut(&a.call_id).ok_or_else(|| {
+                        err(format!("approval of the unknown call `{}`", a.call_id))
+                    })?;
+                    call.awaits_approval = true;
+                }
                 Record::Outcome(o) => {
                     let call = st.calls.get_mut(&o.call_id).ok_or_else(|| {
                         err(format!("outcome of the unknown call `{}`", o.call_id))
@@ -369,6 +380,13 @@ impl RunState {
     /// A call by id.
     pub(crate) fn call(&self, call_id: &str) -> Option<&CallInfo> {
         self.calls.get(call_id)
+    }
+
+    /// Record how a remembered call ended (a call that waited for approval, ended since).
+    pub(crate) fn end_call(&mut self, call_id: &str, end: CallEnd) {
+        if let Some(call) = self.calls.get_mut(call_id) {
+            call.end = Some(end);
+        }
     }
 
     /// How many times `state` has been started.

@@ -19,7 +19,13 @@
 //!   the denying policy ids recorded. Cancelling a run ([`RunHandle::cancel`]) compensates it;
 //! - [`Engine::resume`] rebuilds a run from its ledger entries ([`journal`]) and continues from
 //!   the last recorded event: a recorded outcome is reused, never re-run; an intent without an
-//!   outcome is re-run with the same idempotency key and payload.
+//!   outcome is re-run with the same idempotency key and payload;
+//! - a step (or inverse) whose call waits for approval pauses the run: nothing more is recorded,
+//!   and the outcome's status is [`RunStatus::AwaitingApproval`] with the call id in
+//!   [`RunOutcome::waiting`]. A resume never makes that call again: it asks
+//!   [`crate::Runtime::call_state`] — still waiting pauses again, past its expiry it is recorded
+//!   expired ([`crate::Runtime::expire`]) and the step fails `expired`, and once an approver
+//!   approved or rejected it the recorded outcome is the step's result (`rejected` fails it).
 //!
 //! Limits, by design:
 //! - a resumed step re-runs with the payload its intent recorded, which is scrubbed of secret
