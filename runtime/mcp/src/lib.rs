@@ -17,10 +17,12 @@
 
 #![deny(missing_docs)]
 
+pub mod approve;
 pub mod import;
 pub mod listing;
 pub mod server;
 pub mod sessions;
+pub mod tasks;
 pub mod tokens;
 
 pub use escepine_runtime::mcp::{definition, names, rpc, transport};
