@@ -233,3 +233,48 @@ pub fn refused_body(call_id: &str, e: &ApprovalError) -> Value {
         "call_id": call_id,
     }})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> Result<ApproveInput, InputError> {
+        ApproveInput::parse(v.as_object())
+    }
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn the_decision_defaults_to_approve() {
+        assert_eq!(
+            parse(json!({ "call_id": ID })),
+            Ok(ApproveInput {
+                call_id: ID.into(),
+                decision: Decision::Approve
+            })
+        );
+        assert_eq!(
+            parse(json!({ "call_id": ID, "decision": "reject" })).map(|i| i.decision),
+            Ok(Decision::Reject)
+        );
+    }
+
+    #[test]
+    fn a_bad_input_names_its_field_and_rule() {
+        let e = parse(json!({})).unwrap_err();
+        assert_eq!((e.pointer.as_str(), e.keyword), ("", "required"));
+        let e = parse(json!({ "call_id": ID.to_uppercase() })).unwrap_err();
+        assert_eq!((e.pointer.as_str(), e.keyword), ("/call_id", "pattern"));
+        let e = parse(json!({ "call_id": ID, "decision": "maybe" })).unwrap_err();
+        assert_eq!((e.pointer.as_str(), e.keyword), ("/decision", "enum"));
+        let e = parse(json!({ "call_id": ID, "as": "bob" })).unwrap_err();
+        assert_eq!((e.pointer.as_str(), e.keyword), ("/as", "additionalProperties"));
+    }
+
+    #[test]
+    fn the_listed_tool_is_the_reserved_id() {
+        let t = tool();
+        assert_eq!(t.name, APPROVE_TOOL);
+        assert_eq!(t.input_schema["required"], json!(["call_id"]));
+    }
+}

@@ -17,6 +17,13 @@
 //!   keywords only — the rejected output never reaches the caller), `ledger_unavailable`. A tool
 //!   the registry does not hold is a JSON-RPC error (`-32602`, invalid params), as MCP
 //!   specifies for an unknown tool.
+//! - A call allowed only with approval waits ([`CallOutcome::AwaitingApproval`]): for a client
+//!   that declares the tasks extension it is a task whose id is the call id, its state read
+//!   from the ledger ([`super::tasks`]); for any other client a tool error of kind
+//!   `awaiting_approval` with `call_id`, `expires_at_ms`, `policy_ids` and `reasons`. The
+//!   built-in tool [`APPROVE_TOOL`] (listed for every principal) decides it, the session's
+//!   principal being the approver ([`super::approve`]); the server never asks for an approval
+//!   through elicitation.
 //! - The principal is fixed for stdio ([`GovernedServer::for_principal`]); over HTTP it is the
 //!   one the request's bearer token maps to ([`super::tokens`]), checked on every request before
 //!   rmcp sees it: a missing or unknown token is refused with `401` and
