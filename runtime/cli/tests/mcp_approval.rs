@@ -104,14 +104,20 @@ async fn tasks_client(url: &str, token: &str) -> RunningService<RoleClient, Clie
         ClientCapabilities::builder().enable_tasks().build(),
         Implementation::new("approval-test", "1.0.0"),
     )
-    .serve(StreamableHttpClientTransport::from_config(config(url, token)))
+    .serve(StreamableHttpClientTransport::from_config(config(
+        url, token,
+    )))
     .await
     .expect("initialize over HTTP")
 }
 
 /// A client declaring no extension.
 async fn plain_client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
-    ().serve(StreamableHttpClientTransport::from_config(config(url, token))).await.expect("initialize over HTTP")
+    ().serve(StreamableHttpClientTransport::from_config(config(
+        url, token,
+    )))
+    .await
+    .expect("initialize over HTTP")
 }
 
 fn params(name: &str, args: Value) -> CallToolRequestParams {
@@ -210,7 +216,10 @@ async fn a_task_waits_for_the_approver_and_its_result_survives_a_restart() {
 
     // The approver approves: the call runs once.
     let approved = bob
-        .call_tool(params("approve", json!({ "call_id": call_id, "decision": "approve" })))
+        .call_tool(params(
+            "approve",
+            json!({ "call_id": call_id, "decision": "approve" }),
+        ))
         .await
         .expect("tools/call approve");
     assert_ne!(approved.is_error, Some(true), "{approved:?}");
@@ -275,15 +284,27 @@ async fn without_the_tasks_extension_a_waiting_call_is_a_tool_error_with_its_cal
         .expect("tools/call");
     let details = error_of(&waiting);
     assert_eq!(details["error"]["kind"], "awaiting_approval");
-    let call_id = details["error"]["call_id"].as_str().expect("a call id").to_string();
+    let call_id = details["error"]["call_id"]
+        .as_str()
+        .expect("a call id")
+        .to_string();
     assert!(is_call_id(&call_id), "{call_id}");
-    assert!(details["error"]["expires_at_ms"].as_u64().is_some(), "{details}");
-    assert_eq!(details["error"]["policy_ids"], json!(["permit-alice-count"]));
+    assert!(
+        details["error"]["expires_at_ms"].as_u64().is_some(),
+        "{details}"
+    );
+    assert_eq!(
+        details["error"]["policy_ids"],
+        json!(["permit-alice-count"])
+    );
     assert_eq!(runs(&counter), 0);
 
     // Rejected: recorded, nothing runs; the task (for a client with tasks) has failed.
     let rejected = bob
-        .call_tool(params("approve", json!({ "call_id": call_id, "decision": "reject" })))
+        .call_tool(params(
+            "approve",
+            json!({ "call_id": call_id, "decision": "reject" }),
+        ))
         .await
         .expect("tools/call approve");
     assert_eq!(

@@ -172,7 +172,11 @@ pub fn tool() -> Tool {
 }
 
 /// Decide `input` as `approver`: the result of the `approve` tool.
-pub async fn decide(runtime: &Runtime, approver: &Principal, input: &ApproveInput) -> CallToolResult {
+pub async fn decide(
+    runtime: &Runtime,
+    approver: &Principal,
+    input: &ApproveInput,
+) -> CallToolResult {
     let decided = match input.decision {
         Decision::Approve => runtime.approve(approver, &input.call_id).await,
         Decision::Reject => runtime.reject(approver, &input.call_id).await,
@@ -268,7 +272,10 @@ mod tests {
         let e = parse(json!({ "call_id": ID, "decision": "maybe" })).unwrap_err();
         assert_eq!((e.pointer.as_str(), e.keyword), ("/decision", "enum"));
         let e = parse(json!({ "call_id": ID, "as": "bob" })).unwrap_err();
-        assert_eq!((e.pointer.as_str(), e.keyword), ("/as", "additionalProperties"));
+        assert_eq!(
+            (e.pointer.as_str(), e.keyword),
+            ("/as", "additionalProperties")
+        );
     }
 
     #[test]

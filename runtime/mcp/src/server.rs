@@ -202,7 +202,10 @@ impl GovernedServer {
             .await;
         if let (true, Ok(report)) = (tasks, &result) {
             if let CallOutcome::AwaitingApproval { expires_at_ms, .. } = report.outcome() {
-                return Ok(CallToolResponse::Task(tasks::created(report, *expires_at_ms)));
+                return Ok(CallToolResponse::Task(tasks::created(
+                    report,
+                    *expires_at_ms,
+                )));
             }
         }
         self.reply_to(name, result).map(CallToolResponse::from)
@@ -370,12 +373,12 @@ impl ServerHandler for GovernedServer {
                 .enable_tasks()
                 .build(),
         )
-            .with_server_info(Implementation::new("escepine", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Escepine's governed tools: every call passes the input gate, Cedar \
+        .with_server_info(Implementation::new("escepine", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Escepine's governed tools: every call passes the input gate, Cedar \
                  authorization, the evidence ledger and the output gate. A denial names its \
                  policies; a rejected input names the pointer and keyword.",
-            )
+        )
     }
 
     async fn list_tools(

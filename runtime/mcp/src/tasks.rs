@@ -69,7 +69,12 @@ pub fn get(
 }
 
 /// The task of call `call_id` in `entries` (chain order) at `now`, if it is `principal`'s.
-pub fn task_of(entries: &[Entry], principal: &Principal, call_id: &str, now: u64) -> Option<DetailedTask> {
+pub fn task_of(
+    entries: &[Entry],
+    principal: &Principal,
+    call_id: &str,
+    now: u64,
+) -> Option<DetailedTask> {
     let mut created = None;
     let mut updated = 0;
     for e in entries {
@@ -86,7 +91,14 @@ pub fn task_of(entries: &[Entry], principal: &Principal, call_id: &str, now: u64
             _ => {}
         }
     }
-    let task = |status| Task::new(call_id, status, iso8601(created.unwrap_or(0)), iso8601(updated));
+    let task = |status| {
+        Task::new(
+            call_id,
+            status,
+            iso8601(created.unwrap_or(0)),
+            iso8601(updated),
+        )
+    };
     let working = |message: String| {
         DetailedTask::new(
             task(TaskStatus::Working)
@@ -99,7 +111,9 @@ pub fn task_of(entries: &[Entry], principal: &Principal, call_id: &str, now: u64
         CallState::Unknown => return None,
         CallState::InFlight => working("running".into()),
         CallState::Waiting(w) => working(waiting_message(w.expires_at_ms)),
-        CallState::Decided(a) => working(format!("{} by {}; running", a.result.as_str(), a.approver)),
+        CallState::Decided(a) => {
+            working(format!("{} by {}; running", a.result.as_str(), a.approver))
+        }
         CallState::Expired(w) => failed(
             task(TaskStatus::Failed),
             "the call waited past its expiry: nothing ran",
