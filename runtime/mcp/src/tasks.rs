@@ -75,12 +75,13 @@ pub fn task_of(
     call_id: &str,
     now: u64,
 ) -> Option<DetailedTask> {
+    let requester = principal.to_string();
     let mut created = None;
     let mut updated = 0;
     for e in entries {
         match &e.record {
             Record::Intent(i) if i.call_id == call_id => {
-                if i.principal != principal.to_string() {
+                if i.principal != requester {
                     return None;
                 }
                 created = Some(e.at_ms);
