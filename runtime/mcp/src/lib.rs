@@ -7,6 +7,8 @@
 //!   ([`registry_build::export::mcp`]); `tools/call` runs the governed path. Over HTTP
 //!   (streamable HTTP, loopback by default) the principal comes from a bearer token
 //!   ([`tokens`]), and each session serves only the principal that opened it ([`sessions`]).
+//! - [`tasks`] and [`approve`]: a call waiting for approval is an MCP task (its state read from
+//!   the ledger) or an `awaiting_approval` tool error; the built-in tool `approve` decides it.
 //! - [`import`]: `escepine import mcp -- <command …>` reads an existing server's `tools/list` and
 //!   writes draft records for `escepine check` to finish.
 //!
@@ -17,10 +19,12 @@
 
 #![deny(missing_docs)]
 
+pub mod approve;
 pub mod import;
 pub mod listing;
 pub mod server;
 pub mod sessions;
+pub mod tasks;
 pub mod tokens;
 
 pub use escepine_runtime::mcp::{definition, names, rpc, transport};

@@ -17,6 +17,13 @@
 //!   keywords only — the rejected output never reaches the caller), `ledger_unavailable`. A tool
 //!   the registry does not hold is a JSON-RPC error (`-32602`, invalid params), as MCP
 //!   specifies for an unknown tool.
+//! - A call allowed only with approval waits ([`CallOutcome::AwaitingApproval`]): for a client
+//!   that declares the tasks extension it is a task whose id is the call id, its state read
+//!   from the ledger ([`super::tasks`]); for any other client a tool error of kind
+//!   `awaiting_approval` with `call_id`, `expires_at_ms`, `policy_ids` and `reasons`. The
+//!   built-in tool [`APPROVE_TOOL`] (listed for every principal) decides it, the session's
+//!   principal being the approver ([`super::approve`]); the server never asks for an approval
+//!   through elicitation.
 //! - The principal is fixed for stdio ([`GovernedServer::for_principal`]); over HTTP it is the
 //!   one the request's bearer token maps to ([`super::tokens`]), checked on every request before
 //!   rmcp sees it: a missing or unknown token is refused with `401` and
@@ -35,8 +42,9 @@ use axum::response::{IntoResponse, Response};
 use escepine_contract::Principal;
 use http::{header, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -46,8 +54,10 @@ use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::approve::{self, APPROVE_TOOL};
 use super::listing::Listing;
 use super::sessions::{named_session, SessionOwners};
+use super::tasks;
 use super::tokens::Tokens;
 use escepine_runtime::CallError;
 use escepine_runtime::CallOptions;
@@ -141,11 +151,14 @@ impl GovernedServer {
                     }
                 }
             })
+            .chain(std::iter::once(approve::tool()))
             .collect()
     }
 
     /// One `tools/call` for `principal`: the governed path, its end as an MCP result (see
-    /// [`reply`] for which end becomes what).
+    /// [`reply`] for which end becomes what); a call waiting for approval is a tool error of
+    /// kind `awaiting_approval` with its call id. The reserved tool [`APPROVE_TOOL`] decides a
+    /// waiting call with `principal` as the approver ([`approve`]).
     ///
     /// # Errors
     /// An [`ErrorData`] (invalid params) for a tool the registry does not hold.
@@ -155,23 +168,63 @@ impl GovernedServer {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
+        match self.respond_for(principal, name, arguments, false).await? {
+            CallToolResponse::Complete(result) => Ok(result),
+            other => Err(ErrorData::internal_error(
+                format!("a `{name}` call gave an unexpected response: {other:?}"),
+                None,
+            )),
+        }
+    }
+
+    /// [`Self::call_for`], for a client that declares the tasks extension when `tasks`: then a
+    /// call waiting for approval is answered with a task whose id is its call id
+    /// ([`super::tasks`]).
+    ///
+    /// # Errors
+    /// As [`Self::call_for`].
+    pub async fn respond_for(
+        &self,
+        principal: &Principal,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        tasks: bool,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if name == APPROVE_TOOL {
+            return Ok(approve::call(&self.runtime, principal, arguments.as_ref())
+                .await
+                .into());
+        }
         let payload = Value::Object(arguments.unwrap_or_default());
         let result = self
             .runtime
             .call(principal, name, payload, CallOptions::default())
             .await;
+        if let (true, Ok(report)) = (tasks, &result) {
+            if let CallOutcome::AwaitingApproval { expires_at_ms, .. } = report.outcome() {
+                return Ok(CallToolResponse::Task(tasks::created(
+                    report,
+                    *expires_at_ms,
+                )));
+            }
+        }
+        self.reply_to(name, result).map(CallToolResponse::from)
+    }
+
+    fn reply_to(
+        &self,
+        name: &str,
+        result: Result<CallReport, CallError>,
+    ) -> Result<CallToolResult, ErrorData> {
         let (kind, message, body) = match &result {
             Ok(report) => (report.kind(), report.to_string(), report_body(report)),
             Err(e) => (e.kind(), e.to_string(), refusal_body(e)),
         };
         match (reply(kind), result) {
             (Reply::Structured, Ok(report)) => {
-                let mut meta = Map::new();
-                meta.insert(CALL_ID_META.into(), Value::from(report.call_id()));
+                let meta = call_id_meta(report.call_id());
                 match report.into_output() {
-                    Ok(output) => {
-                        Ok(CallToolResult::structured(output).with_meta(Some(MetaObject(meta))))
-                    }
+                    Ok(output) => Ok(CallToolResult::structured(output).with_meta(Some(meta))),
                     Err(_) => Ok(tool_error(message, body)),
                 }
             }
@@ -195,9 +248,16 @@ impl GovernedServer {
     }
 }
 
+/// The `_meta` of a completed call's result: its call id under [`CALL_ID_META`].
+pub(crate) fn call_id_meta(call_id: &str) -> MetaObject {
+    let mut meta = Map::new();
+    meta.insert(CALL_ID_META.into(), Value::from(call_id));
+    MetaObject(meta)
+}
+
 /// A tool result with `isError: true`: the message, then the details as JSON text, the same
 /// details in `_meta` under [`ERROR_META`].
-fn tool_error(message: String, body: Value) -> CallToolResult {
+pub(crate) fn tool_error(message: String, body: Value) -> CallToolResult {
     let mut result = CallToolResult::error(vec![
         ContentBlock::text(message),
         ContentBlock::text(body.to_string()),
@@ -307,13 +367,18 @@ fn merge(body: &mut Value, extra: Value) {
 
 impl ServerHandler for GovernedServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("escepine", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Escepine's governed tools: every call passes the input gate, Cedar \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("escepine", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Escepine's governed tools: every call passes the input gate, Cedar \
                  authorization, the evidence ledger and the output gate. A denial names its \
                  policies; a rejected input names the pointer and keyword.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -331,9 +396,36 @@ impl ServerHandler for GovernedServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let principal = self.principal_of(&context)?;
-        self.call_for(&principal, &request.name, request.arguments)
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        self.respond_for(&principal, &request.name, request.arguments, tasks)
             .await
-            .map(CallToolResponse::from)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let principal = self.principal_of(&context)?;
+        tasks::get(&self.runtime, &principal, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(tasks::update_refused(&request.task_id))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(tasks::cancel_refused(&request.task_id))
     }
 }
 
