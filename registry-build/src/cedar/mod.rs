@@ -68,6 +68,17 @@ pub struct Binding {
 }
 
 impl Binding {
+    /// Whether the schema declares `Action::"approve"` (the policies use approval, or the
+    /// user's `.cedarschema` declares it): only then can a call wait for an approver.
+    pub fn declares_approve(&self) -> bool {
+        self.schema.actions().any(|a| {
+            a.id().unescaped() == crate::authorize::APPROVE_ACTION
+                && a.type_name().to_string() == "Action"
+        })
+    }
+}
+
+impl Binding {
     /// Every action of the merged schema (generated and user-declared): groups and tool
     /// actions, sorted by id, each with every group it is in.
     pub fn actions(&self) -> Vec<ActionInfo> {

@@ -78,13 +78,13 @@ async fn an_rmcp_client_lists_calls_and_is_denied_over_stdio() {
         Some("escepine")
     );
 
-    // tools/list: only what alice could be permitted to call, and the built-in `approve`.
+    // tools/list: only what alice could be permitted to call.
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     let expected: &[&str] = if cfg!(feature = "mcp-partial-eval") {
-        &["m_echo", "m_note", "approve"]
+        &["m_echo", "m_note"]
     } else {
-        &["m_echo", "m_guarded", "m_note", "approve"]
+        &["m_echo", "m_guarded", "m_note"]
     };
     assert_eq!(names, expected);
     let echo = &tools[0];

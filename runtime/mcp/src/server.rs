@@ -21,7 +21,8 @@
 //!   that declares the tasks extension it is a task whose id is the call id, its state read
 //!   from the ledger ([`super::tasks`]); for any other client a tool error of kind
 //!   `awaiting_approval` with `call_id`, `expires_at_ms`, `policy_ids` and `reasons`. The
-//!   built-in tool [`APPROVE_TOOL`] (listed for every principal) decides it, the session's
+//!   built-in tool [`APPROVE_TOOL`] (listed for every principal when the schema declares
+//!   `Action::"approve"`, that is when the policies use approval) decides it, the session's
 //!   principal being the approver ([`super::approve`]); the server never asks for an approval
 //!   through elicitation.
 //! - The principal is fixed for stdio ([`GovernedServer::for_principal`]); over HTTP it is the
@@ -151,7 +152,13 @@ impl GovernedServer {
                     }
                 }
             })
-            .chain(std::iter::once(approve::tool()))
+            .chain(
+                self.runtime
+                    .registry()
+                    .cedar()
+                    .declares_approve()
+                    .then(approve::tool),
+            )
             .collect()
     }
 
