@@ -32,6 +32,7 @@ mod entities;
 mod error;
 mod url_facts;
 
+pub use crate::cedar::approval::{APPROVAL_ANNOTATION, APPROVE_ACTION, AWAITING_APPROVAL};
 pub use crate::cedar::slice;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -137,15 +138,6 @@ impl Decision {
         self.requests
     }
 }
-
-/// The decision of a call allowed only with approval, as intents record it.
-pub const AWAITING_APPROVAL: &str = "awaiting-approval";
-
-/// The annotation that makes a permit's calls wait for an approver.
-pub const APPROVAL_ANNOTATION: &str = "approval";
-
-/// The generated action an approver must be permitted (`Action::"approve"` on the tool).
-pub const APPROVE_ACTION: &str = "approve";
 
 /// What a tool's calls need, computed once.
 #[derive(Debug)]

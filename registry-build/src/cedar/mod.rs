@@ -20,6 +20,7 @@
 //! directory, merges the schema and validates every policy in strict mode, reporting every
 //! problem of every file with its line and caret.
 
+pub mod approval;
 mod enum_literals;
 pub mod formats;
 mod policies;
@@ -72,8 +73,7 @@ impl Binding {
     /// user's `.cedarschema` declares it): only then can a call wait for an approver.
     pub fn declares_approve(&self) -> bool {
         self.schema.actions().any(|a| {
-            a.id().unescaped() == crate::authorize::APPROVE_ACTION
-                && a.type_name().to_string() == "Action"
+            a.id().unescaped() == approval::APPROVE_ACTION && a.type_name().to_string() == "Action"
         })
     }
 }
@@ -207,7 +207,7 @@ pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding
     let user = user_schema::parse(&files.schemas, &mut diags);
     let policy_files: Vec<PathBuf> = files.policies.iter().map(|s| s.path.clone()).collect();
 
-    let approve = uses_approval(&files.policies);
+    let approve = approval::uses_approval(&files.policies);
     let (generated, typing) = schema_gen::generate(records, &user.declared, approve);
     let typing_failed = !typing.is_empty();
     diags.extend(typing);
@@ -242,31 +242,6 @@ pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding
             Err(diags)
         }
     }
-}
-
-/// Whether the policies use approval: a permit annotated `@approval`, or a policy whose action
-/// scope names `Action::"approve"`. Files that do not parse are left to the policy loader,
-/// which reports them.
-fn uses_approval(files: &[SourceFile]) -> bool {
-    use crate::authorize::{APPROVAL_ANNOTATION, APPROVE_ACTION};
-    use cedar_policy::ActionConstraint;
-    let names_approve = |uid: &cedar_policy::EntityUid| {
-        uid.id().unescaped() == APPROVE_ACTION && uid.type_name().to_string() == "Action"
-    };
-    files.iter().any(|f| {
-        let Ok(set) = cedar_policy::PolicySet::from_str(f.text.as_str()) else {
-            return false;
-        };
-        let uses = set.policies().any(|p| {
-            p.annotation(APPROVAL_ANNOTATION).is_some()
-                || match p.action_constraint() {
-                    ActionConstraint::Any => false,
-                    ActionConstraint::Eq(uid) => names_approve(&uid),
-                    ActionConstraint::In(uids) => uids.iter().any(names_approve),
-                }
-        });
-        uses
-    })
 }
 
 /// `files` read as one more policy set over a binding's `schema` (an invariant a policy set

@@ -18,7 +18,7 @@ use std::fs;
 use escepine_contract::SideEffectClass;
 use serde_json::Value;
 
-use crate::authorize::APPROVE_ACTION;
+use crate::cedar::approval::APPROVE_ACTION;
 use crate::cedar::syntax::quote;
 use crate::cedar::types::{self, input_type, Attribute, CedarType, TypingError};
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};

@@ -63,7 +63,7 @@ pub(crate) fn actions_module(
             let groups: Vec<String> = action.groups.iter().map(|g| format!("`{g}`")).collect();
             let whose = if own_tool {
                 format!("the action of tool `{id}`")
-            } else if id == crate::authorize::APPROVE_ACTION {
+            } else if id == crate::cedar::approval::APPROVE_ACTION {
                 "the action an approver of a call waiting for approval (an `@approval` permit) \
                  must be permitted on the call's tool"
                     .to_string()

@@ -59,7 +59,7 @@ impl Expect {
         match self {
             Self::Allow => "allow",
             Self::Deny => "deny",
-            Self::AwaitingApproval => crate::authorize::AWAITING_APPROVAL,
+            Self::AwaitingApproval => crate::cedar::approval::AWAITING_APPROVAL,
         }
     }
 }

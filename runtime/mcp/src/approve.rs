@@ -25,7 +25,7 @@ use escepine_runtime::{CallOutcome, CallReport, Runtime};
 use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
-use super::server::{refusal_body, report_body, tool_error};
+use super::results::{refusal_body, report_body, tool_error};
 
 /// The result of the `approve` tool called by `approver` with `arguments`.
 pub async fn call(

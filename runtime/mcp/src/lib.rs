@@ -22,6 +22,7 @@
 pub mod approve;
 pub mod import;
 pub mod listing;
+pub mod results;
 pub mod server;
 pub mod sessions;
 pub mod tasks;

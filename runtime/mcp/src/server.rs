@@ -43,9 +43,9 @@ use axum::response::{IntoResponse, Response};
 use escepine_contract::Principal;
 use http::{header, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+    GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -57,23 +57,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::approve::{self, APPROVE_TOOL};
 use super::listing::Listing;
+use super::results::{call_id_meta, tool_error};
+pub use super::results::{refusal_body, reply, report_body, Reply, CALL_ID_META, ERROR_META};
 use super::sessions::{named_session, SessionOwners};
 use super::tasks;
 use super::tokens::Tokens;
 use escepine_runtime::CallError;
 use escepine_runtime::CallOptions;
 use escepine_runtime::Runtime;
-use escepine_runtime::{CallKind, CallOutcome, CallReport};
+use escepine_runtime::{CallOutcome, CallReport};
 use registry_build::export;
 
 /// The path the streamable HTTP endpoint is served at.
 pub const HTTP_PATH: &str = "/mcp";
-
-/// The `_meta` key of a completed call's result holding its call id (its ledger entries).
-pub const CALL_ID_META: &str = "dev.escepine/call_id";
-
-/// The `_meta` key of an error result holding its details (`{"error": {"kind", …}}`).
-pub const ERROR_META: &str = "dev.escepine/error";
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
@@ -252,123 +248,6 @@ impl GovernedServer {
             .and_then(|parts| parts.extensions.get::<Authenticated>())
             .map(|a| a.0.clone())
             .ok_or_else(|| ErrorData::invalid_request("no authenticated principal", None))
-    }
-}
-
-/// The `_meta` of a completed call's result: its call id under [`CALL_ID_META`].
-pub(crate) fn call_id_meta(call_id: &str) -> MetaObject {
-    let mut meta = Map::new();
-    meta.insert(CALL_ID_META.into(), Value::from(call_id));
-    MetaObject(meta)
-}
-
-/// A tool result with `isError: true`: the message, then the details as JSON text, the same
-/// details in `_meta` under [`ERROR_META`].
-pub(crate) fn tool_error(message: String, body: Value) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![
-        ContentBlock::text(message),
-        ContentBlock::text(body.to_string()),
-    ]);
-    let mut meta = Map::new();
-    meta.insert(ERROR_META.into(), body);
-    result.meta = Some(MetaObject(meta));
-    result
-}
-
-/// How a call's end reaches an MCP client, by its [`CallKind`] — the one place the mapping is
-/// made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reply {
-    /// A result with the output as `structuredContent` (`ok`).
-    Structured,
-    /// A JSON-RPC error, invalid params (`unknown_tool`, as MCP specifies for an unknown tool).
-    InvalidParams,
-    /// A tool result with `isError: true` and the details of [`report_body`] or
-    /// [`refusal_body`] (every other kind).
-    ToolError,
-}
-
-/// The reply for a call that ended with `kind`.
-pub const fn reply(kind: CallKind) -> Reply {
-    match kind {
-        CallKind::Ok => Reply::Structured,
-        CallKind::UnknownTool => Reply::InvalidParams,
-        CallKind::Denied
-        | CallKind::Failed
-        | CallKind::TimedOut
-        | CallKind::OutputRejected
-        | CallKind::BudgetExceeded
-        | CallKind::AwaitingApproval
-        | CallKind::Rejected
-        | CallKind::Expired
-        | CallKind::InputRejected
-        | CallKind::LedgerUnavailable
-        | CallKind::ClientMismatch => Reply::ToolError,
-    }
-}
-
-/// The details of an error result for a call that got past its intent (its `_meta`
-/// [`ERROR_META`] and second text block): `{"error": {"kind", "message", "call_id", …}}`.
-pub fn report_body(report: &CallReport) -> Value {
-    let mut body = json!({
-        "kind": report.kind().as_str(),
-        "message": report.to_string(),
-        "call_id": report.call_id(),
-    });
-    let extra = match report.outcome() {
-        CallOutcome::Ok(_) => json!({}),
-        CallOutcome::Denied {
-            policy_ids,
-            reasons,
-        } => json!({ "policy_ids": policy_ids, "reasons": reasons }),
-        CallOutcome::TimedOut { timeout_ms } => {
-            json!({ "attempts": report.attempts(), "timeout_ms": timeout_ms })
-        }
-        CallOutcome::Failed { .. } => json!({ "attempts": report.attempts() }),
-        CallOutcome::OutputRejected { violations } => json!({
-            // The validator's messages may quote the rejected output: pointers and keywords only.
-            "message": "the tool's output violates its output schema; it was recorded, not returned",
-            "violations": violations.iter().map(|v| json!({
-                "pointer": v.pointer, "keyword": v.keyword,
-            })).collect::<Vec<_>>(),
-        }),
-        CallOutcome::BudgetExceeded { budget } => json!({ "budget": budget }),
-        CallOutcome::AwaitingApproval {
-            expires_at_ms,
-            policy_ids,
-            reasons,
-        } => json!({
-            "expires_at_ms": expires_at_ms,
-            "policy_ids": policy_ids,
-            "reasons": reasons,
-        }),
-        CallOutcome::Rejected { approver } => json!({ "approver": approver }),
-        CallOutcome::Expired { expired_at_ms } => json!({ "expired_at_ms": expired_at_ms }),
-    };
-    merge(&mut body, extra);
-    json!({ "error": body })
-}
-
-/// The details of an error result for a call refused before its intent:
-/// `{"error": {"kind", "message", …}}`.
-pub fn refusal_body(e: &CallError) -> Value {
-    let mut body = json!({ "kind": e.kind().as_str(), "message": e.to_string() });
-    let extra = match e {
-        CallError::UnknownTool(tool) => json!({ "tool": tool }),
-        CallError::InputRejected(violations) => json!({
-            "violations": violations.iter().map(|v| json!({
-                "pointer": v.pointer, "keyword": v.keyword, "message": v.message,
-            })).collect::<Vec<_>>(),
-        }),
-        CallError::LedgerUnavailable(_) | CallError::ClientMismatch(_) => json!({}),
-    };
-    merge(&mut body, extra);
-    json!({ "error": body })
-}
-
-fn merge(body: &mut Value, extra: Value) {
-    if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
-        body.extend(extra);
     }
 }
 

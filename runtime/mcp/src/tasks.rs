@@ -33,7 +33,7 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 
-use super::server::{call_id_meta, tool_error};
+use super::results::{call_id_meta, tool_error};
 
 /// The JSON-RPC error code of a task whose call was rejected or expired.
 pub const APPROVAL_FAILED: ErrorCode = ErrorCode(-32000);
