@@ -1,8 +1,9 @@
 //! An SOP run that waits for a person's approval, across restarts: `escepine run` and every
 //! `escepine resume` are separate processes over one ledger (a SQLite file, or a PostgreSQL
 //! database of the test's own), the loopback store counts the writes it applies by idempotency
-//! key, and the policies of `tests/fixtures/sop_approval` make every `s_put` of `Agent::"alice"`
-//! wait for an approval that `Agent::"bob"` may give.
+//! key, and the policies of `tests/fixtures/approval` make every `s_put` of `Agent::"alice"`
+//! wait for an approval that a reviewer (`Agent::"bob"`; alice is one too, but never of her own
+//! calls) may give.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,8 +11,11 @@ use std::process::{Command, Output};
 
 use escepine_runtime::ledger::{ApprovalResult, Entry, Record};
 use escepine_testkit::postgres::TestDatabase;
-use escepine_testkit::sop::{fixtures, item, key, overlay_json, Store};
-use serde_json::json;
+use escepine_testkit::sop::fixtures;
+
+mod sop_harness;
+
+use sop_harness::SopCli;
 
 const ALICE: &str = r#"Agent::"alice""#;
 const BOB: &str = r#"Agent::"bob""#;
@@ -40,63 +44,36 @@ impl Ledger {
     }
 }
 
-/// The store, the overlay and proposals beside it, and the ledger.
+/// The shared harness over the approval policies and entities, and the ledger it names.
 struct Cli {
-    dir: tempfile::TempDir,
-    store: Store,
+    sop: SopCli,
     ledger: Ledger,
+}
+
+impl std::ops::Deref for Cli {
+    type Target = SopCli;
+    fn deref(&self) -> &SopCli {
+        &self.sop
+    }
 }
 
 impl Cli {
     fn sqlite() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::Sqlite(dir.path().join("ledger.db"));
-        Self::new(dir, ledger)
+        let sop = SopCli::new(|dir| dir.join("ledger.db").into_os_string());
+        let ledger = Ledger::Sqlite(sop.dir.path().join("ledger.db"));
+        Self::with(sop, ledger)
     }
 
     fn postgres() -> Self {
-        Self::new(
-            tempfile::tempdir().unwrap(),
-            Ledger::Postgres(TestDatabase::create()),
-        )
+        let db = TestDatabase::create();
+        let url = db.url();
+        Self::with(SopCli::new(|_| url.into()), Ledger::Postgres(db))
     }
 
-    fn new(dir: tempfile::TempDir, ledger: Ledger) -> Self {
-        let _ = escepine_testkit::testtool::testtool();
-        let store = Store::start();
-        std::fs::write(
-            dir.path().join("overlay.json"),
-            overlay_json(&store).to_string(),
-        )
-        .unwrap();
-        let s = &store;
-        let proposals = json!({
-            "put_a": item(s, "a", "a1"),
-            "read_a": key(s, "a"),
-            "version_a": item(s, "a", "a2"),
-            "put_b": item(s, "b", "b1"),
-        });
-        std::fs::write(dir.path().join("proposals.json"), proposals.to_string()).unwrap();
-        Self { dir, store, ledger }
-    }
-
-    /// `escepine ARGS` over the fixtures' records and envelope, the approval policies, the
-    /// overlay and the ledger.
-    fn command(&self, args: &[&str]) -> Command {
-        let f = fixtures();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
-        cmd.args(args)
-            .arg("--records")
-            .arg(f.join("records"))
-            .arg("--policies")
-            .arg(approval_fixtures().join("policies"))
-            .arg("--envelope")
-            .arg(f.join("envelope.json"))
-            .arg("--overlay")
-            .arg(self.dir.path().join("overlay.json"))
-            .arg("--ledger")
-            .arg(self.ledger.arg());
-        cmd
+    fn with(sop: SopCli, ledger: Ledger) -> Self {
+        let f = approval_fixtures();
+        let sop = sop.with_policies(&f.join("policies"), &f.join("entities.json"));
+        Self { sop, ledger }
     }
 
     /// `escepine run` of the SOP `sop` by alice as run `run_id`.
@@ -177,7 +154,7 @@ impl Cli {
 }
 
 fn approval_fixtures() -> PathBuf {
-    fixtures().with_file_name("sop_approval")
+    fixtures().with_file_name("approval")
 }
 
 fn text(b: &[u8]) -> String {

@@ -40,6 +40,7 @@ impl SopCli {
             "put_b": item(s, "b", "b1"),
             "version_a": item(s, "a", "a2"),
             "put_c": item(s, "c", "c1"),
+            "read_a": key(s, "a"),
             "read_c": key(s, "c"),
             "boom": {},
             "put_forbidden": item(s, "forbidden", "x"),
