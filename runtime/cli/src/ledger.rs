@@ -1,4 +1,5 @@
-//! `escepine ledger verify PATH`, `escepine ledger show PATH [--run ID] [--disagreements]`, and
+//! `escepine ledger verify PATH`, `escepine ledger show PATH [--run ID] [--disagreements |
+//! --waiting]`, and
 //! the commands of checkpoints and proofs (`keygen`, `checkpoint`, `prove`, in [`proofs`]).
 
 mod proofs;
@@ -6,6 +7,7 @@ mod proofs;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use escepine_runtime::approval::{state_of, CallState};
 use escepine_runtime::ledger::entry::iso8601;
 use escepine_runtime::ledger::verify::VerifyError;
 use escepine_runtime::ledger::{Approval, Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
@@ -94,6 +96,10 @@ enum Sub {
         /// each: call id, principal, tool, enforced → shadow decision, the policies of both.
         #[arg(long)]
         disagreements: bool,
+        /// Only the calls that wait for approval, one line each: call id, requester, tool,
+        /// until when (or `expired`), the `@approval` permits and their reasons.
+        #[arg(long, conflicts_with = "disagreements")]
+        waiting: bool,
     },
 }
 
@@ -116,12 +122,20 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             path,
             run,
             disagreements: false,
+            waiting: false,
         } => show(path, run.as_deref(), io),
         Sub::Show {
             path,
             run,
             disagreements: true,
+            ..
         } => show_disagreements(path, run.as_deref(), io),
+        Sub::Show {
+            path,
+            run,
+            waiting: true,
+            ..
+        } => show_waiting(path, run.as_deref(), io),
         Sub::Keygen { name, out } => proofs::keygen(name, out, io),
         Sub::Checkpoint { path, key } => proofs::checkpoint(path, key, io),
         Sub::Prove {
@@ -270,6 +284,56 @@ fn read_for_show(path: &LedgerLocation) -> Result<Vec<Entry>, CliError> {
         }
         e => CliError::new(UNREADABLE, e),
     })
+}
+
+/// `show --waiting`: one line per call that waits for approval (or waited past its expiry with
+/// nothing recorded since), then a count.
+fn show_waiting(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
+    let entries = read_for_show(path)?;
+    let now = escepine_runtime::ledger::entry::now_ms();
+    let mut out = String::new();
+    let mut count = 0usize;
+    for e in &entries {
+        let Record::Intent(i) = &e.record else {
+            continue;
+        };
+        if i.approval.is_none() || (run.is_some() && i.run_id.as_deref() != run) {
+            continue;
+        }
+        let (w, until) = match state_of(&entries, &i.call_id, now) {
+            CallState::Waiting(w) => {
+                let until = format!("until {}", iso8601(w.expires_at_ms));
+                (w, until)
+            }
+            CallState::Expired(w) => {
+                let until = format!("expired {}", iso8601(w.expires_at_ms));
+                (w, until)
+            }
+            _ => continue,
+        };
+        count += 1;
+        out.push_str(&format!(
+            "#{:<5} call {}  {}  {}  {until}  [{}]",
+            e.seq,
+            w.call_id,
+            w.principal,
+            w.tool_id,
+            w.policy_ids.join(", ")
+        ));
+        if let Some(step) = &w.step {
+            out.push_str(&format!("  step {step}"));
+        }
+        if !w.reasons.is_empty() {
+            out.push_str(&format!("  {}", w.reasons.join("; ")));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "{count} call{} waiting for approval in {path}\n",
+        if count == 1 { "" } else { "s" }
+    ));
+    let _ = io.out.write_all(out.as_bytes());
+    Ok(())
 }
 
 /// `show --disagreements`: one line per intent with a shadow decision, then a count.

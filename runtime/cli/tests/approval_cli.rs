@@ -72,6 +72,17 @@ fn waiting_call_id(o: &Output) -> String {
     id
 }
 
+/// `escepine ledger show LEDGER --waiting`.
+fn show_waiting(cli: &SopCli) -> String {
+    let o = output({
+        let mut c = Command::new(env!("CARGO_BIN_EXE_escepine"));
+        c.args(["ledger", "show", "--waiting"]).arg(ledger(cli));
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    text(&o.stdout)
+}
+
 /// `(kind, call_id)` of every entry of the ledger, with the approval's result or outcome's.
 fn records(cli: &SopCli) -> Vec<String> {
     read_entries(&ledger(cli))
@@ -103,6 +114,14 @@ fn a_call_needing_approval_waits_and_runs_once_when_another_principal_approves()
     );
     assert!(cli.store.applied().is_empty(), "nothing ran");
     assert_eq!(records(&cli), [format!("intent {id} awaiting-approval")]);
+    let listed = show_waiting(&cli);
+    assert!(
+        listed.contains(&format!("call {id}  {ALICE}  s_put  until "))
+            && listed
+                .contains("[alice-writes-with-approval]  a new item in the store needs a reviewer")
+            && listed.contains("\n1 call waiting for approval in "),
+        "{listed}"
+    );
 
     // The requester (a reviewer herself) and a principal outside the reviewers are refused,
     // and nothing changes.
@@ -238,6 +257,11 @@ fn a_rejected_call_runs_nothing_and_an_expired_one_cannot_be_approved() {
     // recorded, nothing run.
     let short = waiting_call_id(&put(&cli, ALICE, "e", &["--approval-ttl", "1"]));
     std::thread::sleep(std::time::Duration::from_millis(1_200));
+    let listed = show_waiting(&cli);
+    assert!(
+        listed.contains(&format!("call {short}  {ALICE}  s_put  expired ")),
+        "{listed}"
+    );
     let late = decide(&cli, "approve", &short, BOB);
     assert_eq!(late.status.code(), Some(3), "{}", text(&late.stderr));
     assert!(
