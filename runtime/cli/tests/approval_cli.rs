@@ -195,6 +195,11 @@ fn a_call_needing_approval_waits_and_runs_once_when_another_principal_approves()
         approval_policies,
         Some(vec!["reviewers-approve".to_string()])
     );
+    let listed = show_waiting(&cli);
+    assert!(
+        listed.starts_with("0 calls waiting for approval in "),
+        "a decided call is no longer listed: {listed}"
+    );
 
     // Decided: a second approval (or a rejection) is refused and runs nothing.
     for verb in ["approve", "reject"] {
