@@ -66,15 +66,16 @@ impl CallKind {
     /// `unknown_tool`, `input_rejected`, `ledger_unavailable`, `client_mismatch`.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Self::Ok => "ok",
-            Self::Denied => "denied",
-            Self::Failed => "failed",
-            Self::TimedOut => "timed_out",
-            Self::OutputRejected => "output_rejected",
-            Self::BudgetExceeded => "budget_exceeded",
+            // An outcome's kind is spelled as the ledger records its result.
+            Self::Ok => CallResult::Ok.as_str(),
+            Self::Denied => CallResult::Denied.as_str(),
+            Self::Failed => CallResult::Failed.as_str(),
+            Self::TimedOut => CallResult::TimedOut.as_str(),
+            Self::OutputRejected => CallResult::OutputRejected.as_str(),
+            Self::BudgetExceeded => CallResult::BudgetExceeded.as_str(),
+            Self::Rejected => CallResult::Rejected.as_str(),
+            Self::Expired => CallResult::Expired.as_str(),
             Self::AwaitingApproval => "awaiting_approval",
-            Self::Rejected => "rejected",
-            Self::Expired => "expired",
             Self::UnknownTool => "unknown_tool",
             Self::InputRejected => "input_rejected",
             Self::LedgerUnavailable => "ledger_unavailable",

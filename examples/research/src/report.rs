@@ -1,7 +1,7 @@
 //! The summary: every call as the ledger recorded it, the denial, where the outputs are, the
 //! ledger's verification and the timings; printed, and written as `summary.json`.
 
-use escepine_runtime::ledger::{CallResult, Entry, Record};
+use escepine_runtime::ledger::{Entry, Record};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -56,7 +56,7 @@ pub fn calls(entries: &[Entry]) -> Vec<CallRow> {
             }),
             Record::Outcome(o) => {
                 if let Some(row) = rows.iter_mut().find(|r| r.call_id == o.call_id) {
-                    row.result = Some(result_name(o.result).to_string());
+                    row.result = Some(o.result.as_str().to_string());
                     row.attempts = o.attempts.len();
                     row.attempt_us = o.attempts.iter().map(|a| a.duration_us).sum();
                     row.outcome = Some(e.hash.clone());
@@ -66,11 +66,6 @@ pub fn calls(entries: &[Entry]) -> Vec<CallRow> {
         }
     }
     rows
-}
-
-/// The ledger spelling of a result.
-pub fn result_name(r: CallResult) -> &'static str {
-    r.as_str()
 }
 
 /// Wall-clock figures of the job, in milliseconds unless named otherwise.

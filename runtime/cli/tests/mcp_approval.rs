@@ -5,9 +5,8 @@
 //! (a host file counts runs); `tasks/get` reads the completed result from the ledger, also after
 //! `escepine serve` restarts on the same ledger.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -20,6 +19,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
+use escepine_testkit::mcp::{serve_http, HttpServe};
 use escepine_testkit::testtool::testtool;
 
 const ALICE: &str = "alice-token-0123456789";
@@ -34,20 +34,8 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// A running `escepine serve --mcp http` on `dir`'s ledger, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(dir: &Path, extra: &[&str]) -> Server {
+/// `escepine serve --mcp http` on `dir`'s ledger, with the three principals' tokens.
+fn start(dir: &Path, extra: &[&str]) -> HttpServe {
     testtool();
     let tokens = dir.join("tokens.json");
     std::fs::write(
@@ -60,7 +48,8 @@ fn start(dir: &Path, extra: &[&str]) -> Server {
         .to_string(),
     )
     .expect("tokens");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_escepine"))
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_escepine"));
+    serve
         .args(["serve", "--mcp", "http", "--listen", "127.0.0.1:0"])
         .arg("--records")
         .arg(fixture("records"))
@@ -72,26 +61,8 @@ fn start(dir: &Path, extra: &[&str]) -> Server {
         .arg(dir.join("ledger.db"))
         // The counter is a host file: the unsandboxed executor writes it.
         .args(["--executor", "process"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn escepine serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("[serve] {line}");
-            if let Some(at) = line.find("listening on ") {
-                let _ = tx.send(line[at + "listening on ".len()..].trim().to_string());
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the server prints where it listens");
-    Server { child, url }
+        .args(extra);
+    serve_http(serve)
 }
 
 fn config(url: &str, token: &str) -> StreamableHttpClientTransportConfig {

@@ -3,8 +3,7 @@
 //! gate error — and refused without a token or with a wrong one (401). A session serves only the
 //! principal whose token opened it: another token naming its id is refused on every verb (404).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
@@ -15,7 +14,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use escepine_testkit::mcp::fixture;
+use escepine_testkit::mcp::{fixture, serve_http, HttpServe};
 use escepine_testkit::testtool::testtool;
 
 /// The `escepine` binary of this package.
@@ -26,18 +25,10 @@ fn escepine() -> std::path::PathBuf {
 const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-0123456789abc";
 
-/// A running `escepine serve --mcp http`, killed on drop.
+/// A running `escepine serve --mcp http` and the directory of its tokens and ledger.
 struct Server {
-    child: Child,
-    url: String,
+    serve: HttpServe,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start() -> Server {
@@ -49,7 +40,8 @@ fn start() -> Server {
         json!({ ALICE: "Agent::\"alice\"", BOB: "Agent::\"bob\"" }).to_string(),
     )
     .expect("tokens");
-    let mut child = Command::new(escepine())
+    let mut serve = Command::new(escepine());
+    serve
         .args(["serve", "--mcp", "http", "--listen", "127.0.0.1:0"])
         .arg("--records")
         .arg(fixture("records"))
@@ -58,35 +50,14 @@ fn start() -> Server {
         .arg("--tokens")
         .arg(&tokens)
         .arg("--ledger")
-        .arg(dir.path().join("ledger.db"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn escepine serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        // Keep draining stderr so the server never blocks on it.
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("[serve] {line}");
-            if let Some(at) = line.find("listening on ") {
-                let _ = tx.send(line[at + "listening on ".len()..].trim().to_string());
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the server prints where it listens");
+        .arg(dir.path().join("ledger.db"));
+    let serve = serve_http(serve);
+    let url = &serve.url;
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
     );
-    Server {
-        child,
-        url,
-        _dir: dir,
-    }
+    Server { serve, _dir: dir }
 }
 
 async fn client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
@@ -117,7 +88,7 @@ async fn call(c: &RunningService<RoleClient, ()>, name: &str, args: Value) -> Va
 async fn streamable_http_serves_principals_by_bearer_token() {
     let server = start();
 
-    let alice = client(&server.url, ALICE).await;
+    let alice = client(&server.serve.url, ALICE).await;
     let tools = alice.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert!(
@@ -146,7 +117,7 @@ async fn streamable_http_serves_principals_by_bearer_token() {
     );
 
     // The same server, another token: another principal, other tools.
-    let bob = client(&server.url, BOB).await;
+    let bob = client(&server.serve.url, BOB).await;
     let tools = bob.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert!(
@@ -164,8 +135,15 @@ async fn streamable_http_serves_principals_by_bearer_token() {
 async fn a_missing_or_wrong_token_is_refused() {
     let server = start();
 
-    let initialize =
-        |authorization| send(&server.url, "POST", authorization, None, Some(INITIALIZE));
+    let initialize = |authorization| {
+        send(
+            &server.serve.url,
+            "POST",
+            authorization,
+            None,
+            Some(INITIALIZE),
+        )
+    };
     let r = initialize(None).await;
     assert_eq!(r.status, 401, "{}", r.headers);
     assert!(
@@ -182,7 +160,7 @@ async fn a_missing_or_wrong_token_is_refused() {
 
     // rmcp's client sees the refusal and its challenge.
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+        StreamableHttpClientTransportConfig::with_uri(server.serve.url.clone())
             .auth_header("wrong-token-0123456789"),
     );
     let err = ().serve(transport).await.expect_err("refused");
@@ -193,7 +171,7 @@ async fn a_missing_or_wrong_token_is_refused() {
     );
 
     // With the right token the same request is served.
-    let r = request(&server.url, "POST", ALICE, None, Some(INITIALIZE)).await;
+    let r = request(&server.serve.url, "POST", ALICE, None, Some(INITIALIZE)).await;
     assert_eq!(r.status, 200, "{}", r.headers);
 }
 
@@ -313,7 +291,7 @@ async fn open_session(url: &str, token: &str) -> String {
 #[tokio::test]
 async fn a_session_serves_only_the_principal_that_opened_it() {
     let server = start();
-    let url = &server.url;
+    let url = &server.serve.url;
     let alices = open_session(url, ALICE).await;
 
     // Bob knows Alice's session id: every verb naming it is refused as an unknown session.

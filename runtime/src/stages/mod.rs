@@ -63,7 +63,7 @@ use crate::executor::Executor;
 use crate::ledger::{Committed, Ledger};
 use crate::report::CallReport;
 use crate::secrets::SecretSource;
-use registry_build::authorize::Authorizer;
+use registry_build::authorize::{Authorizer, Decision};
 
 pub use context::CallOptions;
 pub(crate) use context::{CallContext, CallIds, LoadedTool};
@@ -99,12 +99,9 @@ pub(crate) async fn run(
     opts: &CallOptions,
     ids: CallIds,
 ) -> Result<CallReport, CallError> {
-    let tool = resolve(parts.tools, name)?; // 1
-    let mut cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
-    let payload = input::gate(&cx, payload)?; // 2
-    let decision = authorize::authorize(&cx, parts.authorizer, &payload); // 3
+    let (mut cx, payload) = gated(parts, principal, name, payload, opts, ids)?; // 1, 2
+    let decision = authorized(parts, &mut cx, &payload); // 3
     let shadow = authorize::shadow(&cx, parts.shadow, &payload, &decision);
-    cx.egress = authorize::egress(&cx, &decision);
     let waits = wait::request(&decision, parts.approval_ttl);
     let intent = intent::record(
         &cx,
@@ -137,11 +134,8 @@ pub(crate) async fn approved(
     ids: CallIds,
     intent: Committed,
 ) -> Result<CallReport, CallError> {
-    let tool = resolve(parts.tools, name)?;
-    let mut cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
-    let payload = input::gate(&cx, payload)?;
-    let decision = authorize::authorize(&cx, parts.authorizer, &payload);
-    cx.egress = authorize::egress(&cx, &decision);
+    let (mut cx, payload) = gated(parts, principal, name, payload, opts, ids)?;
+    let decision = authorized(parts, &mut cx, &payload);
     finish(parts, &cx, &payload, &decision, intent).await
 }
 
@@ -154,9 +148,29 @@ pub(crate) fn approvable(
     payload: Value,
     opts: &CallOptions,
 ) -> Result<(), CallError> {
+    gated(parts, principal, name, payload, opts, CallIds::new(None)).map(drop)
+}
+
+/// Steps 1 and 2: the tool resolved, the call's context, the payload through the input gate.
+fn gated<'a>(
+    parts: &Parts<'a>,
+    principal: &'a Principal,
+    name: &str,
+    payload: Value,
+    opts: &'a CallOptions,
+    ids: CallIds,
+) -> Result<(CallContext<'a>, Value), CallError> {
     let tool = resolve(parts.tools, name)?;
-    let cx = CallContext::new(CallIds::new(None), principal, opts, tool, parts.secrets);
-    input::gate(&cx, payload).map(drop)
+    let cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
+    let payload = input::gate(&cx, payload)?;
+    Ok((cx, payload))
+}
+
+/// Step 3: Cedar's decision on the gated payload, and the egress it fixes for the call.
+fn authorized(parts: &Parts<'_>, cx: &mut CallContext<'_>, payload: &Value) -> Decision {
+    let decision = authorize::authorize(cx, parts.authorizer, payload);
+    cx.egress = authorize::egress(cx, &decision);
+    decision
 }
 
 /// Steps 5 to 8, after the intent: admission, budgets, execution, the output gate, the outcome.
@@ -164,7 +178,7 @@ async fn finish(
     parts: &Parts<'_>,
     cx: &CallContext<'_>,
     payload: &Value,
-    decision: &registry_build::authorize::Decision,
+    decision: &Decision,
     intent: Committed,
 ) -> Result<CallReport, CallError> {
     let (attempts, ended) = match authorize::admit(cx, decision) {

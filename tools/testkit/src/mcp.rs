@@ -28,3 +28,49 @@ pub fn probe_server() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| bins::path(bins::MCP_PROBE)).clone()
 }
+
+/// A running `escepine serve --mcp http` (started by [`serve_http`]), killed on drop.
+#[derive(Debug)]
+pub struct HttpServe {
+    child: std::process::Child,
+    /// Where it serves: `http://127.0.0.1:<port>/mcp`.
+    pub url: String,
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Spawn `serve` (an `escepine serve --mcp http --listen 127.0.0.1:0 …` command) and wait up to
+/// a minute for the address it prints; its stderr keeps being drained (echoed as `[serve] …`)
+/// so it never blocks.
+///
+/// # Panics
+/// When it cannot be spawned or prints no address in time.
+pub fn serve_http(mut serve: std::process::Command) -> HttpServe {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = serve
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn escepine serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[serve] {line}");
+            if let Some(at) = line.find("listening on ") {
+                let _ = tx.send(line[at + "listening on ".len()..].trim().to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the server prints where it listens");
+    HttpServe { child, url }
+}
