@@ -34,6 +34,27 @@ pub fn parse(text: &str) -> Result<PathBuf, HostPathError> {
     }
 }
 
+/// [`parse`] of `text` made absolute against the directory `base` by joining (`base/text`),
+/// never by normalising it: a relative path is allowed where a command line takes one
+/// (`escepine import mcp --read-only lib`), and otherwise the very rule of records and the
+/// envelope applies to the path as it will be written (`a/../b` is refused, naming
+/// `base/a/../b`).
+///
+/// # Errors
+/// [`HostPathError`] naming what is wrong (a `base` that is not UTF-8 reads as not normal).
+pub fn parse_against(text: &str, base: &Path) -> Result<PathBuf, HostPathError> {
+    if text.starts_with('/') {
+        return parse(text);
+    }
+    let joined = base.join(text);
+    match joined.to_str() {
+        Some(joined) => parse(joined),
+        None => Err(HostPathError::NotNormal(
+            joined.to_string_lossy().into_owned(),
+        )),
+    }
+}
+
 /// Whether `path` is `prefix` or lies under it, comparing whole components (`/usr/lib` is
 /// under `/usr`, `/usrx` is not). Both must be lexically normal: a path with `..` is under
 /// nothing.
@@ -60,6 +81,31 @@ mod tests {
         ] {
             assert!(
                 matches!(parse(bad), Err(HostPathError::NotNormal(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_joined_never_normalised() {
+        let base = Path::new("/home/u/proj");
+        assert_eq!(
+            parse_against("lib", base),
+            Ok(PathBuf::from("/home/u/proj/lib"))
+        );
+        assert_eq!(
+            parse_against("/usr/lib", base),
+            Ok(PathBuf::from("/usr/lib"))
+        );
+        for (bad, named) in [
+            ("a/../b", "/home/u/proj/a/../b"),
+            ("./lib", "/home/u/proj/./lib"),
+            ("lib/", "/home/u/proj/lib/"),
+            ("/usr/../etc", "/usr/../etc"),
+        ] {
+            assert_eq!(
+                parse_against(bad, base),
+                Err(HostPathError::NotNormal(named.into())),
                 "{bad}"
             );
         }

@@ -18,7 +18,15 @@
 //! digest pins the server: no `sha256`).
 //!
 //! The command is kept as given, a path made absolute against the working directory
-//! lexically (a virtualenv's `python` symlink is not resolved). Each tool of the raw
+//! lexically (a virtualenv's `python` symlink is not resolved); an argument naming an existing
+//! file of the working directory (`python3 server.py`), or a directory written as a path
+//! (`./data`), is made absolute too and bound read-only (in the listing's sandbox and in every
+//! draft's `sandbox_profile.read_only`), each printed; the value of `--flag=path` likewise
+//! ([`escepine_mcp::import::endpoint`] says which arguments). A `--read-only` path may be
+//! relative to the working directory; it is joined to it, never normalised, and checked by the
+//! rule of records and the envelope ([`registry_build::host_path::parse_against`]: `a/../b` is
+//! refused with `check`'s message). A listing that names a tool twice or gives a key twice in
+//! one object is refused (exit 3), naming the tool and the pointer. Each tool of the raw
 //! `tools/list` is drafted on its own and checked with the registry's own record rules
 //! (`--envelope` for the coverage rules): a draft passing them with nothing left to decide is
 //! written to `DIR/<tool id>.json`; any other to `DIR/needs-decision/<tool id>.json`
@@ -29,15 +37,16 @@
 //! Exit status: 0 the server was listed and every tool drafted (decisions may remain); 1
 //! nothing written (a draft exists, two tools map to one id, a file cannot be written); 2
 //! usage (no command and no image, an image reference not pinned by digest, `--image` with
-//! `--unsandboxed`, an unreadable envelope); 3 the server could not be started or listed (its
-//! stderr's last lines quoted), including an image that cannot be fetched, verified or
-//! unpacked.
+//! `--unsandboxed`, an unreadable envelope, a `--read-only` path that is not normal); 3 the
+//! server could not be started or listed (its stderr's last lines quoted), including an image
+//! that cannot be fetched, verified or unpacked, and an ambiguous listing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use escepine_contract::ImageRef;
 use registry_build::endpoint::{self, WorkspaceBins};
+use registry_build::host_path;
 use registry_build::{record_check, Envelope, SourceFile};
 
 use escepine_mcp::import::endpoint::absolute;
@@ -171,13 +180,40 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
             Err(e) => return usage(e.to_string()),
         },
     };
-    let read_only: Vec<PathBuf> = a.read_only.iter().map(|p| absolute(p, &cwd)).collect();
+    let mut given = Vec::with_capacity(a.read_only.len());
+    for p in &a.read_only {
+        let checked = p
+            .to_str()
+            .ok_or_else(|| format!("`{}` is not UTF-8", p.display()))
+            .and_then(|text| host_path::parse_against(text, &cwd).map_err(|e| e.to_string()));
+        match checked {
+            Ok(path) => given.push(path),
+            Err(why) => return usage(format!("--read-only {}: {why}", p.display())),
+        }
+    }
+    let read_only = endpoint.read_only(&given);
     let shown: Vec<String> = read_only.iter().map(|p| p.display().to_string()).collect();
+    for arg in &endpoint.absolute_args {
+        let _ = writeln!(
+            io.out,
+            "made absolute: argument {} `{}` -> `{}` ({} of the working directory{})",
+            arg.index + 1,
+            arg.given,
+            arg.arg,
+            if arg.is_dir { "a directory" } else { "a file" },
+            if given.iter().any(|p| host_path::under(&arg.path, p)) {
+                ""
+            } else {
+                "; added to sandbox_profile.read_only"
+            }
+        );
+    }
 
     let server = Server {
         image: image.as_ref(),
         envelope: envelope.as_ref(),
         cwd: &cwd,
+        args: &endpoint.args,
         read_only: &read_only,
     };
     let listed = list(a, &server).map_err(|e| CliError::new(SERVER_FAILED, e))?;
@@ -218,7 +254,10 @@ struct Server<'a> {
     envelope: Option<&'a Envelope>,
     /// The working directory a relative command is made absolute against.
     cwd: &'a Path,
-    /// The `--read-only` paths, absolute.
+    /// The server's arguments as drafted (those naming paths made absolute); unused with an
+    /// image, whose command is kept as given.
+    args: &'a [String],
+    /// The drafts' read-only paths: the `--read-only` paths, then those the arguments name.
     read_only: &'a [PathBuf],
 }
 
@@ -233,11 +272,20 @@ fn list(a: &McpArgs, server: &Server<'_>) -> Result<ServerTools, ImportError> {
         })?;
     let timeout = Duration::from_millis(a.timeout_ms);
     let result = if a.unsandboxed {
-        rt.block_on(list_unsandboxed(&a.command, timeout))
+        // The program as given (the host resolves it), the arguments as drafted.
+        let command: Vec<String> = a
+            .command
+            .first()
+            .into_iter()
+            .chain(server.args)
+            .cloned()
+            .collect();
+        rt.block_on(list_unsandboxed(&command, timeout))
     } else if let Some(image) = server.image {
         rt.block_on(list_image(a, server, image, timeout))
     } else {
-        let (program, args) = a.command.split_first().ok_or(ImportError::NoCommand)?;
+        let program = a.command.first().ok_or(ImportError::NoCommand)?;
+        let args = server.args;
         let spawn = |why: String| ImportError::Spawn {
             command: program.clone(),
             why,

@@ -9,6 +9,10 @@
 //! - the text tool registers and answers `{"text": …}` with no hand edits;
 //! - a changed description is refused before any `tools/call` (the server counts its calls),
 //!   and the ledger names the change;
+//! - a listing naming a tool twice, or a tool repeating `description`, is refused at import
+//!   and, when it turns so after a clean import, at the pin check before any `tools/call`
+//!   (`tests/fixtures/mcp/py/ambiguous.py`);
+//! - a `--read-only` path with `..` is refused with the envelope's message;
 //! - a virtualenv's interpreter keeps its own path; servers that cannot start say why;
 //! - the workspace's rmcp server (`escepine-mcp-demo`) is imported with its binary's name.
 
@@ -55,6 +59,14 @@ fn py_dies() -> PathBuf {
         .join("tests/fixtures/mcp/py/dies.py")
 }
 
+/// The Python server whose listing turns ambiguous on request.
+fn py_ambiguous() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("this crate sits in runtime/")
+        .join("tests/fixtures/mcp/py/ambiguous.py")
+}
+
 /// `escepine <args…>` run from `cwd`.
 fn escepine_in(cwd: &Path, args: &[&str]) -> Output {
     Command::new(escepine())
@@ -94,18 +106,23 @@ impl Scene {
         }
     }
 
-    /// `escepine import mcp --unsandboxed` of the fixture server with this scene's state.
-    fn import(&self) -> Output {
-        let out = Command::new(escepine())
+    /// `escepine import mcp --unsandboxed` of `server` with this scene's state.
+    fn import_of(&self, server: &Path) -> Output {
+        Command::new(escepine())
             .current_dir(workspace_root())
             .args(["import", "mcp", "--unsandboxed", "--out"])
             .arg(&self.out)
             .arg("--")
-            .arg(py_server())
+            .arg(server)
             .arg("--state")
             .arg(&self.state)
             .output()
-            .expect("run escepine import");
+            .expect("run escepine import")
+    }
+
+    /// `escepine import mcp --unsandboxed` of the fixture server with this scene's state.
+    fn import(&self) -> Output {
+        let out = self.import_of(&py_server());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -423,6 +440,153 @@ fn a_changed_description_is_refused_before_any_call_and_the_ledger_names_it() {
         text(&shown.stdout).contains("changed the definition of `echo_text`"),
         "{}",
         text(&shown.stdout)
+    );
+}
+
+/// The listings of `ambiguous.py` that name a tool twice or repeat a key, and what the refusal
+/// says of each: the tool and the pointer.
+const AMBIGUOUS: [(&str, &str); 2] = [
+    (
+        "twice",
+        "names the tool `echo_text` twice (at /tools/0 and /tools/1 of the listing; the copies \
+         differ)",
+    ),
+    (
+        "repeated-key",
+        "gives the key `description` twice in the tool `echo_text` (at /tools/0/description of \
+         the listing)",
+    ),
+];
+
+#[test]
+fn an_ambiguous_listing_is_refused_at_import() {
+    for (listing, named) in AMBIGUOUS {
+        let scene = Scene::new();
+        std::fs::write(scene.state.join("listing"), listing).expect("listing");
+        let out = scene.import_of(&py_ambiguous());
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{listing}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the MCP server `{}`", py_ambiguous().display())),
+            "{listing}: names the server: {stderr}"
+        );
+        assert!(stderr.contains(named), "{listing}: {stderr}");
+        assert!(!scene.out.exists(), "{listing}: nothing written");
+    }
+}
+
+#[test]
+fn an_ambiguous_listing_is_refused_at_the_pin_check_before_any_tools_call() {
+    let scene = Scene::new();
+    let out = scene.import_of(&py_ambiguous());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = scene.out.join("echo_text.json");
+    let mut echo = read(&path);
+    // A retry budget, to show the refusal is never retried.
+    echo["retry"] = json!({"max_attempts": 3, "backoff_ms": 0});
+    write(&path, &echo);
+    let out = scene.call("echo_text", json!({"text": "one"}));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(scene.calls_counted(), 1);
+
+    for (listing, named) in AMBIGUOUS {
+        // Either way the copy a last-wins reader (serde_json) or a first-match lookup keeps
+        // is the pinned one: only the strict reading tells.
+        std::fs::write(scene.state.join("listing"), listing).expect("listing");
+        let out = scene.call("echo_text", json!({"text": "two"}));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{listing}: {stderr}");
+        assert_eq!(
+            scene.calls_counted(),
+            1,
+            "{listing}: no tools/call was sent"
+        );
+        assert!(stderr.contains(named), "{listing}: {stderr}");
+        assert!(stderr.contains("no tools/call was sent"), "{stderr}");
+        let entries =
+            escepine_runtime::ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
+        let last = entries
+            .iter()
+            .rev()
+            .find_map(|e| match &e.record {
+                Record::Outcome(o) => Some(o.clone()),
+                _ => None,
+            })
+            .expect("an outcome");
+        assert_eq!(last.result, CallResult::Failed);
+        assert_eq!(last.attempts.len(), 1, "{listing}: not retried");
+        assert_eq!(last.attempts[0].error_class.as_deref(), Some("permanent"));
+    }
+}
+
+#[test]
+fn a_read_only_path_is_checked_by_the_envelope_rule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for d in ["a", "b", "records", "policies"] {
+        std::fs::create_dir(dir.path().join(d)).expect("mkdir");
+    }
+    let server = py_server().display().to_string();
+    let import = |read_only: &str| {
+        escepine_in(
+            dir.path(),
+            &[
+                "import",
+                "mcp",
+                "--unsandboxed",
+                "--read-only",
+                read_only,
+                "--out",
+                "drafts",
+                "--",
+                &server,
+            ],
+        )
+    };
+    let joined = dir.path().join("a/../b").display().to_string();
+    let why = format!(
+        "`{joined}` is not lexically normal: write it without `.`, `..`, `//` or a trailing `/`"
+    );
+    let out = import("a/../b");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--read-only a/../b: {why}")),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("drafts").exists(), "nothing written");
+
+    // `check` says the same of that path in an envelope.
+    let envelope = dir.path().join("envelope.json");
+    write(&envelope, &json!({"egress": [], "read_only": [joined]}));
+    let checked = escepine_in(
+        dir.path(),
+        &[
+            "check",
+            "--records",
+            "records",
+            "--policies",
+            "policies",
+            "--envelope",
+            "envelope.json",
+        ],
+    );
+    assert_ne!(checked.status.code(), Some(0));
+    // The report wraps its lines at 100 columns: compare without layout.
+    let bare = |t: &str| -> String {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && *c != '│')
+            .collect()
+    };
+    let said = text(&checked.stderr) + &text(&checked.stdout);
+    assert!(bare(&said).contains(&bare(&why)), "{said}");
+
+    // A normal relative path is joined to the working directory.
+    let out = import("b");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let echo = read(&dir.path().join("drafts/echo_text.json"));
+    assert_eq!(
+        echo["sandbox_profile"]["read_only"],
+        json!([dir.path().join("b").display().to_string()])
     );
 }
 

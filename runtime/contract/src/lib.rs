@@ -21,6 +21,7 @@ pub mod origin;
 pub mod payload;
 mod principal;
 mod sop;
+pub mod strict_json;
 mod tool;
 mod tool_error;
 

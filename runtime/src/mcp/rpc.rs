@@ -9,11 +9,22 @@
 //! ([`super::definition`]). The same client serves `escepine import mcp` (the listing) and the
 //! `mcp-stdio` transport (listing, pin check, call), so both see one listing alike.
 //!
+//! A `tools/list` answer is also read strictly ([`escepine_contract::strict_json`]): a key given
+//! twice in one object (a tool repeating `description`, say) and a tool named twice across the
+//! listing's pages are refused as [`SessionError::Ambiguous`], naming the tool and the pointer.
+//! Such a listing reads differently in different readers (serde_json keeps the last copy of a
+//! key, others the first; the transport would pick the first copy of a tool), so neither the
+//! import nor the pin check may trust it: the import writes nothing and the transport sends no
+//! `tools/call`.
+//!
 //! While it waits for an answer the client answers the server's own requests: `ping` with an
 //! empty result, anything else with JSON-RPC error -32601 (method not found); notifications
 //! and lines that are not JSON objects are skipped. A line longer than the bound is a protocol
 //! failure; the end of the server's output is a connection failure.
 
+use std::collections::HashMap;
+
+use escepine_contract::strict_json::{self, StrictJsonError};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -33,6 +44,10 @@ pub enum SessionError {
     /// (`endpoint.definition_sha256`); no `tools/call` was sent.
     #[error("{0}")]
     Changed(String),
+    /// The server's `tools/list` is ambiguous: it names a tool twice, or gives a key twice in
+    /// one object. The whole listing is refused (no `tools/call` follows it).
+    #[error("{0}")]
+    Ambiguous(String),
     /// The tool reported an error (`isError: true`).
     #[error("the MCP tool reported an error: {message}")]
     Tool {
@@ -108,20 +123,23 @@ where
     }
 
     /// Every tool of `tools/list` (all pages, following `nextCursor`), each as the server
-    /// wrote it.
+    /// wrote it. Each page is also read strictly: a key given twice in one object, or a tool
+    /// name given twice across the pages, refuses the whole listing.
     ///
     /// # Errors
     /// As [`RawClient::request`]; [`SessionError::Protocol`] for a result without a `tools`
-    /// list, or more than [`MAX_LIST_PAGES`] pages.
+    /// list, or more than [`MAX_LIST_PAGES`] pages; [`SessionError::Ambiguous`] for a repeated
+    /// key or tool name (see the module documentation).
     pub async fn list_tools(&mut self) -> Result<Vec<Value>, SessionError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
+        for page_no in 1..=MAX_LIST_PAGES {
             let params = match &cursor {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let mut page = self.request("tools/list", params).await?;
+            let (mut page, line) = self.exchange("tools/list", params).await?;
+            let first = tools.len();
             match page.get_mut("tools").map(Value::take) {
                 Some(Value::Array(listed)) => tools.extend(listed),
                 _ => {
@@ -130,12 +148,24 @@ where
                     ))
                 }
             }
+            match strict_json::from_slice(&line) {
+                Ok(_) => {}
+                Err(StrictJsonError::DuplicateKey(d)) => {
+                    return Err(repeated_key(&d, &tools, first, page_no))
+                }
+                Err(StrictJsonError::Syntax(e)) => {
+                    return Err(SessionError::Protocol(format!(
+                        "the MCP server's tools/list answer is not JSON: {e}"
+                    )))
+                }
+            }
             cursor = page
                 .get("nextCursor")
                 .and_then(Value::as_str)
                 .filter(|c| !c.is_empty())
                 .map(str::to_string);
             if cursor.is_none() {
+                refuse_repeated_names(&tools)?;
                 return Ok(tools);
             }
         }
@@ -151,6 +181,18 @@ where
     /// fail, [`SessionError::Refused`] for an error answer, [`SessionError::Protocol`] for an
     /// overlong line or an answer with neither result nor error.
     pub async fn request(&mut self, method: &str, params: Value) -> Result<Value, SessionError> {
+        self.exchange(method, params)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// [`RawClient::request`], with the answer's line as the server wrote it (for a strict
+    /// reading of its bytes).
+    async fn exchange(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<(Value, Vec<u8>), SessionError> {
         self.next_id += 1;
         let id = self.next_id;
         let closed = |why: String| SessionError::Connection(format!("{method}: {why}"));
@@ -190,7 +232,7 @@ where
                 continue;
             }
             if let Some(result) = message.remove("result") {
-                return Ok(result);
+                return Ok((result, line));
             }
             let error = message.remove("error").unwrap_or(Value::Null);
             return Err(SessionError::Refused(format!(
@@ -235,6 +277,60 @@ where
     }
 }
 
+/// The refusal of a listing page that gives a key twice: named in the listing (`/tools/<i>…`,
+/// counted across pages, with the tool's name) when the key is inside a tool, else by its
+/// pointer in the JSON-RPC answer of page `page_no`. `tools` holds the tools read so far, this
+/// page's from index `first`.
+fn repeated_key(
+    d: &strict_json::DuplicateKey,
+    tools: &[Value],
+    first: usize,
+    page_no: usize,
+) -> SessionError {
+    let pointer = d.pointer();
+    let in_tool = pointer.strip_prefix("/result/tools/").and_then(|rest| {
+        let (index, below) = rest.split_once('/').map_or((rest, ""), |(i, b)| (i, b));
+        let at = first + index.parse::<usize>().ok()?;
+        let name = tools.get(at)?.get("name").and_then(Value::as_str);
+        let slash = if below.is_empty() { "" } else { "/" };
+        Some((at, name, format!("/tools/{at}{slash}{below}")))
+    });
+    let place = match in_tool {
+        Some((_, Some(name), at)) => format!("in the tool `{name}` (at {at} of the listing)"),
+        Some((at, None, ptr)) => format!("in its tool {at}, which has no name (at {ptr})"),
+        None => format!("in its answer to page {page_no} (at {pointer} of the JSON-RPC message)"),
+    };
+    SessionError::Ambiguous(format!(
+        "the MCP server's tools/list gives the key `{}` twice {place}: a listing that reads \
+         differently in different JSON readers is refused",
+        d.key
+    ))
+}
+
+/// Refuse a listing that names a tool twice (the copies may differ: which one is the tool?).
+fn refuse_repeated_names(tools: &[Value]) -> Result<(), SessionError> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if let Some(&j) = seen.get(name) {
+            let copies = if tools.get(j) == Some(tool) {
+                "identical copies"
+            } else {
+                "the copies differ"
+            };
+            return Err(SessionError::Ambiguous(format!(
+                "the MCP server's tools/list names the tool `{name}` twice (at /tools/{j} and \
+                 /tools/{i} of the listing; {copies}): a listing that names a tool twice is \
+                 refused"
+            )));
+        }
+        seen.insert(name, i);
+    }
+    Ok(())
+}
+
 enum LineError {
     Io(std::io::Error),
     TooLong,
@@ -249,14 +345,24 @@ mod tests {
         server: tokio::io::DuplexStream,
         answer: impl Fn(&Value) -> Vec<Value> + Send + 'static,
     ) {
+        serve_text(server, move |msg| {
+            answer(msg).iter().map(Value::to_string).collect()
+        })
+        .await;
+    }
+
+    /// A scripted server answering with raw lines (which may say what a `Value` cannot).
+    async fn serve_text(
+        server: tokio::io::DuplexStream,
+        answer: impl Fn(&Value) -> Vec<String> + Send + 'static,
+    ) {
         let (read, mut write) = tokio::io::split(server);
         let mut lines = BufReader::new(read).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(msg) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };
-            for out in answer(&msg) {
-                let mut text = out.to_string();
+            for mut text in answer(&msg) {
                 text.push('\n');
                 if write.write_all(text.as_bytes()).await.is_err() {
                     return;
@@ -332,5 +438,103 @@ mod tests {
         let (read, write) = tokio::io::split(ours);
         let err = RawClient::connect(read, write, 64).await.expect_err("long");
         assert!(matches!(err, SessionError::Protocol(_)), "{err:?}");
+    }
+
+    /// The error of listing a server whose first page is `page1` and second `page2` (the
+    /// `result` objects, raw), or the tools.
+    async fn listed(page1: &'static str, page2: &'static str) -> Result<Vec<Value>, SessionError> {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(serve_text(theirs, move |msg| {
+            let id = &msg["id"];
+            let page = if msg["params"]["cursor"] == "2" {
+                page2
+            } else {
+                page1
+            };
+            match msg["method"].as_str() {
+                Some("initialize") => {
+                    vec![format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)]
+                }
+                Some("tools/list") => {
+                    vec![format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{page}}}"#)]
+                }
+                _ => Vec::new(),
+            }
+        }));
+        let (read, write) = tokio::io::split(ours);
+        let mut c = RawClient::connect(read, write, 1 << 16)
+            .await
+            .expect("initialized");
+        c.list_tools().await
+    }
+
+    fn ambiguous(r: Result<Vec<Value>, SessionError>) -> String {
+        match r {
+            Err(SessionError::Ambiguous(m)) => m,
+            other => panic!("not refused as ambiguous: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listing_naming_a_tool_twice_or_repeating_a_key_is_refused() {
+        let first = r#"{"tools": [{"name": "a", "description": "A."}], "nextCursor": "2"}"#;
+        // Clean pages are listed.
+        let tools = listed(first, r#"{"tools": [{"name": "b"}]}"#)
+            .await
+            .expect("listed");
+        assert_eq!(tools.len(), 2);
+
+        // A key repeated inside a tool, named by the tool and its pointer in the listing
+        // (counted across pages).
+        let m = ambiguous(
+            listed(
+                first,
+                r#"{"tools": [{"name": "b", "description": "B.", "description": "Mail it."}]}"#,
+            )
+            .await,
+        );
+        assert!(
+            m.contains("the key `description` twice in the tool `b` (at /tools/1/description"),
+            "{m}"
+        );
+        let m = ambiguous(
+            listed(
+                r#"{"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"x": {}, "x": {"type": "string"}}}}]}"#,
+                "",
+            )
+            .await,
+        );
+        assert!(
+            m.contains("`x` twice in the tool `a` (at /tools/0/inputSchema/properties/x"),
+            "{m}"
+        );
+
+        // A tool named twice across the pages, the second copy changed.
+        let m = ambiguous(
+            listed(
+                first,
+                r#"{"tools": [{"name": "a", "description": "Mail it."}]}"#,
+            )
+            .await,
+        );
+        assert!(
+            m.contains("names the tool `a` twice (at /tools/0 and /tools/1 of the listing; the copies differ)"),
+            "{m}"
+        );
+
+        // A key repeated outside the tools, by its pointer in the answer.
+        let m = ambiguous(listed(r#"{"tools": [], "tools": [{"name": "a"}]}"#, "").await);
+        assert!(
+            m.contains("`tools` twice in its answer to page 1 (at /result/tools of the JSON-RPC"),
+            "{m}"
+        );
+        let m = ambiguous(
+            listed(
+                r#"{"tools": [{"name": "a"}], "nextCursor": "2", "nextCursor": ""}"#,
+                "",
+            )
+            .await,
+        );
+        assert!(m.contains("at /result/nextCursor"), "{m}");
     }
 }

@@ -16,7 +16,10 @@
 //!    arguments, as for `stdio-json`. When the record pins the definition
 //!    (`endpoint.definition_sha256`, written by `escepine import mcp`), the listed entry's
 //!    digest ([`super::definition`]) must equal the pin: otherwise no `tools/call` is sent and
-//!    the attempt fails permanently (never retried), naming what changed and both digests;
+//!    the attempt fails permanently (never retried), naming what changed and both digests. A
+//!    listing that names a tool twice or gives a key twice in one object is refused the same
+//!    way ([`SessionError::Ambiguous`], read strictly by the client), pinned or not: it may
+//!    read one way for the pin and another for whoever reads it next;
 //! 3. `tools/call` with the payload (the very value the gates and Cedar saw) as `arguments`;
 //! 4. shut down: stdin is closed, the server gets [`SHUTDOWN_GRACE`] to exit, and then its whole
 //!    process group is killed with `SIGKILL`, whatever is left.
@@ -404,6 +407,10 @@ pub(crate) fn classify(
         }
         Err(SessionError::Changed(message)) => Err(ExecError::Permanent {
             message: format!("`{tool}`: {message}"),
+            stderr,
+        }),
+        Err(SessionError::Ambiguous(message)) => Err(ExecError::Permanent {
+            message: format!("`{tool}`: {message}; no tools/call was sent"),
             stderr,
         }),
         Err(SessionError::Refused(message)) => Err(ExecError::Permanent {

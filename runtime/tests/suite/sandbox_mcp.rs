@@ -2,7 +2,8 @@
 //! tool. The workspace's rmcp server (`escepine-mcp-demo`) runs through [`Runtime`] with the
 //! [`SandboxExecutor`]; an rmcp probe server (`escepine-mcp-probe`) proves where it ran; servers
 //! that stay silent, fail transiently or leave a child behind are classified as for a local
-//! process, and the host is checked clean after each scenario.
+//! process, and the host is checked clean after each scenario. `escepine import mcp` lists
+//! servers in the sandbox too, `python3 server.py` from the server's folder included.
 
 use crate::support::host;
 use crate::support::sandbox;
@@ -323,6 +324,112 @@ async fn import_lists_a_python_server_in_a_sandbox_with_its_read_only_paths() {
         stderr.contains("ModuleNotFoundError: No module named 'mcp_not_installed'"),
         "{stderr}"
     );
+    host.assert_clean().await;
+}
+
+#[tokio::test]
+async fn a_server_script_relative_to_the_working_directory_runs_in_the_sandbox() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = HostSnapshot::take(dir.path());
+    // `python3 server.py --state ./state`, as one types it in the server's folder, with the
+    // system's `python3` first on PATH (not a version manager's shim, a shell script).
+    const PATH: &str = "/usr/bin:/bin";
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("state")).expect("mkdir");
+    std::fs::copy(py_fixture("server.py"), work.join("server.py")).expect("copy the server");
+    let stdlib = python_stdlib();
+    let done = std::process::Command::new(escepine())
+        .current_dir(&work)
+        .env("PATH", PATH)
+        .args(["import", "mcp", "--read-only"])
+        .arg(&stdlib)
+        .args([
+            "--out",
+            "drafts",
+            "--",
+            "python3",
+            "server.py",
+            "--state",
+            "./state",
+        ])
+        .output()
+        .expect("run escepine import");
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let (script, state) = (work.join("server.py"), work.join("state"));
+    let at = |p: &std::path::Path| p.display().to_string();
+    for (n, given, made) in [(1, "server.py", &script), (3, "./state", &state)] {
+        assert!(
+            stdout.contains(&format!(
+                "made absolute: argument {n} `{given}` -> `{}`",
+                at(made)
+            )),
+            "{stdout}"
+        );
+    }
+    let drafts = work.join("drafts");
+    let echo: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(drafts.join("echo_text.json")).expect("the echo_text draft"),
+    )
+    .expect("JSON");
+    assert_eq!(echo["endpoint"]["command"], "python3");
+    assert_eq!(
+        echo["endpoint"]["args"],
+        json!([at(&script), "--state", at(&state)])
+    );
+    assert_eq!(
+        echo["sandbox_profile"]["read_only"],
+        json!([at(&stdlib), at(&script), at(&state)])
+    );
+
+    // The draft registers as imported, and a governed call runs it in a sandbox.
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("all.cedar"),
+        "permit(principal, action, resource);\n",
+    )
+    .expect("policy");
+    let checked = std::process::Command::new(escepine())
+        .env("PATH", PATH)
+        .args(["check", "--records"])
+        .arg(&drafts)
+        .arg("--policies")
+        .arg(&policies)
+        .output()
+        .expect("run escepine check");
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let called = std::process::Command::new(escepine())
+        .env("PATH", PATH)
+        .args(["call", "--records"])
+        .arg(&drafts)
+        .arg("--policies")
+        .arg(&policies)
+        .args(["--principal", "Agent::\"importer\"", "--tool", "echo_text"])
+        .args(["--input", r#"{"text": "from the folder"}"#, "--ledger"])
+        .arg(dir.path().join("ledger.db"))
+        .output()
+        .expect("run escepine call");
+    assert_eq!(
+        called.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    let output: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
+    assert_eq!(output, json!({ "text": "from the folder\n(echoed)" }));
     host.assert_clean().await;
 }
 

@@ -1,5 +1,8 @@
 //! One draft record per listed MCP tool (see the [import documentation](super)).
 
+use std::path::Path;
+
+use registry_build::host_path;
 use serde_json::{json, Map, Value};
 
 use super::endpoint::EndpointDraft;
@@ -160,6 +163,26 @@ pub fn draft(
         ));
         CLASS_TO_DECIDE
     };
+    for a in &endpoint.absolute_args {
+        let bound = read_only
+            .iter()
+            .any(|r| host_path::under(&a.path, Path::new(r)));
+        notes.push(format!(
+            "CHANGED /endpoint/args/{}: `{}` names a {} of the working directory of the \
+             import; made absolute, `{}`, since the server starts in the sandbox's own \
+             /workspace; {}",
+            a.index,
+            a.given,
+            if a.is_dir { "directory" } else { "file" },
+            a.arg,
+            if bound {
+                "bound read-only there by /sandbox_profile/read_only (revert both if the \
+                 argument is not meant as a path)"
+            } else {
+                "add it to /sandbox_profile/read_only for the server to see it there"
+            }
+        ));
+    }
     notes.push(format!(
         "REVIEW /timeout_ms, /retry, /on_failure: placeholders ({DRAFT_TIMEOUT_MS} ms, no \
          retry, halt)"
@@ -248,6 +271,7 @@ mod tests {
             image: None,
             command: "/bin/demo".into(),
             args: vec!["--stdio".into()],
+            absolute_args: Vec::new(),
         }
     }
 
@@ -293,6 +317,31 @@ mod tests {
         assert!(comment.iter().any(|c| c
             .as_str()
             .is_some_and(|c| c.starts_with("DECIDE /side_effect_class"))));
+    }
+
+    #[test]
+    fn an_argument_made_absolute_is_noted_with_its_binding() {
+        let tool = json!({"name": "t", "description": "T.", "inputSchema": {"type": "object"},
+                          "annotations": {"readOnlyHint": true}});
+        let mut e = endpoint();
+        e.args = vec!["/w/server.py".into()];
+        e.absolute_args = vec![crate::import::AbsoluteArg {
+            index: 0,
+            given: "server.py".into(),
+            arg: "/w/server.py".into(),
+            path: "/w/server.py".into(),
+            is_dir: false,
+        }];
+        let note = |read_only: &[String]| {
+            let d = draft(&tool, &server(), &e, read_only);
+            d.notes
+                .iter()
+                .find(|n| n.starts_with("CHANGED /endpoint/args/0: `server.py` names a file"))
+                .cloned()
+                .unwrap_or_else(|| panic!("{:?}", d.notes))
+        };
+        assert!(note(&["/w".into()]).contains("bound read-only there"));
+        assert!(note(&[]).contains("add it to /sandbox_profile/read_only"));
     }
 
     #[test]

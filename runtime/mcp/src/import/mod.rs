@@ -39,11 +39,22 @@
 //!   (`registry-build`'s record check, run on each draft) refuse is listed as a decision too.
 //! - **Placeholders with conservative defaults, marked for review**: `timeout_ms` 30000, no
 //!   retry (`max_attempts` 1), `on_failure` `["halt"]`, no secrets, no egress (no network at
-//!   all), file system `workspace`; `sandbox_profile.read_only` lists the `--read-only` paths.
+//!   all), file system `workspace`; `sandbox_profile.read_only` lists the `--read-only` paths
+//!   (each checked by the envelope's rule, [`registry_build::host_path`]: absolute or relative
+//!   to the working directory, never normalised, so `a/../b` is refused as `check` refuses it)
+//!   and the paths the arguments name.
+//! - **An ambiguous listing is refused**: a `tools/list` naming a tool twice, or giving a key
+//!   twice in one object at any depth, fails the import as a whole (nothing is written),
+//!   naming the tool and the pointer ([`escepine_runtime::mcp::rpc`]); the pin check refuses
+//!   it the same way before any `tools/call`.
 //! - **Endpoint**: `mcp-stdio` with the command and its arguments as given
 //!   ([`endpoint::EndpointDraft`]): a path made absolute against the working directory
 //!   *lexically*, never resolving a symlink (a virtualenv's `python` stays the virtualenv's), or
-//!   the bare binary name when it is a `[[bin]]` of the workspace. A server imported from an
+//!   the bare binary name when it is a `[[bin]]` of the workspace; an argument naming an
+//!   existing path relative to the working directory (`server.py`) made absolute too, and bound
+//!   read-only in the sandbox ([`endpoint::AbsoluteArg`], [`EndpointDraft::read_only`]; the
+//!   module [`endpoint`] says which arguments), each noted as `CHANGED /endpoint/args/<i>`. A
+//!   server imported from an
 //!   image ([`listing::list_in_image`]) gets `endpoint.image` and the command inside the image
 //!   exactly as given (none: the image's `Entrypoint` and `Cmd`).
 //!
@@ -58,5 +69,5 @@ mod model;
 pub mod schema;
 
 pub use draft::{draft, Draft};
-pub use endpoint::EndpointDraft;
+pub use endpoint::{AbsoluteArg, EndpointDraft};
 pub use model::{Decision, ImportError, ServerTools, DRAFT_TIMEOUT_MS, NEEDS_DECISION_DIR};
