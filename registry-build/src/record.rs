@@ -317,9 +317,11 @@ impl ToolRecord {
         Value::Object(m)
     }
 
-    /// The reviewed exemptions from the credential-name rule (`"x-not-credential": "<why>"`)
-    /// of the input schema: each with the pointer of the exempted property in a payload
-    /// (`/session_name`, `/pages/-/session_name` inside a list) and its reason.
+    /// The input properties the credential-name rule lets through although it catches their
+    /// names: the reviewed exemptions (`"x-not-credential": "<why>"`) with their reasons, and
+    /// the recognised shapes ([`names::Shape`]) with a reason naming the shape and its rule;
+    /// each with the pointer of the property in a payload (`/session_name`,
+    /// `/pages/-/session_name` inside a list).
     pub fn credential_exemptions(&self) -> Vec<CredentialExemption> {
         names::credential_exemptions(&self.input_schema)
     }

@@ -163,6 +163,16 @@ rules! {
     NotCredential = "input/not-credential-reason",
     /// A reviewed exemption from the credential-name rule (a note, never an error).
     CredentialExemption = "input/credential-exemption",
+    /// An input property caught by the credential-name rule that is a session's name
+    /// (`session_name`, a plain string): a note, never an error.
+    RecognisedSessionName = "input/recognised-session-name",
+    /// An input property caught by the credential-name rule that is a pagination token
+    /// (`next_token`, a plain string beside a pagination field such as `limit`): a note, never
+    /// an error.
+    RecognisedPaginationToken = "input/recognised-pagination-token",
+    /// An input property caught by the credential-name rule that is a user name to look up
+    /// (`username`, a plain string with no password-like sibling): a note, never an error.
+    RecognisedUserLookup = "input/recognised-user-lookup",
     /// The envelope file is malformed.
     Envelope = "envelope/shape",
     /// An envelope `images` entry is malformed, or admits plain HTTP from a host that is not a

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use registry_build::endpoint::WorkspaceBins;
 use registry_build::record_check::Context;
-use registry_build::{check_records, Diagnostics, Rule, SourceFile};
+use registry_build::{check_records, Diagnostics, Rule, Severity, SourceFile};
 use serde_json::{json, Value};
 
 fn base_record() -> Value {
@@ -205,4 +205,163 @@ fn ordinary_names_pass_everywhere() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `record` with `name` at `place` and `siblings` declared beside it (in the same `properties`
+/// map); the file, the property's pointer, the registered tools and the diagnostics.
+fn check_beside(
+    name: &str,
+    place: Place,
+    siblings: Value,
+) -> (PathBuf, String, usize, Diagnostics) {
+    let mut record = base_record();
+    let pointer = place.put(&mut record, name);
+    let map = pointer
+        .rsplit_once('/')
+        .map(|(m, _)| m)
+        .expect("a property pointer");
+    let props = record
+        .pointer_mut(map)
+        .and_then(Value::as_object_mut)
+        .expect("the properties map");
+    for (k, v) in siblings.as_object().expect("siblings").clone() {
+        props.insert(k, v);
+    }
+    let file = PathBuf::from(format!("records/{place:?}.json"));
+    let text = serde_json::to_string_pretty(&record).unwrap();
+    let bins = WorkspaceBins::default();
+    let (records, diags) = check_records(
+        &[SourceFile::new(&file, text)],
+        &Context {
+            envelope: None,
+            bins: &bins,
+        },
+    );
+    (file, pointer, records.len(), diags)
+}
+
+/// The recognised non-credential shapes, each with the siblings it needs and its rule.
+fn recognised_cases() -> Vec<(&'static str, Value, Rule)> {
+    vec![
+        ("session_name", json!({}), Rule::RecognisedSessionName),
+        ("sessionTitle", json!({}), Rule::RecognisedSessionName),
+        (
+            "next_token",
+            json!({"limit": {"type": "integer"}}),
+            Rule::RecognisedPaginationToken,
+        ),
+        (
+            "pageToken",
+            json!({"pageSize": {"type": "integer"}}),
+            Rule::RecognisedPaginationToken,
+        ),
+        (
+            "ContinuationToken",
+            json!({"MaxResults": {"type": "integer"}}),
+            Rule::RecognisedPaginationToken,
+        ),
+        (
+            "username",
+            json!({"per_page": {"type": "integer"}}),
+            Rule::RecognisedUserLookup,
+        ),
+    ]
+}
+
+#[test]
+fn recognised_shapes_register_everywhere_with_a_note_naming_the_pointer_and_the_shape() {
+    let mut failures = Vec::new();
+    for (name, siblings, rule) in recognised_cases() {
+        for place in Place::ALL {
+            let (file, pointer, registered, diags) = check_beside(name, place, siblings.clone());
+            let rendered = diags.render();
+            let notes: Vec<_> = diags.iter().collect();
+            let ok = registered == 1
+                && !diags.has_errors()
+                && notes.len() == 1
+                && notes[0].rule == rule
+                && notes[0].severity == Severity::Note
+                && notes[0].file == file
+                && notes[0].pointer.as_deref() == Some(pointer.as_str())
+                && notes[0].message.contains(&format!("`{name}`"))
+                && notes[0].message.contains("recognised as")
+                && rendered.contains(rule.id());
+            if !ok {
+                failures.push(format!(
+                    "{name:?} at {place:?}: expected one `{}` note at {pointer}, {registered} \
+                     registered\n{rendered}",
+                    rule.id()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn near_misses_of_the_recognised_shapes_fail_everywhere() {
+    let cases: Vec<(&str, Value)> = vec![
+        ("session", json!({})),
+        ("session_id", json!({})),
+        ("sessionId", json!({})),
+        ("session_key", json!({})),
+        ("session_token", json!({"limit": {"type": "integer"}})),
+        ("sess1on_name", json!({})),
+        ("s\u{0435}ssion_name", json!({})),
+        ("access_token", json!({"page": {"type": "integer"}})),
+        ("refresh_token", json!({"cursor": {"type": "string"}})),
+        ("bearer_token", json!({"limit": {"type": "integer"}})),
+        ("next_token", json!({})),
+        ("next_token", json!({"max_tokens": {"type": "integer"}})),
+        ("page_token", json!({"query": {"type": "string"}})),
+        (
+            "username",
+            json!({"password": {"type": "string", "x-not-credential": "x"}}),
+        ),
+        ("username", json!({"pass": {"type": "string"}})),
+        (
+            "username",
+            json!({"secret_value": {"type": "string", "writeOnly": true}}),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, siblings) in cases {
+        for place in Place::ALL {
+            let (file, pointer, registered, diags) = check_beside(name, place, siblings.clone());
+            let hit = diags.iter().any(|d| {
+                d.rule == Rule::CredentialName
+                    && d.file == file
+                    && d.pointer.as_deref() == Some(pointer.as_str())
+            });
+            if !hit || registered != 0 {
+                failures.push(format!(
+                    "{name:?} beside {siblings} at {place:?}: no `{}` at {pointer}\n{}",
+                    Rule::CredentialName.id(),
+                    diags.render()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A `next_token` typed as an integer is not a pagination token's shape.
+#[test]
+fn a_pagination_token_must_be_a_string() {
+    let mut record = base_record();
+    record["input_schema"]["properties"]["next_token"] = json!({"type": "integer"});
+    record["input_schema"]["properties"]["limit"] = json!({"type": "integer"});
+    let bins = WorkspaceBins::default();
+    let (records, diags) = check_records(
+        &[SourceFile::new(
+            "records/int.json",
+            serde_json::to_string_pretty(&record).unwrap(),
+        )],
+        &Context {
+            envelope: None,
+            bins: &bins,
+        },
+    );
+    assert!(records.is_empty());
+    assert!(diags.has(Rule::CredentialName), "{}", diags.render());
 }

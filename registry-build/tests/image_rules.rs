@@ -630,7 +630,7 @@ fn an_exemption_exempts_only_the_property_it_is_on() {
 fn only_a_non_empty_reason_counts() {
     for bad in [json!(""), json!("   "), json!(true), json!({"why": "x"})] {
         let r = with_input(
-            json!({"session_name": {"type": "string", "x-not-credential": bad}}),
+            json!({"session_id": {"type": "string", "x-not-credential": bad}}),
             None,
         );
         let (records, diags) = check(&r, None);
@@ -641,11 +641,19 @@ fn only_a_non_empty_reason_counts() {
             .unwrap_or_else(|| panic!("{bad}: {}", diags.render()));
         assert_eq!(
             d.pointer.as_deref(),
-            Some("/input_schema/properties/session_name/x-not-credential")
+            Some("/input_schema/properties/session_id/x-not-credential")
         );
         assert!(d.is_error());
         // The credential rule still applies to the property.
         assert!(diags.has(Rule::CredentialName), "{bad}");
+        // On a recognised shape, the bad reason alone refuses the record.
+        let r = with_input(
+            json!({"session_name": {"type": "string", "x-not-credential": bad}}),
+            None,
+        );
+        let (records, diags) = check(&r, None);
+        assert!(records.is_empty(), "{bad}");
+        assert!(diags.has(Rule::NotCredential), "{bad}");
     }
 }
 

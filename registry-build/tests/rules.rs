@@ -104,6 +104,10 @@ fn each_fixture_breaks_exactly_its_rule() {
                     "envelope/images",
                     "envelope/read-only",
                     "input/credential-exemption",
+                    // recognised non-credential shapes (notes): `tests/credential_names.rs`
+                    "input/recognised-session-name",
+                    "input/recognised-pagination-token",
+                    "input/recognised-user-lookup",
                     "endpoint/script-runtime",
                     // covered by `duplicate_ids_are_rejected` (it needs two files)
                     "tool-id/unique",

@@ -15,7 +15,11 @@
 //! For the input and output types of a tool: a struct with named fields, closed with
 //! `#[serde(deny_unknown_fields)]` (a compile error on the struct otherwise), whose field names
 //! (and `rename`s and `alias`es) are credential-free by the registration rule (a compile error
-//! on the field otherwise), and whose `Option` fields are skipped when `None`. It implements
+//! on the field otherwise; each field is judged beside the struct's other fields, so the
+//! rule's recognised shapes — `session_name`, `next_token` beside `limit`, a `username` with no
+//! password-like field — are accepted as in a record, a field being a plain string when it is a
+//! `String` or `Option<String>` whose attributes cannot change its schema), and whose `Option`
+//! fields are skipped when `None`. It implements
 //! `escepine_contract::Payload`, whose schema is the one `schemars` (1.x, draft 2020-12) emits
 //! for the type's `JsonSchema` derive, normalised into the registration subset.
 //!

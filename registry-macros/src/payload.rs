@@ -1,10 +1,11 @@
 //! `#[derive(Payload)]`: a closed, credential-free struct whose schema comes from `schemars`.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Data, DeriveInput, Expr, Fields, Lit, LitStr, Meta, Token, Type};
 
+use registry_build::schema::names::{self, Property, ValueKind, Verdict};
 use registry_build::Rule;
 
 use crate::ctxt::Ctxt;
@@ -17,8 +18,9 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     match &input.data {
         Data::Struct(data) => match &data.fields {
             Fields::Named(fields) => {
-                for field in &fields.named {
-                    check_field(field, &errors);
+                let fields: Vec<&syn::Field> = fields.named.iter().collect();
+                for (i, field) in fields.iter().enumerate() {
+                    check_field(&fields, i, field, &errors);
                 }
             }
             Fields::Unnamed(_) | Fields::Unit => errors.error_spanned_by(
@@ -141,14 +143,136 @@ fn is_option(ty: &Type) -> bool {
     }
 }
 
-fn check_field(field: &syn::Field, errors: &Ctxt) {
+/// Whether serde never reads the field from a payload.
+fn skipped(metas: &[Meta]) -> bool {
+    metas
+        .iter()
+        .any(|m| m.path().is_ident("skip") || m.path().is_ident("skip_deserializing"))
+}
+
+/// The kind of a field's value, for the credential-name rule's recognised shapes: a plain
+/// string is a `String` or `Option<String>` whose schema no attribute may change; a field
+/// whose `#[schemars]` or `#[serde]` attributes may change its schema (`with`, `schema_with`,
+/// `extend`, `transform`, `serialize_with`, `deserialize_with`) counts as possibly secret.
+fn value_kind(field: &syn::Field, metas: &[Meta]) -> ValueKind {
+    let schemars_changes = field
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("schemars"))
+        .any(|a| {
+            mentions(
+                a.meta.to_token_stream(),
+                &["with", "schema_with", "extend", "transform"],
+            )
+        });
+    let serde_changes = metas.iter().any(|m| {
+        ["with", "serialize_with", "deserialize_with"]
+            .iter()
+            .any(|c| m.path().is_ident(c))
+    });
+    if schemars_changes || serde_changes {
+        return ValueKind::Secret;
+    }
+    if is_string(&field.ty) || option_of(&field.ty).is_some_and(is_string) {
+        ValueKind::PlainString
+    } else {
+        ValueKind::Other
+    }
+}
+
+/// Whether `tokens` hold one of the identifiers `idents`, at any depth.
+fn mentions(tokens: TokenStream, idents: &[&str]) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => idents.iter().any(|w| i == w),
+        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), idents),
+        _ => false,
+    })
+}
+
+/// Whether `ty` is written `String` (or `std::string::String`, `alloc::string::String`).
+fn is_string(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let segs: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            let plain = p.path.segments.iter().all(|s| s.arguments.is_none());
+            plain
+                && matches!(
+                    segs.iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .as_slice(),
+                    ["String"] | ["std" | "alloc", "string", "String"]
+                )
+        }
+        Type::Group(g) => is_string(&g.elem),
+        Type::Paren(p) => is_string(&p.elem),
+        _ => false,
+    }
+}
+
+/// The `T` of `Option<T>`.
+fn option_of(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last().filter(|s| s.ident == "Option")?;
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+                    syn::GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        Type::Group(g) => option_of(&g.elem),
+        Type::Paren(p) => option_of(&p.elem),
+        _ => None,
+    }
+}
+
+/// Check the field `fields[at]` (`field`): each of its wire names is judged by the
+/// credential-name rule beside the wire names of the struct's other fields (its siblings in
+/// the payload object), so a recognised shape is accepted here as a record's is.
+fn check_field(fields: &[&syn::Field], at: usize, field: &syn::Field, errors: &Ctxt) {
     let metas = serde_metas(&field.attrs);
     let flag = |f: &str| metas.iter().any(|m| m.path().is_ident(f));
-    if flag("skip") || flag("skip_deserializing") {
+    if skipped(&metas) {
         return;
     }
+    // The other fields serde reads, with their kinds (a flattened field's names are not known
+    // here: it adds no sibling).
+    let siblings: Vec<(String, ValueKind)> = fields
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at)
+        .flat_map(|(_, f)| {
+            let metas = serde_metas(&f.attrs);
+            let kind = value_kind(f, &metas);
+            let names = if skipped(&metas) || metas.iter().any(|m| m.path().is_ident("flatten")) {
+                Vec::new()
+            } else {
+                wire_names(f, &metas)
+            };
+            names.into_iter().map(move |(n, _)| (n, kind))
+        })
+        .collect();
+    let kind = value_kind(field, &metas);
     for (name, tokens) in wire_names(field, &metas) {
-        if let Some(word) = registry_build::schema::names::credential_word(&name) {
+        let map: Vec<Property<'_>> = std::iter::once(Property {
+            name: &name,
+            value: kind,
+        })
+        .chain(
+            siblings
+                .iter()
+                .map(|(n, k)| Property { name: n, value: *k }),
+        )
+        .collect();
+        if let Verdict::Credential { word } = names::judge(&map, 0) {
             errors.error_spanned_by(
                 tokens,
                 format!(
@@ -171,5 +295,104 @@ fn check_field(field: &syn::Field, errors: &Ctxt) {
                 Rule::SchemaNullType.id()
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::parse_quote;
+
+    use super::*;
+
+    /// The credential-name messages of expanding `input`, one per refused wire name.
+    fn refused(input: DeriveInput) -> Vec<String> {
+        match expand(&input) {
+            Ok(_) => Vec::new(),
+            Err(e) => e
+                .into_iter()
+                .map(|e| e.to_string())
+                .filter(|m| m.contains(Rule::CredentialName.id()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn recognised_shapes_are_accepted_as_in_a_record() {
+        let input: DeriveInput = parse_quote! {
+            #[serde(deny_unknown_fields)]
+            pub struct Browse {
+                pub session_name: String,
+                #[serde(rename = "nextToken")]
+                pub next: Option<String>,
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub limit: Option<u32>,
+                #[serde(rename = "userName")]
+                pub who: std::string::String,
+                #[schemars(length(max = 64))]
+                pub session_title: String,
+            }
+        };
+        assert_eq!(refused(input), Vec::<String>::new());
+    }
+
+    #[test]
+    fn near_misses_are_refused() {
+        let input: DeriveInput = parse_quote! {
+            #[serde(deny_unknown_fields)]
+            pub struct Login {
+                pub session_id: String,
+                pub session_token: String,
+                pub access_token: String,
+                pub limit: u32,
+                // A session's name, but of a type the macro cannot read as a string.
+                pub session_name: Name,
+                // Its schema may be anything.
+                #[schemars(extend("format" = "password"))]
+                pub session_title: String,
+                pub username: String,
+                pub password_hint_shown: bool,
+            }
+        };
+        let messages = refused(input);
+        for name in [
+            "session_id",
+            "session_token",
+            "access_token",
+            "session_name",
+            "session_title",
+            "username",
+            "password_hint_shown",
+        ] {
+            assert!(
+                messages.iter().any(|m| m.contains(&format!("`{name}`"))),
+                "{name}: {messages:?}"
+            );
+        }
+        assert_eq!(messages.len(), 7, "{messages:?}");
+    }
+
+    #[test]
+    fn a_pagination_token_needs_a_pagination_field_that_serde_reads() {
+        let input: DeriveInput = parse_quote! {
+            #[serde(deny_unknown_fields)]
+            pub struct Page {
+                pub next_token: String,
+                #[serde(skip)]
+                pub limit: u32,
+                pub max_tokens: u32,
+            }
+        };
+        let messages = refused(input);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("`next_token`"), "{messages:?}");
+        // Its own alias is not its sibling.
+        let input: DeriveInput = parse_quote! {
+            #[serde(deny_unknown_fields)]
+            pub struct Page {
+                #[serde(alias = "limit")]
+                pub next_token: String,
+            }
+        };
+        assert_eq!(refused(input).len(), 1);
     }
 }

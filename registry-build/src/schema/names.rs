@@ -47,32 +47,74 @@
 //! `author`, `secretary`, `possession` and `enclave`. `token_count` fails: `token` is a whole
 //! word there (name a count of tokens `tokens`, `max_tokens` or `num_tokens`).
 //!
+//! # Recognised shapes
+//!
+//! Three well-known property shapes are caught by their names but are not credentials. Each one
+//! is accepted, with a **note** under its own rule (never an error, never silently), and
+//! nothing else about the rule changes. A shape matches only a name **written in plain ASCII**
+//! (letters, digits, `_`, `-`) whose words (as [`split_words`] gives them, joined by `_`) are
+//! exactly one of a closed list, in any case style (`session_name`, `sessionName`,
+//! `Session-Name`). So no other reading gets the benefit: `sess1on_name`, `s\u{0435}ssion_name`
+//! (Cyrillic e), `session\u{200b}_name`, `sessionname` and `session_names` are read as above
+//! and refused. The value must be a **plain string**: `"type": "string"` (through local
+//! `$ref`s, or an `enum`/`const` of strings), with no `"format": "password"` and no
+//! `"writeOnly": true` anywhere on the way ([`value_kind`]).
+//!
+//! 1. **A session's name** ([`crate::Rule::RecognisedSessionName`]): `session_name`,
+//!    `session_title`, `session_label`, `session_display_name`. The words that pick out a
+//!    session (`session`, `session_id`, `sessionid`, `session_key`, `session_token`,
+//!    `session_cookie`, `session_secret`) stay credentials: a session's id or key is what
+//!    authenticates it; its name or title does not.
+//! 2. **A pagination token** ([`crate::Rule::RecognisedPaginationToken`]): `next_token`,
+//!    `page_token`, `next_page_token`, `continuation_token`, `pagination_token`,
+//!    `starting_token`, `cursor_token`, declared **beside** (in the same `properties` map, or
+//!    struct) at least one pagination field: `page`, `page_size`, `page_number`, `page_limit`,
+//!    `per_page`, `limit`, `max_results`, `max_items`, `max_records`, `cursor`, `offset`. A
+//!    token with no such sibling, or not a plain string (an integer `next_token`), is refused;
+//!    `access_token`, `refresh_token`, `id_token`, `auth_token`, `api_token`, `bearer_token`,
+//!    `csrf_token` and `token` are not on the list and are refused whatever their siblings.
+//! 3. **A user to look up** ([`crate::Rule::RecognisedUserLookup`]): `username`, `user_name`,
+//!    `login`, when **no sibling looks like the other half of a login form**: no sibling the
+//!    rule catches (other than a recognised session name or pagination token), none marked
+//!    secret (`"format": "password"`, `"writeOnly": true`), none with a word `pass`, `passw`,
+//!    `pword`, `pswd` or `psw` (`pass`, `user_pass`: names this rule lets through), and none
+//!    named exactly `code` or `key`. A user name is not a secret value; beside a password it is
+//!    half of a credential pair.
+//!
+//! The shapes read the property's siblings, so the rule is one function of a whole properties
+//! map ([`judge`], over [`Property`] facts): the JSON path builds the facts from the schema
+//! ([`judge_schema_property`]), `#[derive(Payload)]` from the struct's fields.
+//!
 //! # Exemptions
 //!
 //! A property that is not a credential but that the rule catches, and that cannot be renamed
-//! (the server receives the payload verbatim: `session_name` of a browser tool, a GitHub
-//! `username` to look up), may carry a reviewed exemption on its own schema:
-//! `"x-not-credential": "<why>"`. Only a non-empty string counts; it exempts only that property
-//! (not a `$defs` entry's properties, not its siblings). `escepine check` lists every exemption
-//! as a note ([`crate::Rule::CredentialExemption`]); [`credential_exemptions`] gives their
-//! payload pointers. Nothing else relaxes the rule.
+//! (the server receives the payload verbatim: a `session_id` that is only a label, a
+//! `username` beside a `pass` field that is not a password), may carry a reviewed exemption on
+//! its own schema: `"x-not-credential": "<why>"`. Only a non-empty string counts; it exempts
+//! only that property (not a `$defs` entry's properties, not its siblings). `escepine check`
+//! lists every exemption as a note ([`crate::Rule::CredentialExemption`]); a valid exemption
+//! on a recognised shape is listed as the exemption (the reviewer's reason wins).
+//! [`credential_exemptions`] gives the payload pointers of exempted and recognised properties
+//! (the ledger records them with each call). Nothing else relaxes the rule.
 //!
 //! # Where
 //!
 //! [`credential_properties`] walks a whole schema document — every `properties` map under
 //! every subschema keyword, `$defs` included — so a property reached only through `$ref` is
 //! checked where it is defined. The registration rules ([`super::subset::check`]) and the
-//! `#[derive(Payload)]` macro apply [`credential_word`], this one rule.
+//! `#[derive(Payload)]` macro apply [`judge`] (and through it [`credential_word`]), this one
+//! rule.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 use unicode_security::skeleton;
 
-use super::walk::escape;
+use super::walk::{escape, JsonType};
+use crate::Rule;
 
 /// Credential words: a run of words that reads as one of these (or its plural) fails.
 const WORDS: &[&str] = &[
@@ -265,6 +307,257 @@ pub fn credential_word(name: &str) -> Option<String> {
     })
 }
 
+/// The names of a session's name (words joined by `_`).
+const SESSION_NAMES: &[&str] = &[
+    "session_name",
+    "session_title",
+    "session_label",
+    "session_display_name",
+];
+
+/// The names of a pagination token (words joined by `_`).
+const PAGINATION_TOKENS: &[&str] = &[
+    "next_token",
+    "page_token",
+    "next_page_token",
+    "continuation_token",
+    "pagination_token",
+    "starting_token",
+    "cursor_token",
+];
+
+/// The pagination fields one of which must sit beside a pagination token (words joined by `_`).
+const PAGINATION_FIELDS: &[&str] = &[
+    "page",
+    "page_size",
+    "page_number",
+    "page_limit",
+    "per_page",
+    "limit",
+    "max_results",
+    "max_items",
+    "max_records",
+    "cursor",
+    "offset",
+];
+
+/// The names of a user to look up (words joined by `_`).
+const USER_LOOKUPS: &[&str] = &["username", "user_name", "login"];
+
+/// A sibling with one of these words makes a user name half of a login form (the rule itself
+/// lets these words through).
+const LOGIN_COMPANION_WORDS: &[&str] = &["pass", "passw", "pword", "pswd", "psw"];
+
+/// A sibling named exactly this (words joined by `_`) makes a user name half of a login form.
+const LOGIN_COMPANION_NAMES: &[&str] = &["code", "key"];
+
+/// The most `$ref` steps [`value_kind`] follows.
+const MAX_REFS: usize = 64;
+
+/// A well-known property shape the credential-name rule catches by name but accepts, with a
+/// note (see the module documentation, "Recognised shapes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// `session_name`, `session_title`, …: a session's name, not its id or key.
+    SessionName,
+    /// `next_token`, `page_token`, … beside a pagination field: a pagination cursor.
+    PaginationToken,
+    /// `username`, `user_name`, `login` with no login-form sibling: a user to look up.
+    UserLookup,
+}
+
+impl Shape {
+    /// The rule whose note reports the shape.
+    pub const fn rule(self) -> Rule {
+        match self {
+            Self::SessionName => Rule::RecognisedSessionName,
+            Self::PaginationToken => Rule::RecognisedPaginationToken,
+            Self::UserLookup => Rule::RecognisedUserLookup,
+        }
+    }
+
+    /// What the shape is, for a note: `a pagination token`.
+    pub const fn what(self) -> &'static str {
+        match self {
+            Self::SessionName => "a session's name",
+            Self::PaginationToken => "a pagination token",
+            Self::UserLookup => "a user name to look up",
+        }
+    }
+}
+
+/// What a property's value is, as far as the recognised shapes care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A string with nothing marking it secret.
+    PlainString,
+    /// Marked secret (`"format": "password"`, `"writeOnly": true`), or, for a Rust field, of a
+    /// schema its attributes may change (`#[schemars(with = …)]`, `extend`, …).
+    Secret,
+    /// Anything else.
+    Other,
+}
+
+/// One property of a `properties` map (or one wire name of a payload struct's field), as the
+/// rule reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Property<'a> {
+    /// The property name.
+    pub name: &'a str,
+    /// Its value.
+    pub value: ValueKind,
+}
+
+/// What the credential-name rule makes of one property.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The name names no credential.
+    Clear,
+    /// The name names a credential ([`credential_word`]): refused.
+    Credential {
+        /// The credential word, described.
+        word: String,
+    },
+    /// The name is caught, but the property has a recognised shape: accepted with a note.
+    Recognised {
+        /// The credential word the name is caught by, described.
+        word: String,
+        /// The shape.
+        shape: Shape,
+        /// Why it is that shape (`a string beside the pagination field `limit``).
+        because: String,
+    },
+}
+
+/// The credential-name rule on the property `map[at]` of one `properties` map (every entry of
+/// `map` is a sibling, in the same object): [`credential_word`] on its name, then the
+/// recognised shapes. An index outside `map` is [`Verdict::Clear`].
+pub fn judge(map: &[Property<'_>], at: usize) -> Verdict {
+    let Some(word) = map.get(at).and_then(|p| credential_word(p.name)) else {
+        return Verdict::Clear;
+    };
+    match shape_of(map, at, true) {
+        Some((shape, because)) => Verdict::Recognised {
+            word,
+            shape,
+            because,
+        },
+        None => Verdict::Credential { word },
+    }
+}
+
+/// [`judge`] on the property `name` of the schema `properties` map `properties`, in the schema
+/// document `root` (for local `$ref`s). A name not in the map is judged on its name alone.
+pub fn judge_schema_property(properties: &Map<String, Value>, name: &str, root: &Value) -> Verdict {
+    let map: Vec<Property<'_>> = properties
+        .iter()
+        .map(|(n, s)| Property {
+            name: n,
+            value: value_kind(s, root),
+        })
+        .collect();
+    match map.iter().position(|p| p.name == name) {
+        Some(at) => judge(&map, at),
+        None => judge(
+            &[Property {
+                name,
+                value: ValueKind::Other,
+            }],
+            0,
+        ),
+    }
+}
+
+/// The kind of a property schema's value in the document `root`: [`ValueKind::Secret`] if it
+/// or a schema its `$ref`s lead to says `"format": "password"` or `"writeOnly": true`;
+/// [`ValueKind::PlainString`] if the schema at the end of its `$ref`s is a string (its `type`,
+/// or its `enum`/`const` values); else (a dangling or remote `$ref` too) [`ValueKind::Other`].
+pub fn value_kind(property: &Value, root: &Value) -> ValueKind {
+    let mut node = property;
+    for _ in 0..MAX_REFS {
+        let secret = node.get("writeOnly") == Some(&Value::Bool(true))
+            || node
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| f.eq_ignore_ascii_case("password"));
+        if secret {
+            return ValueKind::Secret;
+        }
+        let Some(r) = node.get("$ref") else {
+            return if super::walk::type_of(root, node) == Some(JsonType::String) {
+                ValueKind::PlainString
+            } else {
+                ValueKind::Other
+            };
+        };
+        let Some(def) = r
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .map(|n| n.replace("~1", "/").replace("~0", "~"))
+            .and_then(|n| root.get("$defs")?.get(n))
+        else {
+            return ValueKind::Other;
+        };
+        node = def;
+    }
+    ValueKind::Other
+}
+
+/// A name's words joined by `_`, if it is written in plain ASCII (letters, digits, `_`, `-`):
+/// the only spelling a recognised shape matches.
+fn written(name: &str) -> Option<String> {
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        .then(|| split_words(name).join("_"))
+}
+
+/// The recognised shape of `map[at]`, with why; `user_lookup` false leaves that shape out (it
+/// is judged by its siblings' shapes).
+fn shape_of(map: &[Property<'_>], at: usize, user_lookup: bool) -> Option<(Shape, String)> {
+    let p = map.get(at)?;
+    if p.value != ValueKind::PlainString {
+        return None;
+    }
+    let name = written(p.name)?;
+    let is = |list: &[&str], w: &Option<String>| w.as_deref().is_some_and(|w| list.contains(&w));
+    let mut siblings = map
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at)
+        .map(|(i, s)| (i, s, written(s.name)));
+    let name = Some(name);
+    if is(SESSION_NAMES, &name) {
+        return Some((
+            Shape::SessionName,
+            "a string naming a session (not its id, key or cookie)".to_string(),
+        ));
+    }
+    if is(PAGINATION_TOKENS, &name) {
+        let (_, field, _) = siblings.find(|(_, _, w)| is(PAGINATION_FIELDS, w))?;
+        return Some((
+            Shape::PaginationToken,
+            format!("a string beside the pagination field `{}`", field.name),
+        ));
+    }
+    if user_lookup && is(USER_LOOKUPS, &name) {
+        if siblings.any(|(i, s, w)| {
+            s.value == ValueKind::Secret
+                || (credential_word(s.name).is_some() && shape_of(map, i, false).is_none())
+                || split_words(s.name)
+                    .iter()
+                    .any(|w| LOGIN_COMPANION_WORDS.contains(&w.as_str()))
+                || is(LOGIN_COMPANION_NAMES, &w)
+        }) {
+            return None;
+        }
+        return Some((
+            Shape::UserLookup,
+            "a plain string with no password-like field beside it".to_string(),
+        ));
+    }
+    None
+}
+
 /// A property of a schema document whose name is a credential word.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CredentialProperty {
@@ -301,15 +594,27 @@ pub fn exemption_reason(property: &Value) -> Option<&str> {
         .filter(|r| !r.trim().is_empty())
 }
 
-/// Every property of the schema document `schema` whose name is a credential word, wherever it
-/// is declared: under `properties`, list `items`, `$defs` (so also what `$ref` reaches), and
-/// any other subschema keyword, in document order. A property whose schema carries a valid
-/// exemption ([`exemption_reason`]) is not listed: see [`exempted_properties`].
+/// A property of a schema document the rule catches by name but accepts as a recognised
+/// shape ([`judge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecognisedProperty {
+    /// The property, as [`credential_properties`] would list it.
+    pub property: CredentialProperty,
+    /// Its shape.
+    pub shape: Shape,
+    /// Why it is that shape.
+    pub because: String,
+}
+
+/// Every property of the schema document `schema` the rule refuses: its name is a credential
+/// word ([`judge`]), wherever it is declared — under `properties`, list `items`, `$defs` (so
+/// also what `$ref` reaches), and any other subschema keyword — in document order. A property
+/// whose schema carries a valid exemption ([`exemption_reason`]) is not listed (see
+/// [`exempted_properties`]), nor one of a recognised shape (see [`recognised_properties`]).
 pub fn credential_properties(schema: &Value) -> Vec<CredentialProperty> {
     caught(schema)
         .into_iter()
-        .filter(|(_, reason)| reason.is_none())
-        .map(|(p, _)| p)
+        .filter_map(|(p, o)| matches!(o, Outcome::Refused).then_some(p))
         .collect()
 }
 
@@ -318,47 +623,106 @@ pub fn credential_properties(schema: &Value) -> Vec<CredentialProperty> {
 pub fn exempted_properties(schema: &Value) -> Vec<(CredentialProperty, String)> {
     caught(schema)
         .into_iter()
-        .filter_map(|(p, reason)| reason.map(|r| (p, r)))
+        .filter_map(|(p, o)| match o {
+            Outcome::Exempted(reason) => Some((p, reason)),
+            _ => None,
+        })
         .collect()
 }
 
-/// Every credential-named property of the document, with its exemption's reason if valid.
-fn caught(schema: &Value) -> Vec<(CredentialProperty, Option<String>)> {
+/// The properties the rule catches by name but accepts as a recognised shape (and that carry
+/// no exemption), in document order.
+pub fn recognised_properties(schema: &Value) -> Vec<RecognisedProperty> {
+    caught(schema)
+        .into_iter()
+        .filter_map(|(property, o)| match o {
+            Outcome::Recognised(shape, because) => Some(RecognisedProperty {
+                property,
+                shape,
+                because,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What becomes of a property the rule catches by name.
+enum Outcome {
+    Refused,
+    /// A valid `x-not-credential`, with its reason (it wins over a recognised shape).
+    Exempted(String),
+    Recognised(Shape, String),
+}
+
+/// Every credential-named property of the document, with what becomes of it.
+fn caught(schema: &Value) -> Vec<(CredentialProperty, Outcome)> {
     let mut found = Vec::new();
-    each_schema(schema, "", None, 0, &mut |node, at, name| {
-        if let Some(word) = name.and_then(credential_word) {
-            found.push((
-                CredentialProperty {
-                    pointer: at.to_string(),
-                    name: name.unwrap_or_default().to_string(),
-                    word,
-                },
-                exemption_reason(node).map(str::to_string),
-            ));
-        }
+    each_schema(schema, "", None, 0, &mut |node, at, owner| {
+        let Some((name, map)) = owner else {
+            return;
+        };
+        let (word, outcome) = match judge_schema_property(map, name, schema) {
+            Verdict::Clear => return,
+            Verdict::Credential { word } | Verdict::Recognised { word, .. }
+                if exemption_reason(node).is_some() =>
+            {
+                let reason = exemption_reason(node).unwrap_or_default().to_string();
+                (word, Outcome::Exempted(reason))
+            }
+            Verdict::Credential { word } => (word, Outcome::Refused),
+            Verdict::Recognised {
+                word,
+                shape,
+                because,
+            } => (word, Outcome::Recognised(shape, because)),
+        };
+        found.push((
+            CredentialProperty {
+                pointer: at.to_string(),
+                name: name.to_string(),
+                word,
+            },
+            outcome,
+        ));
     });
     found
 }
 
 /// The exemptions of an input schema, at the payload pointers of the properties they exempt
-/// (a `$defs` entry reached from two places gives two pointers). Only exemptions of names the
-/// rule catches count.
+/// (a `$defs` entry reached from two places gives two pointers): the reviewed ones, with
+/// their reasons (only exemptions of names the rule catches count), and the recognised
+/// shapes, with a reason naming the shape and its rule (`recognised as a pagination token
+/// (input/recognised-pagination-token): a string beside the pagination field `limit``).
 pub fn credential_exemptions(schema: &Value) -> Vec<CredentialExemption> {
     let mut out = Vec::new();
     for node in super::visit::nodes(schema) {
         if node.ty != Some(super::walk::JsonType::Object) {
             continue;
         }
-        let props = node.schema.get("properties").and_then(Value::as_object);
-        for (name, sub) in props.into_iter().flatten() {
-            if let (Some(_), Some(reason)) = (credential_word(name), exemption_reason(sub)) {
-                let exemption = CredentialExemption {
-                    pointer: format!("{}/{}", node.pointer, escape(name)),
-                    reason: reason.to_string(),
-                };
-                if !out.contains(&exemption) {
-                    out.push(exemption);
+        let Some(props) = node.schema.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, sub) in props {
+            let reason = match judge_schema_property(props, name, schema) {
+                Verdict::Clear => continue,
+                _ if exemption_reason(sub).is_some() => {
+                    exemption_reason(sub).unwrap_or_default().to_string()
                 }
+                Verdict::Credential { .. } => continue,
+                Verdict::Recognised { shape, because, .. } => {
+                    format!(
+                        "recognised as {} ({}): {because}",
+                        shape.what(),
+                        shape.rule()
+                    )
+                }
+            };
+            let exemption = CredentialExemption {
+                pointer: format!("{}/{}", node.pointer, escape(name)),
+                reason,
+            };
+            if !out.contains(&exemption) {
+                out.push(exemption);
             }
         }
     }
@@ -381,7 +745,8 @@ pub struct ExemptionProblem {
 /// (`in_input` false) every `x-not-credential` is a problem: the rule reads input names only.
 pub fn exemption_problems(schema: &Value, in_input: bool) -> Vec<ExemptionProblem> {
     let mut out = Vec::new();
-    each_schema(schema, "", None, 0, &mut |node, at, name| {
+    each_schema(schema, "", None, 0, &mut |node, at, owner| {
+        let name = owner.map(|(n, _)| n);
         let Some(v) = node.get(NOT_CREDENTIAL) else {
             return;
         };
@@ -452,26 +817,32 @@ const SCHEMA_LISTS: &[&str] = &["items", "prefixItems", "allOf", "anyOf", "oneOf
 /// Deeper than any schema a JSON parser hands over; a bound for values built in code.
 const MAX_DEPTH: usize = 256;
 
+/// A property's name and the `properties` map it is declared in (its siblings).
+type Owner<'a> = Option<(&'a str, &'a Map<String, Value>)>;
+
 /// Visit every subschema of the document (pre-order) with its pointer and, for a property's
-/// schema, the property name.
-fn each_schema(
-    node: &Value,
+/// schema, the property name and the `properties` map holding it.
+fn each_schema<'a>(
+    node: &'a Value,
     at: &str,
-    name: Option<&str>,
+    owner: Owner<'a>,
     depth: usize,
-    visit: &mut dyn FnMut(&Value, &str, Option<&str>),
+    visit: &mut dyn FnMut(&'a Value, &str, Owner<'a>),
 ) {
     let Some(obj) = node.as_object().filter(|_| depth < MAX_DEPTH) else {
         return;
     };
-    visit(node, at, name);
+    visit(node, at, owner);
     for (key, value) in obj {
         let here = format!("{at}/{}", escape(key));
         let k = key.as_str();
         if k == "properties" {
-            for (name, sub) in value.as_object().into_iter().flatten() {
+            let Some(map) = value.as_object() else {
+                continue;
+            };
+            for (name, sub) in map {
                 let pointer = format!("{here}/{}", escape(name));
-                each_schema(sub, &pointer, Some(name), depth + 1, visit);
+                each_schema(sub, &pointer, Some((name, map)), depth + 1, visit);
             }
         } else if SCHEMA_MAPS.contains(&k) {
             for (name, sub) in value.as_object().into_iter().flatten() {
@@ -1065,6 +1436,319 @@ mod tests {
                 "/anyOf/0/properties/pin",
                 "/additionalProperties/properties/otp",
             ]
+        );
+    }
+
+    /// The verdicts on every property of an object schema's `properties` map.
+    fn verdicts(schema: &Value) -> BTreeMap<String, Verdict> {
+        let props = schema["properties"].as_object().expect("properties");
+        props
+            .keys()
+            .map(|n| (n.clone(), judge_schema_property(props, n, schema)))
+            .collect()
+    }
+
+    fn shape(schema: &Value, name: &str) -> Option<Shape> {
+        match verdicts(schema).remove(name) {
+            Some(Verdict::Recognised { shape, .. }) => Some(shape),
+            _ => None,
+        }
+    }
+
+    fn refused(schema: &Value, name: &str) -> bool {
+        matches!(
+            verdicts(schema).remove(name),
+            Some(Verdict::Credential { .. })
+        )
+    }
+
+    fn object(props: Value) -> Value {
+        json!({"type": "object", "additionalProperties": false, "properties": props})
+    }
+
+    #[test]
+    fn a_session_name_is_recognised_in_every_case_style() {
+        for name in [
+            "session_name",
+            "sessionName",
+            "SessionName",
+            "session-name",
+            "SESSION_NAME",
+            "session_title",
+            "sessionLabel",
+            "session_display_name",
+        ] {
+            let s = object(json!({ name: {"type": "string"} }));
+            assert_eq!(shape(&s, name), Some(Shape::SessionName), "{name}");
+        }
+        // Through a local `$ref`, and as a string enum.
+        let s = json!({"type": "object", "properties": {
+            "session_name": {"$ref": "#/$defs/N", "description": "the window"},
+            "session_title": {"enum": ["a", "b"]}
+        }, "$defs": {"N": {"type": "string", "maxLength": 64}}});
+        assert_eq!(shape(&s, "session_name"), Some(Shape::SessionName));
+        assert_eq!(shape(&s, "session_title"), Some(Shape::SessionName));
+    }
+
+    #[test]
+    fn what_picks_out_a_session_stays_a_credential() {
+        for name in [
+            "session",
+            "session_id",
+            "sessionId",
+            "sessionid",
+            "session_key",
+            "session_token",
+            "session_cookie",
+            "session_secret",
+            "session_names",
+            "session_name_token",
+            "my_session_name",
+            // Other readings of the same letters are refused, not recognised.
+            "sess1on_name",
+            "s\u{0435}ssion_name",
+            "session\u{200b}_name",
+            "session.name",
+            "session name",
+        ] {
+            let s = object(json!({ name: {"type": "string"} }));
+            assert!(refused(&s, name), "{name}: {:?}", verdicts(&s));
+        }
+        // Not a plain string: a number, an object, a password, write-only, through `$ref` too.
+        for value in [
+            json!({"type": "integer"}),
+            json!({"type": "object", "additionalProperties": false}),
+            json!({"type": "array", "items": {"type": "string"}}),
+            json!({"type": "string", "format": "password"}),
+            json!({"type": "string", "writeOnly": true}),
+            json!({"$ref": "#/$defs/Secret"}),
+            json!({"$ref": "#/$defs/Missing"}),
+        ] {
+            let mut s = object(json!({ "session_name": value.clone() }));
+            s["$defs"] = json!({"Secret": {"type": "string", "format": "Password"}});
+            assert!(refused(&s, "session_name"), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_pagination_token_is_recognised_beside_a_pagination_field() {
+        for token in [
+            "next_token",
+            "nextToken",
+            "NextToken",
+            "page_token",
+            "pageToken",
+            "next_page_token",
+            "continuation_token",
+            "ContinuationToken",
+            "pagination_token",
+            "starting_token",
+            "cursor_token",
+        ] {
+            for field in [
+                "page",
+                "page_size",
+                "pageSize",
+                "limit",
+                "max_results",
+                "MaxResults",
+                "per_page",
+                "cursor",
+                "offset",
+                "max_items",
+            ] {
+                let s = object(json!({
+                    token: {"type": "string"},
+                    field: {"type": "integer"},
+                    "query": {"type": "string"}
+                }));
+                assert_eq!(
+                    shape(&s, token),
+                    Some(Shape::PaginationToken),
+                    "{token} beside {field}"
+                );
+            }
+        }
+        let s = object(json!({"next_token": {"type": "string"}, "limit": {"type": "integer"}}));
+        assert_eq!(
+            verdicts(&s).remove("next_token"),
+            Some(Verdict::Recognised {
+                word: "token".into(),
+                shape: Shape::PaginationToken,
+                because: "a string beside the pagination field `limit`".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_token_without_pagination_or_naming_a_secret_is_refused() {
+        // No pagination sibling (`max_tokens` counts tokens, it does not page).
+        let s = object(json!({
+            "next_token": {"type": "string"},
+            "page_token": {"type": "string"},
+            "max_tokens": {"type": "integer"},
+            "query": {"type": "string"}
+        }));
+        assert!(refused(&s, "next_token"));
+        assert!(refused(&s, "page_token"));
+        // The pagination field must be a sibling, not nested elsewhere.
+        let s = object(json!({
+            "next_token": {"type": "string"},
+            "options": {"type": "object", "properties": {"limit": {"type": "integer"}}}
+        }));
+        assert!(refused(&s, "next_token"));
+        // Not a string.
+        let s = object(json!({"next_token": {"type": "integer"}, "limit": {"type": "integer"}}));
+        assert!(refused(&s, "next_token"));
+        let s = object(json!({
+            "next_token": {"type": "string", "writeOnly": true},
+            "limit": {"type": "integer"}
+        }));
+        assert!(refused(&s, "next_token"));
+        // Tokens that are secrets, whatever their siblings.
+        for token in [
+            "token",
+            "access_token",
+            "accessToken",
+            "refresh_token",
+            "id_token",
+            "auth_token",
+            "api_token",
+            "bearer_token",
+            "csrf_token",
+            "oauth_token",
+            "session_token",
+            "nexttoken",
+            "next_t0ken",
+            "next_tok\u{0435}n",
+            "next_token_secret",
+            "password",
+            "secret",
+            "api_key",
+            "private_key",
+            "otp",
+        ] {
+            let s = object(json!({
+                token: {"type": "string"},
+                "page": {"type": "integer"},
+                "limit": {"type": "integer"},
+                "cursor": {"type": "string"}
+            }));
+            assert!(refused(&s, token), "{token}: {:?}", verdicts(&s));
+        }
+    }
+
+    #[test]
+    fn a_user_name_to_look_up_is_recognised_without_a_login_form() {
+        for name in ["username", "user_name", "userName", "UserName", "login"] {
+            let s = object(json!({
+                name: {"type": "string", "description": "the GitHub user"},
+                "page": {"type": "integer"},
+                "sort_key": {"type": "string"}
+            }));
+            assert_eq!(shape(&s, name), Some(Shape::UserLookup), "{name}");
+        }
+        // A recognised sibling is not half of a login form.
+        let s = object(json!({
+            "username": {"type": "string"},
+            "next_token": {"type": "string"},
+            "per_page": {"type": "integer"},
+            "session_name": {"type": "string"}
+        }));
+        assert_eq!(shape(&s, "username"), Some(Shape::UserLookup));
+        assert_eq!(shape(&s, "next_token"), Some(Shape::PaginationToken));
+        assert_eq!(shape(&s, "session_name"), Some(Shape::SessionName));
+    }
+
+    #[test]
+    fn a_user_name_in_a_login_form_is_refused() {
+        for (sibling, value) in [
+            ("password", json!({"type": "string"})),
+            ("passw0rd", json!({"type": "string"})),
+            ("pass", json!({"type": "string"})),
+            ("user_pass", json!({"type": "string"})),
+            ("pword", json!({"type": "string"})),
+            ("code", json!({"type": "string"})),
+            ("key", json!({"type": "string"})),
+            ("otp", json!({"type": "string"})),
+            ("pin", json!({"type": "string"})),
+            ("token", json!({"type": "string"})),
+            ("login", json!({"type": "string"})),
+            // A name the rule lets through, marked secret.
+            ("phrase", json!({"type": "string", "format": "password"})),
+            ("value", json!({"type": "string", "writeOnly": true})),
+            // A token with no pagination field: not recognised, so a companion.
+            ("next_token", json!({"type": "string"})),
+        ] {
+            let s = object(json!({"username": {"type": "string"}, sibling: value}));
+            assert!(refused(&s, "username"), "beside {sibling}");
+        }
+        // Not a plain string.
+        let s = object(json!({"username": {"type": "string", "format": "password"}}));
+        assert!(refused(&s, "username"));
+        let s = object(json!({"username": {"type": "array", "items": {"type": "string"}}}));
+        assert!(refused(&s, "username"));
+        // Other spellings.
+        for name in [
+            "us3rname",
+            "user\u{200b}name",
+            "usernames",
+            "login_name",
+            "my_username",
+        ] {
+            let s = object(json!({ name: {"type": "string"} }));
+            assert!(refused(&s, name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_document_walk_sorts_caught_properties() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "session_name": {"type": "string"},
+                "session_id": {"type": "string"},
+                "username": {"type": "string", "x-not-credential": "a GitHub user"},
+                "list": {"type": "array", "items": {"$ref": "#/$defs/Page"}}
+            },
+            "$defs": {"Page": {"type": "object", "properties": {
+                "next_token": {"type": "string"},
+                "limit": {"type": "integer"}
+            }}}
+        });
+        let refused: Vec<String> = credential_properties(&schema)
+            .into_iter()
+            .map(|p| p.pointer)
+            .collect();
+        assert_eq!(refused, ["/properties/session_id"]);
+        let exempted: Vec<String> = exempted_properties(&schema)
+            .into_iter()
+            .map(|(p, _)| p.pointer)
+            .collect();
+        assert_eq!(exempted, ["/properties/username"]);
+        let recognised: Vec<(String, Shape)> = recognised_properties(&schema)
+            .into_iter()
+            .map(|r| (r.property.pointer, r.shape))
+            .collect();
+        assert_eq!(
+            recognised,
+            [
+                ("/properties/session_name".to_string(), Shape::SessionName),
+                (
+                    "/$defs/Page/properties/next_token".to_string(),
+                    Shape::PaginationToken
+                ),
+            ]
+        );
+        // Payload pointers: the reviewed exemption and the recognised shapes, each named.
+        let exemptions = credential_exemptions(&schema);
+        let at: Vec<&str> = exemptions.iter().map(|e| e.pointer.as_str()).collect();
+        assert_eq!(at, ["/session_name", "/username", "/list/-/next_token"]);
+        assert_eq!(exemptions[1].reason, "a GitHub user");
+        assert_eq!(
+            exemptions[2].reason,
+            "recognised as a pagination token (input/recognised-pagination-token): a string \
+             beside the pagination field `limit`"
         );
     }
 }

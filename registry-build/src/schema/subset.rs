@@ -126,7 +126,7 @@ pub fn check(
                         p.name, p.word
                     ),
                 )
-                .help("secrets are declared by name in `auth.secrets` and injected by the sandbox; rename a pagination token to `cursor`; a field that is not a credential and cannot be renamed may carry a reviewed `\"x-not-credential\": \"<why>\"`"),
+                .help("secrets are declared by name in `auth.secrets` and injected by the sandbox; a pagination token is accepted as `next_token`, `page_token`, … beside a pagination field (`limit`, `page`, `cursor`, …), else rename it `cursor`; a field that is not a credential and cannot be renamed may carry a reviewed `\"x-not-credential\": \"<why>\"`"),
             );
         }
         for (p, reason) in names::exempted_properties(schema) {
@@ -138,6 +138,21 @@ pub fn check(
                     format!(
                         "the input property `{}` is exempted from the credential-name rule (it reads as {}): {reason}",
                         p.name, p.word
+                    ),
+                )
+                .note(),
+            );
+        }
+        for r in names::recognised_properties(schema) {
+            let p = &r.property;
+            diags.push(
+                Diagnostic::at(
+                    r.shape.rule(),
+                    src,
+                    &format!("{base}{}", p.pointer),
+                    format!(
+                        "the input property `{}` reads as a credential ({}) but is recognised as {}: {}; it is accepted without `{}`",
+                        p.name, p.word, r.shape.what(), r.because, names::NOT_CREDENTIAL
                     ),
                 )
                 .note(),

@@ -508,3 +508,104 @@ fn a_tool_id_with_no_rust_name_is_rejected_with_file_line_and_rule() {
         "file and line: {err}"
     );
 }
+
+/// `text` without whitespace and the renderer's gutter, so that a wrapped line reads whole.
+fn compact(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && *c != '│')
+        .collect()
+}
+
+#[test]
+fn recognised_non_credential_shapes_register_with_their_notes() {
+    let c = Copy::new();
+    c.edit_record("web_search", |v| {
+        v["input_schema"]["properties"]["session_name"] = serde_json::json!({"type": "string"});
+    });
+    c.edit_record("firecrawl_scrape", |v| {
+        let props = &mut v["input_schema"]["properties"];
+        props["next_token"] = serde_json::json!({"type": "string"});
+        props["limit"] = serde_json::json!({"type": "integer", "minimum": 1});
+    });
+    c.edit_record("url_normalize", |v| {
+        v["input_schema"]["properties"]["username"] = serde_json::json!({"type": "string"});
+    });
+    let out = c.check();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}{err}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("ok: 9 tools"),
+        "{}",
+        text(&out.stdout)
+    );
+    let read = compact(&err);
+    for (file, rule, pointer, shape) in [
+        (
+            "web_search.json",
+            "input/recognised-session-name",
+            "/input_schema/properties/session_name",
+            "a session's name",
+        ),
+        (
+            "firecrawl_scrape.json",
+            "input/recognised-pagination-token",
+            "/input_schema/properties/next_token",
+            "a pagination token: a string beside the pagination field `limit`",
+        ),
+        (
+            "url_normalize.json",
+            "input/recognised-user-lookup",
+            "/input_schema/properties/username",
+            "a user name to look up",
+        ),
+    ] {
+        assert!(err.contains(rule), "{rule}: {err}");
+        assert!(read.contains(&compact(file)), "{file}: {err}");
+        assert!(read.contains(&format!("(at{pointer})")), "{pointer}: {err}");
+        assert!(
+            read.contains(&compact(&format!("recognised as {shape}"))),
+            "{shape}: {err}"
+        );
+    }
+    assert_eq!(err.matches("note: ").count(), 3, "{err}");
+    assert!(!err.contains("input/credential-free"), "{err}");
+
+    // Near misses fail the check: a session id, a token with no pagination field beside it,
+    // an access token beside one, a user name beside a password field.
+    for (tool, props) in [
+        (
+            "web_search",
+            serde_json::json!({"session_id": {"type": "string"}}),
+        ),
+        (
+            "firecrawl_scrape",
+            serde_json::json!({"next_token": {"type": "string"}}),
+        ),
+        (
+            "firecrawl_scrape",
+            serde_json::json!({"access_token": {"type": "string"}, "page": {"type": "integer"}}),
+        ),
+        (
+            "url_normalize",
+            serde_json::json!({
+                "username": {"type": "string"},
+                "pass": {"type": "string", "writeOnly": true}
+            }),
+        ),
+    ] {
+        let c = Copy::new();
+        c.edit_record(tool, |v| {
+            for (k, p) in props.as_object().unwrap() {
+                v["input_schema"]["properties"][k] = p.clone();
+            }
+        });
+        let out = c.check();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{props}: {err}");
+        assert!(err.contains("input/credential-free"), "{props}: {err}");
+        assert!(
+            compact(&err).contains(&compact(&format!("{tool}.json"))),
+            "{props}: {err}"
+        );
+    }
+}

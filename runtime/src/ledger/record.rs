@@ -77,8 +77,9 @@ pub struct Intent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
     /// The input properties the record exempts from the credential-name rule
-    /// (`"x-not-credential": "<why>"`), each with its reviewed reason: what this call's payload
-    /// was allowed to carry under a credential-like name.
+    /// (`"x-not-credential": "<why>"`), each with its reviewed reason, and those the rule lets
+    /// through as a recognised shape (`recognised as a pagination token (<rule id>): …`): what
+    /// this call's payload was allowed to carry under a credential-like name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credential_exemptions: Vec<CredentialExemption>,
     /// What the shadow (candidate) policy set decided on the very same request, present only
