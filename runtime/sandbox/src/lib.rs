@@ -199,6 +199,18 @@ pub enum SandboxError {
     /// The sandbox was already used or is not this backend's.
     #[error("sandbox misuse: {0}")]
     Misuse(&'static str),
+    /// An entry of an image's root cannot be used as the sandbox needs it: its `/etc` is not a
+    /// plain directory (following it could reach the host, replacing it would drop the image's
+    /// configuration), or a link of it on the way to a mount point leads nowhere in the image.
+    #[error("the image `{image}`: its `{entry}` {why}")]
+    ImageEntry {
+        /// The image's reference.
+        image: String,
+        /// The entry (`/etc`, `/var`).
+        entry: String,
+        /// What it is, and the rule it breaks.
+        why: String,
+    },
     /// A tool's OCI image cannot start it, or was not fetched.
     #[error("the image `{image}`: {why}")]
     Image {

@@ -153,6 +153,30 @@ fn attach(fd: &OwnedFd, target: &str) -> Result<(), String> {
     .map_err(|e| format!("mounting at {target}: {e}"))
 }
 
+/// Attaches the detached mount `fd` at `path` of the image whose root is `root`, the path
+/// resolved inside the image (`RESOLVE_IN_ROOT`, no magic links).
+fn attach_in(fd: &OwnedFd, root: &OwnedFd, path: &str) -> Result<(), String> {
+    use rustix::fs::ResolveFlags;
+    let rel = path.trim_start_matches('/');
+    let target = rustix::fs::openat2(
+        root,
+        if rel.is_empty() { "." } else { rel },
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|e| format!("the mount point {path} in the image: {e}"))?;
+    rustix::mount::move_mount(
+        fd.as_fd(),
+        "",
+        target.as_fd(),
+        "",
+        rustix::mount::MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH
+            | rustix::mount::MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )
+    .map_err(|e| format!("mounting at {path}: {e}"))
+}
+
 /// Builds the root and pivots into it.
 pub(super) fn build(sources: &Sources) -> Result<(), String> {
     rustix::mount::mount_change(
@@ -183,8 +207,16 @@ pub(super) fn build(sources: &Sources) -> Result<(), String> {
     )
     .map_err(|e| format!("mounting /proc: {e}"))?;
     attach(&sources.workspace, &staged(WORKSPACE))?;
+    // A bind's mount point is looked up inside the image (its links resolved with the image's
+    // root as `/`, as the root builder made it), never through the host's tree.
+    let image_root = rustix::fs::open(
+        STAGING,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("opening the staged root: {e}"))?;
     for (path, fd) in &sources.binds {
-        attach(fd, &staged(path))?;
+        attach_in(fd, &image_root, path)?;
     }
 
     // Into the new root; the host's tree is detached and unreachable.

@@ -17,13 +17,14 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::Mode;
 use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
 
 use crate::backend::SandboxSpec;
 use crate::io::copy_hashing;
-use crate::protocol::WORKSPACE;
 use crate::SandboxError;
+
+mod in_root;
 
 /// Device nodes made in every image, as on the host.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
@@ -81,32 +82,14 @@ fn relative(path: &Path) -> PathBuf {
     out
 }
 
-/// Makes every directory of `rel` (relative to the image's root).
+/// Makes every directory of `rel` (relative to the image's root), inside the image.
 fn mkdirs(root: &OwnedFd, rel: &Path) -> Result<(), SandboxError> {
-    let mut at = PathBuf::new();
-    for c in rel.components() {
-        at.push(c);
-        match rustix::fs::mkdirat(root, &at, Mode::from_raw_mode(0o755)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(errno(format!("image: mkdir {}", at.display()))(e)),
-        }
-    }
-    Ok(())
+    in_root::mkdirs(root, rel).map_err(io(format!("image: mkdir {}", rel.display())))
 }
 
 /// Creates `rel` in the image with `mode` and returns it for writing.
 fn create(root: &OwnedFd, rel: &Path, mode: u32) -> Result<File, SandboxError> {
-    if let Some(parent) = rel.parent() {
-        mkdirs(root, parent)?;
-    }
-    let fd = rustix::fs::openat(
-        root,
-        rel,
-        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode),
-    )
-    .map_err(errno(format!("image: create {}", rel.display())))?;
-    Ok(File::from(fd))
+    in_root::create(root, rel, mode).map_err(io(format!("image: create {}", rel.display())))
 }
 
 /// The permission bits a copy keeps: read and execute, never set-id or write.
@@ -155,7 +138,9 @@ fn copy_tree(root: &OwnedFd, src: &Path, rel: &Path) -> Result<(), SandboxError>
         } else if kind.is_symlink() {
             let target = std::fs::read_link(&path)
                 .map_err(io(format!("image: readlink {}", path.display())))?;
-            rustix::fs::symlinkat(&target, root, &to)
+            let (dir, name) = in_root::parent(root, &to)
+                .map_err(io(format!("image: symlink {}", path.display())))?;
+            rustix::fs::symlinkat(&target, &dir, name)
                 .map_err(errno(format!("image: symlink {}", path.display())))?;
         } else if kind.is_file() {
             copy_plain(root, &path, &to)?;
@@ -166,18 +151,39 @@ fn copy_tree(root: &OwnedFd, src: &Path, rel: &Path) -> Result<(), SandboxError>
 
 /// The mount point of the read-only bind of host path `path`: a directory, or an empty file
 /// for a file (PID 1 binds the host's path over it).
-fn mount_point(root: &OwnedFd, path: &Path) -> Result<(), SandboxError> {
+fn mount_point(root: &OwnedFd, image: &str, path: &Path) -> Result<(), SandboxError> {
     let rel = relative(path);
     let meta = std::fs::metadata(path).map_err(io(format!("image: stat {}", path.display())))?;
-    if meta.is_dir() {
-        return mkdirs(root, &rel);
-    }
-    match create(root, &rel, 0o444) {
-        Ok(_) => Ok(()),
-        Err(SandboxError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists => {
-            Ok(())
+    let made = if meta.is_dir() {
+        in_root::mkdirs(root, &rel)
+    } else {
+        match in_root::create(root, &rel, 0o444) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            other => other.map(|_| ()),
         }
-        Err(e) => Err(e),
+    };
+    match made {
+        Ok(()) => Ok(()),
+        // A link of the image on the way that resolves to nothing inside it.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match in_root::first_link(root, &rel) {
+            Some((link, target)) => Err(SandboxError::ImageEntry {
+                image: image.to_string(),
+                entry: format!("/{}", link.display()),
+                why: format!(
+                    "is a symbolic link to `{target}`, which leads nowhere in the image: the \
+                     mount point of the read-only path {} cannot be made in it",
+                    path.display()
+                ),
+            }),
+            None => Err(SandboxError::io(
+                format!("image: the mount point {}", path.display()),
+                e,
+            )),
+        },
+        Err(e) => Err(SandboxError::io(
+            format!("image: the mount point {}", path.display()),
+            e,
+        )),
     }
 }
 
@@ -265,45 +271,16 @@ pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
             }
         }
     }
+    // The entries the sandbox's own mounts and files go in: plain directories, whatever the
+    // image put there (an image's `dev -> /etc` is never followed).
+    let image = &spec.program_identity;
+    for entry in SYSTEM_DIRS {
+        system_dir(&mount, image, entry)?;
+    }
     for path in &spec.binds {
-        mount_point(&mount, path)?;
+        mount_point(&mount, image, path)?;
     }
-    mkdirs(&mount, Path::new("dev"))?;
-    for dev in DEVICES {
-        let host = Path::new("/dev").join(dev);
-        let meta =
-            std::fs::metadata(&host).map_err(io(format!("image: stat {}", host.display())))?;
-        let rel = Path::new("dev").join(dev);
-        // An image's own entry of that name gives way to the host's device.
-        let _ = rustix::fs::unlinkat(&mount, &rel, rustix::fs::AtFlags::empty());
-        rustix::fs::mknodat(
-            &mount,
-            &rel,
-            rustix::fs::FileType::CharacterDevice,
-            Mode::from_raw_mode(0o666),
-            meta.rdev(),
-        )
-        .map_err(errno(format!("image: mknod {}", rel.display())))?;
-        // The umask applied to mknod.
-        rustix::fs::chmodat(
-            &mount,
-            &rel,
-            Mode::from_raw_mode(0o666),
-            rustix::fs::AtFlags::empty(),
-        )
-        .map_err(errno(format!("image: chmod {}", rel.display())))?;
-    }
-    for (name, to) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        match rustix::fs::symlinkat(to, &mount, Path::new("dev").join(name)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(errno(format!("image: symlink /dev/{name}"))(e)),
-        }
-    }
+    devices(&mount)?;
     write(&mount, "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")?;
     write(
         &mount,
@@ -311,9 +288,108 @@ pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
         "root:x:0:0:sandbox:/workspace:/nonexistent\n",
     )?;
     write(&mount, "etc/group", "root:x:0:\n")?;
-    mkdirs(&mount, Path::new("proc"))?;
-    mkdirs(&mount, &relative(Path::new(WORKSPACE)))?;
     Ok(Image { mount })
+}
+
+/// The top-level entries of every root the sandbox relies on, and what becomes of an image's
+/// entry of that name that is not a plain directory.
+const SYSTEM_DIRS: &[(&str, NotADirectory)] = &[
+    ("dev", NotADirectory::Replace),
+    ("etc", NotADirectory::Refuse),
+    ("proc", NotADirectory::Replace),
+    ("tmp", NotADirectory::Replace),
+    ("workspace", NotADirectory::Replace),
+];
+
+/// What becomes of a system entry of an image that is not a plain directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotADirectory {
+    /// Removed (never followed) and made a new, empty directory: the sandbox mounts or makes
+    /// everything it needs there.
+    Replace,
+    /// The image is refused: its configuration would be lost silently.
+    Refuse,
+}
+
+/// Makes the top-level `entry` of the image a plain directory, by `rule`.
+fn system_dir(
+    root: &OwnedFd,
+    image: &str,
+    (entry, rule): &(&str, NotADirectory),
+) -> Result<(), SandboxError> {
+    let top = in_root::dir(root, Path::new("")).map_err(io("image: open its root".into()))?;
+    let name = std::ffi::OsStr::new(entry);
+    let found = in_root::kind(&top, name).map_err(io(format!("image: stat /{entry}")))?;
+    match found {
+        Some(rustix::fs::FileType::Directory) => return Ok(()),
+        None => {}
+        Some(kind) => {
+            if *rule == NotADirectory::Refuse {
+                return Err(SandboxError::ImageEntry {
+                    image: image.to_string(),
+                    entry: format!("/{entry}"),
+                    why: format!(
+                        "is {}, not a directory: an image's `/{entry}` must be a plain directory",
+                        in_root::describe(&top, name, kind)
+                    ),
+                });
+            }
+            in_root::remove(&top, name).map_err(io(format!("image: remove /{entry}")))?;
+        }
+    }
+    rustix::fs::mkdirat(&top, name, Mode::from_raw_mode(0o755))
+        .map_err(errno(format!("image: mkdir /{entry}")))
+}
+
+/// The device nodes and the `fd`/`std*` links of `/dev` (a plain directory by now): whatever
+/// the image had under those names gives way, never followed.
+fn devices(root: &OwnedFd) -> Result<(), SandboxError> {
+    let dev = in_root::dir(root, Path::new("dev")).map_err(io("image: open /dev".into()))?;
+    for name in DEVICES {
+        let host = Path::new("/dev").join(name);
+        let meta =
+            std::fs::metadata(&host).map_err(io(format!("image: stat {}", host.display())))?;
+        in_root::remove(&dev, std::ffi::OsStr::new(name))
+            .map_err(io(format!("image: remove /dev/{name}")))?;
+        rustix::fs::mknodat(
+            &dev,
+            *name,
+            rustix::fs::FileType::CharacterDevice,
+            Mode::from_raw_mode(0o666),
+            meta.rdev(),
+        )
+        .map_err(errno(format!("image: mknod /dev/{name}")))?;
+        // The umask applied to mknod; `dev` holds no link of that name now.
+        rustix::fs::chmodat(
+            &dev,
+            *name,
+            Mode::from_raw_mode(0o666),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .or_else(|e| match e {
+            // Some kernels refuse AT_SYMLINK_NOFOLLOW on fchmodat; the node is no link.
+            rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL => rustix::fs::chmodat(
+                &dev,
+                *name,
+                Mode::from_raw_mode(0o666),
+                rustix::fs::AtFlags::empty(),
+            ),
+            e => Err(e),
+        })
+        .map_err(errno(format!("image: chmod /dev/{name}")))?;
+    }
+    for (name, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        in_root::remove(&dev, std::ffi::OsStr::new(name))
+            .map_err(io(format!("image: remove /dev/{name}")))?;
+        rustix::fs::symlinkat(to, &dev, name)
+            .map_err(errno(format!("image: symlink /dev/{name}")))?;
+    }
+    Ok(())
 }
 
 /// Bytes and inodes `path` takes (a file, or a directory and everything beneath it), each file
@@ -366,6 +442,14 @@ mod tests {
         let (all, _) = content(dir.path());
         assert_eq!(all, 8192);
         assert_eq!(sized(8192, 3), ("1056768".to_string(), "67".to_string()));
+    }
+
+    #[test]
+    fn the_workspace_is_a_system_directory() {
+        let workspace = crate::protocol::WORKSPACE.trim_start_matches('/');
+        assert!(SYSTEM_DIRS
+            .iter()
+            .any(|(name, rule)| *name == workspace && *rule == NotADirectory::Replace));
     }
 
     #[test]
