@@ -42,16 +42,33 @@ pub(crate) const ENVELOPE: Vocabulary = Vocabulary {
     wrong_type: Rule::Envelope,
 };
 
-/// The JSON value of a file, or a `json/syntax` diagnostic at the position of the error.
+/// The JSON value of a file, read strictly ([`escepine_contract::strict_json`]): a
+/// `json/syntax` diagnostic at the position of a syntax error, or a `json/duplicate-key` one at
+/// the pointer of a key given twice.
 pub(crate) fn parse(src: &SourceFile) -> Result<Value, Box<Diagnostic>> {
-    serde_json::from_str(&src.text).map_err(|e| {
-        let offset = offset_of(&src.text, e.line(), e.column());
-        Box::new(Diagnostic::at_span(
-            Rule::JsonSyntax,
-            src,
-            Some((offset, 1)),
-            format!("not valid JSON: {e}"),
-        ))
+    use escepine_contract::strict_json::{self, StrictJsonError};
+    strict_json::from_str(&src.text).map_err(|e| match e {
+        StrictJsonError::Syntax(e) => {
+            let offset = offset_of(&src.text, e.line(), e.column());
+            Box::new(Diagnostic::at_span(
+                Rule::JsonSyntax,
+                src,
+                Some((offset, 1)),
+                format!("not valid JSON: {e}"),
+            ))
+        }
+        StrictJsonError::DuplicateKey(d) => {
+            let offset = offset_of(&src.text, d.line, d.column);
+            let mut diag = Diagnostic::at_span(
+                Rule::JsonDuplicateKey,
+                src,
+                Some((offset, 1)),
+                d.to_string(),
+            )
+            .help("give each key once; remove the copy that is not meant");
+            diag.pointer = Some(d.pointer());
+            Box::new(diag)
+        }
     })
 }
 
@@ -322,5 +339,15 @@ mod tests {
         let d = parse(&s).expect_err("not JSON");
         assert_eq!(d.rule, Rule::JsonSyntax);
         assert_eq!(d.line_col, Some((2, 8)));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_at_its_pointer() {
+        let s = src("{\n  \"retry\": {\"max_attempts\": 1,\n  \"max_attempts\": 100}\n}");
+        let d = parse(&s).expect_err("a key twice");
+        assert_eq!(d.rule, Rule::JsonDuplicateKey);
+        assert_eq!(d.pointer.as_deref(), Some("/retry/max_attempts"));
+        assert_eq!(d.line_col.map(|(line, _)| line), Some(3));
+        assert!(d.message.contains("`max_attempts`"), "{}", d.message);
     }
 }

@@ -27,6 +27,9 @@ rules! {
     Io = "io/read",
     /// A file is not valid JSON.
     JsonSyntax = "json/syntax",
+    /// A key is given twice in one object of a JSON file (readers disagree on which copy
+    /// counts).
+    JsonDuplicateKey = "json/duplicate-key",
     /// A record is not a JSON object.
     RecordShape = "record/shape",
     /// A field no rule knows (closed records).

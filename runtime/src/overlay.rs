@@ -72,8 +72,10 @@ impl Overlay {
     /// # Errors
     /// Malformed JSON or a malformed entry.
     pub fn parse(text: &str) -> Result<Self, OverlayError> {
+        let value = escepine_contract::strict_json::from_str(text)
+            .map_err(|e| OverlayError::Malformed(e.to_string()))?;
         let file: OverlayFile =
-            serde_json::from_str(text).map_err(|e| OverlayError::Malformed(e.to_string()))?;
+            serde_json::from_value(value).map_err(|e| OverlayError::Malformed(e.to_string()))?;
         let mut tools = BTreeMap::new();
         for (tool, entries) in file.tools {
             let parsed = entries

@@ -28,7 +28,8 @@ impl MapSecrets {
     /// Read a `NAME=value` file (blank lines and `#` comments ignored).
     ///
     /// # Errors
-    /// The file cannot be read, or a line is not `NAME=value`.
+    /// The file cannot be read, a line is not `NAME=value`, or a name is given twice (which
+    /// value counts would depend on the reader, as for a JSON key given twice).
     pub fn from_file(path: &Path) -> Result<Self, String> {
         let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut map = BTreeMap::new();
@@ -40,7 +41,15 @@ impl MapSecrets {
             let (k, v) = line
                 .split_once('=')
                 .ok_or_else(|| format!("{}:{}: expected NAME=value", path.display(), i + 1))?;
-            map.insert(k.trim().to_string(), v.to_string());
+            let name = k.trim().to_string();
+            if map.contains_key(&name) {
+                return Err(format!(
+                    "{}:{}: the name `{name}` is given twice; give each secret once",
+                    path.display(),
+                    i + 1
+                ));
+            }
+            map.insert(name, v.to_string());
         }
         Ok(Self(map))
     }
@@ -67,4 +76,24 @@ pub fn resolve(source: &dyn SecretSource, names: &[String]) -> BTreeMap<String, 
         .iter()
         .filter_map(|n| source.get(n).map(|v| (n.clone(), v)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secrets_file_refuses_a_name_given_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("secrets.env");
+        std::fs::write(&path, "# keys\nAPI=one\n\nOTHER=x\n API =two\n").expect("write");
+        let err = MapSecrets::from_file(&path).expect_err("a name given twice");
+        assert!(
+            err.contains("secrets.env:5") && err.contains("`API`"),
+            "{err}"
+        );
+        std::fs::write(&path, "API=one\nOTHER=x=y\n").expect("write");
+        let ok = MapSecrets::from_file(&path).expect("read");
+        assert_eq!(ok.get("OTHER").as_deref(), Some("x=y"));
+    }
 }

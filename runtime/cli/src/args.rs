@@ -55,12 +55,10 @@ pub(crate) fn load(sources: &registry_build::Sources) -> Result<Registry, CliErr
 /// The JSON file at `path` (an entities file, say).
 ///
 /// # Errors
-/// Exit status `code`, naming the file, when it cannot be read or is not JSON.
+/// Exit status `code`, naming the file, when it cannot be read or is not strict JSON (a key
+/// given twice is refused with its pointer).
 pub(crate) fn read_json(path: &std::path::Path, code: i32) -> Result<Value, CliError> {
-    let invalid =
-        |e: &dyn std::fmt::Display| CliError::new(code, format!("{}: {e}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| invalid(&e))?;
-    serde_json::from_str(&text).map_err(|e| invalid(&e))
+    escepine_contract::strict_json::read_file(path).map_err(|e| CliError::new(code, e))
 }
 
 /// The policies of `dir` bound to the registry's records (schema merged, strict validation),

@@ -35,12 +35,8 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         .principal
         .parse()
         .map_err(|e| CliError::new(exit::USAGE, e))?;
-    let payload: serde_json::Value = serde_json::from_str(&args.input).map_err(|e| {
-        CliError::new(
-            exit::call(CallKind::InputRejected),
-            format!("--input is not JSON: {e}"),
-        )
-    })?;
+    let payload = escepine_contract::strict_json::from_str(&args.input)
+        .map_err(|e| CliError::new(exit::call(CallKind::InputRejected), format!("--input: {e}")))?;
     let registry = args.registry.load()?;
     let rt = async_runtime(exit::INVALID)?;
     let report = rt.block_on(async {

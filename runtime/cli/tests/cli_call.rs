@@ -391,3 +391,116 @@ fn a_call_over_its_budget_exits_7_and_the_ledger_names_the_budget() {
         "{err}"
     );
 }
+
+/// Every JSON input of a call refuses a key given twice, naming the file (or flag) and the
+/// pointer, before anything runs: the payload, the entities, the overlay, the budgets, and the
+/// records and the envelope of the registry.
+#[test]
+fn every_json_input_refuses_a_key_given_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let counter = dir.path().join("counter");
+    let c = counter.to_str().unwrap();
+    let input = format!(r#"{{"counter":"{c}"}}"#);
+    let alice = r#"Agent::"alice""#;
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let refused = |out: &Output, code: i32, needles: &[&str]| {
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        for needle in needles {
+            assert!(err.contains(needle), "`{needle}` not in: {err}");
+        }
+    };
+
+    let payload = call(
+        &ledger,
+        alice,
+        "t_count",
+        &format!(r#"{{"counter":"{c}","counter":"/etc/passwd"}}"#),
+        PROCESS,
+    );
+    refused(&payload, 4, &["--input", "`counter`", "/counter"]);
+
+    let budgets = write(
+        "budgets.json",
+        r#"{"budgets": [{"tool": "t_count", "calls": 1, "calls": 100}]}"#,
+    );
+    let b = budgets.to_str().unwrap();
+    let over = call(&ledger, alice, "t_count", &input, &["--budgets", b]);
+    refused(&over, 1, &[b, "/budgets/0/calls"]);
+
+    let entities = write(
+        "entities.json",
+        r#"[{"uid": {"type": "Agent", "id": "alice"}, "attrs": {}, "parents": [], "parents": [{"type": "Team", "id": "x"}]}]"#,
+    );
+    let e = entities.to_str().unwrap();
+    let ent = call(&ledger, alice, "t_count", &input, &["--entities", e]);
+    refused(&ent, 1, &[e, "/0/parents"]);
+
+    let overlay = write(
+        "overlay.json",
+        r#"{"tools": {"t_count": ["127.0.0.1:1"], "t_count": ["127.0.0.1:2"]}}"#,
+    );
+    let o = overlay.to_str().unwrap();
+    let ov = call(&ledger, alice, "t_count", &input, &["--overlay", o]);
+    refused(&ov, 1, &[o, "/tools/t_count"]);
+
+    // A record and the envelope: registration fails, naming the rule.
+    let records = dir.path().join("records");
+    std::fs::create_dir(&records).unwrap();
+    for entry in std::fs::read_dir(fixtures().join("records")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, records.join(path.file_name().unwrap())).unwrap();
+    }
+    let count = records.join("t_count.json");
+    let original = std::fs::read_to_string(&count).unwrap();
+    let doubled = original.replacen(
+        "\"timeout_ms\"",
+        "\"timeout_ms\": 600000, \"timeout_ms\"",
+        1,
+    );
+    assert_ne!(doubled, original, "the fixture has a timeout");
+    std::fs::write(&count, doubled).unwrap();
+    let envelope = write(
+        "envelope.json",
+        r#"{"egress": ["127.0.0.1"], "egress": ["*.example.com"]}"#,
+    );
+    let registration = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["call", "--records"])
+        .arg(&records)
+        .arg("--policies")
+        .arg(fixtures().join("policies"))
+        .arg("--envelope")
+        .arg(&envelope)
+        .args(["--principal", alice, "--tool", "t_count", "--input", &input])
+        .arg("--ledger")
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    refused(
+        &registration,
+        1,
+        &[
+            "json/duplicate-key",
+            "t_count.json",
+            "/timeout_ms",
+            "envelope.json",
+            "/egress",
+        ],
+    );
+    assert!(!counter.exists(), "nothing ran");
+    assert!(
+        !ledger.exists() || {
+            let show = Command::new(env!("CARGO_BIN_EXE_escepine"))
+                .args(["ledger", "show"])
+                .arg(&ledger)
+                .output()
+                .unwrap();
+            !text(&show.stdout).contains("t_count")
+        }
+    );
+}

@@ -46,14 +46,15 @@ impl fmt::Display for DuplicateKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the key `{}` is given twice in the object at {} (line {}, column {}); a key given \
-             twice reads differently in different JSON readers",
+            "the key `{}` is given twice in the object at {} (the second copy at {}, line {}, \
+             column {}); a key given twice reads differently in different JSON readers",
             self.key,
             if self.object.is_empty() {
                 "the top level".to_string()
             } else {
                 self.object.clone()
             },
+            self.pointer(),
             self.line,
             self.column
         )
@@ -93,6 +94,56 @@ pub fn from_str(text: &str) -> Result<Value, StrictJsonError> {
 /// As [`from_str`].
 pub fn from_slice(bytes: &[u8]) -> Result<Value, StrictJsonError> {
     read(&mut serde_json::Deserializer::from_slice(bytes))
+}
+
+/// A JSON file that cannot be read strictly.
+#[derive(Debug)]
+pub struct FileError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Why.
+    pub kind: FileErrorKind,
+}
+
+/// Why a JSON file cannot be read strictly.
+#[derive(Debug)]
+pub enum FileErrorKind {
+    /// The file cannot be read.
+    Io(std::io::Error),
+    /// Its text is not strict JSON.
+    Json(StrictJsonError),
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            FileErrorKind::Io(e) => write!(f, "{}: {e}", self.path.display()),
+            FileErrorKind::Json(e) => write!(f, "{}: {e}", self.path.display()),
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            FileErrorKind::Io(e) => Some(e),
+            FileErrorKind::Json(e) => Some(e),
+        }
+    }
+}
+
+/// The JSON value of the file at `path`, read strictly ([`from_str`]): the one way the runtime
+/// reads a JSON file it is given (entities, overlays, budgets, tokens, proposals, secrets).
+///
+/// # Errors
+/// [`FileError`] naming the file: unreadable, not JSON, or a key given twice (with its pointer).
+pub fn read_file(path: &std::path::Path) -> Result<Value, FileError> {
+    let fail = |kind| FileError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(FileErrorKind::Io(e)))?;
+    from_str(&text).map_err(|e| fail(FileErrorKind::Json(e)))
 }
 
 /// `token` escaped for a JSON pointer (`~` as `~0`, `/` as `~1`).

@@ -76,7 +76,7 @@ impl Tokens {
             why,
         };
         let value: Value =
-            serde_json::from_str(text).map_err(|e| shape(format!("not JSON: {e}")))?;
+            escepine_contract::strict_json::from_str(text).map_err(|e| shape(e.to_string()))?;
         let Value::Object(map) = value else {
             return Err(shape(
                 "a token file is one JSON object {\"<token>\": \"Agent::\\\"id\\\"\"}".into(),
@@ -148,6 +148,13 @@ mod tests {
     #[test]
     fn bad_files_are_refused() {
         assert!(Tokens::parse("[]", "t").is_err());
+        // A token given twice would map to whichever principal the reader keeps.
+        let twice = Tokens::parse(
+            r#"{"0123456789abcdef": "Agent::\"a\"", "0123456789abcdef": "Agent::\"root\""}"#,
+            "t.json",
+        )
+        .expect_err("a key given twice");
+        assert!(twice.to_string().contains("/0123456789abcdef"), "{twice}");
         assert!(Tokens::parse("{}", "t").is_err());
         assert!(Tokens::parse(r#"{"short": "Agent::\"a\""}"#, "t").is_err());
         assert!(Tokens::parse(r#"{"0123456789abcdef": "alice"}"#, "t").is_err());

@@ -70,13 +70,13 @@ pub enum BudgetsError {
         /// Why.
         source: std::io::Error,
     },
-    /// The file is not JSON.
-    #[error("{}: the budgets file is not JSON: {source}", file.display())]
+    /// The file is not strict JSON (not JSON, or a key given twice).
+    #[error("{}: the budgets file: {source}", file.display())]
     Json {
         /// The file.
         file: PathBuf,
-        /// The parser's error.
-        source: serde_json::Error,
+        /// The reader's error.
+        source: escepine_contract::strict_json::StrictJsonError,
     },
     /// A value breaks a rule.
     #[error("{}: {}: {rule}", file.display(), if pointer.is_empty() { "(the document)" } else { pointer })]
@@ -123,9 +123,11 @@ impl Budgets {
             file: path.to_path_buf(),
             source,
         })?;
-        let value: Value = serde_json::from_str(&text).map_err(|source| BudgetsError::Json {
-            file: path.to_path_buf(),
-            source,
+        let value: Value = escepine_contract::strict_json::from_str(&text).map_err(|source| {
+            BudgetsError::Json {
+                file: path.to_path_buf(),
+                source,
+            }
         })?;
         Self::from_value(&value, path, registry)
     }

@@ -194,7 +194,7 @@ impl ScriptedPlanner {
     pub fn load(path: &Path) -> Result<Self, PlannerError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| PlannerError::Script(format!("{}: {e}", path.display())))?;
-        let value: Value = serde_json::from_str(&text)
+        let value: Value = escepine_contract::strict_json::from_str(&text)
             .map_err(|e| PlannerError::Script(format!("{}: {e}", path.display())))?;
         Self::from_value(&value).map_err(|e| match e {
             PlannerError::Script(m) => PlannerError::Script(format!("{}: {m}", path.display())),
@@ -336,5 +336,18 @@ mod tests {
         assert_eq!(p.proposal("c", 1), None);
         assert!(ScriptedPlanner::from_value(&json!({"a": 3})).is_err());
         assert!(ScriptedPlanner::from_value(&json!([])).is_err());
+    }
+
+    #[test]
+    fn a_proposals_file_refuses_a_key_given_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("proposals.json");
+        std::fs::write(&path, r#"{"a": {"x": 1, "x": 2}}"#).expect("write");
+        let err = ScriptedPlanner::load(&path).expect_err("a key given twice");
+        let text = err.to_string();
+        assert!(
+            text.contains("proposals.json") && text.contains("/a/x"),
+            "{text}"
+        );
     }
 }
