@@ -1,12 +1,31 @@
-//! The deployment envelope: the hosts any tool may ever reach, where images may come from, and
-//! the host paths a sandbox may bind read-only.
+//! The deployment envelope: the hosts any tool may ever reach, where images may come from (and
+//! how large their blobs may be), and the host paths a sandbox may bind read-only.
 //!
 //! ```json
 //! { "egress": ["api.example.com", "public"],
 //!   "images": ["registry.example.com:443", "http://127.0.0.1:5000", "oci:/var/lib/images"],
+//!   "image_blob_hosts": { "registry.example.com:443": ["blobs.example-cdn.com"],
+//!                         "http://127.0.0.1:5000": ["http://127.0.0.1:5001"] },
+//!   "image_limits": { "max_blob_bytes": 2147483648 },
 //!   "read_only": ["/usr/lib/python3", "/opt/node"] }
 //! ```
+//!
+//! - `images`: the sources images may come from: `host:port` (a registry over HTTPS),
+//!   `http://host:port` (plain HTTP, loopback only), `oci:/dir` (local OCI image layouts).
+//! - `image_blob_hosts` (optional): for a registry entry of `images` (the key, written as it is
+//!   there), the other origins that registry may send the image fetcher to — by a redirect (its
+//!   blob storage), or as the token service of its `WWW-Authenticate` challenge — written like
+//!   `images` registry entries (`host:port` for HTTPS, `http://host:port` for plain HTTP on
+//!   loopback). Every request of a fetch, and each redirect hop, goes to the registry's own
+//!   origin or to one of these; anything else is refused before it is requested, and at most 5
+//!   redirects are followed.
+//! - `image_limits` (optional, closed): `max_blob_bytes`, an integer ≥ 1, the largest blob
+//!   (manifest, config or layer) written into the image cache; 4 GiB (4294967296) when absent.
+//!   A descriptor declaring more is refused before any byte of it is fetched. (Every blob is
+//!   also bounded by its descriptor's size and by the free space of the cache's filesystem.)
+//! - `read_only`: host path prefixes a sandbox may bind read-only.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::net::IpAddr;
@@ -22,7 +41,16 @@ use crate::host_path;
 use crate::rule::Rule;
 
 /// The envelope's fields.
-const FIELDS: &[&str] = &["egress", "images", "read_only"];
+const FIELDS: &[&str] = &[
+    "egress",
+    "images",
+    "image_blob_hosts",
+    "image_limits",
+    "read_only",
+];
+
+/// The fields of `image_limits`.
+const IMAGE_LIMITS_FIELDS: &[&str] = &["max_blob_bytes"];
 
 /// A deployment envelope (`{ "egress": [...], "images": [...], "read_only": [...] }`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +64,22 @@ pub struct Envelope {
     pub public: bool,
     /// Where images may come from (empty: no image is admitted).
     pub images: Vec<ImageSourceEntry>,
+    /// For a registry of `images` (its `host[:port]`, lower-case), the other origins it may send
+    /// the image fetcher to (blob storage it redirects to, its token service): each an
+    /// [`ImageSourceEntry::Https`] or [`ImageSourceEntry::Http`]. See [`Envelope::blob_hosts`].
+    pub image_blob_hosts: BTreeMap<String, Vec<ImageSourceEntry>>,
+    /// `image_limits`: how large an image's blobs may be.
+    pub image_limits: ImageLimits,
     /// Host path prefixes a sandbox may bind read-only (empty: none).
     pub read_only: Vec<PathBuf>,
+}
+
+/// The envelope's `image_limits` (`{"max_blob_bytes": N}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImageLimits {
+    /// The largest blob written into the image cache, in bytes (≥ 1); `None` when the envelope
+    /// says nothing: the image fetcher's default, 4 GiB.
+    pub max_blob_bytes: Option<u64>,
 }
 
 /// One `images` entry of the envelope: a source images may come from.
@@ -230,6 +272,8 @@ impl Envelope {
         let images = list(src, obj, "images", &mut diags, |text| {
             ImageSourceEntry::parse(text).map_err(|e| (Rule::EnvelopeImages, e))
         });
+        let image_blob_hosts = blob_hosts(src, obj, &images, &mut diags);
+        let image_limits = image_limits(src, obj, &mut diags);
         let read_only = list(src, obj, "read_only", &mut diags, |text| {
             host_path::parse(text).map_err(|e| {
                 (
@@ -244,6 +288,8 @@ impl Envelope {
                 egress,
                 public,
                 images,
+                image_blob_hosts,
+                image_limits,
                 read_only,
             })
         } else {
@@ -275,6 +321,20 @@ impl Envelope {
     /// Whether `image` is fetched over plain HTTP: the entry admitting it is `http://…`.
     pub fn plain_http(&self, image: &ImageRef) -> bool {
         matches!(self.image_entry(image), Some(ImageSourceEntry::Http { .. }))
+    }
+
+    /// The other origins the registry of `image` may send the image fetcher to
+    /// (`image_blob_hosts` of the `images` entry admitting it): empty for a layout, or a
+    /// registry with none listed.
+    pub fn blob_hosts(&self, image: &ImageRef) -> &[ImageSourceEntry] {
+        match self.image_entry(image) {
+            Some(ImageSourceEntry::Https { registry } | ImageSourceEntry::Http { registry }) => {
+                self.image_blob_hosts
+                    .get(&registry.to_ascii_lowercase())
+                    .map_or(&[], Vec::as_slice)
+            }
+            _ => &[],
+        }
     }
 
     /// Whether `path` lies under one of the `read_only` prefixes (whole components).
@@ -318,4 +378,331 @@ fn list<T>(
         )),
     }
     out
+}
+
+/// The optional `image_blob_hosts`: `{ "<images registry entry>": ["<origin>", ...] }`, each key
+/// a registry entry of `images` as written there, each origin `host:port` (HTTPS) or
+/// `http://host:port` (plain HTTP, loopback only).
+fn blob_hosts(
+    src: &SourceFile,
+    obj: &serde_json::Map<String, Value>,
+    images: &[ImageSourceEntry],
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, Vec<ImageSourceEntry>> {
+    let mut out = BTreeMap::new();
+    let Some(value) = obj.get("image_blob_hosts") else {
+        return out;
+    };
+    let Some(map) = value.as_object() else {
+        diags.push(Diagnostic::at(
+            Rule::Envelope,
+            src,
+            "/image_blob_hosts",
+            "`image_blob_hosts` must be an object: `{ \"<registry of images>\": [\"host:port\", ...] }`",
+        ));
+        return out;
+    };
+    let at = |key: &str| format!("/image_blob_hosts/{}", crate::schema::walk::escape(key));
+    for (key, hosts) in map {
+        let registry = match ImageSourceEntry::parse(key) {
+            Ok(entry @ (ImageSourceEntry::Https { .. } | ImageSourceEntry::Http { .. }))
+                if images.contains(&entry) =>
+            {
+                match entry {
+                    ImageSourceEntry::Https { registry } | ImageSourceEntry::Http { registry } => {
+                        registry
+                    }
+                    ImageSourceEntry::Layout { .. } => continue,
+                }
+            }
+            _ => {
+                let listed: Vec<String> = images
+                    .iter()
+                    .filter(|e| !matches!(e, ImageSourceEntry::Layout { .. }))
+                    .map(ToString::to_string)
+                    .collect();
+                diags.push(
+                    Diagnostic::at(
+                        Rule::EnvelopeImages,
+                        src,
+                        &at(key),
+                        format!(
+                            "`{key}` is not a registry entry of `images`: blob hosts are listed \
+                             for a registry `images` admits, keyed as it is written there"
+                        ),
+                    )
+                    .help(if listed.is_empty() {
+                        "`images` lists no registry".to_string()
+                    } else {
+                        format!("the registries of `images`: {}", listed.join(", "))
+                    }),
+                );
+                continue;
+            }
+        };
+        let Some(items) = hosts.as_array() else {
+            diags.push(Diagnostic::at(
+                Rule::Envelope,
+                src,
+                &at(key),
+                format!("the blob hosts of `{key}` must be an array of strings"),
+            ));
+            continue;
+        };
+        let mut entries = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let ptr = format!("{}/{i}", at(key));
+            let Some(text) = item.as_str() else {
+                diags.push(Diagnostic::at(
+                    Rule::Envelope,
+                    src,
+                    &ptr,
+                    "a blob host must be a string",
+                ));
+                continue;
+            };
+            match ImageSourceEntry::parse(text) {
+                Ok(entry @ (ImageSourceEntry::Https { .. } | ImageSourceEntry::Http { .. })) => {
+                    entries.push(entry);
+                }
+                Ok(ImageSourceEntry::Layout { .. }) => diags.push(Diagnostic::at(
+                    Rule::EnvelopeImages,
+                    src,
+                    &ptr,
+                    format!("`{text}`: a blob host is an origin (`host:port`, or `http://host:port` on loopback), not a layout directory"),
+                )),
+                Err(e) => diags.push(Diagnostic::at(Rule::EnvelopeImages, src, &ptr, e)),
+            }
+        }
+        out.entry(registry).or_insert_with(Vec::new).extend(entries);
+    }
+    out
+}
+
+/// The optional `image_limits`, closed: `{ "max_blob_bytes": N }` with N an integer ≥ 1.
+fn image_limits(
+    src: &SourceFile,
+    obj: &serde_json::Map<String, Value>,
+    diags: &mut Diagnostics,
+) -> ImageLimits {
+    let mut limits = ImageLimits::default();
+    let Some(value) = obj.get("image_limits") else {
+        return limits;
+    };
+    let Some(map) = value.as_object() else {
+        diags.push(Diagnostic::at(
+            Rule::Envelope,
+            src,
+            "/image_limits",
+            "`image_limits` must be an object: `{ \"max_blob_bytes\": N }`",
+        ));
+        return limits;
+    };
+    Object::new(src, "/image_limits", map, ENVELOPE).closed(
+        IMAGE_LIMITS_FIELDS,
+        "`image_limits`",
+        diags,
+    );
+    if let Some(v) = map.get("max_blob_bytes") {
+        match v.as_u64() {
+            Some(n) if n >= 1 => limits.max_blob_bytes = Some(n),
+            _ => diags.push(Diagnostic::at(
+                Rule::Envelope,
+                src,
+                "/image_limits/max_blob_bytes",
+                format!(
+                    "`max_blob_bytes` must be an integer ≥ 1 (bytes; 4294967296, 4 GiB, when \
+                     absent), not `{v}`"
+                ),
+            )),
+        }
+    }
+    limits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> Result<Envelope, Diagnostics> {
+        Envelope::parse(&SourceFile::new("deploy/envelope.json", v.to_string()))
+    }
+
+    fn image(raw: &str) -> ImageRef {
+        ImageRef::parse(&format!(
+            "{raw}@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+        ))
+        .expect("a pinned reference")
+    }
+
+    /// The diagnostics as `(rule, pointer, message)`, each also shown as a whole.
+    fn problems(d: &Diagnostics) -> Vec<(Rule, String, String)> {
+        d.iter()
+            .map(|d| {
+                let shown = d.to_string();
+                assert!(shown.contains("deploy/envelope.json"), "{shown}");
+                (
+                    d.rule,
+                    d.pointer.clone().unwrap_or_default(),
+                    d.message.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn image_limits_and_blob_hosts_are_read_and_default_when_absent() {
+        let e = parse(serde_json::json!({
+            "egress": [],
+            "images": ["registry.example.com", "http://127.0.0.1:5000", "oci:/var/lib/images"],
+            "image_blob_hosts": {
+                "registry.example.com": ["blobs.example-cdn.com:443"],
+                "http://127.0.0.1:5000": ["http://127.0.0.1:5001", "localhost:5443"],
+            },
+            "image_limits": {"max_blob_bytes": 1048576},
+        }))
+        .expect("valid");
+        assert_eq!(e.image_limits.max_blob_bytes, Some(1 << 20));
+        assert_eq!(
+            e.blob_hosts(&image("127.0.0.1:5000/mcp/x")),
+            [
+                ImageSourceEntry::Http {
+                    registry: "127.0.0.1:5001".into()
+                },
+                ImageSourceEntry::Https {
+                    registry: "localhost:5443".into()
+                },
+            ]
+        );
+        assert_eq!(
+            e.blob_hosts(&image("REGISTRY.example.com/mcp/x")),
+            [ImageSourceEntry::Https {
+                registry: "blobs.example-cdn.com:443".into()
+            }]
+        );
+        assert!(e.blob_hosts(&image("oci:/var/lib/images/x")).is_empty());
+        assert!(e.blob_hosts(&image("other.example.com/x")).is_empty());
+
+        let plain = parse(serde_json::json!({"egress": [], "images": ["http://127.0.0.1:5000"]}))
+            .expect("valid");
+        assert_eq!(plain.image_limits, ImageLimits::default());
+        assert_eq!(plain.image_limits.max_blob_bytes, None);
+        assert!(plain.image_blob_hosts.is_empty());
+    }
+
+    #[test]
+    fn image_limits_is_closed_and_its_bound_an_integer_of_at_least_one() {
+        for (limits, pointer, part) in [
+            (
+                serde_json::json!({"max_blob_bytes": 10, "max_blobs": 3}),
+                "/image_limits/max_blobs",
+                "unknown field `max_blobs`",
+            ),
+            (
+                serde_json::json!({"max_blob_bytes": 0}),
+                "/image_limits/max_blob_bytes",
+                "integer ≥ 1",
+            ),
+            (
+                serde_json::json!({"max_blob_bytes": -1}),
+                "/image_limits/max_blob_bytes",
+                "integer ≥ 1",
+            ),
+            (
+                serde_json::json!({"max_blob_bytes": 1.5}),
+                "/image_limits/max_blob_bytes",
+                "integer ≥ 1",
+            ),
+            (
+                serde_json::json!({"max_blob_bytes": "1GiB"}),
+                "/image_limits/max_blob_bytes",
+                "integer ≥ 1",
+            ),
+            (serde_json::json!([1]), "/image_limits", "must be an object"),
+        ] {
+            let d = parse(serde_json::json!({"egress": [], "image_limits": limits}))
+                .expect_err("refused");
+            let all = problems(&d);
+            assert_eq!(all.len(), 1, "{all:?}");
+            let (rule, ptr, message) = &all[0];
+            assert_eq!(*rule, Rule::Envelope, "{all:?}");
+            assert_eq!(ptr, pointer, "{all:?}");
+            assert!(message.contains(part), "{message}");
+        }
+        let d = parse(serde_json::json!({"egress": [], "image_limit": {}})).expect_err("refused");
+        let all: Vec<_> = d.iter().collect();
+        assert_eq!(all[0].help.as_deref(), Some("did you mean `image_limits`?"));
+    }
+
+    #[test]
+    fn blob_hosts_are_listed_for_a_registry_of_images_each_an_admissible_origin() {
+        let images = serde_json::json!(["registry.example.com", "http://127.0.0.1:5000"]);
+        for (hosts, pointer, rule, part) in [
+            (
+                serde_json::json!({"127.0.0.1:5000": ["http://127.0.0.1:5001"]}),
+                "/image_blob_hosts/127.0.0.1:5000",
+                Rule::EnvelopeImages,
+                "not a registry entry of `images`",
+            ),
+            (
+                serde_json::json!({"other.example.com": ["blobs.example.com"]}),
+                "/image_blob_hosts/other.example.com",
+                Rule::EnvelopeImages,
+                "not a registry entry of `images`",
+            ),
+            (
+                serde_json::json!({"registry.example.com": ["http://blobs.example.com"]}),
+                "/image_blob_hosts/registry.example.com/0",
+                Rule::EnvelopeImages,
+                "loopback",
+            ),
+            (
+                serde_json::json!({"registry.example.com": ["https://blobs.example.com"]}),
+                "/image_blob_hosts/registry.example.com/0",
+                Rule::EnvelopeImages,
+                "write a registry as `host:port`",
+            ),
+            (
+                serde_json::json!({"registry.example.com": ["oci:/var/lib"]}),
+                "/image_blob_hosts/registry.example.com/0",
+                Rule::EnvelopeImages,
+                "not a layout directory",
+            ),
+            (
+                serde_json::json!({"registry.example.com": ["blobs.example.com/path"]}),
+                "/image_blob_hosts/registry.example.com/0",
+                Rule::EnvelopeImages,
+                "nothing else",
+            ),
+            (
+                serde_json::json!({"registry.example.com": "blobs.example.com"}),
+                "/image_blob_hosts/registry.example.com",
+                Rule::Envelope,
+                "array of strings",
+            ),
+            (
+                serde_json::json!({"registry.example.com": [5001]}),
+                "/image_blob_hosts/registry.example.com/0",
+                Rule::Envelope,
+                "must be a string",
+            ),
+            (
+                serde_json::json!(["blobs.example.com"]),
+                "/image_blob_hosts",
+                Rule::Envelope,
+                "must be an object",
+            ),
+        ] {
+            let d = parse(serde_json::json!({
+                "egress": [], "images": images, "image_blob_hosts": hosts,
+            }))
+            .expect_err("refused");
+            let all = problems(&d);
+            assert_eq!(all.len(), 1, "{all:?}");
+            let (r, ptr, message) = &all[0];
+            assert_eq!(*r, rule, "{all:?}");
+            assert_eq!(ptr, pointer, "{all:?}");
+            assert!(message.contains(part), "{message}");
+        }
+    }
 }

@@ -70,7 +70,7 @@ pub use codegen::{BuildError, Builder};
 pub use contract_tokens::{ContractTokens, SchemaTexts};
 pub use diagnostic::{Diagnostic, Diagnostics, Severity, SourceFile};
 pub use egress::{EgressEntry, EgressHost};
-pub use envelope::{Envelope, ImageSourceEntry};
+pub use envelope::{Envelope, ImageLimits, ImageSourceEntry};
 pub use record::{
     CompensationSpec, CredentialExemption, EndpointSpec, ResolvedCommand, SandboxProfile,
     ToolRecord,

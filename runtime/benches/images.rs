@@ -372,8 +372,14 @@ fn order(i: usize) -> [usize; 2] {
 /// `reference` ensured in `store` over plain HTTP.
 fn ensure(rt: &tokio::runtime::Runtime, store: &ImageStore, reference: &str) -> Unpacked {
     let image = ImageRef::parse(reference).expect("a pinned reference");
-    rt.block_on(store.ensure(&image, Access { plain_http: true }))
-        .unwrap_or_else(|e| panic!("{reference}: {e}"))
+    rt.block_on(store.ensure(
+        &image,
+        Access {
+            plain_http: true,
+            ..Access::default()
+        },
+    ))
+    .unwrap_or_else(|e| panic!("{reference}: {e}"))
 }
 
 /// `image` ensured in `store` over plain HTTP, after a `sync` (so that nothing is left to
@@ -387,7 +393,13 @@ fn timed_ensure(
     rt.block_on(async {
         let start = Instant::now();
         let u = store
-            .ensure(image, Access { plain_http: true })
+            .ensure(
+                image,
+                Access {
+                    plain_http: true,
+                    ..Access::default()
+                },
+            )
             .await
             .unwrap_or_else(|e| panic!("{image}: {e}"));
         (start.elapsed(), u)

@@ -3,14 +3,20 @@
 //!
 //! Every distinct `endpoint.image` is ensured in an [`ImageStore`] (the content-addressed cache
 //! shared by all runtimes on the machine): a cached image costs no request; plain HTTP is used
-//! only for a registry the envelope lists as `http://host:port` (loopback only). The result is
+//! only for a registry the envelope lists as `http://host:port` (loopback only); a redirect is
+//! followed only to the registry's own origin or a blob host the envelope's `image_blob_hosts`
+//! lists for it; no blob larger than the envelope's `image_limits.max_blob_bytes` (4 GiB by
+//! default) is written ([`access`]). The result is
 //! one [`ToolImage`] per reference, which [`SandboxExecutor::with_image`] takes. The cache and the
 //! OCI client are the sandbox's (`escepine_sandbox::cache`); which images, and over which
 //! transport, is decided here, from the registry and its envelope.
 
 use std::collections::BTreeMap;
 
-use escepine_sandbox::cache::{Access, FetchStats, ImageStore, OciError};
+use escepine_sandbox::cache::{
+    Access, BlobHost, FetchStats, ImageStore, OciError, DEFAULT_MAX_BLOB_BYTES,
+};
+use registry_build::ImageSourceEntry;
 use registry_build::{Envelope, Registry};
 
 use crate::sandbox::{SandboxExecutor, ToolImage};
@@ -76,9 +82,9 @@ pub async fn prepare(
     Ok(out)
 }
 
-/// Ensure the one image `image` is in `store`, unpacked: over plain HTTP only when `envelope`
-/// lists its registry as `http://host:port`, else HTTPS (a layout `oci:/dir` is read from
-/// disk). What [`prepare`] does for each image, and `escepine import mcp --image` for its one.
+/// Ensure the one image `image` is in `store`, unpacked, as [`access`] allows (a layout
+/// `oci:/dir` is read from disk). What [`prepare`] does for each image, and
+/// `escepine import mcp --image` for its one.
 ///
 /// # Errors
 /// When the image cannot be fetched, verified or unpacked.
@@ -87,10 +93,34 @@ pub async fn ensure(
     envelope: Option<&Envelope>,
     store: &ImageStore,
 ) -> Result<(ToolImage, FetchStats), OciError> {
-    let access = Access {
-        plain_http: envelope.is_some_and(|e| e.plain_http(image)),
+    escepine_sandbox::cache::ensure(image, access(image, envelope), store).await
+}
+
+/// How `image` is fetched under `envelope`: over plain HTTP only when it lists the registry as
+/// `http://host:port`, else HTTPS; redirected (or sent for a token) only to the registry's own
+/// origin or the blob hosts its `image_blob_hosts` lists for that registry; no blob larger than
+/// its `image_limits.max_blob_bytes`, else 4 GiB. Without an envelope: HTTPS, no other origin,
+/// 4 GiB.
+pub fn access(image: &escepine_contract::ImageRef, envelope: Option<&Envelope>) -> Access {
+    let Some(envelope) = envelope else {
+        return Access::default();
     };
-    escepine_sandbox::cache::ensure(image, access, store).await
+    Access {
+        plain_http: envelope.plain_http(image),
+        blob_hosts: envelope
+            .blob_hosts(image)
+            .iter()
+            .filter_map(|host| match host {
+                ImageSourceEntry::Https { registry } => Some(BlobHost::https(registry.clone())),
+                ImageSourceEntry::Http { registry } => Some(BlobHost::http(registry.clone())),
+                ImageSourceEntry::Layout { .. } => None,
+            })
+            .collect(),
+        max_blob_bytes: envelope
+            .image_limits
+            .max_blob_bytes
+            .unwrap_or(DEFAULT_MAX_BLOB_BYTES),
+    }
 }
 
 /// `executor` with every prepared image.
@@ -99,4 +129,54 @@ pub fn with_images(mut executor: SandboxExecutor, prepared: &[Prepared]) -> Sand
         executor = executor.with_image(p.image.clone());
     }
     executor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use registry_build::SourceFile;
+
+    #[test]
+    fn the_access_of_an_image_is_what_the_envelope_says_of_its_registry() {
+        let envelope = Envelope::parse(&SourceFile::new(
+            "envelope.json",
+            serde_json::json!({
+                "egress": [],
+                "images": ["http://127.0.0.1:5000", "registry.example.com"],
+                "image_blob_hosts": {"http://127.0.0.1:5000": ["http://127.0.0.1:5001", "127.0.0.1:5443"]},
+                "image_limits": {"max_blob_bytes": 1048576},
+            })
+            .to_string(),
+        ))
+        .expect("a valid envelope");
+        let image = |raw: &str| {
+            escepine_contract::ImageRef::parse(&format!(
+                "{raw}@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+            ))
+            .expect("a pinned reference")
+        };
+        assert_eq!(
+            access(&image("127.0.0.1:5000/mcp/x"), Some(&envelope)),
+            Access {
+                plain_http: true,
+                blob_hosts: vec![
+                    BlobHost::http("127.0.0.1:5001"),
+                    BlobHost::https("127.0.0.1:5443")
+                ],
+                max_blob_bytes: 1 << 20,
+            }
+        );
+        assert_eq!(
+            access(&image("registry.example.com/mcp/x"), Some(&envelope)),
+            Access {
+                max_blob_bytes: 1 << 20,
+                ..Access::default()
+            }
+        );
+        assert_eq!(
+            access(&image("127.0.0.1:5000/mcp/x"), None),
+            Access::default()
+        );
+        assert_eq!(Access::default().max_blob_bytes, 4 << 30);
+    }
 }

@@ -4,15 +4,18 @@
 //! Which images a registry needs, and over which transport, is the runtime's to decide; this
 //! module turns one reference into what the sandbox runs on.
 
-pub use escepine_oci::{Access, FetchStats, ImageStore, OciError, Unpacked};
+pub use escepine_oci::{
+    Access, BlobHost, FetchStats, ImageStore, OciError, Unpacked, DEFAULT_MAX_BLOB_BYTES,
+};
 
 use escepine_contract::ImageRef;
 
 use crate::ToolImage;
 
-/// Ensure `image` is in `store`, unpacked (over plain HTTP only with `access.plain_http`, a
-/// layout `oci:/dir` read from disk), and the [`ToolImage`] the sandbox runs on; with what was
-/// fetched (nothing when it was cached).
+/// Ensure `image` is in `store`, unpacked (over plain HTTP only with `access.plain_http`, each
+/// request to an origin `access` admits, each blob bounded by `access.max_blob_bytes`; a layout
+/// `oci:/dir` read from disk), and the [`ToolImage`] the sandbox runs on; with what was fetched
+/// (nothing when it was cached).
 ///
 /// # Errors
 /// When the image cannot be fetched, verified or unpacked.

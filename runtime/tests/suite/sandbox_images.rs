@@ -276,6 +276,48 @@ async fn a_layer_altered_in_the_registry_is_refused_by_its_digest() {
     assert_eq!(kept, 0, "nothing unpacked in {}", images.display());
 }
 
+#[tokio::test]
+async fn a_layer_larger_than_the_envelopes_largest_blob_is_refused_before_it_is_fetched() {
+    let _host = host::shared().await;
+    let registry = Registry::start().expect("a loopback registry");
+    let layouts = tempfile::tempdir().expect("tempdir");
+    let python = sample_images::python_image(layouts.path());
+    let reference = sample_images::pushed(&python, &registry.addr(), "mcp/python").await;
+    let scene = Scene::new(
+        &[record(
+            "shout",
+            text_shape(),
+            image_endpoint(&reference),
+            &[],
+        )],
+        json!({
+            "egress": [],
+            "images": [format!("http://{}", registry.addr())],
+            "image_limits": {"max_blob_bytes": 1048576},
+        }),
+    );
+    let checked = scene.check();
+    assert_eq!(checked.status.code(), Some(1));
+    let said = text(&checked.stderr);
+    assert!(
+        said.contains(&python.layers[0])
+            && said.contains("max_blob_bytes")
+            && said.contains("1048576"),
+        "names the layer and the envelope's bound: {said}"
+    );
+    let cache = scene.path("cache");
+    let layer = cache
+        .join("blobs/sha256")
+        .join(python.layers[0].trim_start_matches("sha256:"));
+    assert!(!layer.exists(), "the layer was not fetched");
+    for sub in ["images", "tmp"] {
+        let kept = std::fs::read_dir(cache.join(sub))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(kept, 0, "nothing left in {sub}/");
+    }
+}
+
 /// The envelope admitting exactly `paths` as read-only prefixes.
 fn read_only_envelope(paths: &[PathBuf]) -> Value {
     json!({"egress": [], "read_only": paths})

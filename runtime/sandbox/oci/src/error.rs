@@ -44,7 +44,52 @@ pub enum OciError {
         detail: String,
         /// The client's error.
         #[source]
-        source: Box<oci_client::errors::OciDistributionError>,
+        source: Box<RegistryError>,
+    },
+    /// The registry sent the fetcher (by a redirect, or by the token service its challenge
+    /// names) where the image's access does not admit; nothing was requested there.
+    #[error(
+        "image `{image}`: fetching {what} is refused: {via} {reason}; nothing was requested there"
+    )]
+    Refused {
+        /// The image reference.
+        image: String,
+        /// The manifest or blob (`blob sha256:…`, `manifest sha256:…`).
+        what: String,
+        /// How the registry sent it there (`the registry redirected to`, …).
+        via: &'static str,
+        /// The rule broken.
+        reason: Box<Refusal>,
+    },
+    /// A blob larger than a bound of the store: refused before it is fetched when its
+    /// descriptor declares more, else as soon as the bytes received pass the bound. (A blob
+    /// longer than its own descriptor is a [`OciError::SizeMismatch`].)
+    #[error(
+        "image `{image}`: blob {digest} is refused: {}, more than the {limit} bytes {bound} \
+         allows; nothing of it was cached",
+        declared.map_or_else(|| format!("more than {limit} bytes arrived"), |d| format!("its descriptor declares {d} bytes"))
+    )]
+    BlobTooLarge {
+        /// The image reference.
+        image: String,
+        /// The blob's digest.
+        digest: String,
+        /// The descriptor's size when the blob was refused before any byte was fetched; `None`
+        /// when it was refused while it was being received.
+        declared: Option<u64>,
+        /// The bound passed, in bytes.
+        limit: u64,
+        /// Which bound.
+        bound: BlobBound,
+    },
+    /// The image's access names an origin that cannot be admitted (plain HTTP off loopback, a
+    /// blob host that is not `host[:port]`).
+    #[error("image `{image}`: the access to its registry is refused: {reason}")]
+    BadAccess {
+        /// The image reference.
+        image: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A blob whose content does not hash to the digest that names it.
     #[error(
@@ -180,13 +225,116 @@ pub enum OciError {
     },
 }
 
+/// Which bound a blob passed ([`OciError::BlobTooLarge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobBound {
+    /// [`Access::max_blob_bytes`](crate::Access::max_blob_bytes): the envelope's
+    /// `image_limits.max_blob_bytes`, 4 GiB by default.
+    MaxBlobBytes,
+    /// The free space of the cache's filesystem, less a margin.
+    FreeSpace {
+        /// The directory measured (the cache's `tmp/`).
+        path: PathBuf,
+        /// The bytes available to the store when measured (`statvfs`: `f_bavail × f_frsize`).
+        available: u64,
+        /// The margin left free.
+        margin: u64,
+    },
+}
+
+impl std::fmt::Display for BlobBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::MaxBlobBytes => f.write_str(
+                "the largest blob (`image_limits.max_blob_bytes` of the envelope, 4 GiB by default)",
+            ),
+            Self::FreeSpace {
+                path,
+                available,
+                margin,
+            } => write!(
+                f,
+                "the free space of the image cache's filesystem (`{}`: {available} bytes \
+                 available, less a margin of {margin})",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// Why a URL the registry sent the fetcher to is not requested ([`OciError::Refused`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// An origin neither the registry's own nor one of the blob hosts listed for it.
+    #[error(
+        "`{url}`, whose origin {origin} is neither the registry's own nor a blob host the \
+         envelope lists for it in `image_blob_hosts` (admitted: {admitted})"
+    )]
+    NotAdmitted {
+        /// The URL (its query left out).
+        url: String,
+        /// Its origin, `scheme://host:port`.
+        origin: String,
+        /// The origins admitted, comma-separated.
+        admitted: String,
+    },
+    /// A URL carrying a user name or password.
+    #[error("`{url}`, which carries user information")]
+    UserInfo {
+        /// The URL (its user information and query left out).
+        url: String,
+    },
+    /// A URL that does not parse.
+    #[error("`{url}`, which is not a URL: {reason}")]
+    NotUrl {
+        /// The text.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// More redirects than allowed in one request.
+    #[error("`{url}` after {max} redirects already (at most {max} are followed)")]
+    TooManyRedirects {
+        /// The URL of the hop refused (its query left out).
+        url: String,
+        /// The most followed.
+        max: usize,
+    },
+}
+
+/// What failed between the fetcher and a registry ([`OciError::Registry`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The HTTP client failed (connection, TLS, timeout, a broken body).
+    #[error("{0}")]
+    Http(#[source] reqwest::Error),
+    /// The registry (or a blob host) answered with an error status.
+    #[error("`{url}` answered {status}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    Status {
+        /// The URL requested (its query left out).
+        url: String,
+        /// The status code.
+        status: u16,
+        /// The start of the answer's body.
+        body: String,
+    },
+    /// The token service of the registry's challenge gave no usable token.
+    #[error("the token service `{url}`: {reason}")]
+    Token {
+        /// The token service's URL (its query left out).
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
 impl OciError {
     /// A registry error, its causes spelled out.
     pub(crate) fn registry(
         image: &str,
         what: String,
         scheme: &'static str,
-        source: oci_client::errors::OciDistributionError,
+        source: RegistryError,
     ) -> Self {
         let mut detail = source.to_string();
         let mut cause = std::error::Error::source(&source);

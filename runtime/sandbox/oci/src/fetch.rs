@@ -1,37 +1,24 @@
-//! Where blobs come from: a registry through the OCI distribution API (`oci-client`,
-//! anonymous, HTTPS unless the caller allows plain HTTP), or a local OCI image layout read
-//! directly. Either way each blob goes through a [`BlobWriter`], which verifies it.
+//! Where blobs come from: a registry through the OCI distribution API ([`RegistryClient`],
+//! anonymous, HTTPS unless the caller allows plain HTTP, every request and redirect hop to an
+//! origin the image's access admits), or a local OCI image layout read directly. Either way
+//! each blob goes through a [`BlobWriter`](crate::blobs::BlobWriter), which verifies and bounds
+//! it.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use futures::StreamExt;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{DigestError, OciDistributionError};
-use oci_client::manifest::OciDescriptor;
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
-
 use crate::blobs::Blobs;
 use crate::document::{Descriptor, MANIFEST_TYPES, MAX_DOCUMENT};
 use crate::error::OciError;
+use crate::http::{Get, RegistryClient};
 use crate::types::Access;
-
-/// How long a connection to a registry may take to open.
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-/// How long a registry may stay silent in the middle of a response.
-const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The origin of one image's blobs.
 pub enum Origin {
     /// A registry.
     Registry {
-        /// The client (its protocol fixed by [`Access`]).
-        client: Box<Client>,
-        /// `registry/repository`, the digest being irrelevant for blobs.
-        reference: Reference,
-        /// `HTTPS` or `plain HTTP`, for errors.
-        scheme: &'static str,
+        /// The client (its protocol and admitted origins fixed by [`Access`]).
+        client: Box<RegistryClient>,
     },
     /// A local OCI image layout.
     Layout {
@@ -44,43 +31,16 @@ impl Origin {
     /// A registry origin for `registry`/`repository`.
     ///
     /// # Errors
+    /// [`OciError::BadAccess`] if `access` admits an origin it may not;
     /// [`OciError::Registry`] if the HTTP client cannot be built.
     pub fn registry(
         image: &str,
         registry: &str,
         repository: &str,
-        digest: &str,
-        access: Access,
+        access: &Access,
     ) -> Result<Self, OciError> {
-        let (protocol, scheme) = if access.plain_http {
-            (ClientProtocol::Http, "plain HTTP")
-        } else {
-            (ClientProtocol::Https, "HTTPS")
-        };
-        let config = ClientConfig {
-            protocol,
-            // Indexes are resolved here, verified like every other blob.
-            platform_resolver: None,
-            connect_timeout: Some(CONNECT_TIMEOUT),
-            read_timeout: Some(READ_TIMEOUT),
-            ..ClientConfig::default()
-        };
-        let client = Client::try_from(config).map_err(|source| {
-            OciError::registry(
-                image,
-                "nothing (the HTTP client could not be built)".into(),
-                scheme,
-                source,
-            )
-        })?;
         Ok(Self::Registry {
-            client: Box::new(client),
-            reference: Reference::with_digest(
-                registry.to_string(),
-                repository.to_string(),
-                digest.to_string(),
-            ),
-            scheme,
+            client: Box::new(RegistryClient::new(image, registry, repository, access)?),
         })
     }
 
@@ -125,40 +85,23 @@ impl Origin {
             return Ok((bytes, false));
         }
         let bytes = match self {
-            Self::Registry {
-                client,
-                reference,
-                scheme,
-            } => {
-                let at = Reference::with_digest(
-                    reference.registry().to_string(),
-                    reference.repository().to_string(),
-                    digest.to_string(),
-                );
-                match client
-                    .pull_manifest_raw(&at, &RegistryAuth::Anonymous, &MANIFEST_TYPES)
-                    .await
-                {
-                    Ok((bytes, _)) => bytes.to_vec(),
-                    Err(OciDistributionError::DigestError(DigestError::VerificationError {
-                        expected,
-                        actual,
-                    })) => {
-                        return Err(OciError::DigestMismatch {
-                            image: image.to_string(),
-                            expected,
-                            found: actual,
-                        })
-                    }
-                    Err(source) => {
-                        return Err(OciError::registry(
-                            image,
-                            format!("manifest {digest}"),
-                            scheme,
-                            source,
-                        ))
+            Self::Registry { client } => {
+                let what = format!("manifest {digest}");
+                let get = Get {
+                    image,
+                    what: &what,
+                    path: format!("manifests/{digest}"),
+                    accept: Some(MANIFEST_TYPES.join(", ")),
+                };
+                let mut response = client.get(&get).await?;
+                let mut bytes = Vec::new();
+                while let Some(chunk) = client.chunk(&get, &mut response).await? {
+                    bytes.extend_from_slice(&chunk);
+                    if bytes.len() as u64 > MAX_DOCUMENT {
+                        break;
                     }
                 }
+                bytes
             }
             Self::Layout { dir } => {
                 let file = layout_blob(dir, digest);
@@ -193,46 +136,27 @@ impl Origin {
     /// number of bytes transferred (0 when it was already stored).
     ///
     /// # Errors
-    /// [`OciError::DigestMismatch`], [`OciError::SizeMismatch`], or a transfer error; nothing
-    /// of a refused blob stays in the store.
+    /// [`OciError::DigestMismatch`], [`OciError::SizeMismatch`], [`OciError::BlobTooLarge`]
+    /// (before any request when the descriptor declares too much), [`OciError::Refused`], or a
+    /// transfer error; nothing of a refused blob stays in the store.
     pub async fn blob(&self, image: &str, blobs: &Blobs, d: &Descriptor) -> Result<u64, OciError> {
         if blobs.has(&d.digest, d.size) {
             return Ok(0);
         }
+        // Bounded before any request: a declared size past a bound is refused here.
         let mut w = blobs.writer(image, &d.digest, d.size)?;
         match self {
-            Self::Registry {
-                client,
-                reference,
-                scheme,
-            } => {
-                let desc = OciDescriptor {
-                    media_type: d.media_type.clone(),
-                    digest: d.digest.clone(),
-                    size: i64::try_from(d.size).unwrap_or(i64::MAX),
-                    ..OciDescriptor::default()
+            Self::Registry { client } => {
+                let what = format!("blob {}", d.digest);
+                let get = Get {
+                    image,
+                    what: &what,
+                    path: format!("blobs/{}", d.digest),
+                    accept: None,
                 };
-                let transfer = |source| {
-                    OciError::registry(image, format!("blob {}", d.digest), scheme, source)
-                };
-                let mut stream = client
-                    .pull_blob_stream(reference, &desc)
-                    .await
-                    .map_err(transfer)?;
-                while let Some(chunk) = stream.next().await {
-                    match chunk {
-                        Ok(bytes) => w.write(&bytes)?,
-                        // The client's own check of the digest ends the stream with an error
-                        // once every byte arrived: report it as the store's own check would.
-                        Err(_) if w.written() == d.size && w.found() != d.digest => {
-                            return Err(OciError::DigestMismatch {
-                                image: image.to_string(),
-                                expected: d.digest.clone(),
-                                found: w.found(),
-                            })
-                        }
-                        Err(e) => return Err(transfer(OciDistributionError::IoError(e))),
-                    }
+                let mut response = client.get(&get).await?;
+                while let Some(chunk) = client.chunk(&get, &mut response).await? {
+                    w.write(&chunk)?;
                 }
             }
             Self::Layout { dir } => {

@@ -142,12 +142,14 @@ impl ImageStore {
     /// The image unpacked, fetching and unpacking only what is not cached yet.
     ///
     /// A cached image is returned without any network request. Otherwise an exclusive lock on
-    /// the image is taken (another runtime fetching the same image is waited for), every blob
-    /// missing from the cache is fetched and verified, and the layers are unpacked.
+    /// the image is taken (another runtime fetching the same image is waited for), the
+    /// temporary blobs crashed writers left are removed, every blob missing from the cache is
+    /// fetched (each request to an origin `access` admits) and verified, each bounded by
+    /// [`Access::max_blob_bytes`] and the cache's free space, and the layers are unpacked.
     ///
     /// # Errors
     /// An [`OciError`] naming the image and what was refused or failed; a refused image leaves
-    /// nothing under `images/` and no blob that failed its digest.
+    /// nothing under `images/` and no blob that failed its digest or a bound.
     pub async fn ensure(&self, image: &ImageRef, access: Access) -> Result<Unpacked, OciError> {
         if let Some(done) = self.cached(image)? {
             return Ok(done);
@@ -162,10 +164,12 @@ impl ImageStore {
                 registry,
                 repository,
                 ..
-            } => Origin::registry(&image.raw, registry, repository, &image.digest, access)?,
+            } => Origin::registry(&image.raw, registry, repository, &access)?,
             ImageSource::Layout { dir } => Origin::layout(&image.raw, dir)?,
         };
-        self.fetch_and_unpack(image, &origin).await
+        let blobs = Blobs::new(&self.root, access.max_blob_bytes);
+        blobs.remove_stale();
+        self.fetch_and_unpack(image, &origin, &blobs).await
     }
 
     async fn lock(&self, image: &ImageRef) -> Result<File, OciError> {
@@ -201,20 +205,20 @@ impl ImageStore {
         &self,
         image: &ImageRef,
         origin: &Origin,
+        blobs: &Blobs,
     ) -> Result<Unpacked, OciError> {
         let raw = image.raw.as_str();
-        let blobs = Blobs::new(&self.root);
         let reader = Reader { image: raw };
         let mut fetched = FetchStats::default();
 
         // The manifest, through an index when the reference names one.
-        let (bytes, new) = origin.manifest(raw, &blobs, &image.digest).await?;
+        let (bytes, new) = origin.manifest(raw, blobs, &image.digest).await?;
         fetched.add(new, bytes.len() as u64);
         let mut manifest_digest = image.digest.clone();
         let mut document = reader.document(&image.digest, &bytes)?;
         if let Document::Index(entries) = &document {
             let chosen = reader.pick(&image.digest, entries, &host_platform())?;
-            let (bytes, new) = origin.manifest(raw, &blobs, &chosen.digest).await?;
+            let (bytes, new) = origin.manifest(raw, blobs, &chosen.digest).await?;
             if bytes.len() as u64 != chosen.size {
                 return Err(OciError::SizeMismatch {
                     image: raw.to_string(),
@@ -246,7 +250,7 @@ impl ImageStore {
                 found: "nothing (larger than the largest config accepted)".into(),
             });
         }
-        let n = origin.blob(raw, &blobs, &config).await?;
+        let n = origin.blob(raw, blobs, &config).await?;
         fetched.add(n > 0, n);
         let config_path = blobs.path(&config.digest);
         let config_bytes = std::fs::read(&config_path).map_err(|source| OciError::Io {
@@ -277,7 +281,7 @@ impl ImageStore {
                     layer: layer.digest.clone(),
                     media_type: layer.media_type.clone(),
                 })?;
-            let n = origin.blob(raw, &blobs, layer).await?;
+            let n = origin.blob(raw, blobs, layer).await?;
             fetched.add(n > 0, n);
             specs.push((layer.digest.clone(), compression, blobs.path(&layer.digest)));
         }

@@ -8,7 +8,12 @@ use escepine_oci::{Access, FetchStats, ImageStore, OciError};
 use escepine_testkit::image::{push, BuiltImage, Compression, ImageBuilder, Layer};
 use escepine_testkit::registry::Registry;
 
-const PLAIN: Access = Access { plain_http: true };
+fn plain() -> Access {
+    Access {
+        plain_http: true,
+        ..Access::default()
+    }
+}
 
 fn image(layers: &[(&str, &[u8], Compression)]) -> ImageBuilder {
     let mut b = ImageBuilder::new()
@@ -53,7 +58,7 @@ async fn an_image_is_fetched_unpacked_and_then_served_from_the_cache_without_the
     let root = t.path().join("cache");
     let first = ImageStore::open(&root)
         .expect("store")
-        .ensure(&reference, PLAIN)
+        .ensure(&reference, plain())
         .await
         .expect("fetched");
     assert_eq!(first.manifest_digest, built.manifest_digest);
@@ -79,7 +84,7 @@ async fn an_image_is_fetched_unpacked_and_then_served_from_the_cache_without_the
     registry.stop();
     let second = ImageStore::open(&root)
         .expect("store")
-        .ensure(&reference, PLAIN)
+        .ensure(&reference, plain())
         .await
         .expect("served from the cache");
     assert_eq!(second.fetched, FetchStats { blobs: 0, bytes: 0 });
@@ -113,7 +118,7 @@ async fn a_blob_altered_in_the_registry_is_refused_by_its_digest_and_not_cached(
     let root = t.path().join("cache");
     let err = ImageStore::open(&root)
         .expect("store")
-        .ensure(&reference, PLAIN)
+        .ensure(&reference, plain())
         .await
         .expect_err("the altered layer is refused");
     eprintln!("refused as expected: {err}");
@@ -161,7 +166,7 @@ async fn plain_http_is_spoken_only_when_allowed() {
     let root = t.path().join("cache");
     let err = ImageStore::open(&root)
         .expect("store")
-        .ensure(&reference, Access { plain_http: false })
+        .ensure(&reference, Access::default())
         .await
         .expect_err("an HTTPS client cannot talk to a plain HTTP registry");
     eprintln!("refused as expected: {err}");
@@ -196,7 +201,7 @@ async fn an_index_in_the_registry_is_verified_and_resolved_to_this_platform() {
     .await;
     let unpacked = ImageStore::open(t.path().join("cache"))
         .expect("store")
-        .ensure(&reference, PLAIN)
+        .ensure(&reference, plain())
         .await
         .expect("fetched");
     assert_eq!(unpacked.manifest_digest, built.manifest_digest);
@@ -228,7 +233,7 @@ async fn a_config_altered_in_the_registry_is_refused_by_its_digest() {
     let root = t.path().join("cache");
     let err = ImageStore::open(&root)
         .expect("store")
-        .ensure(&reference, PLAIN)
+        .ensure(&reference, plain())
         .await
         .expect_err("the altered config is refused");
     eprintln!("refused as expected: {err}");
