@@ -37,19 +37,27 @@ mod support;
 const HOSTILE: &str = "escepine-hostile";
 /// Where the no-op image holds the tool.
 const NOOP_IN_IMAGE: &str = "/usr/local/bin/escepine-hostile";
-/// Untimed calls before each row's timed ones.
-const WARM_UP: usize = 10;
+/// Untimed calls before each row's timed ones (none in a smoke run).
+fn warm_up() -> usize {
+    support::warm_up(10)
+}
 /// Untimed MCP sessions before the timed ones (each starts a Python interpreter).
-const MCP_WARM_UP: usize = 3;
+fn mcp_warm_up() -> usize {
+    support::warm_up(3)
+}
 
 fn main() {
     // The sandboxes' init is this program, as in every program that starts sandboxes.
     escepine_runtime::sandbox::init::dispatch();
     let iters = support::iters(100);
-    let runs: usize = std::env::var("ESCEPINE_BENCH_FETCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+    let runs: usize = if support::smoke() {
+        1
+    } else {
+        std::env::var("ESCEPINE_BENCH_FETCH_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5)
+    };
     println!("load average at the start: {}", load_average());
     let tool = testkit_bin(HOSTILE, "ESCEPINE_HOSTILE");
     println!(
@@ -114,7 +122,7 @@ fn main() {
                     .expect("prewarm");
             }
             let mut samples = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
-            for i in 0..iters + WARM_UP {
+            for i in 0..iters + warm_up() {
                 for k in order(i) {
                     if pool > 0 {
                         // A call rate the pools keep up with (as between an agent's calls): the
@@ -124,7 +132,7 @@ fn main() {
                         }
                     }
                     let took = noop_call(&executors[k], recs[k]).await;
-                    if i >= WARM_UP {
+                    if i >= warm_up() {
                         samples[k].push(took);
                     }
                 }
@@ -156,10 +164,10 @@ fn main() {
             );
         }
         let mut samples = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
-        for i in 0..iters + WARM_UP {
+        for i in 0..iters + warm_up() {
             for k in order(i) {
                 let took = provision_execute_destroy(&executors[k], &specs[k]).await;
-                if i >= WARM_UP {
+                if i >= warm_up() {
                     samples[k].push(took);
                 }
             }
@@ -292,7 +300,7 @@ fn main() {
     ];
     let mcp_samples = rt.block_on(async {
         let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(iters); mcp.len()];
-        for i in 0..iters + MCP_WARM_UP {
+        for i in 0..iters + mcp_warm_up() {
             for (k, (_, rec, ex)) in mcp.iter().enumerate() {
                 let payload = json!({ "text": "a bb ccc" });
                 let start = Instant::now();
@@ -301,7 +309,7 @@ fn main() {
                     .unwrap_or_else(|e| panic!("{}: {e}", mcp[k].0));
                 let took = start.elapsed();
                 assert_eq!(out, json!({ "words": 3 }), "{}", mcp[k].0);
-                if i >= MCP_WARM_UP {
+                if i >= mcp_warm_up() {
                     samples[k].push(took);
                 }
             }

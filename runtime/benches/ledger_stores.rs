@@ -20,9 +20,17 @@ use escepine_testkit::postgres::TestDatabase;
 
 const CHILD_ENV: &str = "ESCEPINE_BENCH_APPENDER";
 
+/// Whether this is a smoke run (no `--bench`, as `cargo test --benches` runs it): every row
+/// once with a few calls, to prove the bench works.
+fn smoke() -> bool {
+    !std::env::args().any(|a| a == "--bench")
+}
+
 /// Calls per process at each concurrency.
 fn calls_for(concurrency: usize) -> usize {
-    if concurrency == 1 {
+    if smoke() {
+        concurrency.max(2)
+    } else if concurrency == 1 {
         200
     } else {
         concurrency * 40
@@ -115,10 +123,6 @@ fn measure(location: &str, processes: usize, concurrency: usize) -> f64 {
 fn main() {
     if let Ok(spec) = std::env::var(CHILD_ENV) {
         appender(&spec);
-        return;
-    }
-    // `cargo test --benches` runs bench programs with `--bench` absent: nothing to measure.
-    if !std::env::args().any(|a| a == "--bench") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

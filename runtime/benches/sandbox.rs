@@ -35,8 +35,9 @@ fn record(binary: &Path) -> ToolRecord {
 
 /// Runs `cmd` with `{}` on stdin to its end, `iters` times after a warm-up.
 fn time_command(name: &str, iters: usize, mut make: impl FnMut() -> Command) -> Option<Row> {
+    let warm = support::warm_up(10);
     let mut samples = Vec::with_capacity(iters);
-    for i in 0..iters + 10 {
+    for i in 0..iters + warm {
         let start = Instant::now();
         let mut child = match make()
             .stdin(Stdio::piped())
@@ -56,7 +57,7 @@ fn time_command(name: &str, iters: usize, mut make: impl FnMut() -> Command) -> 
             println!("{name:<48} skipped: it failed ({})", out.status);
             return None;
         }
-        if i >= 10 {
+        if i >= warm {
             samples.push(start.elapsed());
         }
     }
@@ -67,6 +68,7 @@ fn main() {
     // The sandboxes' init is this program, as in every program that starts sandboxes.
     escepine_runtime::sandbox::init::dispatch();
     let iters = support::iters(300);
+    let warm = support::warm_up(10);
     let tool = testkit_bin(HOSTILE, "ESCEPINE_HOSTILE");
     println!(
         "no-op tool: {} noop; {iters} timed runs per row\n",
@@ -132,7 +134,7 @@ fn main() {
         let samples = rt.block_on(async {
             ex.prewarm(&rec, &egress).await.unwrap();
             let mut samples = Vec::with_capacity(iters);
-            for i in 0..iters + 10 {
+            for i in 0..iters + warm {
                 if pool > 0 {
                     // A call rate the pool keeps up with: the previous call's replacement is
                     // ready (as between an agent's tool calls).
@@ -162,7 +164,7 @@ fn main() {
                 let out = ex.execute(inv).await.expect("the no-op runs");
                 let took = start.elapsed();
                 assert_eq!(out.output, json!({}));
-                if i >= 10 {
+                if i >= warm {
                     samples.push(took);
                 }
             }
@@ -176,9 +178,9 @@ fn main() {
         let ex = SandboxExecutor::with_backend(backend());
         let spec = ex.spec(&rec, &proxy_egress).await.unwrap();
         let mut samples = Vec::with_capacity(iters);
-        for i in 0..iters + 10 {
+        for i in 0..iters + warm {
             let took = provision_execute_destroy(&ex, &spec).await;
-            if i >= 10 {
+            if i >= warm {
                 samples.push(took);
             }
         }
@@ -206,7 +208,7 @@ fn main() {
             let secrets = BTreeMap::new();
             let payload = json!({ "planted": "/nonexistent", "write_outside": "/nonexistent/x" });
             let mut samples = Vec::with_capacity(iters);
-            for i in 0..iters + 10 {
+            for i in 0..iters + warm {
                 let inv = Invocation {
                     tool: &mcp_rec,
                     payload: &payload,
@@ -224,7 +226,7 @@ fn main() {
                 let out = ex.execute(inv).await.expect("the probe answers");
                 let took = start.elapsed();
                 assert!(out.output.get("hostname").is_some());
-                if i >= 10 {
+                if i >= warm {
                     samples.push(took);
                 }
             }

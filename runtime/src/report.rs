@@ -190,12 +190,16 @@ impl fmt::Display for CallReport {
                 policy_ids,
                 reasons,
             } => f.write_str(&denied_message(policy_ids, reasons)),
-            CallOutcome::Failed { last_error } => {
-                write!(f, "failed after {attempts} attempt(s): {last_error}")
-            }
+            CallOutcome::Failed { last_error } => write!(
+                f,
+                "failed after {attempts} attempt(s): {last_error} (call {}: {EVIDENCE})",
+                self.call_id
+            ),
             CallOutcome::TimedOut { timeout_ms } => write!(
                 f,
-                "timed out after {attempts} attempt(s) of {timeout_ms} ms each"
+                "timed out after {attempts} attempt(s) of {timeout_ms} ms each (call {}: \
+                 {EVIDENCE})",
+                self.call_id
             ),
             CallOutcome::OutputRejected { violations } => {
                 write!(f, "output rejected: {}", violation_list(violations))
@@ -223,6 +227,10 @@ impl fmt::Display for CallReport {
         }
     }
 }
+
+/// Where a failed call's evidence is: the attempts the ledger recorded under its call id.
+const EVIDENCE: &str = "each attempt's error, stderr and egress requests and refusals are in the \
+                        ledger, `escepine ledger show --call <id>`";
 
 /// `rejected by <approver>: nothing ran`.
 pub(crate) fn rejected_message(approver: &str) -> String {
@@ -345,7 +353,7 @@ mod tests {
         let timed_out = report(CallOutcome::TimedOut { timeout_ms: 50 }, 2);
         assert_eq!(
             timed_out.to_string(),
-            "timed out after 2 attempt(s) of 50 ms each"
+            format!("timed out after 2 attempt(s) of 50 ms each (call c: {EVIDENCE})")
         );
         let err = timed_out.into_output().unwrap_err();
         assert_eq!(err.kind(), CallKind::TimedOut);

@@ -15,6 +15,8 @@ use crate::budget::table::BudgetTable;
 use crate::budget::Budgets;
 use crate::error::CallError;
 use crate::executor::Executor;
+use crate::ledger::checkpoint::Checkpoint;
+use crate::ledger::trust::Trust;
 use crate::ledger::{Ledger, LedgerError};
 use crate::overlay::{Overlay, OverlayError};
 use crate::report::{CallReport, NoOutput};
@@ -59,6 +61,7 @@ pub struct RuntimeBuilder {
     shadow: Option<Binding>,
     budgets: Budgets,
     approval_ttl: Duration,
+    trust: Trust,
 }
 
 /// How long a call allowed only with approval waits, unless the builder says otherwise: a day.
@@ -71,6 +74,15 @@ impl RuntimeBuilder {
     /// for every runtime on the ledger.
     pub fn approval_ttl(mut self, ttl: Duration) -> Self {
         self.approval_ttl = ttl;
+        self
+    }
+
+    /// Signed checkpoints of the ledger (opened with their verifier key) that every entry the
+    /// runtime acts on is checked against, besides the chain's own links: the payload an
+    /// approval runs, the step an SOP resume re-runs, the inputs and outputs a compensation is
+    /// built from ([`crate::ledger::trust`]).
+    pub fn trusted_checkpoints(mut self, checkpoints: Vec<Checkpoint>) -> Self {
+        self.trust = Trust { checkpoints };
         self
     }
 
@@ -186,6 +198,7 @@ impl RuntimeBuilder {
                 executor: self.executor.ok_or(BuildError::Missing("executor"))?,
                 secrets: self.secrets,
                 approval_ttl: self.approval_ttl,
+                trust: self.trust,
                 registry: reg,
                 clients_checked: std::sync::Mutex::default(),
             }),
@@ -202,6 +215,7 @@ struct Inner {
     executor: Arc<dyn Executor>,
     secrets: Arc<dyn SecretSource>,
     approval_ttl: Duration,
+    trust: Trust,
     registry: Registry,
     /// Tool ids whose typed-client contract matched the registry (see `check_client`).
     clients_checked: std::sync::Mutex<std::collections::HashSet<&'static str>>,
@@ -228,7 +242,14 @@ impl Runtime {
             shadow: None,
             budgets: Budgets::default(),
             approval_ttl: DEFAULT_APPROVAL_TTL,
+            trust: Trust::default(),
         }
+    }
+
+    /// What entries read back from the ledger are checked against before the runtime acts on
+    /// them.
+    pub fn trust(&self) -> &Trust {
+        &self.inner.trust
     }
 
     /// The frozen registry.
@@ -319,7 +340,7 @@ impl Runtime {
     /// # Errors
     /// As [`Runtime::approve`], but for the approver's checks.
     pub async fn expire(&self, call_id: &str) -> Result<Option<CallReport>, ApprovalError> {
-        approval::expire(&*self.inner.ledger, call_id).await
+        approval::expire(&*self.inner.ledger, &self.inner.trust, call_id).await
     }
 
     /// Where call `call_id` stands, read from the ledger alone (so the same in any runtime on
@@ -359,6 +380,7 @@ impl Runtime {
             executor: &*inner.executor,
             secrets: &*inner.secrets,
             approval_ttl: inner.approval_ttl,
+            trust: &inner.trust,
         }
     }
 }

@@ -97,10 +97,12 @@ impl Naive<'_> {
         let resource = EntityUid::from_str(&format!("Tool::{tool:?}")).expect("resource");
         let url = payload["url"].as_str().expect("url");
         let f = UrlFacts::parse(url).expect("facts");
-        let context = json!({
-            "input": payload,
-            "url": {"raw": f.raw, "scheme": f.scheme, "host": f.host, "port": f.port, "path": f.path}
-        });
+        let mut url = json!({"raw": f.raw, "scheme": f.scheme, "host": f.host, "port": f.port,
+                             "path": f.path, "public": f.public});
+        if let Some(ip) = f.ip {
+            url["ip"] = json!({"__extn": {"fn": "ip", "arg": ip.to_string()}});
+        }
+        let context = json!({ "input": payload, "url": url });
         let context = Context::from_json_value(context, Some((schema, &action))).expect("context");
         let request =
             Request::new(principal, action, resource, context, Some(schema)).expect("request");

@@ -14,15 +14,36 @@ use escepine_runtime::sandbox::{Job, SandboxExecutor, SandboxSpec};
 use registry_build::testing::RecordBuilder;
 use registry_build::ToolRecord;
 
-/// The timed runs per row: `ESCEPINE_BENCH_ITERS`, else `default`.
+/// Whether this run is a smoke run: the program was started without `--bench`, as
+/// `cargo test --benches` starts it, so every row runs once to prove the bench works.
+pub fn smoke() -> bool {
+    !std::env::args().any(|a| a == "--bench")
+}
+
+/// The timed runs per row: one in a [`smoke`] run, else `ESCEPINE_BENCH_ITERS`, else
+/// `default`.
 pub fn iters(default: usize) -> usize {
+    if smoke() {
+        return 1;
+    }
     std::env::var("ESCEPINE_BENCH_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
 
-/// A release build of the testkit's binary `name` (`var` overrides).
+/// The untimed runs before a row's timed ones: none in a [`smoke`] run.
+pub fn warm_up(default: usize) -> usize {
+    if smoke() {
+        0
+    } else {
+        default
+    }
+}
+
+/// The testkit's binary `name` (`var` overrides): a release build for a measuring run; in a
+/// [`smoke`] run the build of the bench's own profile (`cargo test --benches` builds it with
+/// the workspace), so no second, optimised build is made.
 pub fn testkit_bin(name: &str, var: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(var) {
         return PathBuf::from(p);
@@ -33,6 +54,14 @@ pub fn testkit_bin(name: &str, var: &str) -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>/deps/<bench>");
     let bin = profile_dir.join(name);
+    if smoke() {
+        assert!(
+            bin.is_file(),
+            "{} is not built: `cargo test --workspace --benches` builds it",
+            bin.display()
+        );
+        return bin;
+    }
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let target_dir = profile_dir.parent().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -99,6 +99,14 @@ pub(crate) struct RuntimeArgs {
     /// `@approval`) waits for an approver, in seconds; recorded in its intent.
     #[arg(long, value_name = "SECONDS", default_value_t = escepine_runtime::DEFAULT_APPROVAL_TTL.as_secs())]
     pub(crate) approval_ttl: u64,
+    /// A signed checkpoint of the ledger (`escepine ledger checkpoint`) that every entry the
+    /// runtime reads back and acts on — an approved call's payload, a resumed run's entries,
+    /// a task's output — is checked against, besides the chain's own links. Repeatable.
+    #[arg(long = "checkpoint", value_name = "FILE", requires = "public_key")]
+    pub(crate) checkpoints: Vec<PathBuf>,
+    /// The verifier key (`verifier.pub` of `ledger keygen`) the checkpoints are signed with.
+    #[arg(long, value_name = "FILE", requires = "checkpoints")]
+    pub(crate) public_key: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) run: ToolRunArgs,
 }
@@ -170,8 +178,37 @@ impl RuntimeArgs {
         if let Some(budgets) = budgets {
             builder = builder.budgets(budgets);
         }
+        if let Some(key) = &self.public_key {
+            builder = builder.trusted_checkpoints(trusted_checkpoints(&self.checkpoints, key)?);
+        }
         builder.build().map_err(|e| CliError::new(exit::INVALID, e))
     }
+}
+
+/// The checkpoint files `files`, each opened (its signature verified) with the verifier key
+/// in `key_file`.
+///
+/// # Errors
+/// Exit 1, naming the file, for an unreadable or malformed key or checkpoint, or a checkpoint
+/// whose signature does not verify.
+fn trusted_checkpoints(
+    files: &[PathBuf],
+    key_file: &std::path::Path,
+) -> Result<Vec<escepine_runtime::ledger::checkpoint::Checkpoint>, CliError> {
+    use escepine_runtime::ledger::checkpoint::{self, VerifierKey};
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .map_err(|e| CliError::new(exit::INVALID, format!("{}: {e}", path.display())))
+    };
+    let key = VerifierKey::parse(&read(key_file)?)
+        .map_err(|e| CliError::new(exit::INVALID, format!("{}: {e}", key_file.display())))?;
+    files
+        .iter()
+        .map(|file| {
+            checkpoint::open(&read(file)?, &key)
+                .map_err(|e| CliError::new(exit::INVALID, format!("{}: {e}", file.display())))
+        })
+        .collect()
 }
 
 /// A multi-threaded async runtime for a command.

@@ -92,6 +92,10 @@ enum Sub {
         /// Only this SOP run.
         #[arg(long, value_name = "ID")]
         run: Option<String>,
+        /// Only this call: its intent, decision, every attempt (error, stderr tail, egress
+        /// requests and refusals) and its outcome.
+        #[arg(long = "call", value_name = "CALL_ID", conflicts_with_all = ["run", "disagreements", "waiting"])]
+        call: Option<String>,
         /// Only the calls whose shadow policies disagreed with the enforced ones, one line
         /// each: call id, principal, tool, enforced → shadow decision, the policies of both.
         #[arg(long)]
@@ -120,9 +124,15 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         }
         Sub::Show {
             path,
+            call: Some(call_id),
+            ..
+        } => show_call(path, call_id, io),
+        Sub::Show {
+            path,
             run,
             disagreements: false,
             waiting: false,
+            ..
         } => show(path, run.as_deref(), io),
         Sub::Show {
             path,
@@ -412,6 +422,21 @@ fn show(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult 
     Ok(())
 }
 
+/// `ledger show --call ID`: the one call.
+fn show_call(path: &LedgerLocation, call_id: &str, io: &mut Io<'_>) -> CliResult {
+    let entries = read_for_show(path)?;
+    let grouped = group(&entries);
+    let call = grouped
+        .calls
+        .iter()
+        .find(|c| c.call_id == call_id)
+        .ok_or_else(|| CliError::new(exit::INVALID, format!("no call {call_id} in {path}")))?;
+    let mut out = String::new();
+    render_call(call, &mut out);
+    let _ = io.out.write_all(out.as_bytes());
+    Ok(())
+}
+
 fn render_transition(e: &Entry, out: &mut String) {
     if let Record::Transition(t) = &e.record {
         out.push_str(&format!(
@@ -555,6 +580,25 @@ fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
     for r in &a.egress_refusals {
         out.push_str(&format!("        egress refused {r}\n"));
     }
+    if let Some(stderr) = &a.stderr {
+        for line in stderr_tail(stderr) {
+            out.push_str(&format!("        stderr | {line}\n"));
+        }
+    }
+}
+
+/// How many of an attempt's last stderr lines `ledger show` prints.
+const STDERR_TAIL_LINES: usize = 8;
+
+/// The last non-empty lines of a (recorded, scrubbed) stderr, each on one line.
+fn stderr_tail(stderr: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let from = lines.len().saturating_sub(STDERR_TAIL_LINES);
+    let mut tail: Vec<String> = lines[from..].iter().map(|l| one_line(l)).collect();
+    if from > 0 {
+        tail.insert(0, format!("… ({from} earlier lines)"));
+    }
+    tail
 }
 
 fn result_word(o: &Outcome) -> &'static str {

@@ -504,3 +504,45 @@ fn every_json_input_refuses_a_key_given_twice() {
         }
     );
 }
+
+/// A failed call's error names its call id and where its evidence is; `ledger show --call`
+/// prints that call alone: each attempt with its error and its stderr's last lines.
+#[test]
+fn a_failed_call_says_where_its_evidence_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let counter = dir.path().join("counter");
+    let input = format!(r#"{{"counter":"{}"}}"#, counter.to_str().unwrap());
+    let failed = call(&ledger, r#"Agent::"alice""#, "t_fail", &input, PROCESS);
+    assert_eq!(failed.status.code(), Some(5), "{}", text(&failed.stderr));
+    let err = text(&failed.stderr);
+    let call_id = err
+        .split("(call ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("no call id in: {err}"))
+        .to_string();
+    assert_eq!(call_id.len(), 32, "{err}");
+    assert!(err.contains("escepine ledger show --call"), "{err}");
+    let show = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "show"])
+        .arg(&ledger)
+        .args(["--call", &call_id])
+        .output()
+        .unwrap();
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show.stderr));
+    let shown = text(&show.stdout);
+    assert!(shown.contains(&call_id), "{shown}");
+    assert!(shown.contains("attempt 1"), "{shown}");
+    assert!(
+        shown.contains("stderr | ") && shown.contains("deliberate permanent failure"),
+        "{shown}"
+    );
+    let unknown = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "show"])
+        .arg(&ledger)
+        .args(["--call", "0123456789abcdef0123456789abcdef"])
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown.stdout));
+}

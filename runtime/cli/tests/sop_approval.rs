@@ -319,6 +319,101 @@ fn an_expired_wait_fails_the_step(cli: &Cli) {
     cli.verify();
 }
 
+/// The waiting call's payload edited in the store (its key `a` made `evil`): bob's approval
+/// is refused naming the entry, and so is a resume of the run; nothing reaches the store and
+/// nothing is recorded; `ledger verify` names the same entry.
+fn a_tampered_waiting_payload_is_neither_approved_nor_resumed(cli: &Cli, tamper: &dyn Fn(u64)) {
+    let run = "tamper-run";
+    let o = cli.run("approve_put", run, &[]);
+    assert_eq!(o.status.code(), Some(8), "{}", both(&o));
+    let call_id = waiting_call(&o);
+    let seq = cli
+        .ledger
+        .entries()
+        .into_iter()
+        .find(|e| matches!(&e.record, Record::Intent(i) if i.call_id == call_id))
+        .map(|e| e.seq)
+        .expect("the waiting intent");
+    tamper(seq);
+    let payload = cli
+        .ledger
+        .entries()
+        .into_iter()
+        .find_map(|e| match e.record {
+            Record::Intent(i) if i.call_id == call_id => Some(i.payload),
+            _ => None,
+        })
+        .expect("the intent");
+    assert_eq!(payload["key"], "evil", "the store holds the edited payload");
+    let before = cli.ledger.entries().len();
+
+    let o = cli.decide("approve", &call_id, BOB);
+    assert_ne!(o.status.code(), Some(0), "{}", both(&o));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!("refusing to decide on call `{call_id}`"))
+            && err.contains(&format!("entry {seq} changed")),
+        "{}",
+        both(&o)
+    );
+    let o = cli.resume(run);
+    assert_ne!(o.status.code(), Some(0), "{}", both(&o));
+    assert_ne!(o.status.code(), Some(8), "{}", both(&o));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!("refusing to resume run `{run}`"))
+            && err.contains(&format!("entry {seq} changed")),
+        "{}",
+        both(&o)
+    );
+    assert_eq!(cli.store.requests(), 0, "nothing reached the store");
+    assert_eq!(cli.ledger.entries().len(), before, "nothing was recorded");
+    assert!(cli.approvals(&call_id).is_empty());
+    let o = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "verify"])
+        .arg(cli.ledger.arg())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(
+        text(&o.stdout).contains(&format!("entry {seq} changed")),
+        "{}",
+        both(&o)
+    );
+}
+
+/// The payload's key edited inside the stored body of entry `seq`.
+const TAMPER_SQL: &str =
+    "UPDATE entries SET body = replace(body, '\"key\":\"a\"', '\"key\":\"evil\"') WHERE seq = ";
+
+#[test]
+fn sqlite_tampered_waiting_payload_is_neither_approved_nor_resumed() {
+    let cli = Cli::sqlite();
+    let Ledger::Sqlite(path) = &cli.ledger else {
+        unreachable!("a SQLite ledger")
+    };
+    let path = path.clone();
+    a_tampered_waiting_payload_is_neither_approved_nor_resumed(&cli, &|seq| {
+        let out = Command::new("sqlite3")
+            .arg(&path)
+            .arg(format!("{TAMPER_SQL}{seq}"))
+            .output()
+            .expect("the sqlite3 command-line tool is needed (apt-get install sqlite3)");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    });
+}
+
+#[test]
+fn postgres_tampered_waiting_payload_is_neither_approved_nor_resumed() {
+    let cli = Cli::postgres();
+    let Ledger::Postgres(db) = &cli.ledger else {
+        unreachable!("a PostgreSQL ledger")
+    };
+    a_tampered_waiting_payload_is_neither_approved_nor_resumed(&cli, &|seq| {
+        db.execute(&format!("{TAMPER_SQL}{seq}"));
+    });
+}
+
 #[test]
 fn sqlite_run_waits_across_a_restart_and_completes_after_approval() {
     waits_across_a_restart_and_completes_after_approval(&Cli::sqlite());

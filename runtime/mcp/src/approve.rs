@@ -218,6 +218,7 @@ pub fn reason(e: &ApprovalError) -> &'static str {
         ApprovalError::Expired { .. } => "expired",
         ApprovalError::SelfApproval { .. } => "self_approval",
         ApprovalError::NotPermitted { .. } => "not_permitted",
+        ApprovalError::Untrusted { .. } => "untrusted_entry",
         ApprovalError::Ledger(_) => "ledger_unavailable",
         ApprovalError::Call(_) => "call",
     }

@@ -24,6 +24,7 @@
 use escepine_contract::Principal;
 use escepine_runtime::approval::{self, CallState};
 use escepine_runtime::ledger::entry::{iso8601, now_ms};
+use escepine_runtime::ledger::trust;
 use escepine_runtime::ledger::{CallResult, Entry, Outcome, Record};
 use escepine_runtime::{CallKind, CallReport, Runtime};
 use rmcp::model::{
@@ -65,6 +66,15 @@ pub fn get(
         .entries()
         .map_err(|e| ErrorData::internal_error(format!("ledger: {e}"), None))?;
     let task = task_of(&entries, principal, task_id, now_ms()).ok_or_else(|| unknown(task_id))?;
+    // A completed task returns the recorded output: only as it was committed.
+    let outcome = entries
+        .iter()
+        .position(|e| matches!(&e.record, Record::Outcome(o) if o.call_id == task_id));
+    if let Some(index) = outcome {
+        trust::check_in_chain(&entries, index, runtime.trust()).map_err(|e| {
+            ErrorData::internal_error(format!("the outcome of call `{task_id}`: {e}"), None)
+        })?;
+    }
     Ok(GetTaskResult::new(task))
 }
 

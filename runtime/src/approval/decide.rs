@@ -7,6 +7,7 @@ use escepine_contract::Principal;
 use super::error::ApprovalError;
 use super::state::{now_state, CallState, Waiting};
 use crate::ledger::entry::iso8601;
+use crate::ledger::trust::{self, Trust};
 use crate::ledger::{Approval, ApprovalResult, CallResult, Ledger, Outcome, Record};
 use crate::report::{expired_message, rejected_message, CallOutcome, CallReport};
 use crate::stages::{self, CallIds, CallOptions, Parts};
@@ -30,7 +31,7 @@ pub(crate) async fn decide(
     call_id: &str,
     verdict: Verdict,
 ) -> Result<CallReport, ApprovalError> {
-    let (waiting, expired) = waiting(parts.ledger, call_id)?;
+    let (waiting, expired) = waiting(parts.ledger, parts.trust, call_id)?;
     if approver.to_string() == waiting.principal {
         return Err(ApprovalError::SelfApproval {
             call_id: call_id.to_string(),
@@ -116,21 +117,40 @@ pub(crate) async fn decide(
 /// Record the expiry of `call_id` if it waited past it: `None` when it is still waiting.
 pub(crate) async fn expire(
     ledger: &dyn Ledger,
+    trust: &Trust,
     call_id: &str,
 ) -> Result<Option<CallReport>, ApprovalError> {
-    let (waiting, expired) = waiting(ledger, call_id)?;
+    let (waiting, expired) = waiting(ledger, trust, call_id)?;
     if !expired {
         return Ok(None);
     }
     record_expiry(ledger, &waiting).await.map(Some)
 }
 
-/// The waiting call, and whether it is past its expiry; any other state is a refusal.
-fn waiting(ledger: &dyn Ledger, call_id: &str) -> Result<(Waiting, bool), ApprovalError> {
+/// The waiting call, and whether it is past its expiry; any other state is a refusal. The
+/// intent it acts on is checked first ([`trust`](crate::ledger::trust)): a payload edited in
+/// the store is never run.
+fn waiting(
+    ledger: &dyn Ledger,
+    trust: &Trust,
+    call_id: &str,
+) -> Result<(Waiting, bool), ApprovalError> {
     let entries = ledger.entries()?;
+    let checked = |w: Waiting| {
+        let index = entries
+            .iter()
+            .position(|e| e.seq == w.intent_entry.seq)
+            .unwrap_or(usize::MAX);
+        trust::check_in_chain(&entries, index, trust)
+            .map(|()| w)
+            .map_err(|source| ApprovalError::Untrusted {
+                call_id: call_id.to_string(),
+                source: Box::new(source),
+            })
+    };
     match now_state(&entries, call_id) {
-        CallState::Waiting(w) => Ok((w, false)),
-        CallState::Expired(w) => Ok((w, true)),
+        CallState::Waiting(w) => Ok((checked(w)?, false)),
+        CallState::Expired(w) => Ok((checked(w)?, true)),
         CallState::Unknown => Err(ApprovalError::UnknownCall(call_id.to_string())),
         CallState::InFlight => Err(ApprovalError::NotWaiting(call_id.to_string())),
         CallState::Decided(a) => Err(decided(call_id, a.result.as_str())),

@@ -3,6 +3,7 @@
 
 use crate::error::CallError;
 use crate::kind::CallKind;
+use crate::ledger::trust::UntrustedEntry;
 use crate::ledger::LedgerError;
 
 /// Why an approval or rejection did not happen. Every variant but [`ApprovalError::Ledger`]
@@ -49,6 +50,17 @@ pub enum ApprovalError {
         tool: String,
         /// Cedar's reasons.
         reasons: Vec<String>,
+    },
+    /// The waiting call's entry read back from the ledger is not what was committed (its
+    /// content, its place in the chain, its payload hash, or a trusted checkpoint): nothing ran
+    /// and nothing was recorded.
+    #[error("refusing to decide on call `{call_id}`: {source}")]
+    Untrusted {
+        /// The call.
+        call_id: String,
+        /// What the check found.
+        #[source]
+        source: Box<UntrustedEntry>,
     },
     /// The ledger could not be read or written.
     #[error(transparent)]

@@ -66,8 +66,6 @@ impl Executor for InProcessExecutor {
             Some(f) => f(inv.payload).map(|output| Execution {
                 output,
                 stderr: String::new(),
-                egress_refusals: Vec::new(),
-                egress_requests: Vec::new(),
             }),
             None => Err(ExecError::Spawn(format!(
                 "no in-process implementation is registered for `{}`",

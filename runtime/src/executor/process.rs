@@ -351,12 +351,7 @@ fn classify(
                     "the stdout of `{tool}` is not exactly one JSON value: {e}"
                 ))
             })?;
-            Ok(Execution {
-                output,
-                stderr,
-                egress_refusals: Vec::new(),
-                egress_requests: Vec::new(),
-            })
+            Ok(Execution { output, stderr })
         }
         (Some(EXIT_TRANSIENT), _) => Err(ExecError::Transient {
             message: with_stderr_tail(

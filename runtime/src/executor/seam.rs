@@ -52,11 +52,26 @@ pub struct Execution {
     /// Diagnostics the tool wrote: bounded, the attempt's secrets scrubbed before the cut (the
     /// governed path scrubs what it records again).
     pub stderr: String,
-    /// Egress refusals observed during the attempt.
-    pub egress_refusals: Vec<String>,
-    /// Requests the egress proxy admitted during the attempt, with their paths
-    /// (`GET host:port/path`, `CONNECT host:port`).
-    pub egress_requests: Vec<String>,
+}
+
+/// What the sandbox's egress proxy saw during an attempt, whatever the attempt's end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Egress {
+    /// Requests the proxy admitted, with their paths (`GET host:port/path`,
+    /// `CONNECT host:port`).
+    pub requests: Vec<String>,
+    /// Requests it refused, each with the rule that refused it.
+    pub refusals: Vec<String>,
+}
+
+/// One attempt's result with its egress evidence: a failed attempt's requests and refusals are
+/// as much evidence as a successful one's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempted {
+    /// The attempt's output, or why it failed.
+    pub result: Result<Execution, ExecError>,
+    /// What its egress proxy admitted and refused (empty for executors without one).
+    pub egress: Egress,
 }
 
 /// Why an attempt failed.
@@ -119,6 +134,19 @@ impl ExecError {
 pub trait Executor: Send + Sync + 'static {
     /// Run the attempt, bounded by `inv.timeout` (killing everything it started on expiry).
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>>;
+
+    /// [`Executor::execute`] with the attempt's egress evidence, which the governed path
+    /// records for every attempt. The default has none to give (no proxy); an executor whose
+    /// attempts reach the network through a proxy gives its requests and refusals, whatever the
+    /// attempt's end.
+    fn attempt<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Attempted> {
+        Box::pin(async move {
+            Attempted {
+                result: self.execute(inv).await,
+                egress: Egress::default(),
+            }
+        })
+    }
 }
 
 /// The failure of an `mcp-stdio` attempt in a program built without the `mcp-stdio` feature:

@@ -71,6 +71,11 @@ impl Ledger for MemoryLedger {
         Ok(self.lock()?.clone())
     }
 
+    fn entry(&self, seq: u64) -> Result<Option<Entry>, LedgerError> {
+        let index = usize::try_from(seq).ok().and_then(|s| s.checked_sub(1));
+        Ok(index.and_then(|i| self.lock().ok()?.get(i).cloned()))
+    }
+
     fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
         Ok(select_run(&self.lock()?, run_id))
     }

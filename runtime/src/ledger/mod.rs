@@ -19,6 +19,7 @@ pub mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_budgets;
 mod store;
+pub mod trust;
 pub mod verify;
 
 pub use budget::{BudgetClaim, BudgetCount, BudgetLimit, Reservation};

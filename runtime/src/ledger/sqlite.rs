@@ -45,6 +45,7 @@ const INSERT: &str =
     "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (?1, ?2, ?3, ?4, ?5)";
 const HEAD: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER BY seq";
+const SELECT_ONE: &str = "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq = ?1";
 
 /// How a [`SqliteLedger`] is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,6 +269,33 @@ impl Ledger for SqliteLedger {
 
     fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
         self.read(read_entries_from)
+    }
+
+    fn entry(&self, seq: u64) -> Result<Option<Entry>, LedgerError> {
+        let Ok(seq) = i64::try_from(seq) else {
+            return Ok(None);
+        };
+        self.read(|conn| {
+            let read = |e: rusqlite::Error| {
+                LedgerError::Unavailable(format!("cannot read entry {seq}: {e}"))
+            };
+            let mut stmt = conn.prepare_cached(SELECT_ONE).map_err(read)?;
+            let mut rows = stmt.query([seq]).map_err(read)?;
+            let Some(r) = rows.next().map_err(read)? else {
+                return Ok(None);
+            };
+            let row = StoredRow {
+                seq: r.get(0).map_err(read)?,
+                prev: text(r.get_ref(1).map_err(read)?),
+                hash: text(r.get_ref(2).map_err(read)?),
+                at_ms: match r.get_ref(3).map_err(read)? {
+                    ValueRef::Integer(i) => Some(i),
+                    _ => None,
+                },
+                body: text(r.get_ref(4).map_err(read)?),
+            };
+            row.to_entry().map(Some)
+        })
     }
 
     fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {

@@ -30,6 +30,15 @@ pub trait Ledger: Send + Sync + 'static {
     /// Every entry, in chain order.
     fn entries(&self) -> Result<Vec<Entry>, LedgerError>;
 
+    /// Entry `seq` (from 1), if the chain holds it. The default reads every entry; the ledgers
+    /// of this crate read the one row.
+    fn entry(&self, seq: u64) -> Result<Option<Entry>, LedgerError> {
+        let Some(index) = usize::try_from(seq).ok().and_then(|s| s.checked_sub(1)) else {
+            return Ok(None);
+        };
+        Ok(self.entries()?.into_iter().nth(index))
+    }
+
     /// The entries of one SOP run, in chain order: its transitions, the intents of its steps and
     /// the outcomes of those calls.
     fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {

@@ -389,12 +389,7 @@ pub(crate) fn classify(
     scrubber: &Scrubber,
 ) -> Result<Execution, ExecError> {
     match outcome {
-        Ok(output) => Ok(Execution {
-            output,
-            stderr,
-            egress_refusals: Vec::new(),
-            egress_requests: Vec::new(),
-        }),
+        Ok(output) => Ok(Execution { output, stderr }),
         Err(SessionError::Tool { message, transient }) => {
             let within = scrubber.text_within(&message, ERROR_TEXT_LIMIT);
             let more = if within.dropped > 0 { " […]" } else { "" };

@@ -17,7 +17,9 @@ use tokio::time::Instant;
 
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
-use crate::executor::{BoxFuture, ExecError, Execution, Executor, Invocation, ProcessExecutor};
+use crate::executor::{
+    Attempted, BoxFuture, Egress, ExecError, Execution, Executor, Invocation, ProcessExecutor,
+};
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
 
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
@@ -330,8 +332,87 @@ impl SandboxExecutor {
         })
     }
 
-    async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
+    /// One attempt with its egress evidence: nothing before its sandbox exists, the proxy's
+    /// requests and refusals after, whatever the attempt's end.
+    async fn run(&self, inv: Invocation<'_>) -> Attempted {
         let deadline = Instant::now() + inv.timeout;
+        let (spec, job) = match self.prepare(&inv, deadline).await {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                return Attempted {
+                    result: Err(e),
+                    egress: Egress::default(),
+                }
+            }
+        };
+        let timed_out = || ExecError::TimedOut(inv.timeout);
+        let provision = async {
+            match &self.pool {
+                Some(pool) => pool.take(Arc::clone(&spec)).await,
+                None => self.backend.provision(Arc::clone(&spec)).await,
+            }
+        };
+        // A cancelled provisioning drops the half-built sandbox, which kills it.
+        let provisioned = tokio::time::timeout_at(deadline, provision)
+            .await
+            .map_err(|_| timed_out())
+            .and_then(|p| p.map_err(spawn_error));
+        let mut sandbox = match provisioned {
+            Ok(sandbox) => sandbox,
+            Err(e) => {
+                return Attempted {
+                    result: Err(e),
+                    egress: Egress::default(),
+                }
+            }
+        };
+        if inv.tool.endpoint().transport == Transport::McpStdio {
+            let attempted = self.mcp_session(sandbox, job, &inv, deadline).await;
+            self.refill(&spec);
+            return attempted;
+        }
+        let result = self.backend.execute(&mut sandbox, job).await;
+        self.refill(&spec);
+        let tool = inv.tool.tool_id();
+        match result {
+            Ok(mut out) => {
+                // The job has ended and reported its requests and refusals: the teardown
+                // (reaping, stopping the proxy, removing its directory) need not delay the
+                // caller.
+                let backend = Arc::clone(&self.backend);
+                tokio::spawn(async move {
+                    backend.destroy(sandbox).await;
+                });
+                let egress = Egress {
+                    requests: std::mem::take(&mut out.egress_requests),
+                    refusals: std::mem::take(&mut out.egress_refusals),
+                };
+                Attempted {
+                    result: classify(tool, out, self.stdout_limit, &self.limits),
+                    egress,
+                }
+            }
+            Err(e) => {
+                let teardown = self.backend.destroy(sandbox).await;
+                let result = match e {
+                    SandboxError::TimedOut => Err(timed_out()),
+                    e => Err(ExecError::Spawn(e.to_string())),
+                };
+                Attempted {
+                    result,
+                    egress: egress_of(teardown),
+                }
+            }
+        }
+    }
+
+    /// The spec and the job of an attempt: the tool's image or binary resolved, the binary's
+    /// digest checked, the sandbox's spec made; nothing runs yet.
+    async fn prepare(
+        &self,
+        inv: &Invocation<'_>,
+        deadline: Instant,
+    ) -> Result<(Arc<SandboxSpec>, Job), ExecError> {
         let timed_out = || ExecError::TimedOut(inv.timeout);
         let image = self.image_of(inv.tool)?;
         // How the tool starts in its image: resolved once, for the spec and the job.
@@ -355,49 +436,16 @@ impl SandboxExecutor {
                     .map_err(spawn_error)?
             }
         };
-        let job = self.job(
-            &spec,
-            image.as_ref().map(|(i, l)| (&**i, l)),
-            &inv,
-            deadline,
-        )?;
-        let provision = async {
-            match &self.pool {
-                Some(pool) => pool.take(Arc::clone(&spec)).await,
-                None => self.backend.provision(Arc::clone(&spec)).await,
-            }
-        };
-        // A cancelled provisioning drops the half-built sandbox, which kills it.
-        let mut sandbox = tokio::time::timeout_at(deadline, provision)
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(spawn_error)?;
-        if inv.tool.endpoint().transport == Transport::McpStdio {
-            let result = self.mcp_session(sandbox, job, &inv, deadline).await;
-            self.refill(&spec);
-            return result;
-        }
-        let result = self.backend.execute(&mut sandbox, job).await;
-        self.refill(&spec);
-        let tool = inv.tool.tool_id();
-        match result {
-            Ok(out) => {
-                // The job has ended and reported its refusals: the teardown (reaping, stopping
-                // the proxy, removing its directory) need not delay the caller.
-                let backend = Arc::clone(&self.backend);
-                tokio::spawn(async move {
-                    backend.destroy(sandbox).await;
-                });
-                classify(tool, out, self.stdout_limit, &self.limits)
-            }
-            Err(e) => {
-                let teardown = self.backend.destroy(sandbox).await;
-                match e {
-                    SandboxError::TimedOut => Err(timed_out()),
-                    e => Err(ExecError::Spawn(with_egress(e.to_string(), &teardown))),
-                }
-            }
-        }
+        let job = self.job(&spec, image.as_ref().map(|(i, l)| (&**i, l)), inv, deadline)?;
+        Ok((spec, job))
+    }
+}
+
+/// The proxy's requests and refusals of a sandbox, from its teardown.
+fn egress_of(teardown: Teardown) -> Egress {
+    Egress {
+        requests: teardown.egress_requests,
+        refusals: teardown.egress_refusals,
     }
 }
 
@@ -418,16 +466,18 @@ impl SandboxExecutor {
         job: Job,
         inv: &Invocation<'_>,
         deadline: Instant,
-    ) -> Result<Execution, ExecError> {
+    ) -> Attempted {
         let tool = inv.tool.tool_id();
         let attached = match self.backend.attach(&mut sandbox, job).await {
             Ok(a) => a,
             Err(e) => {
                 let teardown = self.backend.destroy(sandbox).await;
-                return Err(ExecError::Spawn(with_egress(
-                    format!("cannot start the MCP server of `{tool}`: {e}"),
-                    &teardown,
-                )));
+                return Attempted {
+                    result: Err(ExecError::Spawn(format!(
+                        "cannot start the MCP server of `{tool}`: {e}"
+                    ))),
+                    egress: egress_of(teardown),
+                };
             }
         };
         let Attached {
@@ -456,28 +506,27 @@ impl SandboxExecutor {
         let scrubber = inv.scrubber();
         let ((finished, teardown), stderr) =
             tokio::join!(driven, read_stderr(stderr, self.stderr_limit, &scrubber));
+        let memory_exhausted = teardown.memory_exhausted;
+        let egress = egress_of(teardown);
         let Ok((outcome, ended)) = finished else {
-            return Err(ExecError::TimedOut(inv.timeout));
+            return Attempted {
+                result: Err(ExecError::TimedOut(inv.timeout)),
+                egress,
+            };
         };
-        // As for `stdio-json`: a failure's evidence keeps the requests and refusals with its
-        // stderr; a success carries them apart.
-        let stderr = if outcome.is_ok() {
-            stderr
-        } else {
-            with_egress(stderr, &teardown)
-        };
-        if teardown.memory_exhausted && outcome.is_err() {
-            return Err(ExecError::Permanent {
-                message: out_of_memory(tool, &self.limits),
-                stderr,
-            });
+        if memory_exhausted && outcome.is_err() {
+            return Attempted {
+                result: Err(ExecError::Permanent {
+                    message: out_of_memory(tool, &self.limits),
+                    stderr,
+                }),
+                egress,
+            };
         }
-        let mut result = transport::classify(tool, outcome, ended, stderr, &scrubber);
-        if let Ok(execution) = &mut result {
-            execution.egress_refusals = teardown.egress_refusals;
-            execution.egress_requests = teardown.egress_requests;
+        Attempted {
+            result: transport::classify(tool, outcome, ended, stderr, &scrubber),
+            egress,
         }
-        result
     }
 }
 
@@ -672,7 +721,11 @@ impl SessionSandbox {
 
 impl Executor for SandboxExecutor {
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
-        Box::pin(self.attempt(inv))
+        Box::pin(async move { self.run(inv).await.result })
+    }
+
+    fn attempt<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Attempted> {
+        Box::pin(self.run(inv))
     }
 }
 
@@ -708,19 +761,6 @@ fn spawn_error(e: SandboxError) -> ExecError {
     ExecError::Spawn(e.to_string())
 }
 
-/// `text` with the proxy's admitted requests and refusals appended (`[egress GET …]`,
-/// `[egress refused …]`), so that a failed attempt's evidence keeps them.
-fn with_egress(text: String, teardown: &Teardown) -> String {
-    egress_appended(text, &teardown.egress_requests, &teardown.egress_refusals)
-}
-
-fn egress_appended(mut text: String, requests: &[String], refusals: &[String]) -> String {
-    for line in requests.iter().chain(refusals) {
-        text.push_str(&format!("\n[egress {line}]"));
-    }
-    text
-}
-
 /// The outcome of a job that ran to its end (as the process executor classifies it).
 fn classify(
     tool: &str,
@@ -728,13 +768,7 @@ fn classify(
     stdout_limit: usize,
     limits: &Limits,
 ) -> Result<Execution, ExecError> {
-    let stderr = || {
-        egress_appended(
-            out.stderr.clone(),
-            &out.egress_requests,
-            &out.egress_refusals,
-        )
-    };
+    let stderr = || out.stderr.clone();
     if out.memory_exhausted && out.status != JobStatus::Exited(0) {
         return Err(ExecError::Permanent {
             message: out_of_memory(tool, limits),
@@ -762,8 +796,6 @@ fn classify(
             Ok(Execution {
                 output,
                 stderr: out.stderr,
-                egress_refusals: out.egress_refusals,
-                egress_requests: out.egress_requests,
             })
         }
         JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {

@@ -347,6 +347,17 @@ impl Engine {
         // Taken before the journal is read, so that no other driver appends after the read.
         let lease = self.inner.runtime.ledger().lease_run(run_id)?;
         let journal = Journal::load(&**self.inner.runtime.ledger(), run_id)?;
+        // Every entry the resume acts on (the payloads it re-runs, the events that say where the
+        // run stands, the inputs and outputs compensation is built from) is what was committed.
+        crate::ledger::trust::check_all_in_ledger(
+            &**self.inner.runtime.ledger(),
+            &journal.entries,
+            self.inner.runtime.trust(),
+        )
+        .map_err(|source| SopRunError::Untrusted {
+            run_id: run_id.to_string(),
+            source: Box::new(source),
+        })?;
         let sop = &self.inner.sop;
         let recorded = format!("{}@{}", journal.started.sop_id, journal.started.sop_version);
         let engine = format!("{}@{}", sop.sop_id, sop.version);
@@ -638,10 +649,12 @@ impl Engine {
                 CallState::Ended(_) => {
                     // Recorded after the journal was read: read the outcome entry for its hash.
                     let entries = runtime.ledger().entries_for_run(&st.run_id)?;
-                    let Some((outcome, hash)) = entries.iter().find_map(|e| match &e.record {
-                        Record::Outcome(o) if o.call_id == call_id => Some((o, &e.hash)),
-                        _ => None,
-                    }) else {
+                    let Some((entry, outcome, hash)) =
+                        entries.iter().find_map(|e| match &e.record {
+                            Record::Outcome(o) if o.call_id == call_id => Some((e, o, &e.hash)),
+                            _ => None,
+                        })
+                    else {
                         return Err(inconsistent(
                             &st.run_id,
                             format!(
@@ -649,6 +662,15 @@ impl Engine {
                             ),
                         ));
                     };
+                    crate::ledger::trust::check_all_in_ledger(
+                        &**runtime.ledger(),
+                        std::slice::from_ref(entry),
+                        runtime.trust(),
+                    )
+                    .map_err(|source| SopRunError::Untrusted {
+                        run_id: st.run_id.clone(),
+                        source: Box::new(source),
+                    })?;
                     let end = CallEnd {
                         result: outcome.result,
                         output: outcome.output.clone(),

@@ -25,6 +25,17 @@ pub enum SopRunError {
     /// The ledger could not be written or read; the run stopped and can be resumed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    /// An entry of the run read back from the ledger is not what was committed (its content,
+    /// its place in the chain, a payload or output hash, or a trusted checkpoint): the run is
+    /// not continued, nothing is run or recorded.
+    #[error("refusing to resume run `{run_id}`: {source}")]
+    Untrusted {
+        /// The run.
+        run_id: String,
+        /// What the check found.
+        #[source]
+        source: Box<crate::ledger::trust::UntrustedEntry>,
+    },
     /// The ledger holds no run with this id.
     #[error("the ledger holds no run `{0}`")]
     UnknownRun(String),

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::context::CallContext;
 use super::ended::Ended;
 use super::retry::Retry;
-use crate::executor::{ExecError, Execution, Executor, Invocation};
+use crate::executor::{Attempted, Egress, ExecError, Executor, Invocation};
 use crate::ledger::Attempt;
 use crate::report::CallOutcome;
 
@@ -33,11 +33,14 @@ impl<'a> Timeout<'a> {
     }
 
     /// Run one attempt within `inv.timeout` plus the backstop.
-    pub(crate) async fn call(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
+    pub(crate) async fn call(&self, inv: Invocation<'_>) -> Attempted {
         let timeout = inv.timeout;
-        match tokio::time::timeout(timeout + self.backstop, self.executor.execute(inv)).await {
+        match tokio::time::timeout(timeout + self.backstop, self.executor.attempt(inv)).await {
             Ok(r) => r,
-            Err(_) => Err(ExecError::TimedOut(timeout)),
+            Err(_) => Attempted {
+                result: Err(ExecError::TimedOut(timeout)),
+                egress: Egress::default(),
+            },
         }
     }
 }
@@ -77,9 +80,9 @@ pub(crate) async fn execute(
         };
         let start_ms = unix_ms();
         let started = Instant::now();
-        let result = timeout.call(inv).await;
-        attempts.push(attempt_record(cx, &result, start_ms, started));
-        let err = match result {
+        let attempted = timeout.call(inv).await;
+        attempts.push(attempt_record(cx, &attempted, start_ms, started));
+        let err = match attempted.result {
             Ok(e) => {
                 return Executed {
                     attempts,
@@ -108,19 +111,17 @@ pub(crate) async fn execute(
 /// admitted requests, all scrubbed.
 fn attempt_record(
     cx: &CallContext<'_>,
-    result: &Result<Execution, ExecError>,
+    attempted: &Attempted,
     start_ms: u64,
     started: Instant,
 ) -> Attempt {
     let scrub = |t: &str| cx.scrubber.text(t);
-    let (stderr, refusals, requests) = match result {
-        Ok(e) => (
-            e.stderr.as_str(),
-            e.egress_refusals.as_slice(),
-            e.egress_requests.as_slice(),
-        ),
-        Err(e) => (e.stderr(), &[][..], &[][..]),
+    let result = &attempted.result;
+    let stderr = match result {
+        Ok(e) => e.stderr.as_str(),
+        Err(e) => e.stderr(),
     };
+    let (refusals, requests) = (&attempted.egress.refusals, &attempted.egress.requests);
     Attempt {
         start_ms,
         duration_us: started.elapsed().as_micros() as u64,
@@ -166,7 +167,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::executor::BoxFuture;
+    use crate::executor::{BoxFuture, Execution};
     use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, builder, context, loaded, n_schema, Fixed};
 
@@ -213,8 +214,6 @@ mod tests {
         Some(Ok(Execution {
             output: json!({"n": n}),
             stderr: String::new(),
-            egress_refusals: Vec::new(),
-            egress_requests: Vec::new(),
         }))
     }
 

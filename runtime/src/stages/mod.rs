@@ -60,6 +60,7 @@ use serde_json::Value;
 use crate::budget::table::BudgetTable;
 use crate::error::CallError;
 use crate::executor::Executor;
+use crate::ledger::trust::Trust;
 use crate::ledger::{Committed, Ledger};
 use crate::report::CallReport;
 use crate::secrets::SecretSource;
@@ -87,6 +88,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) secrets: &'a dyn SecretSource,
     /// How long a call allowed only with approval waits.
     pub(crate) approval_ttl: Duration,
+    /// What entries read back from the ledger are checked against before they are acted on.
+    pub(crate) trust: &'a Trust,
 }
 
 /// One governed call: the stages in the order above. The span of the call (see [`span`]) is

@@ -28,6 +28,14 @@ fn registry() -> registry_build::Registry {
 }
 
 fn runtime(store: &Store, ledger: Arc<dyn Ledger>) -> Runtime {
+    runtime_trusting(store, ledger, Vec::new())
+}
+
+fn runtime_trusting(
+    store: &Store,
+    ledger: Arc<dyn Ledger>,
+    checkpoints: Vec<escepine_runtime::ledger::checkpoint::Checkpoint>,
+) -> Runtime {
     let entities = std::fs::read_to_string(
         workspace_root().join("runtime/tests/fixtures/approval/entities.json"),
     )
@@ -40,6 +48,7 @@ fn runtime(store: &Store, ledger: Arc<dyn Ledger>) -> Runtime {
         ))
         .overlay(fixtures::overlay(store))
         .entities(serde_json::from_str(&entities).unwrap())
+        .trusted_checkpoints(checkpoints)
         .build()
         .unwrap()
 }
@@ -244,4 +253,88 @@ async fn a_call_that_outlives_its_wait_is_recorded_expired_and_never_runs() {
         "{again}"
     );
     assert!(store.applied().is_empty());
+}
+
+/// The signed checkpoint of the ledger's chain as it is now, opened with its verifier key.
+fn checkpoint_now(ledger: &dyn Ledger) -> escepine_runtime::ledger::checkpoint::Checkpoint {
+    use escepine_runtime::ledger::checkpoint::{self, SignerKey};
+    use escepine_runtime::ledger::proof::LedgerTree;
+    let key = SignerKey::generate("example.com/escepine/test").unwrap();
+    let tree = LedgerTree::of_entries(&ledger.entries().unwrap()).unwrap();
+    let note = tree.checkpoint(key.verifier().name()).sign(&key).unwrap();
+    checkpoint::open(&note, key.verifier()).unwrap()
+}
+
+/// Rewrites entry `seq` of the SQLite file at `db` as a careful attacker would: the intent's
+/// payload key made `evil`, its payload hash and the entry's hash recomputed, so that the chain
+/// (the entry is its head) still verifies.
+fn rewrite_head_intent(db: &std::path::Path, ledger: &dyn Ledger, seq: u64) {
+    use escepine_runtime::ledger::{canonical_json, sha256_hex};
+    let mut entry = ledger.entry(seq).unwrap().expect("the entry");
+    let Record::Intent(intent) = &mut entry.record else {
+        panic!("entry {seq} is an intent")
+    };
+    intent.payload["key"] = "evil".into();
+    intent.payload_hash = sha256_hex(canonical_json(&intent.payload).as_bytes());
+    entry.hash = entry.computed_hash().unwrap();
+    let body = entry.body().unwrap().replace('\'', "''");
+    let sql = format!(
+        "UPDATE entries SET body = '{body}', hash = '{}' WHERE seq = {seq}",
+        entry.hash
+    );
+    let out = std::process::Command::new("sqlite3")
+        .arg(db)
+        .arg(sql)
+        .output()
+        .expect("the sqlite3 command-line tool is needed (apt-get install sqlite3)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    escepine_runtime::ledger::verify::verify_entries(&ledger.entries().unwrap(), None)
+        .expect("the rewritten chain still verifies on its own");
+}
+
+/// With a trusted checkpoint, an approval runs an untouched call, and refuses one whose intent
+/// was rewritten and re-hashed after the checkpoint was signed (the chain alone cannot show
+/// it: the intent is its head); nothing reaches the store and nothing is recorded.
+#[tokio::test]
+async fn a_trusted_checkpoint_refuses_an_approval_of_a_rewritten_intent() {
+    let _host = host::shared().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let store = Store::start();
+    let ledger: Arc<dyn Ledger> = Arc::new(SqliteLedger::open(&path, Durability::Full).unwrap());
+    let asking = runtime(&store, ledger.clone());
+
+    let first = put(&asking, &store, "a").await;
+    let trusting = runtime_trusting(&store, ledger.clone(), vec![checkpoint_now(&*ledger)]);
+    let approved = trusting
+        .approve(&Principal::agent("bob"), first.call_id())
+        .await
+        .expect("an untouched call is approved");
+    assert_eq!(approved.kind(), CallKind::Ok, "{approved}");
+    assert_eq!(store.applied().len(), 1);
+
+    let second = put(&asking, &store, "a").await;
+    let seq = second.intent_entry().seq;
+    let trusting = runtime_trusting(&store, ledger.clone(), vec![checkpoint_now(&*ledger)]);
+    rewrite_head_intent(&path, &*ledger, seq);
+    let before = ledger.entries().unwrap().len();
+    let err = trusting
+        .approve(&Principal::agent("bob"), second.call_id())
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err, ApprovalError::Untrusted { .. }),
+        "refused as untrusted: {err}"
+    );
+    assert!(
+        err.to_string().contains("does not match its checkpoint"),
+        "{err}"
+    );
+    assert_eq!(store.applied().len(), 1, "the rewritten write never ran");
+    assert!(!store.items().contains_key("evil"));
+    assert_eq!(ledger.entries().unwrap().len(), before, "nothing recorded");
 }

@@ -93,7 +93,6 @@ async fn echo_round_trip() {
         .expect("echo succeeds");
     assert_eq!(done.output, json!({ "echo": payload }));
     assert_eq!(done.stderr, "");
-    assert!(done.egress_refusals.is_empty());
 }
 
 #[tokio::test]

@@ -117,7 +117,11 @@ fn registry(dir: &Path, dialled: &str) -> registry_build::Registry {
         (
             "page_fetch",
             vec!["fetch"],
-            object(json!({ "url": url, "also": also }), &["url"]),
+            object(
+                json!({ "url": url, "also": also,
+                        "then_exit": { "type": "integer", "minimum": 0, "maximum": 255 } }),
+                &["url"],
+            ),
             fetched.clone(),
         ),
         (
@@ -272,6 +276,65 @@ async fn a_page_reader_reaches_only_its_authorized_origin() {
         [format!("GET 127.0.0.1:{moved}/moved")]
     );
     assert_eq!(quiet_hits.load(Ordering::SeqCst), 0, "a refusal connected");
+    drop(runtime);
+    host.assert_clean().await;
+}
+
+/// A tool that made its requests (one admitted, one refused), then failed: the failed attempt
+/// records them as a successful one does — apart from its stderr, which is the tool's own —
+/// and the caller's error names the call whose evidence it is.
+#[tokio::test]
+async fn a_failed_attempt_records_its_admitted_and_refused_requests() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(run_dir.path());
+    let (a, a_hits) = page("page A").await;
+    let (quiet, quiet_hits) = page("you should not see this").await;
+    let runtime = runtime(
+        registry(dir.path(), "http://127.0.0.1:1/"),
+        run_dir.path(),
+        true,
+    );
+    let err = runtime
+        .dispatch(
+            &Principal::agent("alice"),
+            "page_fetch",
+            json!({ "url": format!("http://127.0.0.1:{a}/page"),
+                    "also": [format!("http://127.0.0.1:{quiet}/other-port")],
+                    "then_exit": 1 }),
+        )
+        .await
+        .expect_err("the tool failed");
+    let (intent, attempt) = evidence(&runtime);
+    assert!(
+        err.to_string()
+            .contains(&format!("call {}", intent.call_id)),
+        "the error names the call: {err}"
+    );
+    assert_eq!(
+        attempt.error_class.as_deref(),
+        Some("permanent"),
+        "{attempt:?}"
+    );
+    assert_eq!(attempt.egress_requests, [format!("GET 127.0.0.1:{a}/page")]);
+    assert_eq!(attempt.egress_refusals.len(), 1, "{attempt:?}");
+    assert!(
+        attempt.egress_refusals[0]
+            .starts_with(&format!("refused GET 127.0.0.1:{quiet}/other-port")),
+        "{attempt:?}"
+    );
+    let stderr = attempt.stderr.as_deref().unwrap_or_default();
+    assert!(
+        stderr.ends_with("giving up\n"),
+        "the tool's stderr: {stderr}"
+    );
+    assert!(
+        !stderr.contains("[egress"),
+        "the requests are not folded into stderr: {stderr}"
+    );
+    assert_eq!(a_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(quiet_hits.load(Ordering::SeqCst), 0);
     drop(runtime);
     host.assert_clean().await;
 }

@@ -80,7 +80,7 @@ async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
         { "method": "GET", "target": format!("127.0.0.1:{other}"), "path": "/" },
         { "method": "CONNECT", "target": format!("internal.test:{other}") },
     ]});
-    let done = run(
+    let attempted = attempt(
         &ex,
         &hostile_record("hostile_http", "http"),
         payload,
@@ -88,8 +88,8 @@ async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
         &egress,
         Duration::from_secs(30),
     )
-    .await
-    .expect("the tool runs");
+    .await;
+    let done = attempted.result.expect("the tool runs");
     let out = &done.output;
     assert_eq!(out["proxy"], "http://127.0.0.1:3128", "{out}");
     let results = out["results"].as_array().unwrap();
@@ -116,7 +116,7 @@ async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
     );
     assert_eq!(allowed_hits.load(Ordering::SeqCst), 2);
     // Each refusal is in the attempt's evidence.
-    let refusals = &done.egress_refusals;
+    let refusals = &attempted.egress.refusals;
     assert_eq!(refusals.len(), 3, "{refusals:?}");
     assert!(
         refusals.iter().any(|r| r.contains("internal.test")),

@@ -41,20 +41,20 @@ fn rust_first_only_crate_gets_markers_for_its_declared_actions() {
     ] {
         assert!(code.contains(needle), "{needle} missing from:\n{code}");
     }
-    // `SOURCES` names the policies directory the build read (relative to the crate that
-    // includes the code, through its `CARGO_MANIFEST_DIR`).
+    // `SOURCES` names the policies directory the build read, relative to the crate that
+    // includes the code (through its `CARGO_MANIFEST_DIR`): the path it names, resolved there,
+    // is the policies directory, however the two paths are spelled.
     let manifest = fs::canonicalize(env!("CARGO_MANIFEST_DIR")).unwrap();
     let policies_path = fs::canonicalize(&policies).unwrap();
-    let depth = manifest.components().count() - 1;
-    let relative = format!(
-        "/{}{}",
-        "../".repeat(depth),
-        policies_path.display().to_string().trim_start_matches('/')
-    );
-    assert!(
-        code.contains(&format!("{relative:?}")),
-        "{relative} missing from:\n{code}"
-    );
+    let named = policies_literal(&code);
+    let resolved =
+        fs::canonicalize(manifest.join(named.trim_start_matches('/'))).unwrap_or_else(|e| {
+            panic!(
+                "`{named}` does not resolve from {}: {e}",
+                manifest.display()
+            )
+        });
+    assert_eq!(resolved, policies_path, "`SOURCES.policies` is `{named}`");
 
     // `compile` writes it once, and leaves an unchanged file alone.
     let out = dir.path().join("out");
@@ -87,4 +87,15 @@ fn a_rejected_policy_fails_the_build_with_its_diagnostics() {
     assert!(matches!(err, BuildError::Registry(_)), "{err}");
     let text = err.to_string();
     assert!(text.contains("bad.cedar"), "{text}");
+}
+
+/// The path `SOURCES.policies` names after `CARGO_MANIFEST_DIR` in the generated `code`.
+fn policies_literal(code: &str) -> String {
+    let sources = &code[code.find("pub const SOURCES").expect("SOURCES")..];
+    let policies = &sources[sources.find("policies:").expect("a policies field")..];
+    let after = &policies[policies
+        .find("CARGO_MANIFEST_DIR")
+        .expect("relative to the crate")..];
+    let mut quoted = after.split('"').skip(2);
+    quoted.next().expect("the relative path").to_string()
 }

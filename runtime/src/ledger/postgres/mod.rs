@@ -253,6 +253,25 @@ impl Ledger for PostgresLedger {
         to_entries(&self.rows()?)
     }
 
+    fn entry(&self, seq: u64) -> Result<Option<Entry>, LedgerError> {
+        let Ok(seq) = i64::try_from(seq) else {
+            return Ok(None);
+        };
+        let pool = self.pool.clone();
+        let row = self
+            .worker
+            .block(async move {
+                let client = pool.get().await.map_err(|e| PgError::Pool(e.to_string()))?;
+                let row = client
+                    .query_opt(schema::SELECT_ONE, &[&seq])
+                    .await
+                    .map_err(pg("read an entry"))?;
+                row.as_ref().map(stored_row).transpose()
+            })
+            .map_err(|e| e.at(&self.location))?;
+        row.map(|r| r.to_entry()).transpose()
+    }
+
     fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
         Ok(select_run(&self.entries()?, run_id))
     }

@@ -34,6 +34,8 @@ pub const HEAD: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1"
 
 /// Every row, in chain order.
 pub const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER BY seq";
+/// One entry, by its position.
+pub const SELECT_ONE: &str = "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq = $1";
 
 /// Whether the `entries` table exists (in the connection's search path).
 const EXISTS: &str = "SELECT to_regclass('entries') IS NOT NULL";

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use escepine_contract::{EgressGrant, Transport};
-use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation};
+use escepine_runtime::executor::{Attempted, ExecError, Execution, Executor, Invocation};
 use escepine_runtime::ledger::BoxFuture;
 use escepine_runtime::sandbox::proxy::Resolver;
 use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
@@ -202,20 +202,34 @@ pub async fn run(
     egress: &[EgressEntry],
     timeout: Duration,
 ) -> Result<Execution, ExecError> {
+    attempt(executor, record, payload, secrets, egress, timeout)
+        .await
+        .result
+}
+
+/// [`run`] with the attempt's egress evidence (what its proxy admitted and refused).
+pub async fn attempt(
+    executor: &dyn Executor,
+    record: &ToolRecord,
+    payload: Value,
+    secrets: &BTreeMap<String, String>,
+    egress: &[EgressEntry],
+    timeout: Duration,
+) -> Attempted {
     let grant = EgressGrant::from(egress);
-    run_granted(executor, record, payload, secrets, &grant, timeout).await
+    attempt_granted(executor, record, payload, secrets, &grant, timeout).await
 }
 
 /// One attempt of `record` with `payload`, `secrets` and the whole `egress` grant (entries,
-/// authorized origins, public addresses).
-pub async fn run_granted(
+/// authorized origins, public addresses), with its egress evidence.
+pub async fn attempt_granted(
     executor: &dyn Executor,
     record: &ToolRecord,
     payload: Value,
     secrets: &BTreeMap<String, String>,
     egress: &EgressGrant,
     timeout: Duration,
-) -> Result<Execution, ExecError> {
+) -> Attempted {
     let inv = Invocation {
         tool: record,
         payload: &payload,
@@ -227,7 +241,7 @@ pub async fn run_granted(
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress,
     };
-    executor.execute(inv).await
+    executor.attempt(inv).await
 }
 
 /// What the host looked like before: compared by [`HostSnapshot::assert_clean`].

@@ -18,7 +18,9 @@
 //! | `env` | outputs `{"env": {…}}`, its whole environment |
 //!
 //! Every attempt is reported, never assumed: `{"ok": true, …}` or `{"ok": false, "error": …}`.
-//! A payload that is not JSON or an unknown mode exits 2.
+//! A payload that is not JSON or an unknown mode exits 2. A payload with `"then_exit": N`
+//! (any mode) writes its report to stderr instead, with a last line `giving up`, and exits
+//! `N`: a tool that did its requests, then failed.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -68,6 +70,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(code) = payload["then_exit"].as_u64() {
+        eprintln!("escepine-hostile: {output}");
+        eprintln!("escepine-hostile: giving up");
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let mut out = io::stdout().lock();
     if writeln!(out, "{output}")
         .and_then(|()| out.flush())
