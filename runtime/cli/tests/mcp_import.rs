@@ -201,7 +201,7 @@ fn every_tool_is_drafted_and_every_decision_named_by_tool_and_pointer() {
     for (tool, pointer) in [
         ("fetch_page", "/input_schema/properties/headers"),
         ("server_status", "/input_schema"),
-        ("browser_open", "/input_schema/properties/session_name"),
+        ("browser_open", "/input_schema/properties/session"),
         ("write-note", "/side_effect_class"),
     ] {
         assert!(
@@ -236,11 +236,22 @@ fn every_tool_is_drafted_and_every_decision_named_by_tool_and_pointer() {
         json!({"type": "object", "additionalProperties": false, "properties": {}})
     );
     // The credential-looking field is kept as the server names it, for a decision.
-    let browser = decide("browser_open", "/input_schema/properties/session_name");
-    assert!(browser["input_schema"]["properties"]["session_name"].is_object());
+    let browser = decide("browser_open", "/input_schema/properties/session");
+    assert!(browser["input_schema"]["properties"]["session"].is_object());
     assert!(comments(&browser)
         .iter()
         .any(|c| c.contains("x-not-credential")));
+    // A session's name is a recognised shape: a note, not a decision.
+    assert!(
+        comments(&browser).iter().any(|c| c
+            .starts_with("REVIEW /input_schema/properties/session_name: ")
+            && c.contains("input/recognised-session-name")),
+        "{:?}",
+        comments(&browser)
+    );
+    assert!(!comments(&browser)
+        .iter()
+        .any(|c| c.starts_with("DECIDE /input_schema/properties/session_name")));
     // The unannotated tool gets no guessed class; its title and openWorldHint are kept.
     let note = decide("write_note", "/side_effect_class");
     assert_ne!(note["side_effect_class"], "compensatable");
@@ -611,7 +622,7 @@ fn decided_drafts_pass_check_and_are_called() {
     decide("server_status", &|_| {});
     // A browser window's name, not a credential.
     decide("browser_open", &|r| {
-        r["input_schema"]["properties"]["session_name"]["x-not-credential"] =
+        r["input_schema"]["properties"]["session"]["x-not-credential"] =
             json!("names a browser window the agent opened; no secret");
     });
     // Saving a note replaces it: supersede.
@@ -638,7 +649,7 @@ fn decided_drafts_pass_check_and_are_called() {
         ("server_status", json!({}), json!({"text": "up"})),
         (
             "browser_open",
-            json!({"session_name": "w1", "page": "p"}),
+            json!({"session": "w1", "session_name": "t", "page": "p"}),
             json!({"opened": "p in w1"}),
         ),
         ("write_note", json!({"text": "four"}), json!({"saved": 4})),
@@ -673,13 +684,16 @@ fn decided_drafts_pass_check_and_are_called() {
     for (tool, recorded) in &exemptions {
         if tool == "browser_open" {
             assert_eq!(
-                recorded,
-                &[(
-                    "/session_name".to_string(),
+                recorded[0],
+                (
+                    "/session".to_string(),
                     "names a browser window the agent opened; no secret".to_string()
-                )],
+                ),
                 "{exemptions:?}"
             );
+            assert_eq!(recorded.len(), 2, "{exemptions:?}");
+            assert_eq!(recorded[1].0, "/session_name", "{exemptions:?}");
+            assert!(recorded[1].1.starts_with("recognised as"), "{exemptions:?}");
         } else {
             assert!(recorded.is_empty(), "{tool}: {recorded:?}");
         }

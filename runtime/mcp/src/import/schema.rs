@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use registry_build::schema::names::credential_word;
+use registry_build::schema::names::{self, credential_word};
 use registry_build::schema::subset::escape;
 use serde_json::{Map, Value};
 
@@ -57,7 +57,32 @@ pub fn normalize(
             walker.node(def, &format!("{base}/$defs/{}", escape(name)));
         }
     }
+    if walker.input {
+        recognised(&s, base, notes, decisions);
+    }
     s
+}
+
+/// The credential-name decisions of `schema` (at `base`) that the registration rules take as a
+/// recognised non-credential shape (a session's name, a pagination token, a user name to look
+/// up): each becomes a note, as `escepine check` reports it, instead of a decision.
+fn recognised(schema: &Value, base: &str, notes: &mut Vec<String>, decisions: &mut Vec<Decision>) {
+    for r in names::recognised_properties(schema) {
+        let at = format!("{base}{}", r.property.pointer);
+        let before = decisions.len();
+        decisions.retain(|d| d.pointer != at);
+        if decisions.len() != before {
+            notes.push(format!(
+                "REVIEW {at}: `{}` is caught by the credential-name rule ({}), and is {} ({}: {}); \
+                 it registers with a note",
+                r.property.name,
+                r.property.word,
+                r.shape.what(),
+                r.shape.rule().id(),
+                r.because
+            ));
+        }
+    }
 }
 
 fn rewrite_refs(v: &mut Value) {
@@ -361,6 +386,37 @@ mod tests {
             at.contains(&"/input_schema/properties/either/oneOf"),
             "{at:?}"
         );
+    }
+
+    #[test]
+    fn recognised_shapes_are_notes_not_decisions() {
+        let schema = json!({"type": "object", "properties": {
+            "session_name": {"type": "string"},
+            "next_token": {"type": "string"},
+            "limit": {"type": "integer"},
+            "session_id": {"type": "string"}
+        }});
+        let (mut notes, mut decisions) = (Vec::new(), Vec::new());
+        normalize(&schema, "/input_schema", &mut notes, &mut decisions);
+        let at: Vec<&str> = decisions.iter().map(|d| d.pointer.as_str()).collect();
+        assert_eq!(at, ["/input_schema/properties/session_id"], "{decisions:?}");
+        for (pointer, rule) in [
+            (
+                "/input_schema/properties/session_name",
+                "input/recognised-session-name",
+            ),
+            (
+                "/input_schema/properties/next_token",
+                "input/recognised-pagination-token",
+            ),
+        ] {
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.starts_with(&format!("REVIEW {pointer}:")) && n.contains(rule)),
+                "{notes:?}"
+            );
+        }
     }
 
     #[test]
