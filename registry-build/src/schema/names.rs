@@ -60,12 +60,12 @@
 //! `$ref`s, or an `enum`/`const` of strings), with no `"format": "password"` and no
 //! `"writeOnly": true` anywhere on the way ([`value_kind`]).
 //!
-//! 1. **A session's name** ([`crate::Rule::RecognisedSessionName`]): `session_name`,
+//! 1. **A session's name** ([`crate::rule::Rule::RecognisedSessionName`]): `session_name`,
 //!    `session_title`, `session_label`, `session_display_name`. The words that pick out a
 //!    session (`session`, `session_id`, `sessionid`, `session_key`, `session_token`,
 //!    `session_cookie`, `session_secret`) stay credentials: a session's id or key is what
 //!    authenticates it; its name or title does not.
-//! 2. **A pagination token** ([`crate::Rule::RecognisedPaginationToken`]): `next_token`,
+//! 2. **A pagination token** ([`crate::rule::Rule::RecognisedPaginationToken`]): `next_token`,
 //!    `page_token`, `next_page_token`, `continuation_token`, `pagination_token`,
 //!    `starting_token`, `cursor_token`, declared **beside** (in the same `properties` map, or
 //!    struct) at least one pagination field: `page`, `page_size`, `page_number`, `page_limit`,
@@ -73,7 +73,7 @@
 //!    token with no such sibling, or not a plain string (an integer `next_token`), is refused;
 //!    `access_token`, `refresh_token`, `id_token`, `auth_token`, `api_token`, `bearer_token`,
 //!    `csrf_token` and `token` are not on the list and are refused whatever their siblings.
-//! 3. **A user to look up** ([`crate::Rule::RecognisedUserLookup`]): `username`, `user_name`,
+//! 3. **A user to look up** ([`crate::rule::Rule::RecognisedUserLookup`]): `username`, `user_name`,
 //!    `login`, when **no sibling looks like the other half of a login form**: no sibling the
 //!    rule catches (other than a recognised session name or pagination token), none marked
 //!    secret (`"format": "password"`, `"writeOnly": true`), none with a word `pass`, `passw`,
@@ -92,7 +92,7 @@
 //! `username` beside a `pass` field that is not a password), may carry a reviewed exemption on
 //! its own schema: `"x-not-credential": "<why>"`. Only a non-empty string counts; it exempts
 //! only that property (not a `$defs` entry's properties, not its siblings). `escepine check`
-//! lists every exemption as a note ([`crate::Rule::CredentialExemption`]); a valid exemption
+//! lists every exemption as a note ([`crate::rule::Rule::CredentialExemption`]); a valid exemption
 //! on a recognised shape is listed as the exemption (the reviewer's reason wins).
 //! [`credential_exemptions`] gives the payload pointers of exempted and recognised properties
 //! (the ledger records them with each call). Nothing else relaxes the rule.
@@ -114,7 +114,7 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_security::skeleton;
 
 use super::walk::{escape, JsonType};
-use crate::Rule;
+use crate::rule::Rule;
 
 /// Credential words: a run of words that reads as one of these (or its plural) fails.
 const WORDS: &[&str] = &[
