@@ -21,8 +21,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use escepine_contract::Principal;
+use escepine_ledger::memory::MemoryLedger;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::executor::InProcessExecutor;
-use escepine_runtime::ledger::{Durability, Ledger, MemoryLedger, SqliteLedger};
 use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
 use escepine_runtime::Runtime;
 use registry_build::testing::RecordBuilder;
@@ -155,8 +157,8 @@ fn approvals(
 fn trusting(registry: &Registry, ledger: &Arc<dyn Ledger>, checkpointed: bool) -> Runtime {
     let builder = in_process(registry.clone(), Arc::clone(ledger));
     let builder = if checkpointed {
-        use escepine_runtime::ledger::checkpoint::{self, SignerKey};
-        use escepine_runtime::ledger::proof::LedgerTree;
+        use escepine_ledger::checkpoint::{self, SignerKey};
+        use escepine_ledger::proof::LedgerTree;
         let key = SignerKey::generate("example.com/bench").expect("a key");
         let tree = LedgerTree::of_entries(&ledger.entries().expect("entries")).expect("a tree");
         let note = tree

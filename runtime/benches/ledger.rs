@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use escepine_runtime::ledger::{Durability, Ledger, MemoryLedger, Record, SqliteLedger};
+use escepine_ledger::memory::MemoryLedger;
+use escepine_ledger::record::Record;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger as ledger_support;
 use tokio::runtime::Runtime;
 

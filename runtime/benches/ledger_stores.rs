@@ -14,7 +14,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_runtime::ledger::{Durability, Ledger, LedgerLocation};
+use escepine_ledger::location::LedgerLocation;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger::{intent, outcome};
 use escepine_testkit::postgres::TestDatabase;
 

@@ -7,11 +7,12 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use escepine_runtime::ledger::checkpoint::SignerKey;
-use escepine_runtime::ledger::merkle::{verify_consistency, verify_inclusion, MerkleTree};
-use escepine_runtime::ledger::proof::LedgerTree;
-use escepine_runtime::ledger::sqlite::read_rows;
-use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
+use escepine_ledger::checkpoint::SignerKey;
+use escepine_ledger::merkle::{verify_consistency, verify_inclusion, MerkleTree};
+use escepine_ledger::proof::LedgerTree;
+use escepine_ledger::sqlite::read_rows;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger as ledger_support;
 
 /// Entries in the ledger: 5·10⁴ calls, intent and outcome each.

@@ -6,7 +6,7 @@
 //! forbids names). Replayed against candidates of 10 and of 1,000 policies:
 //!
 //! - `replay` alone: the intents already in memory, each re-authorized with [`Authorizer`];
-//! - `verified_entries + replay`: what `escepine policy replay` does with the file — read the
+//! - `LedgerLocation::verified_entries + replay`: what `escepine policy replay` does with the file — read the
 //!   rows once, verify the hash chain, decode the bodies, then replay.
 //!
 //! criterion's `elem/s` is recorded requests per second. Run: `cargo bench -p escepine-runtime
@@ -21,13 +21,14 @@ use std::time::Duration;
 
 use catalog::{catalog, TOOLS};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use escepine_contract::Principal;
+use escepine_contract::{Principal, SideEffectClass};
+use escepine_ledger::entry::{canonical_json, sha256_hex};
+use escepine_ledger::location::LedgerLocation;
+use escepine_ledger::record::{CallResult, Intent, Outcome, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::authorize::Authorizer;
-use escepine_runtime::ledger::replay::{replay, verified_entries};
-use escepine_runtime::ledger::{
-    canonical_json, sha256_hex, CallResult, Durability, Intent, Ledger, LedgerLocation, Outcome,
-    Record, SqliteLedger,
-};
+use escepine_runtime::replay::replay;
 use serde_json::json;
 
 /// Recorded calls.
@@ -74,11 +75,11 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
                 compensates: None,
                 tool_id: tool,
                 tool_version: "1.0.0".into(),
-                class: "read-only".into(),
+                class: SideEffectClass::ReadOnly,
                 principal: principal.to_string(),
                 payload_hash: sha256_hex(canonical_json(&payload)),
                 payload,
-                decision: d.as_str().into(),
+                decision: escepine_runtime::decision::recorded(&d),
                 policy_ids: d.policy_ids().to_vec(),
                 reasons: Vec::new(),
                 overlay: Vec::new(),
@@ -132,7 +133,7 @@ fn bench(c: &mut Criterion) {
         Authorizer::new(enforced.cedar(), enforced.records(), None).expect("an authorizer");
     record(&path, &enforced);
     let location = LedgerLocation::Sqlite(path.clone());
-    let entries = verified_entries(&location).expect("the ledger verifies");
+    let entries = location.verified_entries().expect("the ledger verifies");
     assert_eq!(entries.len(), 2 * CALLS);
 
     for count in [10usize, 1000] {
@@ -156,7 +157,7 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_function("verified_entries + replay (SQLite)", |b| {
             b.iter(|| {
-                let entries = verified_entries(&location).expect("verifies");
+                let entries = location.verified_entries().expect("verifies");
                 black_box(replay(&entries, &candidate))
             })
         });

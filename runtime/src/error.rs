@@ -18,7 +18,7 @@ pub enum CallError {
     /// The ledger could not be written: the call stops (before execution if it was the intent;
     /// before returning if it was the outcome).
     #[error("{0}")]
-    LedgerUnavailable(#[from] crate::ledger::LedgerError),
+    LedgerUnavailable(#[from] escepine_ledger::error::LedgerError),
     /// The typed client was compiled from another contract than the registry holds (another
     /// version, other input or output schemas, or a payload its types cannot serialise);
     /// nothing ran.

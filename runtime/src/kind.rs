@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::ledger::CallResult;
+use escepine_ledger::record::CallResult;
 
 /// How a governed call ended, in one word: the single classification every edge reads
 /// (the `error.type` of the call's span, the `kind` of an MCP error result, the SOP engine's

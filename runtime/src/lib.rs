@@ -2,8 +2,8 @@
 //!
 //! A [`Runtime`] is built once from a loaded [`registry_build::Registry`] and then executes only
 //! those tools, every call on one path: resolve, input gate, Cedar authorization, intent
-//! recorded in the [`ledger`] (a call allowed only with [`approval`] waits there for an
-//! approver), the [`budget`]s of the principal and tool, execution with
+//! recorded in the ledger ([`escepine_ledger`]; a call allowed only with [`approval`] waits
+//! there for an approver), the [`budget`]s of the principal and tool, execution with
 //! timeout and retry through an [`executor::Executor`], output gate, outcome recorded — before
 //! control returns to the caller. A call that got past its intent returns a [`CallReport`] whose [`CallOutcome`] is
 //! data; a [`CallError`] is a refusal before the intent. One [`CallKind`] classifies both.
@@ -16,22 +16,24 @@
 //! - `sandbox` (default, implies `mcp-stdio`): [`sandbox::SandboxExecutor`], the Linux backend of `escepine-sandbox`,
 //!   its init ([`sandbox::init::dispatch`]) and the listing of a sandbox's root.
 //! - `image` (default, implies `sandbox`): tools whose endpoint names an OCI image (`images`).
-//! - `sqlite` (default): the SQLite evidence ledger (`ledger::sqlite`).
+//! - `sqlite` (default): the SQLite evidence ledger (`escepine_ledger::sqlite`; the feature is
+//!   the ledger's, forwarded).
 //! - `mcp-stdio` (default): the `mcp-stdio` endpoint transport and the raw MCP client (`mcp`).
 //!   Without it, a call to an `mcp-stdio` tool fails with a message naming the feature.
-//! - `postgres`: the PostgreSQL evidence ledger (`ledger::postgres`) and run leases held in the
-//!   database; the `escepine` binary turns it on.
+//! - `postgres`: the PostgreSQL evidence ledger (`escepine_ledger::postgres`) and run leases held
+//!   in the database (the ledger's feature, forwarded); the `escepine` binary turns it on.
 //! - `in-process`: in-process execution, for tests and benchmarks only.
 //!
 //! Without any feature the runtime is the governed path, the Cedar authorizer, the gates, the
-//! process executor for `stdio-json` tools, the ledger trait with the memory ledger and its
-//! verification, and the SOP engine.
+//! process executor for `stdio-json` tools, the ledger with its memory store and verification,
+//! and the SOP engine.
 
 #![deny(missing_docs)]
 
 pub mod approval;
 pub use registry_build::authorize;
 pub mod budget;
+pub mod decision;
 mod error;
 pub mod executor;
 pub use escepine_egress::host_class;
@@ -39,10 +41,10 @@ pub use registry_build::gate;
 #[cfg(feature = "image")]
 pub mod images;
 mod kind;
-pub mod ledger;
 #[cfg(feature = "mcp-stdio")]
 pub mod mcp;
 pub mod overlay;
+pub mod replay;
 mod report;
 mod runtime;
 pub mod sandbox;

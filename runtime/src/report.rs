@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::error::CallError;
 use crate::kind::CallKind;
-use crate::ledger::{CallResult, Committed};
+use escepine_ledger::entry::Committed;
+use escepine_ledger::record::CallResult;
 use registry_build::gate::{violation_list, Violation};
 
 /// How a call that got past its intent ended; recorded in its outcome entry before the call
@@ -215,7 +216,7 @@ impl fmt::Display for CallReport {
                     "call {} awaits approval (policy [{}]) until {}",
                     self.call_id,
                     policy_ids.join(", "),
-                    crate::ledger::entry::iso8601(*expires_at_ms)
+                    escepine_ledger::entry::iso8601(*expires_at_ms)
                 )?;
                 if !reasons.is_empty() {
                     write!(f, ": {}", reasons.join("; "))?;
@@ -241,7 +242,7 @@ pub(crate) fn rejected_message(approver: &str) -> String {
 pub(crate) fn expired_message(expired_at_ms: u64) -> String {
     format!(
         "the approval expired at {}: nothing ran",
-        crate::ledger::entry::iso8601(expired_at_ms)
+        escepine_ledger::entry::iso8601(expired_at_ms)
     )
 }
 

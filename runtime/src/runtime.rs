@@ -15,13 +15,14 @@ use crate::budget::table::BudgetTable;
 use crate::budget::Budgets;
 use crate::error::CallError;
 use crate::executor::Executor;
-use crate::ledger::checkpoint::Checkpoint;
-use crate::ledger::trust::Trust;
-use crate::ledger::{Ledger, LedgerError};
 use crate::overlay::{Overlay, OverlayError};
 use crate::report::{CallReport, NoOutput};
 use crate::secrets::{EnvSecrets, SecretSource};
 use crate::stages::{self, CallIds, CallOptions, LoadedTool, Parts};
+use escepine_ledger::checkpoint::Checkpoint;
+use escepine_ledger::error::LedgerError;
+use escepine_ledger::store::Ledger;
+use escepine_ledger::trust::Trust;
 use registry_build::authorize::Authorizer;
 use registry_build::gate::SchemaGate;
 
@@ -80,7 +81,7 @@ impl RuntimeBuilder {
     /// Signed checkpoints of the ledger (opened with their verifier key) that every entry the
     /// runtime acts on is checked against, besides the chain's own links: the payload an
     /// approval runs, the step an SOP resume re-runs, the inputs and outputs a compensation is
-    /// built from ([`crate::ledger::trust`]).
+    /// built from ([`escepine_ledger::trust`]).
     pub fn trusted_checkpoints(mut self, checkpoints: Vec<Checkpoint>) -> Self {
         self.trust = Trust { checkpoints };
         self
@@ -353,7 +354,7 @@ impl Runtime {
         Ok(approval::state_of(
             &entries,
             call_id,
-            crate::ledger::entry::now_ms(),
+            escepine_ledger::entry::now_ms(),
         ))
     }
 

@@ -41,8 +41,10 @@ use std::time::Instant;
 
 use clap::Parser;
 use escepine_contract::{Principal, SopDefinition, SopStep};
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{verify, Durability};
+use escepine_ledger::record::Decision;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::Durability;
+use escepine_ledger::verify;
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus};
@@ -310,7 +312,10 @@ async fn research(
     );
     println!("calls ({}), as the ledger recorded them:", rows.len());
     report::print_calls(&rows);
-    let denied: Vec<&report::CallRow> = rows.iter().filter(|r| r.decision == "deny").collect();
+    let denied: Vec<&report::CallRow> = rows
+        .iter()
+        .filter(|r| r.decision == Decision::Deny)
+        .collect();
     for d in &denied {
         println!(
             "denied page: {} — {} by [{}], intent entry {}; nothing was sent",

@@ -17,7 +17,7 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use escepine_contract::{Principal, SopStep, Tool};
-use escepine_runtime::ledger::BoxFuture;
+use escepine_ledger::store::BoxFuture;
 use escepine_runtime::sop::{Planner, PlannerError, StepRequest};
 use escepine_runtime::{CallOptions, CallOutcome, Runtime};
 use serde::de::DeserializeOwned;

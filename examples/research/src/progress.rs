@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use escepine_runtime::ledger::{Committed, Transition};
+use escepine_ledger::entry::Committed;
+use escepine_ledger::record::Transition;
 use escepine_runtime::sop::events::Event;
 use escepine_runtime::sop::RunObserver;
 

@@ -1,7 +1,8 @@
 //! The summary: every call as the ledger recorded it, the denial, where the outputs are, the
 //! ledger's verification and the timings; printed, and written as `summary.json`.
 
-use escepine_runtime::ledger::{Entry, Record};
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{Decision, Record};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,8 +17,8 @@ pub struct CallRow {
     pub step: Option<String>,
     /// The URL the call read, for a page read.
     pub url: Option<String>,
-    /// `allow` or `deny`.
-    pub decision: String,
+    /// What Cedar decided.
+    pub decision: Decision,
     /// The determining policies.
     pub policy_ids: Vec<String>,
     /// How the call ended (`ok`, `denied`, …), if its outcome is recorded.
@@ -46,7 +47,7 @@ pub fn calls(entries: &[Entry]) -> Vec<CallRow> {
                     .get("url")
                     .and_then(Value::as_str)
                     .map(str::to_string),
-                decision: i.decision.clone(),
+                decision: i.decision,
                 policy_ids: i.policy_ids.clone(),
                 result: None,
                 attempts: 0,

@@ -15,9 +15,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::verify::verify_path;
-use escepine_runtime::ledger::{CallResult, Entry, Intent, Outcome, Record};
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{CallResult, Decision, Intent, Outcome, Record};
+use escepine_ledger::sqlite::read_entries;
+use escepine_ledger::verify::verify_path;
 use serde_json::Value;
 
 const PAGE_READERS: [&str; 2] = ["firecrawl_scrape", "web_fetch_exa"];
@@ -112,7 +113,7 @@ fn the_deliverable_cites_a_ledger_that_verifies_and_the_forbidden_page_is_only_d
             "{url}: {}",
             intent.tool_id
         );
-        assert_eq!(intent.decision, "allow");
+        assert_eq!(intent.decision, Decision::Allow);
         assert_eq!(intent.payload["url"], url, "the call read that very URL");
         // Its sandbox reached exactly the origin of that URL, which no overlay entry names.
         let parsed = url::Url::parse(url).expect("a URL");
@@ -132,7 +133,7 @@ fn the_deliverable_cites_a_ledger_that_verifies_and_the_forbidden_page_is_only_d
         .intents
         .values()
         .map(|(_, i)| i)
-        .filter(|i| i.decision == "deny")
+        .filter(|i| i.decision == Decision::Deny)
         .collect();
     assert_eq!(denied.len(), 1, "{denied:?}");
     let deny = denied[0];
@@ -338,7 +339,7 @@ fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flip
     let narrowed = policies(dir.path(), "narrowed", |_, t| t.to_string(), &forbid_host);
     let expected: Vec<String> = intents
         .iter()
-        .filter(|i| PAGE_READERS.contains(&i.tool_id.as_str()) && i.decision == "allow")
+        .filter(|i| PAGE_READERS.contains(&i.tool_id.as_str()) && i.decision == Decision::Allow)
         .filter(|i| {
             i.payload["url"]
                 .as_str()
@@ -362,7 +363,7 @@ fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flip
             .iter()
             .find(|i| i.call_id == call)
             .expect("an intent");
-        let payload = escepine_runtime::ledger::canonical_json(&intent.payload);
+        let payload = escepine_ledger::entry::canonical_json(&intent.payload);
         assert!(
             line.contains(&format!("  {}  {payload}  ", intent.tool_id)),
             "{line}"
@@ -374,7 +375,7 @@ fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flip
     // widening, exit 1 — unless --allow-widening.
     let linkedin: Vec<&&Intent> = intents
         .iter()
-        .filter(|i| i.decision == "deny" && i.policy_ids == ["page-read-no-linkedin"])
+        .filter(|i| i.decision == Decision::Deny && i.policy_ids == ["page-read-no-linkedin"])
         .collect();
     assert_eq!(
         linkedin.len(),

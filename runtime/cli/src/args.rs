@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use escepine_ledger::location::LedgerLocation;
+use escepine_ledger::store::Durability;
 use escepine_runtime::budget::Budgets;
-use escepine_runtime::ledger::{Durability, LedgerLocation};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::Runtime;
 use registry_build::Registry;
@@ -194,8 +195,8 @@ impl RuntimeArgs {
 fn trusted_checkpoints(
     files: &[PathBuf],
     key_file: &std::path::Path,
-) -> Result<Vec<escepine_runtime::ledger::checkpoint::Checkpoint>, CliError> {
-    use escepine_runtime::ledger::checkpoint::{self, VerifierKey};
+) -> Result<Vec<escepine_ledger::checkpoint::Checkpoint>, CliError> {
+    use escepine_ledger::checkpoint::{self, VerifierKey};
     let read = |path: &std::path::Path| {
         std::fs::read_to_string(path)
             .map_err(|e| CliError::new(exit::INVALID, format!("{}: {e}", path.display())))

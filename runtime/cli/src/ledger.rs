@@ -7,10 +7,12 @@ mod proofs;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use escepine_ledger::entry::iso8601;
+use escepine_ledger::entry::Entry;
+use escepine_ledger::location::LedgerLocation;
+use escepine_ledger::record::{Approval, Attempt, Intent, Outcome, Record};
+use escepine_ledger::verify::VerifyError;
 use escepine_runtime::approval::{state_of, CallState};
-use escepine_runtime::ledger::entry::iso8601;
-use escepine_runtime::ledger::verify::VerifyError;
-use escepine_runtime::ledger::{Approval, Attempt, Entry, Intent, LedgerLocation, Outcome, Record};
 
 use crate::error::{CliError, CliResult};
 use crate::exit::{self, LEDGER_UNREADABLE as UNREADABLE};
@@ -289,7 +291,7 @@ fn call_slot<'a>(
 /// Every entry of the ledger, for `show`: a corrupt one is exit 1, an unreadable ledger 2.
 fn read_for_show(path: &LedgerLocation) -> Result<Vec<Entry>, CliError> {
     path.read_entries().map_err(|e| match e {
-        escepine_runtime::ledger::LedgerError::Corrupt { .. } => {
+        escepine_ledger::error::LedgerError::Corrupt { .. } => {
             CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
         }
         e => CliError::new(UNREADABLE, e),
@@ -300,7 +302,7 @@ fn read_for_show(path: &LedgerLocation) -> Result<Vec<Entry>, CliError> {
 /// nothing recorded since), then a count.
 fn show_waiting(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
     let entries = read_for_show(path)?;
-    let now = escepine_runtime::ledger::entry::now_ms();
+    let now = escepine_ledger::entry::now_ms();
     let mut out = String::new();
     let mut count = 0usize;
     for e in &entries {
@@ -451,7 +453,7 @@ fn render_transition(e: &Entry, out: &mut String) {
         if !t.data.is_null() {
             out.push_str(&format!(
                 "  {}",
-                escepine_runtime::ledger::canonical_json(&t.data)
+                escepine_ledger::entry::canonical_json(&t.data)
             ));
         }
         out.push('\n');
@@ -469,7 +471,7 @@ fn render_call(call: &Call<'_>, out: &mut String) {
                 call.call_id,
                 i.tool_id,
                 i.tool_version,
-                i.class
+                i.class.as_str()
             ));
             if let Some(step) = &i.step {
                 out.push_str(&format!("  step {step}"));

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use escepine_contract::Principal;
 use serde_json::{json, Value};
 
-use escepine_runtime::ledger::{Committed, Transition};
+use escepine_ledger::entry::Committed;
+use escepine_ledger::record::Transition;
 use escepine_runtime::sop::{
     CancelToken, Engine, Journal, RunObserver, RunOptions, RunOutcome, ScriptedPlanner, Sop,
     SopRunError,

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::verify::verify_path;
-use escepine_runtime::ledger::{ApprovalResult, CallResult, Record};
+use escepine_ledger::record::{ApprovalResult, CallResult, Record};
+use escepine_ledger::sqlite::read_entries;
+use escepine_ledger::verify::verify_path;
 use escepine_testkit::sop::item;
 
 mod sop_harness;

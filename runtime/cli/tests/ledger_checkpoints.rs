@@ -7,14 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::checkpoint::{self, Checkpoint, VerifierKey};
-use escepine_runtime::ledger::merkle::{
+use escepine_ledger::checkpoint::{self, Checkpoint, VerifierKey};
+use escepine_ledger::entry::{entry_hash, GENESIS_PREV};
+use escepine_ledger::merkle::{
     hash_from_b64, leaf_hash, verify_consistency, verify_inclusion, Hash,
 };
-use escepine_runtime::ledger::sqlite::read_rows;
-use escepine_runtime::ledger::{
-    entry_hash, Durability, Ledger, PostgresLedger, SqliteLedger, GENESIS_PREV,
-};
+use escepine_ledger::postgres::PostgresLedger;
+use escepine_ledger::sqlite::read_rows;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger::{intent, outcome, transition};
 use escepine_testkit::postgres::TestDatabase;
 use serde_json::Value;

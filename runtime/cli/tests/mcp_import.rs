@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::{CallResult, Record};
+use escepine_ledger::record::{CallResult, Record};
 use escepine_runtime::mcp::rpc::RawClient;
 use serde_json::{json, Value};
 
@@ -420,7 +420,7 @@ fn a_changed_description_is_refused_before_any_call_and_the_ledger_names_it() {
     assert!(stderr.contains(pin), "names the pin: {stderr}");
     assert!(stderr.contains("no tools/call was sent"), "{stderr}");
 
-    let entries = escepine_runtime::ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
+    let entries = escepine_ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
     let last = entries
         .iter()
         .rev()
@@ -514,8 +514,7 @@ fn an_ambiguous_listing_is_refused_at_the_pin_check_before_any_tools_call() {
         );
         assert!(stderr.contains(named), "{listing}: {stderr}");
         assert!(stderr.contains("no tools/call was sent"), "{stderr}");
-        let entries =
-            escepine_runtime::ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
+        let entries = escepine_ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
         let last = entries
             .iter()
             .rev()
@@ -667,7 +666,7 @@ fn decided_drafts_pass_check_and_are_called() {
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     // The intent of the exempted tool's call records the exemption and its reason; the others
     // record none.
-    let entries = escepine_runtime::ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
+    let entries = escepine_ledger::sqlite::read_entries(&scene.ledger).expect("ledger");
     let exemptions: Vec<(String, Vec<(String, String)>)> = entries
         .iter()
         .filter_map(|e| match &e.record {

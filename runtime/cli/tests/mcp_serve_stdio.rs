@@ -155,7 +155,7 @@ async fn an_rmcp_client_lists_calls_and_is_denied_over_stdio() {
 
     // Evidence: the allowed call and the two denials reached the ledger; the rejected input
     // did not (nothing is recorded before the input gate passes).
-    let entries = escepine_runtime::ledger::sqlite::read_entries(&ledger).expect("ledger");
+    let entries = escepine_ledger::sqlite::read_entries(&ledger).expect("ledger");
     assert_eq!(entries.len(), 6, "three intents, three outcomes");
 }
 
@@ -218,11 +218,11 @@ async fn a_shadow_set_served_over_stdio_is_recorded_and_never_enforced() {
     assert_eq!(other.is_error, Some(false));
     client.cancel().await.expect("close");
 
-    let entries = escepine_runtime::ledger::sqlite::read_entries(&ledger).expect("ledger");
-    let shadows: Vec<(String, Option<escepine_runtime::ledger::ShadowDecision>)> = entries
+    let entries = escepine_ledger::sqlite::read_entries(&ledger).expect("ledger");
+    let shadows: Vec<(String, Option<escepine_ledger::record::ShadowDecision>)> = entries
         .iter()
         .filter_map(|e| match &e.record {
-            escepine_runtime::ledger::Record::Intent(i) => {
+            escepine_ledger::record::Record::Intent(i) => {
                 Some((i.payload["text"].to_string(), i.shadow.clone()))
             }
             _ => None,
@@ -233,8 +233,8 @@ async fn a_shadow_set_served_over_stdio_is_recorded_and_never_enforced() {
         [
             (
                 "\"hello\"".to_string(),
-                Some(escepine_runtime::ledger::ShadowDecision {
-                    decision: "deny".into(),
+                Some(escepine_ledger::record::ShadowDecision {
+                    decision: escepine_ledger::record::Decision::Deny,
                     policy_ids: vec!["shadow-no-hello".into()]
                 })
             ),

@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::{CallResult, Outcome, Record};
+use escepine_ledger::record::{CallResult, Outcome, Record};
+use escepine_ledger::sqlite::read_entries;
 use escepine_testkit::fixtures;
 use serde_json::{json, Value};
 

@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::verify::verify_path;
-use escepine_runtime::ledger::{Entry, Intent, Record, ShadowDecision};
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{Decision, Intent, Record, ShadowDecision};
+use escepine_ledger::sqlite::read_entries;
+use escepine_ledger::verify::verify_path;
 use escepine_testkit::sop::fixtures;
 use serde_json::Value;
 
@@ -126,7 +127,7 @@ fn comparable(ran: &Ran) -> Vec<String> {
         .map(|e| {
             let mut v = serde_json::to_value(&e.record).expect("a record encodes");
             strip(&mut v);
-            escepine_runtime::ledger::canonical_json(&v)
+            escepine_ledger::entry::canonical_json(&v)
                 .replace(store.url.as_str(), "STORE")
                 .replace(store.addr.as_str(), "STORE")
                 .replace(dir.as_str(), "DIR")
@@ -180,7 +181,7 @@ fn a_shadow_set_records_exactly_its_disagreements_and_changes_nothing() {
             .expect("the store's host");
         assert_eq!(host, "127.0.0.1");
         let expected: Vec<&str> = intents(b)
-            .filter(|i| write_tools.contains(&i.tool_id.as_str()) && i.decision == "allow")
+            .filter(|i| write_tools.contains(&i.tool_id.as_str()) && i.decision == Decision::Allow)
             .filter(|i| {
                 i.payload["store"]
                     .as_str()
@@ -199,7 +200,7 @@ fn a_shadow_set_records_exactly_its_disagreements_and_changes_nothing() {
                 assert_eq!(
                     s,
                     &ShadowDecision {
-                        decision: "deny".into(),
+                        decision: Decision::Deny,
                         policy_ids: vec!["shadow-no-store-host".into()]
                     },
                     "{sop}: {}",
@@ -209,7 +210,7 @@ fn a_shadow_set_records_exactly_its_disagreements_and_changes_nothing() {
         }
         disagreements += recorded.len();
         agreeing_denials += intents(b)
-            .filter(|i| i.decision == "deny" && i.shadow.is_none())
+            .filter(|i| i.decision == Decision::Deny && i.shadow.is_none())
             .count();
 
         // `ledger show --disagreements` lists exactly those calls.

@@ -9,7 +9,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::{ApprovalResult, Entry, Record};
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{ApprovalResult, Record};
 use escepine_testkit::postgres::TestDatabase;
 use escepine_testkit::sop::fixtures;
 
@@ -36,10 +37,8 @@ impl Ledger {
 
     fn entries(&self) -> Vec<Entry> {
         match self {
-            Self::Sqlite(path) => escepine_runtime::ledger::sqlite::read_entries(path).unwrap(),
-            Self::Postgres(db) => {
-                escepine_runtime::ledger::postgres::read_entries(&db.url()).unwrap()
-            }
+            Self::Sqlite(path) => escepine_ledger::sqlite::read_entries(path).unwrap(),
+            Self::Postgres(db) => escepine_ledger::postgres::read_entries(&db.url()).unwrap(),
         }
     }
 }
@@ -128,7 +127,7 @@ impl Cli {
                 Record::Intent(i)
                     if i.run_id.as_deref() == Some(run_id) && i.step.as_deref() == Some(step) =>
                 {
-                    Some((i.call_id, i.decision))
+                    Some((i.call_id, i.decision.as_str().to_string()))
                 }
                 _ => None,
             })

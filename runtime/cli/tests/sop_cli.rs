@@ -5,8 +5,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::verify::verify_path;
+use escepine_ledger::sqlite::read_entries;
+use escepine_ledger::verify::verify_path;
 
 mod sop_harness;
 

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use escepine_runtime::ledger::postgres::read_entries;
+use escepine_ledger::postgres::read_entries;
 use escepine_testkit::postgres::{tokio_postgres, TestDatabase};
 
 mod sop_harness;
@@ -229,9 +229,7 @@ fn a_runtime_whose_lease_session_ends_stops_and_another_finishes_the_run() {
     );
     // Only the session holding A's lease ends (a cut connection, an administrator).
     cli.db
-        .terminate_lock_holder(escepine_runtime::ledger::postgres::lease::lease_key(
-            "fenced-run",
-        ));
+        .terminate_lock_holder(escepine_ledger::postgres::lease::lease_key("fenced-run"));
 
     // Runtime B takes the lease and finishes the run while A still waits inside its step.
     let o = cli.command(&["resume", "fenced-run"]).output().unwrap();

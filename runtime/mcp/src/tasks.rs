@@ -22,10 +22,11 @@
 //! a waiting call asks its client for no input.
 
 use escepine_contract::Principal;
+use escepine_ledger::entry::Entry;
+use escepine_ledger::entry::{iso8601, now_ms};
+use escepine_ledger::record::{CallResult, Outcome, Record};
+use escepine_ledger::trust;
 use escepine_runtime::approval::{self, CallState};
-use escepine_runtime::ledger::entry::{iso8601, now_ms};
-use escepine_runtime::ledger::trust;
-use escepine_runtime::ledger::{CallResult, Entry, Outcome, Record};
 use escepine_runtime::{CallKind, CallReport, Runtime};
 use rmcp::model::{
     CallToolResult, CreateTaskResult, DetailedTask, ErrorCode, GetTaskResult, JsonObject, Task,

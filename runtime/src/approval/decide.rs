@@ -6,11 +6,12 @@ use escepine_contract::Principal;
 
 use super::error::ApprovalError;
 use super::state::{now_state, CallState, Waiting};
-use crate::ledger::entry::iso8601;
-use crate::ledger::trust::{self, Trust};
-use crate::ledger::{Approval, ApprovalResult, CallResult, Ledger, Outcome, Record};
 use crate::report::{expired_message, rejected_message, CallOutcome, CallReport};
 use crate::stages::{self, CallIds, CallOptions, Parts};
+use escepine_ledger::entry::iso8601;
+use escepine_ledger::record::{Approval, ApprovalResult, CallResult, Outcome, Record};
+use escepine_ledger::store::Ledger;
+use escepine_ledger::trust::{self, Trust};
 
 /// What the approver decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,7 @@ pub(crate) async fn expire(
 }
 
 /// The waiting call, and whether it is past its expiry; any other state is a refusal. The
-/// intent it acts on is checked first ([`trust`](crate::ledger::trust)): a payload edited in
+/// intent it acts on is checked first ([`trust`](escepine_ledger::trust)): a payload edited in
 /// the store is never run.
 fn waiting(
     ledger: &dyn Ledger,
@@ -235,7 +236,7 @@ async fn end(
 /// The requester, as the intent names it.
 fn requester(waiting: &Waiting) -> Result<Principal, ApprovalError> {
     waiting.principal.parse().map_err(|e| {
-        ApprovalError::Ledger(crate::ledger::LedgerError::Unavailable(format!(
+        ApprovalError::Ledger(escepine_ledger::error::LedgerError::Unavailable(format!(
             "the intent of call `{}` names no principal: {e}",
             waiting.call_id
         )))

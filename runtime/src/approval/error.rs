@@ -3,8 +3,8 @@
 
 use crate::error::CallError;
 use crate::kind::CallKind;
-use crate::ledger::trust::UntrustedEntry;
-use crate::ledger::LedgerError;
+use escepine_ledger::error::LedgerError;
+use escepine_ledger::trust::UntrustedEntry;
 
 /// Why an approval or rejection did not happen. Every variant but [`ApprovalError::Ledger`]
 /// and [`ApprovalError::Call`] is a refusal that changed nothing: the call still waits (or was

@@ -10,7 +10,7 @@
 //! before the approved call runs, and followed by the call's outcome.
 //!
 //! The state of a call is read from the ledger alone ([`CallState`]), so a wait survives any
-//! restart; concurrent deciders are serialised by the store ([`crate::ledger::Ledger::claim_approval`]).
+//! restart; concurrent deciders are serialised by the store ([`escepine_ledger::store::Ledger::claim_approval`]).
 
 mod decide;
 mod error;

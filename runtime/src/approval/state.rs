@@ -1,6 +1,7 @@
 //! [`CallState`]: where a call stands, read from the ledger's entries alone.
 
-use crate::ledger::{entry::now_ms, Approval, Entry, Intent, Outcome, Record};
+use escepine_ledger::entry::{now_ms, Entry};
+use escepine_ledger::record::{Approval, Intent, Outcome, Record};
 
 /// Where a call stands, by its entries in the ledger.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +44,7 @@ pub struct Waiting {
     /// The recorded intent.
     pub intent: Box<Intent>,
     /// Its entry.
-    pub intent_entry: crate::ledger::Committed,
+    pub intent_entry: escepine_ledger::entry::Committed,
 }
 
 /// The state of `call_id` in `entries` (chain order) at `now_ms`.

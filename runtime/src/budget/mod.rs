@@ -8,7 +8,7 @@
 //!
 //! Cedar decides each request alone and cannot count, so budgets are checked on the governed
 //! path after authorization, once the intent is recorded, before anything runs; the uses are
-//! counted in the ledger's store ([`crate::ledger::Ledger::reserve_budgets`]).
+//! counted in the ledger's store ([`escepine_ledger::store::Ledger::reserve_budgets`]).
 
 pub mod file;
 pub(crate) mod table;

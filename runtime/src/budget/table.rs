@@ -8,7 +8,7 @@ use escepine_contract::Principal;
 use registry_build::record::ToolRecord;
 
 use super::file::{Budget, Budgets, Subject, Target};
-use crate::ledger::BudgetLimit;
+use escepine_ledger::budget::BudgetLimit;
 
 /// A budget whose target matches the tool, with its limit as the store checks it.
 #[derive(Debug, Clone)]

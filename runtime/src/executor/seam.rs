@@ -8,8 +8,8 @@ use escepine_contract::EgressGrant;
 use registry_build::ToolRecord;
 use serde_json::Value;
 
-pub use crate::ledger::BoxFuture;
 use crate::scrub::Scrubber;
+pub use escepine_ledger::store::BoxFuture;
 
 /// One attempt of one call, as handed to an [`Executor`].
 #[derive(Debug, Clone)]

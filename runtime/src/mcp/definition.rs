@@ -3,7 +3,7 @@
 //! current definition no longer matches it.
 //!
 //! [`definition_sha256`] is the SHA-256 (lower-case hex) of the canonical JSON
-//! ([`crate::ledger::entry::canonical_json`]: keys sorted by code point at every depth, no
+//! ([`escepine_ledger::entry::canonical_json`]: keys sorted by code point at every depth, no
 //! insignificant whitespace) of the whole tool object the server listed — name, title,
 //! description, schemas, annotations and anything else it holds — minus its top-level `_meta`
 //! (which MCP reserves for protocol metadata that may vary between sessions).
@@ -11,7 +11,7 @@
 use registry_build::ToolRecord;
 use serde_json::Value;
 
-use crate::ledger::entry::{canonical_json, sha256_hex};
+use escepine_ledger::entry::{canonical_json, sha256_hex};
 
 /// The digest of one listed MCP tool definition (see the module documentation).
 pub fn definition_sha256(tool: &Value) -> String {

@@ -23,11 +23,12 @@ use super::saga;
 use crate::approval::{ApprovalError, CallState};
 use crate::error::CallError;
 use crate::kind::CallKind;
-use crate::ledger::lease::RunLease;
-use crate::ledger::{Committed, Record, Transition};
 use crate::report::{CallOutcome, CallReport};
 use crate::runtime::Runtime;
 use crate::stages::CallOptions;
+use escepine_ledger::entry::Committed;
+use escepine_ledger::lease::RunLease;
+use escepine_ledger::record::{Record, Transition};
 use registry_build::sop::{ExecutionState, Sop, State};
 
 /// Told of every escalation, as it is recorded (at least once: a run resumed after a crash
@@ -327,7 +328,7 @@ impl Engine {
     /// runs again with the same idempotency key and payload; compensation resumes where it
     /// stopped. A run that already ended returns its outcome and records nothing. A run another
     /// engine is driving (in this process, or in another one on the same ledger file) is
-    /// refused: its lease is held (see [`crate::ledger::lease`]).
+    /// refused: its lease is held (see [`escepine_ledger::lease`]).
     ///
     /// # Errors
     /// See [`SopRunError`].
@@ -349,7 +350,7 @@ impl Engine {
         let journal = Journal::load(&**self.inner.runtime.ledger(), run_id)?;
         // Every entry the resume acts on (the payloads it re-runs, the events that say where the
         // run stands, the inputs and outputs compensation is built from) is what was committed.
-        crate::ledger::trust::check_all_in_ledger(
+        escepine_ledger::trust::check_all_in_ledger(
             &**self.inner.runtime.ledger(),
             &journal.entries,
             self.inner.runtime.trust(),
@@ -416,7 +417,7 @@ impl Engine {
     /// The loop: one recorded event per turn, chosen by where the run stands.
     ///
     /// The lease is checked before each turn: a driver whose lease ended (its database session
-    /// lost while this process lives) stops with [`LedgerError::LeaseLost`](crate::ledger::LedgerError::LeaseLost) before recording or
+    /// lost while this process lives) stops with [`LedgerError::LeaseLost`](escepine_ledger::error::LedgerError::LeaseLost) before recording or
     /// running anything more; the store refuses such a driver's appends to the run as well.
     async fn drive(
         &self,
@@ -662,7 +663,7 @@ impl Engine {
                             ),
                         ));
                     };
-                    crate::ledger::trust::check_all_in_ledger(
+                    escepine_ledger::trust::check_all_in_ledger(
                         &**runtime.ledger(),
                         std::slice::from_ref(entry),
                         runtime.trust(),
@@ -1076,7 +1077,7 @@ fn call_end(report: &CallReport) -> Option<CallEnd> {
 
 /// SHA-256 of the SOP's canonical document.
 fn sop_digest(sop: &Sop) -> String {
-    crate::ledger::sha256_hex(crate::ledger::canonical_json(&sop.to_json()))
+    escepine_ledger::entry::sha256_hex(escepine_ledger::entry::canonical_json(&sop.to_json()))
 }
 
 fn random_id() -> String {

@@ -6,7 +6,7 @@
 //! cannot be read. A run stopped by one of them is resumable once the cause is fixed.
 
 use crate::approval::ApprovalError;
-use crate::ledger::LedgerError;
+use escepine_ledger::error::LedgerError;
 
 /// Why the engine could not drive a run.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +34,7 @@ pub enum SopRunError {
         run_id: String,
         /// What the check found.
         #[source]
-        source: Box<crate::ledger::trust::UntrustedEntry>,
+        source: Box<escepine_ledger::trust::UntrustedEntry>,
     },
     /// The ledger holds no run with this id.
     #[error("the ledger holds no run `{0}`")]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::kind::CallKind;
-use crate::ledger::Transition;
+use escepine_ledger::record::Transition;
 
 /// A run began: the SOP, its version and the principal it runs for.
 pub const RUN_STARTED: &str = "run_started";

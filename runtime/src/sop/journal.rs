@@ -1,6 +1,6 @@
 //! The ledger is the journal: a run rebuilt from its entries.
 //!
-//! A run's entries ([`crate::ledger::Ledger::entries_for_run`]) are its SOP events
+//! A run's entries ([`escepine_ledger::store::Ledger::entries_for_run`]) are its SOP events
 //! ([`super::events`]) and the intents and outcomes of its calls. Folding them in chain order
 //! gives the run's state — its data, the steps it completed, where it stands — with the same
 //! transition function the live engine applies after each event it records, so a resumed run and
@@ -23,8 +23,10 @@ use super::events::{
     StepFailure, Undo,
 };
 use crate::kind::CallKind;
-use crate::ledger::{sha256_hex, CallResult, Entry, Ledger, Record};
 use crate::report::denied_message;
+use escepine_ledger::entry::{sha256_hex, Entry};
+use escepine_ledger::record::{CallResult, Record};
+use escepine_ledger::store::Ledger;
 
 /// The idempotency key of visit `visit` of `state` in `run_id`.
 pub fn step_idempotency_key(run_id: &str, state: &str, visit: u32) -> String {
@@ -311,13 +313,11 @@ impl RunState {
             let err = |why: String| journal_err(run_id, entry.seq, why);
             match &entry.record {
                 Record::Intent(i) => {
-                    let class = SideEffectClass::parse(&i.class)
-                        .ok_or_else(|| err(format!("unknown side-effect class `{}`", i.class)))?;
                     st.add_call(CallInfo {
                         call_id: i.call_id.clone(),
                         key: i.idempotency_key.clone(),
                         tool: i.tool_id.clone(),
-                        class,
+                        class: i.class,
                         input: i.payload.clone(),
                         policy_ids: i.policy_ids.clone(),
                         reasons: i.reasons.clone(),

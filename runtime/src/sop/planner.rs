@@ -23,7 +23,7 @@ use escepine_contract::{SopStep, Tool};
 use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
-use crate::ledger::BoxFuture;
+use escepine_ledger::store::BoxFuture;
 use registry_build::sop::{ExecutionState, Sop};
 
 /// Why a planner produced no proposal. The step fails (kind `planner`) and its `on_failure`

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::ended::Ended;
-use crate::ledger::ShadowDecision;
 use crate::report::CallOutcome;
+use escepine_ledger::record::ShadowDecision;
 use registry_build::authorize::{Authorizer, Decision};
 
 /// The decision on the gated payload (any evaluation error is a DENY). It is recorded in the
@@ -45,7 +45,7 @@ pub(crate) fn shadow(
 /// The candidate's decision when it differs from the enforced one (allow against deny).
 fn disagreement(enforced: &Decision, candidate: &Decision) -> Option<ShadowDecision> {
     (enforced.allowed() != candidate.allowed()).then(|| ShadowDecision {
-        decision: candidate.as_str().to_string(),
+        decision: crate::decision::recorded(candidate),
         policy_ids: candidate.policy_ids().to_vec(),
     })
 }
@@ -166,7 +166,7 @@ mod tests {
         assert_eq!(
             shadow(&cx, Some(&candidate), &big, &d),
             Some(ShadowDecision {
-                decision: "deny".into(),
+                decision: escepine_ledger::record::Decision::Deny,
                 policy_ids: vec!["no-big".into()]
             })
         );
@@ -184,7 +184,7 @@ mod tests {
                 &authorize(&cx, &enforced, &small)
             ),
             Some(ShadowDecision {
-                decision: "deny".into(),
+                decision: escepine_ledger::record::Decision::Deny,
                 policy_ids: vec!["overflows".into()]
             })
         );
@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(
             shadow(&cx, Some(&enforced), &big, &d),
             Some(ShadowDecision {
-                decision: "allow".into(),
+                decision: escepine_ledger::record::Decision::Allow,
                 policy_ids: vec!["all".into()]
             })
         );

@@ -5,9 +5,11 @@ use super::context::CallContext;
 use super::ended::Ended;
 use super::retry;
 use crate::budget::table::BudgetTable;
-use crate::ledger::{entry::now_ms, BudgetClaim, Ledger, Reservation};
 use crate::report::{budget_message, CallOutcome};
 use cedar_policy::Entities;
+use escepine_ledger::budget::{BudgetClaim, Reservation};
+use escepine_ledger::entry::now_ms;
+use escepine_ledger::store::Ledger;
 
 /// Whether the call holds budget uses, to release when it ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use super::context::CallContext;
 use super::ended::Ended;
 use super::retry::Retry;
 use crate::executor::{Attempted, Egress, ExecError, Executor, Invocation};
-use crate::ledger::Attempt;
 use crate::report::CallOutcome;
+use escepine_ledger::record::Attempt;
 
 /// The executor bounds each attempt itself (it knows how to kill what it started); the outer
 /// bound around an attempt is a backstop this much later.

@@ -5,10 +5,11 @@ use serde_json::Value;
 use super::context::CallContext;
 use super::retry;
 use crate::error::CallError;
-use crate::ledger::{
-    canonical_json, sha256_hex, ApprovalRequest, Committed, CredentialExemption, Intent, Ledger,
-    Record, ShadowDecision,
+use escepine_ledger::entry::{canonical_json, sha256_hex, Committed};
+use escepine_ledger::record::{
+    ApprovalRequest, CredentialExemption, Intent, Record, ShadowDecision,
 };
+use escepine_ledger::store::Ledger;
 use registry_build::authorize::Decision;
 
 /// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
@@ -50,11 +51,11 @@ fn intent(
         compensates: cx.opts.compensates.clone(),
         tool_id: record.tool_id().to_string(),
         tool_version: record.version().to_string(),
-        class: record.side_effect_class().as_str().to_string(),
+        class: record.side_effect_class(),
         principal: cx.principal.to_string(),
         payload: recorded,
         payload_hash: sha256_hex(canonical.as_bytes()),
-        decision: decision.as_str().to_string(),
+        decision: crate::decision::recorded(decision),
         policy_ids: decision.policy_ids().to_vec(),
         reasons: decision
             .reasons()
@@ -82,9 +83,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::ledger::memory::MemoryLedger;
     use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, builder, context, loaded, Fixed};
+    use escepine_ledger::memory::MemoryLedger;
 
     #[tokio::test]
     async fn the_intent_is_committed_scrubbed_with_the_decision_and_deadline() {
@@ -109,7 +110,7 @@ mod tests {
         let ledger = MemoryLedger::new();
         let decision = Decision::default();
         let shadow = ShadowDecision {
-            decision: "allow".into(),
+            decision: escepine_ledger::record::Decision::Allow,
             policy_ids: vec!["candidate".into()],
         };
         let entry = record(
@@ -132,7 +133,7 @@ mod tests {
             (i.run_id.as_deref(), i.step.as_deref()),
             (Some("r"), Some("s"))
         );
-        assert_eq!(i.decision, "deny");
+        assert_eq!(i.decision, escepine_ledger::record::Decision::Deny);
         assert!(!i.payload.to_string().contains("s3cr3t"), "{}", i.payload);
         assert_eq!(
             i.payload_hash,

@@ -60,10 +60,11 @@ use serde_json::Value;
 use crate::budget::table::BudgetTable;
 use crate::error::CallError;
 use crate::executor::Executor;
-use crate::ledger::trust::Trust;
-use crate::ledger::{Committed, Ledger};
 use crate::report::CallReport;
 use crate::secrets::SecretSource;
+use escepine_ledger::entry::Committed;
+use escepine_ledger::store::Ledger;
+use escepine_ledger::trust::Trust;
 use registry_build::authorize::{Authorizer, Decision};
 
 pub use context::CallOptions;
@@ -263,8 +264,8 @@ mod tests {
     use tracing_subscriber::Layer;
 
     use super::*;
-    use crate::ledger::Committed;
     use crate::report::CallOutcome;
+    use escepine_ledger::entry::Committed;
 
     /// Keeps every `error.type` recorded on a span.
     #[derive(Clone, Default)]

@@ -3,8 +3,10 @@
 use super::context::CallContext;
 use super::ended::Ended;
 use crate::error::CallError;
-use crate::ledger::{Attempt, Committed, Ledger, Outcome, Record};
 use crate::report::CallOutcome;
+use escepine_ledger::entry::Committed;
+use escepine_ledger::record::{Attempt, Outcome, Record};
+use escepine_ledger::store::Ledger;
 
 /// The outcome entry of the call (result, attempts, output hash, the returned output, the
 /// error), committed; a ledger that cannot commit stops the call with nothing returned.
@@ -16,7 +18,7 @@ pub(crate) async fn record(
 ) -> Result<Committed, CallError> {
     let Some(result) = ended.outcome.result() else {
         return Err(CallError::LedgerUnavailable(
-            crate::ledger::LedgerError::Unavailable(
+            escepine_ledger::error::LedgerError::Unavailable(
                 "a waiting call has no outcome to record".into(),
             ),
         ));
@@ -44,9 +46,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::ledger::{CallResult, MemoryLedger};
     use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, context, loaded, n_schema, record as tool_record, Fixed};
+    use escepine_ledger::memory::MemoryLedger;
+    use escepine_ledger::record::CallResult;
 
     #[tokio::test]
     async fn the_outcome_holds_the_output_only_when_returned() {

@@ -4,8 +4,8 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use super::ended::Ended;
-use crate::ledger::{canonical_json, sha256_hex};
 use crate::report::CallOutcome;
+use escepine_ledger::entry::{canonical_json, sha256_hex};
 use registry_build::gate::violation_list;
 
 /// The output scrubbed of the call's secrets, then checked against the output schema: a

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::context::CallContext;
-use crate::ledger::{entry::now_ms, ApprovalRequest, Committed};
 use crate::report::{CallOutcome, CallReport};
+use escepine_ledger::entry::{now_ms, Committed};
+use escepine_ledger::record::ApprovalRequest;
 use registry_build::authorize::Decision;
 
 /// What the intent records of the wait, when the decision needs approval: the expiry (now

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use crate::support::host;
 use escepine_contract::Principal;
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{CallResult, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::approval::{ApprovalError, CallState};
 use escepine_runtime::executor::process::ProcessExecutor;
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{CallResult, Durability, Ledger, Record};
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
 use escepine_testkit::bins::workspace_root;
 use escepine_testkit::sop::{self as fixtures, item, Store};
@@ -34,7 +36,7 @@ fn runtime(store: &Store, ledger: Arc<dyn Ledger>) -> Runtime {
 fn runtime_trusting(
     store: &Store,
     ledger: Arc<dyn Ledger>,
-    checkpoints: Vec<escepine_runtime::ledger::checkpoint::Checkpoint>,
+    checkpoints: Vec<escepine_ledger::checkpoint::Checkpoint>,
 ) -> Runtime {
     let entities = std::fs::read_to_string(
         workspace_root().join("runtime/tests/fixtures/approval/entities.json"),
@@ -133,7 +135,7 @@ async fn approve_at_once(runtimes: &[Runtime], store: &Store, n: usize) {
         first.call_state(&id).unwrap(),
         CallState::Ended(o) if o.result == CallResult::Ok
     ));
-    escepine_runtime::ledger::verify::verify_entries(&entries, None).unwrap();
+    escepine_ledger::verify::verify_entries(&entries, None).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -195,7 +197,7 @@ async fn concurrent_approvals_on_one_sqlite_file_run_the_call_once_after_a_resta
 #[cfg(feature = "postgres")]
 #[test]
 fn concurrent_approvals_by_two_runtimes_on_one_postgres_database_run_the_call_once() {
-    use escepine_runtime::ledger::postgres::PostgresLedger;
+    use escepine_ledger::postgres::PostgresLedger;
     use escepine_testkit::postgres::TestDatabase;
 
     let _host = host::shared_blocking();
@@ -223,7 +225,7 @@ async fn a_call_that_outlives_its_wait_is_recorded_expired_and_never_runs() {
     )
     .unwrap();
     let rt = Runtime::builder(registry())
-        .ledger(Arc::new(escepine_runtime::ledger::MemoryLedger::new()))
+        .ledger(Arc::new(escepine_ledger::memory::MemoryLedger::new()))
         .executor(Arc::new(
             ProcessExecutor::new().with_bin_dir(tool.parent().unwrap()),
         ))
@@ -256,9 +258,9 @@ async fn a_call_that_outlives_its_wait_is_recorded_expired_and_never_runs() {
 }
 
 /// The signed checkpoint of the ledger's chain as it is now, opened with its verifier key.
-fn checkpoint_now(ledger: &dyn Ledger) -> escepine_runtime::ledger::checkpoint::Checkpoint {
-    use escepine_runtime::ledger::checkpoint::{self, SignerKey};
-    use escepine_runtime::ledger::proof::LedgerTree;
+fn checkpoint_now(ledger: &dyn Ledger) -> escepine_ledger::checkpoint::Checkpoint {
+    use escepine_ledger::checkpoint::{self, SignerKey};
+    use escepine_ledger::proof::LedgerTree;
     let key = SignerKey::generate("example.com/escepine/test").unwrap();
     let tree = LedgerTree::of_entries(&ledger.entries().unwrap()).unwrap();
     let note = tree.checkpoint(key.verifier().name()).sign(&key).unwrap();
@@ -269,15 +271,15 @@ fn checkpoint_now(ledger: &dyn Ledger) -> escepine_runtime::ledger::checkpoint::
 /// payload key made `evil`, its payload hash and the entry's hash recomputed, so that the chain
 /// (the entry is its head) still verifies.
 fn rewrite_head_intent(db: &std::path::Path, ledger: &dyn Ledger, seq: u64) {
-    use escepine_runtime::ledger::{canonical_json, sha256_hex};
+    use escepine_ledger::entry::{canonical_json, sha256_hex};
     let mut entry = ledger.entry(seq).unwrap().expect("the entry");
     let Record::Intent(intent) = &mut entry.record else {
         panic!("entry {seq} is an intent")
     };
     intent.payload["key"] = "evil".into();
     intent.payload_hash = sha256_hex(canonical_json(&intent.payload).as_bytes());
-    entry.hash = entry.computed_hash().unwrap();
-    let body = entry.body().unwrap().replace('\'', "''");
+    let entry = Entry::seal(entry.seq, entry.prev, entry.at_ms, entry.record).unwrap();
+    let body = entry.body().replace('\'', "''");
     let sql = format!(
         "UPDATE entries SET body = '{body}', hash = '{}' WHERE seq = {seq}",
         entry.hash
@@ -292,7 +294,7 @@ fn rewrite_head_intent(db: &std::path::Path, ledger: &dyn Ledger, seq: u64) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    escepine_runtime::ledger::verify::verify_entries(&ledger.entries().unwrap(), None)
+    escepine_ledger::verify::verify_entries(&ledger.entries().unwrap(), None)
         .expect("the rewritten chain still verifies on its own");
 }
 

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use crate::support::{fixtures, host};
 use escepine_contract::Principal;
+use escepine_ledger::record::{CallResult, Decision, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::budget::{Budgets, BudgetsError};
 use escepine_runtime::executor::process::ProcessExecutor;
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{CallResult, Durability, Ledger, Record};
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, Runtime};
 use escepine_testkit::server::{Reply, Server};
 use escepine_testkit::testtool;
@@ -112,10 +113,10 @@ async fn the_call_after_the_limit_is_refused_recorded_and_still_refused_after_a_
     assert_eq!(outcome.budget.as_deref(), Some("alice-counts"));
     assert!(outcome.attempts.is_empty());
     let intent_allowed = entries.iter().any(|e| {
-        matches!(&e.record, Record::Intent(i) if i.call_id == refused.call_id() && i.decision == "allow")
+        matches!(&e.record, Record::Intent(i) if i.call_id == refused.call_id() && i.decision == Decision::Allow)
     });
     assert!(intent_allowed, "the refused call was allowed by Cedar");
-    escepine_runtime::ledger::verify::verify_entries(&entries, None).expect("the chain verifies");
+    escepine_ledger::verify::verify_entries(&entries, None).expect("the chain verifies");
 
     // A restart: the counts are in the ledger's file.
     drop(rt);
@@ -294,7 +295,7 @@ fn bad_budget_files_name_the_file_the_pointer_and_the_rule() {
 #[cfg(feature = "postgres")]
 #[test]
 fn two_runtimes_on_one_postgres_database_share_a_budget() {
-    use escepine_runtime::ledger::postgres::PostgresLedger;
+    use escepine_ledger::postgres::PostgresLedger;
     use escepine_testkit::postgres::TestDatabase;
 
     let _host = host::shared_blocking();

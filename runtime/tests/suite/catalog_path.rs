@@ -18,10 +18,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use escepine_contract::Principal;
+use escepine_ledger::entry::Committed;
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{CallResult, Decision, Intent, Outcome, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::Durability;
 use escepine_runtime::executor::{Executor, ProcessExecutor};
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::Committed;
-use escepine_runtime::ledger::{CallResult, Durability, Entry, Intent, Outcome, Record};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
@@ -230,7 +232,7 @@ async fn web_search_through_the_governed_path() {
         Some("governed egress")
     );
     let (intent, outcome) = c.evidence(&r.call_id);
-    assert_eq!(intent.decision, "allow");
+    assert_eq!(intent.decision, Decision::Allow);
     assert_eq!(intent.policy_ids, ["read-only-tools"]);
     assert_eq!(intent.overlay, [searx.authority()]);
     assert_eq!(outcome.result, CallResult::Ok);
@@ -414,7 +416,7 @@ async fn a_linkedin_page_is_denied_before_any_request() {
         };
         assert_eq!(err.attempts(), 0);
         let (intent, outcome) = c.evidence(&call_id);
-        assert_eq!(intent.decision, "deny");
+        assert_eq!(intent.decision, Decision::Deny);
         assert_eq!(outcome.result, CallResult::Denied);
         assert!(outcome.attempts.is_empty(), "no attempt was made");
     }
@@ -460,7 +462,7 @@ async fn web_fetch_exa_through_the_governed_path() {
     );
     assert_eq!(api.requests()[0].header("x-api-key"), Some(KEY));
     let (intent, _) = c.evidence(&r.call_id);
-    assert_eq!(intent.decision, "allow");
+    assert_eq!(intent.decision, Decision::Allow);
 
     // The bulk-fetch policies refuse plain HTTP and the machine itself, per element.
     let err = c
@@ -591,8 +593,8 @@ async fn deliverable_assemble_ties_sources_to_ledger_entries() {
     }
     let (intent, _) = c.evidence(&r.call_id);
     assert_eq!(intent.policy_ids, ["publishing-editors"]);
-    let report = escepine_runtime::ledger::verify::verify_path(&c.ledger_path(), None)
-        .expect("the ledger verifies");
+    let report =
+        escepine_ledger::verify::verify_path(&c.ledger_path(), None).expect("the ledger verifies");
     assert_eq!(
         report.entries, 6,
         "three calls, an intent and an outcome each"

@@ -16,10 +16,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use escepine_contract::Principal;
+use escepine_ledger::record::Record;
+use escepine_ledger::sqlite::read_entries;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::Durability;
+use escepine_ledger::verify::verify_path;
 use escepine_runtime::executor::ProcessExecutor;
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::verify::verify_path;
-use escepine_runtime::ledger::{Durability, Record, SqliteLedger};
 use escepine_runtime::{CallOptions, Runtime};
 use serde_json::json;
 

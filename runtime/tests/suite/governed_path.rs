@@ -10,11 +10,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use escepine_contract::Principal;
+use escepine_ledger::entry::{Committed, Entry};
+use escepine_ledger::error::LedgerError;
+use escepine_ledger::record::{CallResult, Decision, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{BoxFuture, Durability, Ledger};
 use escepine_runtime::executor::process::ProcessExecutor;
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{
-    BoxFuture, CallResult, Committed, Durability, Entry, Ledger, LedgerError, Record,
-};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallError, CallKind, CallOptions, CallOutcome, NoOutput, Runtime};
 use serde_json::{json, Value};
@@ -83,7 +84,7 @@ impl Fixture {
     }
 }
 
-fn outcome_of(entries: &[Entry], call_id: &str) -> escepine_runtime::ledger::Outcome {
+fn outcome_of(entries: &[Entry], call_id: &str) -> escepine_ledger::record::Outcome {
     entries
         .iter()
         .find_map(|e| match &e.record {
@@ -154,7 +155,7 @@ async fn a_denied_call_runs_zero_times_and_is_not_retried() {
     );
     let call_id = match &entries[0].record {
         Record::Intent(i) => {
-            assert_eq!(i.decision, "deny");
+            assert_eq!(i.decision, Decision::Deny);
             i.call_id.clone()
         }
         r => panic!("{r:?}"),

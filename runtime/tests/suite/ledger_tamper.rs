@@ -7,7 +7,8 @@ use crate::support::host;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use escepine_runtime::ledger::{Durability, Ledger, SqliteLedger};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger::{denied_intent, denied_outcome, intent, outcome, transition};
 
 fn escepine(args: &[&str]) -> Output {

@@ -31,10 +31,6 @@ mod executor_inprocess;
 mod executor_process;
 mod governed_crash;
 mod governed_path;
-mod ledger_crash;
-#[cfg(feature = "postgres")]
-mod ledger_postgres;
-mod ledger_sqlite;
 mod ledger_tamper;
 mod mcp_transport;
 mod sandbox_authorized_urls;

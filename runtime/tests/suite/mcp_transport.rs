@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_contract::{Principal, RetryPolicy, Transport};
+use escepine_ledger::record::{CallResult, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::Durability;
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::executor::{ExecError, Executor, Invocation};
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
 use escepine_testkit::RecordBuilder;

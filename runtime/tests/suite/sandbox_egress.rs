@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::support::sandbox::*;
 use escepine_contract::Principal;
-use escepine_runtime::ledger::memory::MemoryLedger;
-use escepine_runtime::ledger::Record;
+use escepine_ledger::memory::MemoryLedger;
+use escepine_ledger::record::Record;
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::Runtime;

@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use crate::support::sandbox::*;
 use escepine_contract::Principal;
+use escepine_ledger::entry::Entry;
+use escepine_ledger::memory::MemoryLedger;
+use escepine_ledger::record::{CallResult, Record};
 use escepine_runtime::executor::ProcessExecutor;
-use escepine_runtime::ledger::{CallResult, Entry, MemoryLedger, Record};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallKind, NoOutput, Runtime};
 use serde_json::{json, Value};
@@ -57,7 +59,7 @@ impl Fixture {
     }
 }
 
-fn outcomes(entries: &[Entry]) -> Vec<escepine_runtime::ledger::Outcome> {
+fn outcomes(entries: &[Entry]) -> Vec<escepine_ledger::record::Outcome> {
     entries
         .iter()
         .filter_map(|e| match &e.record {

@@ -16,9 +16,10 @@ use crate::support::sandbox::{
     MapResolver, UID_RANGE,
 };
 use escepine_contract::Principal;
+use escepine_ledger::record::{CallResult, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::Durability;
 use escepine_runtime::executor::{ExecError, Execution, ProcessExecutor};
-use escepine_runtime::ledger::sqlite::SqliteLedger;
-use escepine_runtime::ledger::{CallResult, Durability, Record};
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::{CallOutcome, Runtime};
 use serde_json::json;

@@ -24,10 +24,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use escepine_contract::Principal;
-use escepine_runtime::ledger::verify::verify_path;
-use escepine_runtime::ledger::{
-    BoxFuture, Committed, Durability, Entry, Ledger, LedgerError, Record, RunLease, SqliteLedger,
-};
+use escepine_ledger::entry::{Committed, Entry};
+use escepine_ledger::error::LedgerError;
+use escepine_ledger::lease::RunLease;
+use escepine_ledger::record::Record;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{BoxFuture, Durability, Ledger};
+use escepine_ledger::verify::verify_path;
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus, ScriptedPlanner};
 use escepine_testkit::sop::{item, key, Items, Store};
 use serde_json::json;

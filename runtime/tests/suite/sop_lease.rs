@@ -18,8 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use escepine_contract::Principal;
-use escepine_runtime::ledger::sqlite::read_entries;
-use escepine_runtime::ledger::{Durability, FileLeases, Ledger, LedgerError, SqliteLedger};
+use escepine_ledger::error::LedgerError;
+use escepine_ledger::lease::FileLeases;
+use escepine_ledger::sqlite::read_entries;
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::sop::{
     events, Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError,
     StepRequest,
@@ -39,7 +42,7 @@ impl Planner for Stuck {
     fn propose<'a>(
         &'a self,
         request: &'a StepRequest<'a>,
-    ) -> escepine_runtime::ledger::BoxFuture<'a, Result<Value, PlannerError>> {
+    ) -> escepine_ledger::store::BoxFuture<'a, Result<Value, PlannerError>> {
         if request.state == "wait" {
             return Box::pin(std::future::pending());
         }

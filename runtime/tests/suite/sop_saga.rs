@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use escepine_contract::Principal;
-use escepine_runtime::ledger::{
-    CallResult, Durability, Entry, Intent, Ledger, LedgerError, Outcome, Record, SqliteLedger,
-};
+use escepine_ledger::entry::Entry;
+use escepine_ledger::error::LedgerError;
+use escepine_ledger::record::{CallResult, Decision, Intent, Outcome, Record};
+use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::sop::events::{self, Event, FailureKind, Undo};
 use escepine_runtime::sop::{
     Engine, Escalation, EscalationHook, EscalationReason, FnPlanner, Planner, PlannerError,
@@ -133,7 +135,7 @@ async fn two_writes_then_a_failure_compensate_in_reverse_order() {
     assert_eq!(inverses[1].compensates.as_ref(), Some(&a.call_id));
     for inv in &inverses {
         assert_eq!(inv.tool_id, "s_delete");
-        assert_eq!(inv.decision, "allow");
+        assert_eq!(inv.decision, Decision::Allow);
         assert_eq!(f.outcome(&inv.call_id).0.result, CallResult::Ok);
     }
     assert_eq!(inverses[0].payload, key(&f.store, "b"));
@@ -172,7 +174,7 @@ async fn two_writes_then_a_failure_compensate_in_reverse_order() {
         Event::RunEnded(e) => assert_eq!(e.status, RunStatus::Compensated),
         e => panic!("{e:?}"),
     }
-    escepine_runtime::ledger::verify::verify_entries(&f.entries(), None).unwrap();
+    escepine_ledger::verify::verify_entries(&f.entries(), None).unwrap();
 }
 
 #[tokio::test]
@@ -264,7 +266,7 @@ async fn a_denied_step_halts_with_the_policy_ids_and_the_tool_never_runs() {
         .into_iter()
         .find(|i| i.step.as_deref() == Some("put_forbidden"))
         .unwrap();
-    assert_eq!(denied.decision, "deny");
+    assert_eq!(denied.decision, Decision::Deny);
     assert_eq!(denied.policy_ids, ["no-forbidden-key"]);
     let (o, outcome_hash) = f.outcome(&denied.call_id);
     assert_eq!(o.result, CallResult::Denied);
@@ -384,7 +386,7 @@ impl Planner for WaitingPlanner {
     fn propose<'a>(
         &'a self,
         request: &'a StepRequest<'a>,
-    ) -> escepine_runtime::ledger::BoxFuture<'a, Result<Value, PlannerError>> {
+    ) -> escepine_ledger::store::BoxFuture<'a, Result<Value, PlannerError>> {
         if request.state == "wait" {
             self.reached.notify_one();
             return Box::pin(std::future::pending());

@@ -10,8 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use escepine_contract::{CedarAction, Principal, Tool};
+use escepine_ledger::memory::MemoryLedger;
+use escepine_ledger::record::Record;
 use escepine_runtime::executor::ProcessExecutor;
-use escepine_runtime::ledger::{MemoryLedger, Record};
 use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
 use path_tools::{t_count, t_write, Client};
 

@@ -10,9 +10,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use escepine_contract::Principal;
+use escepine_ledger::memory::MemoryLedger;
+use escepine_ledger::record::{CallResult, Record};
 use escepine_runtime::executor::process::ProcessExecutor;
-use escepine_runtime::ledger::memory::MemoryLedger;
-use escepine_runtime::ledger::{CallResult, Record};
 use escepine_runtime::{CallError, CallKind, CallOptions, CallOutcome, NoOutput, Runtime};
 use registry_build::{Registry, Sources};
 use serde_json::{json, Value};

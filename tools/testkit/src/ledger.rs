@@ -1,8 +1,8 @@
 //! Records shared by the ledger's tests and benchmarks.
 
-use escepine_runtime::ledger::{
-    sha256_hex, Attempt, CallResult, Intent, Outcome, Record, Transition,
-};
+use escepine_contract::SideEffectClass;
+use escepine_ledger::entry::{canonical_json, sha256_hex};
+use escepine_ledger::record::{Attempt, CallResult, Decision, Intent, Outcome, Record, Transition};
 use serde_json::json;
 
 /// The intent of call `n`, allowed, in `run` (if any).
@@ -16,11 +16,11 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         compensates: None,
         tool_id: "kb_fetch".into(),
         tool_version: "1.2.0".into(),
-        class: "read-only".into(),
+        class: SideEffectClass::ReadOnly,
         principal: r#"Agent::"alice""#.into(),
-        payload_hash: sha256_hex(escepine_runtime::ledger::canonical_json(&payload)),
+        payload_hash: sha256_hex(canonical_json(&payload)),
         payload,
-        decision: "allow".into(),
+        decision: Decision::Allow,
         policy_ids: vec!["kb-read".into(), "page-read:0".into()],
         reasons: vec![],
         overlay: vec![],
@@ -36,7 +36,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
 pub fn denied_intent(n: usize, run: Option<&str>) -> Record {
     match intent(n, run) {
         Record::Intent(mut i) => {
-            i.decision = "deny".into();
+            i.decision = Decision::Deny;
             i.policy_ids = vec!["no-linkedin".into()];
             Record::Intent(i)
         }
@@ -70,9 +70,7 @@ pub fn outcome(n: usize) -> Record {
                 egress_requests: vec![],
             },
         ],
-        output_hash: Some(sha256_hex(escepine_runtime::ledger::canonical_json(
-            &output,
-        ))),
+        output_hash: Some(sha256_hex(canonical_json(&output))),
         output: Some(output),
         error: None,
         budget: None,

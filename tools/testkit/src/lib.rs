@@ -8,8 +8,8 @@
 //! - [`registry`]: a real OCI registry on loopback.
 //! - [`fixtures`]: the installed MCP servers and SDKs.
 //! - [`mcp`]: the workspace's MCP servers and the MCP fixtures.
-//! - `ledger` and `sop` (feature `runtime`): ledger records, and the SOP engine's loopback store,
-//!   fixtures and runtimes.
+//! - `ledger` (feature `ledger`): records for the ledger's tests and benchmarks.
+//! - `sop` (feature `runtime`): the SOP engine's loopback store, fixtures and runtimes.
 //! - [`image`] (feature `image`): OCI image layouts built in tests, and [`sample_images`] built
 //!   from the fixtures and the workspace's binaries (feature `push`).
 //! - `postgres` (feature `postgres`): a fresh database per test on the machine's PostgreSQL.
@@ -42,7 +42,7 @@ pub mod image;
 #[cfg(feature = "push")]
 pub mod sample_images;
 
-#[cfg(feature = "runtime")]
+#[cfg(feature = "ledger")]
 pub mod ledger;
 
 #[cfg(feature = "runtime")]

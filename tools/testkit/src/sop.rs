@@ -17,8 +17,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use escepine_ledger::entry::Entry;
+use escepine_ledger::record::{Record, Transition};
+use escepine_ledger::store::Ledger;
 use escepine_runtime::executor::ProcessExecutor;
-use escepine_runtime::ledger::{Entry, Ledger, Record, Transition};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::sop::Sop;
 use escepine_runtime::Runtime;

@@ -5,12 +5,10 @@ use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
-use escepine_runtime::ledger::checkpoint::{
-    self, Checkpoint, CheckpointError, SignerKey, VerifierKey,
-};
-use escepine_runtime::ledger::proof::{CheckpointReport, LedgerTree};
-use escepine_runtime::ledger::verify::{VerifyError, VerifyReport};
-use escepine_runtime::ledger::LedgerLocation;
+use escepine_ledger::checkpoint::{self, Checkpoint, CheckpointError, SignerKey, VerifierKey};
+use escepine_ledger::location::LedgerLocation;
+use escepine_ledger::proof::{CheckpointReport, LedgerTree};
+use escepine_ledger::verify::{VerifyError, VerifyReport};
 
 use crate::error::{CliError, CliResult};
 use crate::exit;
@@ -220,7 +218,7 @@ impl Checkpoints {
                     file.display(),
                     c.size,
                     chain.entries,
-                    escepine_runtime::ledger::merkle::b64(&c.root)
+                    escepine_ledger::merkle::b64(&c.root)
                 )
             })
             .collect();

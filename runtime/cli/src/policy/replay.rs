@@ -3,17 +3,17 @@
 //!
 //! The ledger's hash chain is verified first (a broken one exits 2, naming the entry); then
 //! every recorded intent is re-authorized against the new policies by
-//! [`escepine_runtime::ledger::replay`], with the runtime's own [`Authorizer`]. Standard output
+//! [`escepine_runtime::replay`], with the runtime's own [`Authorizer`]. Standard output
 //! gets one line per flipped request — call id, principal, tool, canonical payload, old → new
 //! decision, the policies on both sides — and nothing for the others; standard error gets a
 //! note per intent whose tool the records do not hold, and the summary line.
 
 use std::path::PathBuf;
 
+use escepine_ledger::location::LedgerLocation;
+use escepine_ledger::verify::VerifyError;
 use escepine_runtime::authorize::Authorizer;
-use escepine_runtime::ledger::replay::{replay, verified_entries, Flip};
-use escepine_runtime::ledger::verify::VerifyError;
-use escepine_runtime::ledger::LedgerLocation;
+use escepine_runtime::replay::{replay, Flip};
 
 use crate::args::read_json;
 use crate::error::{CliError, CliResult};
@@ -60,7 +60,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         .transpose()?;
     let authorizer = Authorizer::new(registry.cedar(), registry.records(), entities.as_ref())
         .map_err(|e| CliError::new(exit::USAGE, format!("{}: {e}", args.policies.display())))?;
-    let entries = verified_entries(&args.ledger).map_err(|e| match e {
+    let entries = args.ledger.verified_entries().map_err(|e| match e {
         VerifyError::Tampered(t) => CliError::new(
             exit::USAGE,
             format!("{}: the chain is broken: {t}", args.ledger),

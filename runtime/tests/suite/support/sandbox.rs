@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use escepine_contract::{EgressGrant, Transport};
+use escepine_ledger::store::BoxFuture;
 use escepine_runtime::executor::{Attempted, ExecError, Execution, Executor, Invocation};
-use escepine_runtime::ledger::BoxFuture;
 use escepine_runtime::sandbox::proxy::Resolver;
 use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
 use escepine_testkit::RecordBuilder;
