@@ -2,7 +2,7 @@
 //!
 //! - `approve`: one waiting call approved and run (an in-process no-op tool), on a durable
 //!   SQLite ledger already holding 1,000 or 10,000 entries — the intent read back is checked
-//!   against the chain before it runs (`ledger::trust`), and with a trusted checkpoint the
+//!   against the chain before it runs (`escepine_ledger::trust`), and with a trusted checkpoint the
 //!   whole chain is verified and matched too;
 //! - a failed sandboxed attempt: `escepine-hostile http` in a fresh sandbox makes two admitted
 //!   requests and one refused through its proxy, then exits 1; the call is recorded `failed`

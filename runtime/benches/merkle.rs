@@ -10,8 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use escepine_ledger::checkpoint::SignerKey;
 use escepine_ledger::merkle::{verify_consistency, verify_inclusion, MerkleTree};
 use escepine_ledger::proof::LedgerTree;
-use escepine_ledger::sqlite::read_rows;
-use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::sqlite::{read_rows, SqliteLedger};
 use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger as ledger_support;
 

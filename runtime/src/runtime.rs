@@ -10,7 +10,7 @@ use registry_build::Registry;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::approval::{self, ApprovalError, CallState, Verdict};
+use crate::approval::{self, ApprovalError, Verdict};
 use crate::budget::table::BudgetTable;
 use crate::budget::Budgets;
 use crate::error::CallError;
@@ -19,6 +19,7 @@ use crate::overlay::{Overlay, OverlayError};
 use crate::report::{CallReport, NoOutput};
 use crate::secrets::{EnvSecrets, SecretSource};
 use crate::stages::{self, CallIds, CallOptions, LoadedTool, Parts};
+use escepine_ledger::calls::{state::CallState, CallView};
 use escepine_ledger::checkpoint::Checkpoint;
 use escepine_ledger::error::LedgerError;
 use escepine_ledger::store::Ledger;
@@ -345,17 +346,12 @@ impl Runtime {
     }
 
     /// Where call `call_id` stands, read from the ledger alone (so the same in any runtime on
-    /// the ledger, before or after a restart).
+    /// the ledger, before or after a restart), through its call view: the call's own entries.
     ///
     /// # Errors
     /// The ledger cannot be read.
     pub fn call_state(&self, call_id: &str) -> Result<CallState, LedgerError> {
-        let entries = self.inner.ledger.entries()?;
-        Ok(approval::state_of(
-            &entries,
-            call_id,
-            escepine_ledger::entry::now_ms(),
-        ))
+        CallView::new(&*self.inner.ledger).state(call_id, escepine_ledger::entry::now_ms())
     }
 
     async fn decide(

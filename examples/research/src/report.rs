@@ -1,8 +1,9 @@
 //! The summary: every call as the ledger recorded it, the denial, where the outputs are, the
 //! ledger's verification and the timings; printed, and written as `summary.json`.
 
+use escepine_ledger::calls;
 use escepine_ledger::entry::Entry;
-use escepine_ledger::record::{Decision, Record};
+use escepine_ledger::record::Decision;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -33,40 +34,38 @@ pub struct CallRow {
     pub outcome: Option<String>,
 }
 
-/// Every call in the ledger, in the order their intents were committed.
+/// Every call in the ledger with an intent, in the order each first appears (the ledger's call
+/// view folds the entries).
 pub fn calls(entries: &[Entry]) -> Vec<CallRow> {
-    let mut rows: Vec<CallRow> = Vec::new();
-    for e in entries {
-        match &e.record {
-            Record::Intent(i) => rows.push(CallRow {
-                call_id: i.call_id.clone(),
-                tool: i.tool_id.clone(),
-                step: i.step.clone(),
+    calls::fold(entries.iter().cloned())
+        .into_iter()
+        .filter_map(|call| {
+            let intent = call.intent?;
+            let i = intent.record;
+            let outcome = call.outcome;
+            Some(CallRow {
                 url: i
                     .payload
                     .get("url")
                     .and_then(Value::as_str)
                     .map(str::to_string),
+                call_id: i.call_id,
+                tool: i.tool_id,
+                step: i.step,
                 decision: i.decision,
-                policy_ids: i.policy_ids.clone(),
-                result: None,
-                attempts: 0,
-                attempt_us: 0,
-                intent: e.hash.clone(),
-                outcome: None,
-            }),
-            Record::Outcome(o) => {
-                if let Some(row) = rows.iter_mut().find(|r| r.call_id == o.call_id) {
-                    row.result = Some(o.result.as_str().to_string());
-                    row.attempts = o.attempts.len();
-                    row.attempt_us = o.attempts.iter().map(|a| a.duration_us).sum();
-                    row.outcome = Some(e.hash.clone());
-                }
-            }
-            Record::Transition(_) | Record::Approval(_) => {}
-        }
-    }
-    rows
+                policy_ids: i.policy_ids,
+                result: outcome
+                    .as_ref()
+                    .map(|o| o.record.result.as_str().to_string()),
+                attempts: outcome.as_ref().map_or(0, |o| o.record.attempts.len()),
+                attempt_us: outcome
+                    .as_ref()
+                    .map_or(0, |o| o.record.attempts.iter().map(|a| a.duration_us).sum()),
+                intent: intent.hash,
+                outcome: outcome.map(|o| o.hash),
+            })
+        })
+        .collect()
 }
 
 /// Wall-clock figures of the job, in milliseconds unless named otherwise.

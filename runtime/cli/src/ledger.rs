@@ -7,12 +7,12 @@ mod proofs;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use escepine_ledger::entry::iso8601;
-use escepine_ledger::entry::Entry;
+use escepine_ledger::calls::{self, recorded::Recorded, state::CallState, Call};
+use escepine_ledger::entry::{iso8601, Entry};
+use escepine_ledger::error::LedgerError;
 use escepine_ledger::location::LedgerLocation;
-use escepine_ledger::record::{Approval, Attempt, Intent, Outcome, Record};
+use escepine_ledger::record::{Attempt, Outcome, Record};
 use escepine_ledger::verify::VerifyError;
-use escepine_runtime::approval::{state_of, CallState};
 
 use crate::error::{CliError, CliResult};
 use crate::exit::{self, LEDGER_UNREADABLE as UNREADABLE};
@@ -201,15 +201,6 @@ fn verify(
     }
 }
 
-/// One call as the ledger tells it: its intent and outcome entries.
-#[derive(Default)]
-struct Call<'a> {
-    call_id: &'a str,
-    intent: Option<(&'a Entry, &'a Intent)>,
-    approval: Option<(&'a Entry, &'a Approval)>,
-    outcome: Option<(u64, &'a Outcome)>,
-}
-
 enum Item<'a> {
     Transition(&'a Entry),
     Call(usize),
@@ -217,16 +208,23 @@ enum Item<'a> {
 
 /// The entries grouped by run (in order of first appearance), calls outside any run last.
 struct Grouped<'a> {
-    calls: Vec<Call<'a>>,
+    /// Every call, as the ledger's call view folds the entries.
+    calls: Vec<Call>,
     groups: Vec<Group<'a>>,
 }
 
 /// A run id (`None`: calls outside any run) and its items in chain order.
 type Group<'a> = (Option<&'a str>, Vec<Item<'a>>);
 
+/// The transitions of each run and its calls (placed where each first appears, in the run of
+/// its intent), the calls outside any run last.
 fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
-    let mut calls: Vec<Call<'a>> = Vec::new();
-    let mut call_index: HashMap<&'a str, usize> = HashMap::new();
+    let calls = calls::fold(entries.iter().cloned());
+    let first: HashMap<u64, usize> = calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((c.first_seq()?, i)))
+        .collect();
     let mut groups: Vec<Group<'a>> = Vec::new();
     let mut group_index: HashMap<Option<&'a str>, usize> = HashMap::new();
     let mut place = |groups: &mut Vec<Group<'a>>, run: Option<&'a str>| -> usize {
@@ -241,29 +239,16 @@ fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
                 let g = place(&mut groups, Some(t.run_id.as_str()));
                 groups[g].1.push(Item::Transition(e));
             }
-            Record::Intent(i) => {
-                let (c, new) = call_slot(&mut calls, &mut call_index, &i.call_id);
-                calls[c].intent.get_or_insert((e, i));
-                if new {
-                    let g = place(&mut groups, i.run_id.as_deref());
-                    groups[g].1.push(Item::Call(c));
-                }
-            }
-            Record::Approval(a) => {
-                let (c, new) = call_slot(&mut calls, &mut call_index, &a.call_id);
-                calls[c].approval.get_or_insert((e, a));
-                if new {
-                    let g = place(&mut groups, None);
-                    groups[g].1.push(Item::Call(c));
-                }
-            }
-            Record::Outcome(o) => {
-                let (c, new) = call_slot(&mut calls, &mut call_index, &o.call_id);
-                calls[c].outcome.get_or_insert((e.seq, o));
-                if new {
-                    let g = place(&mut groups, None);
-                    groups[g].1.push(Item::Call(c));
-                }
+            _ => {
+                let Some(&c) = first.get(&e.seq) else {
+                    continue;
+                };
+                let run = match &e.record {
+                    Record::Intent(i) => i.run_id.as_deref(),
+                    _ => None,
+                };
+                let g = place(&mut groups, run);
+                groups[g].1.push(Item::Call(c));
             }
         }
     }
@@ -272,47 +257,37 @@ fn group<'a>(entries: &'a [Entry]) -> Grouped<'a> {
     Grouped { calls, groups }
 }
 
-fn call_slot<'a>(
-    calls: &mut Vec<Call<'a>>,
-    index: &mut HashMap<&'a str, usize>,
-    id: &'a str,
-) -> (usize, bool) {
-    if let Some(&c) = index.get(id) {
-        return (c, false);
+/// A failed read of the ledger for `show`: a corrupt entry is exit 1, an unreadable ledger 2.
+fn for_show(e: LedgerError) -> CliError {
+    match e {
+        LedgerError::Corrupt { .. } => {
+            CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
+        }
+        e => CliError::new(UNREADABLE, e),
     }
-    calls.push(Call {
-        call_id: id,
-        ..Call::default()
-    });
-    index.insert(id, calls.len() - 1);
-    (calls.len() - 1, true)
 }
 
 /// Every entry of the ledger, for `show`: a corrupt one is exit 1, an unreadable ledger 2.
 fn read_for_show(path: &LedgerLocation) -> Result<Vec<Entry>, CliError> {
-    path.read_entries().map_err(|e| match e {
-        escepine_ledger::error::LedgerError::Corrupt { .. } => {
-            CliError::new(exit::INVALID, format!("{e} (run `escepine ledger verify`)"))
-        }
-        e => CliError::new(UNREADABLE, e),
-    })
+    path.read_entries().map_err(for_show)
 }
 
 /// `show --waiting`: one line per call that waits for approval (or waited past its expiry with
 /// nothing recorded since), then a count.
 fn show_waiting(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult {
-    let entries = read_for_show(path)?;
+    let calls = calls::fold(read_for_show(path)?);
     let now = escepine_ledger::entry::now_ms();
     let mut out = String::new();
     let mut count = 0usize;
-    for e in &entries {
-        let Record::Intent(i) = &e.record else {
+    for call in &calls {
+        let Some(intent) = &call.intent else {
             continue;
         };
+        let i = &intent.record;
         if i.approval.is_none() || (run.is_some() && i.run_id.as_deref() != run) {
             continue;
         }
-        let (w, until) = match state_of(&entries, &i.call_id, now) {
+        let (w, until) = match call.state(now) {
             CallState::Waiting(w) => {
                 let until = format!("until {}", iso8601(w.expires_at_ms));
                 (w, until)
@@ -326,7 +301,7 @@ fn show_waiting(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> Cl
         count += 1;
         out.push_str(&format!(
             "#{:<5} call {}  {}  {}  {until}  [{}]",
-            e.seq,
+            intent.seq,
             w.call_id,
             w.principal,
             w.tool_id,
@@ -424,17 +399,16 @@ fn show(path: &LedgerLocation, run: Option<&str>, io: &mut Io<'_>) -> CliResult 
     Ok(())
 }
 
-/// `ledger show --call ID`: the one call.
+/// `ledger show --call ID`: the one call, read from its own entries through the store's index
+/// of call ids.
 fn show_call(path: &LedgerLocation, call_id: &str, io: &mut Io<'_>) -> CliResult {
-    let entries = read_for_show(path)?;
-    let grouped = group(&entries);
-    let call = grouped
-        .calls
-        .iter()
+    let entries = path.read_call(call_id).map_err(for_show)?;
+    let call = calls::fold(entries)
+        .into_iter()
         .find(|c| c.call_id == call_id)
         .ok_or_else(|| CliError::new(exit::INVALID, format!("no call {call_id} in {path}")))?;
     let mut out = String::new();
-    render_call(call, &mut out);
+    render_call(&call, &mut out);
     let _ = io.out.write_all(out.as_bytes());
     Ok(())
 }
@@ -460,14 +434,19 @@ fn render_transition(e: &Entry, out: &mut String) {
     }
 }
 
-fn render_call(call: &Call<'_>, out: &mut String) {
+fn render_call(call: &Call, out: &mut String) {
     const PAD: &str = "      ";
-    match call.intent {
-        Some((e, i)) => {
+    match &call.intent {
+        Some(Recorded {
+            seq,
+            at_ms,
+            record: i,
+            ..
+        }) => {
             out.push_str(&format!(
                 "  #{:<5} {}  call {}  {}@{}  {}",
-                e.seq,
-                iso8601(e.at_ms),
+                seq,
+                iso8601(*at_ms),
                 call.call_id,
                 i.tool_id,
                 i.tool_version,
@@ -524,7 +503,13 @@ fn render_call(call: &Call<'_>, out: &mut String) {
         }
         None => out.push_str(&format!("  call {}  (no intent recorded)\n", call.call_id)),
     }
-    if let Some((e, a)) = call.approval {
+    if let Some(Recorded {
+        seq,
+        at_ms,
+        record: a,
+        ..
+    }) = &call.approval
+    {
         let policies = if a.policy_ids.is_empty() {
             "(none)".to_string()
         } else {
@@ -534,12 +519,12 @@ fn render_call(call: &Call<'_>, out: &mut String) {
             "{PAD}approval   {} by {}  policies {policies}  {}  (#{})\n",
             a.result.as_str(),
             a.approver,
-            iso8601(e.at_ms),
-            e.seq
+            iso8601(*at_ms),
+            seq
         ));
     }
-    match call.outcome {
-        Some((seq, o)) => {
+    match &call.outcome {
+        Some(Recorded { seq, record: o, .. }) => {
             for (n, a) in o.attempts.iter().enumerate() {
                 render_attempt(n + 1, a, out);
             }
@@ -556,7 +541,10 @@ fn render_call(call: &Call<'_>, out: &mut String) {
             }
         }
         None if call.approval.is_none()
-            && call.intent.is_some_and(|(_, i)| i.approval.is_some()) =>
+            && call
+                .intent
+                .as_ref()
+                .is_some_and(|i| i.record.approval.is_some()) =>
         {
             out.push_str(&format!("{PAD}outcome    (awaiting approval)\n"));
         }

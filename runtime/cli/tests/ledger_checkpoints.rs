@@ -13,8 +13,7 @@ use escepine_ledger::merkle::{
     hash_from_b64, leaf_hash, verify_consistency, verify_inclusion, Hash,
 };
 use escepine_ledger::postgres::PostgresLedger;
-use escepine_ledger::sqlite::read_rows;
-use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::sqlite::{read_rows, SqliteLedger};
 use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger::{intent, outcome, transition};
 use escepine_testkit::postgres::TestDatabase;

@@ -199,6 +199,9 @@ impl SqliteLedger {
         }
         conn.execute_batch(SCHEMA)
             .map_err(|e| unavailable(&path, "cannot create the entries table", e))?;
+        // A table of another shape is refused before it is migrated.
+        conn.prepare(SELECT_ALL)
+            .map_err(|e| unavailable(&path, "the entries table has another shape", e))?;
         migrate(&conn).map_err(|e| unavailable(&path, "cannot index the entries by call", e))?;
         // The shape of an existing table, and the ability to take the write lock, are checked now
         // rather than at the first append.

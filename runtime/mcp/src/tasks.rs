@@ -3,8 +3,9 @@
 //! `tasks/cancel`).
 //!
 //! The task id is the call id. The server holds no task state: every `tasks/get` reads the
-//! call's entries from the ledger ([`approval::state_of`]), so a restarted `escepine serve` on
-//! the same ledger answers for the tasks of the one before.
+//! call's entries from the ledger's call view ([`CallView`], through the store's index of call
+//! ids), so a restarted `escepine serve` on the same ledger answers for the tasks of the one
+//! before.
 //!
 //! | ledger state | task status | payload |
 //! |---|---|---|
@@ -22,11 +23,10 @@
 //! a waiting call asks its client for no input.
 
 use escepine_contract::Principal;
-use escepine_ledger::entry::Entry;
+use escepine_ledger::calls::{state::CallState, Call, CallView};
 use escepine_ledger::entry::{iso8601, now_ms};
-use escepine_ledger::record::{CallResult, Outcome, Record};
+use escepine_ledger::record::{CallResult, Outcome};
 use escepine_ledger::trust;
-use escepine_runtime::approval::{self, CallState};
 use escepine_runtime::{CallKind, CallReport, Runtime};
 use rmcp::model::{
     CallToolResult, CreateTaskResult, DetailedTask, ErrorCode, GetTaskResult, JsonObject, Task,
@@ -62,55 +62,30 @@ pub fn get(
     principal: &Principal,
     task_id: &str,
 ) -> Result<GetTaskResult, ErrorData> {
-    let entries = runtime
-        .ledger()
-        .entries()
-        .map_err(|e| ErrorData::internal_error(format!("ledger: {e}"), None))?;
-    let task = task_of(&entries, principal, task_id, now_ms()).ok_or_else(|| unknown(task_id))?;
+    let ledger = &**runtime.ledger();
+    let call = CallView::new(ledger)
+        .call(task_id)
+        .map_err(|e| ErrorData::internal_error(format!("ledger: {e}"), None))?
+        .ok_or_else(|| unknown(task_id))?;
+    let task = task_of(&call, principal, now_ms()).ok_or_else(|| unknown(task_id))?;
     // A completed task returns the recorded output: only as it was committed.
-    let outcome = entries
-        .iter()
-        .position(|e| matches!(&e.record, Record::Outcome(o) if o.call_id == task_id));
-    if let Some(index) = outcome {
-        trust::check_in_chain(&entries, index, runtime.trust()).map_err(|e| {
+    if let Some(outcome) = &call.outcome {
+        trust::check_in_ledger(ledger, &outcome.entry(), runtime.trust()).map_err(|e| {
             ErrorData::internal_error(format!("the outcome of call `{task_id}`: {e}"), None)
         })?;
     }
     Ok(GetTaskResult::new(task))
 }
 
-/// The task of call `call_id` in `entries` (chain order) at `now`, if it is `principal`'s.
-pub fn task_of(
-    entries: &[Entry],
-    principal: &Principal,
-    call_id: &str,
-    now: u64,
-) -> Option<DetailedTask> {
-    let requester = principal.to_string();
-    let mut created = None;
-    let mut updated = 0;
-    for e in entries {
-        match &e.record {
-            Record::Intent(i) if i.call_id == call_id => {
-                if i.principal != requester {
-                    return None;
-                }
-                created = Some(e.at_ms);
-                updated = e.at_ms;
-            }
-            Record::Approval(a) if a.call_id == call_id => updated = e.at_ms,
-            Record::Outcome(o) if o.call_id == call_id => updated = e.at_ms,
-            _ => {}
-        }
+/// The task of `call` (as the ledger's call view reads it) at `now`, if it is `principal`'s.
+pub fn task_of(call: &Call, principal: &Principal, now: u64) -> Option<DetailedTask> {
+    let intent = call.intent.as_ref()?;
+    if intent.record.principal != principal.to_string() {
+        return None;
     }
-    let task = |status| {
-        Task::new(
-            call_id,
-            status,
-            iso8601(created.unwrap_or(0)),
-            iso8601(updated),
-        )
-    };
+    let call_id = call.call_id.as_str();
+    let updated = call.updated_ms().unwrap_or(intent.at_ms);
+    let task = |status| Task::new(call_id, status, iso8601(intent.at_ms), iso8601(updated));
     let working = |message: String| {
         DetailedTask::new(
             task(TaskStatus::Working)
@@ -119,7 +94,7 @@ pub fn task_of(
             TaskPayload::Working,
         )
     };
-    Some(match approval::state_of(entries, call_id, now) {
+    Some(match call.state(now) {
         CallState::Unknown => return None,
         CallState::InFlight => working("running".into()),
         CallState::Waiting(w) => working(waiting_message(w.expires_at_ms)),

@@ -5,10 +5,11 @@
 use escepine_contract::Principal;
 
 use super::error::ApprovalError;
-use super::state::{now_state, CallState, Waiting};
 use crate::report::{expired_message, rejected_message, CallOutcome, CallReport};
 use crate::stages::{self, CallIds, CallOptions, Parts};
-use escepine_ledger::entry::iso8601;
+use escepine_ledger::calls::state::{CallState, Waiting};
+use escepine_ledger::calls::CallView;
+use escepine_ledger::entry::{iso8601, now_ms};
 use escepine_ledger::record::{Approval, ApprovalResult, CallResult, Outcome, Record};
 use escepine_ledger::store::Ledger;
 use escepine_ledger::trust::{self, Trust};
@@ -128,28 +129,31 @@ pub(crate) async fn expire(
     record_expiry(ledger, &waiting).await.map(Some)
 }
 
-/// The waiting call, and whether it is past its expiry; any other state is a refusal. The
-/// intent it acts on is checked first ([`trust`](escepine_ledger::trust)): a payload edited in
-/// the store is never run.
+/// The waiting call, and whether it is past its expiry; any other state is a refusal. The call
+/// is read through the ledger's call view (its own entries, not the chain), and the intent it
+/// acts on is checked first ([`trust`](escepine_ledger::trust)): a payload edited in the store
+/// is never run.
 fn waiting(
     ledger: &dyn Ledger,
     trust: &Trust,
     call_id: &str,
 ) -> Result<(Waiting, bool), ApprovalError> {
-    let entries = ledger.entries()?;
+    let call = CallView::new(ledger).call(call_id)?;
     let checked = |w: Waiting| {
-        let index = entries
-            .iter()
-            .position(|e| e.seq == w.intent_entry.seq)
-            .unwrap_or(usize::MAX);
-        trust::check_in_chain(&entries, index, trust)
+        let Some(intent) = call.as_ref().and_then(|c| c.intent.as_ref()) else {
+            return Ok(w);
+        };
+        trust::check_in_ledger(ledger, &intent.entry(), trust)
             .map(|()| w)
             .map_err(|source| ApprovalError::Untrusted {
                 call_id: call_id.to_string(),
                 source: Box::new(source),
             })
     };
-    match now_state(&entries, call_id) {
+    let state = call
+        .as_ref()
+        .map_or(CallState::Unknown, |c| c.state(now_ms()));
+    match state {
         CallState::Waiting(w) => Ok((checked(w)?, false)),
         CallState::Expired(w) => Ok((checked(w)?, true)),
         CallState::Unknown => Err(ApprovalError::UnknownCall(call_id.to_string())),

@@ -9,14 +9,14 @@
 //! ([`crate::Runtime::expire`]). Each decision is an `approval` entry in the ledger, written
 //! before the approved call runs, and followed by the call's outcome.
 //!
-//! The state of a call is read from the ledger alone ([`CallState`]), so a wait survives any
-//! restart; concurrent deciders are serialised by the store ([`escepine_ledger::store::Ledger::claim_approval`]).
+//! The state of a call is read from the ledger alone, through its call view
+//! ([`escepine_ledger::calls::CallView`], [`escepine_ledger::calls::state::CallState`]), so a
+//! wait survives any restart; concurrent deciders are serialised by the store
+//! ([`escepine_ledger::store::Ledger::claim_approval`]).
 
 mod decide;
 mod error;
-mod state;
 
 pub use error::ApprovalError;
-pub use state::{state_of, CallState, Waiting};
 
 pub(crate) use decide::{decide, expire, Verdict};

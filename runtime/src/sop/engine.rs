@@ -20,12 +20,13 @@ use super::journal::{
 };
 use super::planner::{Planner, StepRequest};
 use super::saga;
-use crate::approval::{ApprovalError, CallState};
+use crate::approval::ApprovalError;
 use crate::error::CallError;
 use crate::kind::CallKind;
 use crate::report::{CallOutcome, CallReport};
 use crate::runtime::Runtime;
 use crate::stages::CallOptions;
+use escepine_ledger::calls::{state::CallState, CallView};
 use escepine_ledger::entry::Committed;
 use escepine_ledger::lease::RunLease;
 use escepine_ledger::record::{Record, Transition};
@@ -649,23 +650,19 @@ impl Engine {
                 },
                 CallState::Ended(_) => {
                     // Recorded after the journal was read: read the outcome entry for its hash.
-                    let entries = runtime.ledger().entries_for_run(&st.run_id)?;
-                    let Some((entry, outcome, hash)) =
-                        entries.iter().find_map(|e| match &e.record {
-                            Record::Outcome(o) if o.call_id == call_id => Some((e, o, &e.hash)),
-                            _ => None,
-                        })
-                    else {
+                    let ledger = &**runtime.ledger();
+                    let call = CallView::new(ledger).call(call_id)?;
+                    let Some(outcome) = call.and_then(|c| c.outcome) else {
                         return Err(inconsistent(
                             &st.run_id,
                             format!(
-                                "the call `{call_id}` ended, but the run holds no outcome of it"
+                                "the call `{call_id}` ended, but the ledger holds no outcome of it"
                             ),
                         ));
                     };
-                    escepine_ledger::trust::check_all_in_ledger(
-                        &**runtime.ledger(),
-                        std::slice::from_ref(entry),
+                    escepine_ledger::trust::check_in_ledger(
+                        ledger,
+                        &outcome.entry(),
                         runtime.trust(),
                     )
                     .map_err(|source| SopRunError::Untrusted {
@@ -673,10 +670,10 @@ impl Engine {
                         source: Box::new(source),
                     })?;
                     let end = CallEnd {
-                        result: outcome.result,
-                        output: outcome.output.clone(),
-                        error: outcome.error.clone(),
-                        outcome_hash: Some(hash.clone()),
+                        result: outcome.record.result,
+                        output: outcome.record.output,
+                        error: outcome.record.error,
+                        outcome_hash: Some(outcome.hash),
                     };
                     st.end_call(call_id, end);
                 }

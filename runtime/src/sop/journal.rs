@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 
 use escepine_contract::{Principal, SideEffectClass};
+use escepine_ledger::calls::{self, Call};
 use serde_json::{json, Map, Value};
 
 use super::error::SopRunError;
@@ -163,6 +164,50 @@ pub(crate) struct CallEnd {
 }
 
 impl CallInfo {
+    /// A call of run `run_id` as the ledger recorded it: its intent, whether it waited for
+    /// approval (its intent says so, or a decision is recorded), and its end, if recorded.
+    ///
+    /// # Errors
+    /// A decision or an outcome without an intent before it.
+    fn recorded(run_id: &str, call: Call) -> Result<Self, SopRunError> {
+        let intent_seq = call.intent.as_ref().map_or(u64::MAX, |i| i.seq);
+        for (what, seq) in [
+            ("approval", call.approval.as_ref().map(|a| a.seq)),
+            ("outcome", call.outcome.as_ref().map(|o| o.seq)),
+        ] {
+            if let Some(seq) = seq.filter(|s| *s < intent_seq) {
+                return Err(journal_err(
+                    run_id,
+                    seq,
+                    format!("{what} of the unknown call `{}`", call.call_id),
+                ));
+            }
+        }
+        let Some(intent) = call.intent else {
+            return Err(inconsistent(
+                run_id,
+                format!("the call `{}` has no intent", call.call_id),
+            ));
+        };
+        let i = intent.record;
+        Ok(Self {
+            awaits_approval: i.approval.is_some() || call.approval.is_some(),
+            call_id: i.call_id,
+            key: i.idempotency_key,
+            tool: i.tool_id,
+            class: i.class,
+            input: i.payload,
+            policy_ids: i.policy_ids,
+            reasons: i.reasons,
+            end: call.outcome.map(|o| CallEnd {
+                result: o.record.result,
+                output: o.record.output,
+                error: o.record.error,
+                outcome_hash: Some(o.hash),
+            }),
+        })
+    }
+
     /// The recorded end as a step result: the call id, or why it failed (with the hash of
     /// the outcome entry).
     pub(crate) fn result(&self) -> Option<Result<String, StepFailure>> {
@@ -309,45 +354,16 @@ impl RunState {
             )
         })?;
         let mut st = Self::new(run_id, principal);
+        // The run's calls, as the ledger's call view folds their entries.
+        for call in calls::fold(journal.entries.iter().cloned()) {
+            st.add_call(CallInfo::recorded(run_id, call)?);
+        }
         for entry in &journal.entries {
             let err = |why: String| journal_err(run_id, entry.seq, why);
-            match &entry.record {
-                Record::Intent(i) => {
-                    st.add_call(CallInfo {
-                        call_id: i.call_id.clone(),
-                        key: i.idempotency_key.clone(),
-                        tool: i.tool_id.clone(),
-                        class: i.class,
-                        input: i.payload.clone(),
-                        policy_ids: i.policy_ids.clone(),
-                        reasons: i.reasons.clone(),
-                        awaits_approval: i.approval.is_some(),
-                        end: None,
-                    });
-                }
-                Record::Approval(a) => {
-                    // Approved, rejected or expired; the outcome entry that follows ends the call.
-                    let call = st.calls.get_mut(&a.call_id).ok_or_else(|| {
-                        err(format!("approval of the unknown call `{}`", a.call_id))
-                    })?;
-                    call.awaits_approval = true;
-                }
-                Record::Outcome(o) => {
-                    let call = st.calls.get_mut(&o.call_id).ok_or_else(|| {
-                        err(format!("outcome of the unknown call `{}`", o.call_id))
-                    })?;
-                    call.end = Some(CallEnd {
-                        result: o.result,
-                        output: o.output.clone(),
-                        error: o.error.clone(),
-                        outcome_hash: Some(entry.hash.clone()),
-                    });
-                }
-                Record::Transition(t) => {
-                    // An event this engine does not know (a later version's) changes nothing.
-                    if let Some(event) = Event::parse(t).map_err(|e| err(e.to_string()))? {
-                        st.apply(t.state.as_deref(), &event).map_err(err)?;
-                    }
+            if let Record::Transition(t) = &entry.record {
+                // An event this engine does not know (a later version's) changes nothing.
+                if let Some(event) = Event::parse(t).map_err(|e| err(e.to_string()))? {
+                    st.apply(t.state.as_deref(), &event).map_err(err)?;
                 }
             }
         }

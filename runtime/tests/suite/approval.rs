@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use crate::support::host;
 use escepine_contract::Principal;
+use escepine_ledger::calls::state::CallState;
 use escepine_ledger::entry::Entry;
 use escepine_ledger::record::{CallResult, Record};
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::{Durability, Ledger};
-use escepine_runtime::approval::{ApprovalError, CallState};
+use escepine_runtime::approval::ApprovalError;
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
 use escepine_testkit::bins::workspace_root;

@@ -18,8 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use escepine_contract::Principal;
-use escepine_ledger::entry::Committed;
-use escepine_ledger::entry::Entry;
+use escepine_ledger::entry::{Committed, Entry};
 use escepine_ledger::record::{CallResult, Decision, Intent, Outcome, Record};
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::Durability;

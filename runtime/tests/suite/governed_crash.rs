@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::Principal;
 use escepine_ledger::record::Record;
-use escepine_ledger::sqlite::read_entries;
-use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::sqlite::{read_entries, SqliteLedger};
 use escepine_ledger::store::Durability;
 use escepine_ledger::verify::verify_path;
 use escepine_runtime::executor::ProcessExecutor;

@@ -20,8 +20,7 @@ use std::time::{Duration, Instant};
 use escepine_contract::Principal;
 use escepine_ledger::error::LedgerError;
 use escepine_ledger::lease::FileLeases;
-use escepine_ledger::sqlite::read_entries;
-use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::sqlite::{read_entries, SqliteLedger};
 use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::sop::{
     events, Engine, Planner, PlannerError, RunOptions, RunStatus, ScriptedPlanner, SopRunError,

@@ -67,6 +67,9 @@ const SHAPE: [(&str, &str); 6] = [
     ("call_id", "text"),
 ];
 
+/// Whether the index of call ids exists.
+const INDEX_EXISTS: &str = "SELECT to_regclass('entries_by_call') IS NOT NULL";
+
 /// The rows of a table without `call_id` yet, to fill it.
 const UNINDEXED: &str = "SELECT seq, body FROM entries ORDER BY seq";
 /// Adds the `call_id` column to a table created before it existed.
@@ -112,9 +115,18 @@ pub async fn ensure(client: &mut Client) -> Result<(), PgError> {
             .await
             .map_err(pg("fill the call_id column"))?;
     }
-    tx.batch_execute(CALL_INDEX)
+    // Created once: `CREATE INDEX` waits for the appends in flight and holds off new ones, so
+    // runtimes opening the ledger later do not take its lock again.
+    let indexed: bool = tx
+        .query_one(INDEX_EXISTS, &[])
         .await
-        .map_err(pg("create the index of call ids"))?;
+        .map_err(pg("look for the index of call ids"))?
+        .get(0);
+    if !indexed {
+        tx.batch_execute(CALL_INDEX)
+            .await
+            .map_err(pg("create the index of call ids"))?;
+    }
     tx.commit().await.map_err(pg("create the entries table"))?;
     check_shape(client).await
 }

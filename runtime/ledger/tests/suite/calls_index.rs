@@ -6,8 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use escepine_ledger::calls::state::CallState;
-use escepine_ledger::calls::CallView;
+use escepine_ledger::calls::{state::CallState, CallView};
 use escepine_ledger::entry::Entry;
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::record::{CallResult, Record};

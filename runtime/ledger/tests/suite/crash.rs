@@ -11,8 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_ledger::sqlite::read_entries;
-use escepine_ledger::sqlite::SqliteLedger;
+use escepine_ledger::sqlite::{read_entries, SqliteLedger};
 use escepine_ledger::store::{Durability, Ledger};
 use escepine_ledger::verify::verify_path;
 use escepine_testkit::ledger::{intent, outcome};

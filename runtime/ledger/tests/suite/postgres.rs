@@ -14,11 +14,11 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_ledger::entry::record_body;
+use escepine_ledger::calls::CallView;
+use escepine_ledger::entry::{record_body, Entry};
 use escepine_ledger::error::LedgerError;
 use escepine_ledger::location::LedgerLocation;
-use escepine_ledger::postgres::PostgresLedger;
-use escepine_ledger::postgres::{read_entries, read_rows, verify_url};
+use escepine_ledger::postgres::{read_entries, read_rows, verify_url, PostgresLedger};
 use escepine_ledger::store::{Durability, Ledger};
 use escepine_testkit::ledger::{intent, outcome, transition};
 use escepine_testkit::postgres::TestDatabase;
@@ -84,7 +84,7 @@ fn a_fresh_database_gets_the_table_and_a_chain_that_verifies() {
     assert_eq!(stored, bodies);
     assert_eq!(ledger.entries().unwrap().len(), 401);
     assert_eq!(ledger.entries_for_run("run-1").unwrap().len(), 601 - 200);
-    // LEDGER.md's table, column for column.
+    // LEDGER.md's table, column for column: the call id is an indexed column.
     assert_eq!(
         db.query_strings(
             "SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute \
@@ -95,8 +95,23 @@ fn a_fresh_database_gets_the_table_and_a_chain_that_verifies() {
             "prev character(64)",
             "hash character(64)",
             "at_ms bigint",
-            "body text"
+            "body text",
+            "call_id text"
         ]
+    );
+    // One call is read through the index: its intent and outcome rows only.
+    let before = ledger.rows_read();
+    let call = CallView::new(&*ledger)
+        .call("call-123")
+        .unwrap()
+        .expect("call-123");
+    assert_eq!(ledger.rows_read() - before, 2);
+    assert!(call.intent.is_some() && call.outcome.is_some());
+    assert_eq!(
+        db.query_strings(
+            "SELECT indexname::text FROM pg_indexes WHERE tablename = 'entries' ORDER BY 1"
+        ),
+        ["entries_by_call", "entries_hash_key", "entries_pkey"]
     );
     drop(ledger);
     // Reopened, the chain continues from its last entry.
@@ -163,6 +178,70 @@ fn what_is_not_a_ledger_is_refused_by_name() {
         "{err}"
     );
     assert!(err.contains("escepine:***@"), "{err}");
+}
+
+/// A database whose `entries` table was created before the index of call ids: opening it for
+/// writing adds and fills `call_id` and creates the index; the chain is unchanged.
+#[test]
+fn a_table_written_before_the_index_is_indexed_when_opened() {
+    let db = TestDatabase::create();
+    let url = db.url();
+    db.execute(
+        "CREATE TABLE entries (
+            seq   BIGINT   PRIMARY KEY CHECK (seq >= 1),
+            prev  CHAR(64) NOT NULL,
+            hash  CHAR(64) NOT NULL UNIQUE,
+            at_ms BIGINT   NOT NULL CHECK (at_ms >= 0),
+            body  TEXT     NOT NULL
+        )",
+    );
+    let mut prev = escepine_ledger::entry::GENESIS_PREV.to_string();
+    let records = [
+        transition("run-1", "run_started", "read"),
+        intent(1, Some("run-1")),
+        intent(2, None),
+        outcome(1),
+    ];
+    for (i, record) in records.into_iter().enumerate() {
+        let e = Entry::seal(i as u64 + 1, prev, 1_700_000_000_000, record).unwrap();
+        db.execute(&format!(
+            "INSERT INTO entries VALUES ({}, '{}', '{}', {}, '{}')",
+            e.seq,
+            e.prev,
+            e.hash,
+            e.at_ms,
+            e.body().replace('\'', "''")
+        ));
+        prev = e.hash.clone();
+    }
+    // Read-only, before any writer: the five columns are a ledger, read by scanning.
+    assert_eq!(verify_url(&url, None).unwrap().entries, 4);
+    let scanned = escepine_ledger::postgres::read_call(&url, "call-1").unwrap();
+    assert_eq!(scanned.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 4]);
+
+    let ledger = PostgresLedger::open(&url, Durability::Full).unwrap();
+    assert_eq!(
+        db.query_strings("SELECT coalesce(call_id, '-') FROM entries ORDER BY seq"),
+        ["-", "call-1", "call-2", "call-1"]
+    );
+    let before = ledger.rows_read();
+    let call = CallView::new(&ledger)
+        .call("call-1")
+        .unwrap()
+        .expect("call-1");
+    assert_eq!(ledger.rows_read() - before, 2);
+    assert_eq!(call.outcome.map(|o| o.seq), Some(4));
+    rt().block_on(ledger.append(outcome(2))).unwrap();
+    assert_eq!(
+        escepine_ledger::postgres::read_call(&url, "call-2")
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>(),
+        [3, 5]
+    );
+    drop(ledger);
+    assert_eq!(verify_url(&url, None).unwrap().entries, 5);
 }
 
 #[test]
