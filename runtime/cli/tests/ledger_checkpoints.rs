@@ -287,7 +287,7 @@ enum Store {
 
 /// Each tampering of the 18 entries a checkpoint covers: what, the SQL, the verdict expected.
 fn tamperings(setup: &Setup, store: Store) -> Vec<(&'static str, String, &'static str)> {
-    let forged = "INSERT INTO entries VALUES (5, (SELECT hash FROM entries WHERE seq = 4),
+    let forged = "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (5, (SELECT hash FROM entries WHERE seq = 4),
                  'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00', 1700000000000,
                  '{\"event\":\"forged\",\"kind\":\"transition\",\"run_id\":\"run-1\"}');";
     let (insert, swap) = match store {
@@ -379,7 +379,7 @@ fn copy_rows_sql(db: &Path) -> String {
     let mut sql = String::from("BEGIN;");
     for r in read_rows(db).expect("the rows") {
         sql.push_str(&format!(
-            "INSERT INTO entries VALUES ({}, '{}', '{}', {}, '{}');",
+            "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES ({}, '{}', '{}', {}, '{}');",
             r.seq,
             r.prev.unwrap(),
             r.hash.unwrap(),

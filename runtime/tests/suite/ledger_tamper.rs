@@ -104,21 +104,21 @@ fn each_tampering_with_sqlite3_is_named() {
         (
             "a row inserted in the middle, later rows renumbered",
             r#"UPDATE entries SET seq = -seq WHERE seq >= 5; UPDATE entries SET seq = 1 - seq WHERE seq < 0;
-               INSERT INTO entries VALUES (5, (SELECT hash FROM entries WHERE seq = 4),
+               INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (5, (SELECT hash FROM entries WHERE seq = 4),
                  'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00', 1700000000000,
                  '{"event":"forged","kind":"transition","run_id":"run-1"}');"#,
             "entry 5 inserted",
         ),
         (
             "a row appended at the end",
-            r#"INSERT INTO entries VALUES (11, (SELECT hash FROM entries WHERE seq = 10),
+            r#"INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES (11, (SELECT hash FROM entries WHERE seq = 10),
                  'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00', 1700000000000,
                  '{"event":"forged","kind":"transition","run_id":"run-1"}');"#,
             "entry 11 ",
         ),
         (
             "a copy of a row appended",
-            "INSERT INTO entries SELECT 11, prev, hash, at_ms, body FROM entries WHERE seq = 3;",
+            "INSERT INTO entries (seq, prev, hash, at_ms, body) SELECT 11, prev, hash, at_ms, body FROM entries WHERE seq = 3;",
             "entry 11 inserted",
         ),
         (
