@@ -4,7 +4,7 @@
 //! unfinished step with its recorded payload and compensates with payloads built from recorded
 //! inputs and outputs; a task's result is the recorded output. Each of those reads an entry
 //! back from a store that someone with write access to it could have edited. So before acting,
-//! the runtime checks the entry ([`check`]):
+//! the runtime checks the entry ([`check_links`] and the functions built on it):
 //!
 //! - its hash, recomputed from its content, is the hash it was committed with;
 //! - it is linked into the chain: its `prev` is the hash of the entry before it (or the

@@ -4,7 +4,7 @@
 //! The entries are the rows of LEDGER.md's `entries` table, created on first use under an
 //! advisory lock ([`schema`]). Each process has one writer connection with group commit; appends
 //! are sequenced by the database, which serialises writers with a transaction-scoped advisory
-//! lock and re-reads the head in each transaction ([`writer`]). Reads go through a small pool.
+//! lock and re-reads the head in each transaction (`writer`). Reads go through a small pool.
 //! Run leases are session advisory locks ([`lease`]). The store writes no entries of its own.
 //!
 //! Connections are unencrypted (`NoTls`): the store is for a database reached over a Unix socket,
@@ -367,7 +367,7 @@ impl Ledger for PostgresLedger {
     }
 
     /// Uses live in the `budget_uses` table of the same database, checked and inserted in one
-    /// transaction under the advisory lock [`budgets::BUDGET_LOCK`] (so every runtime on the
+    /// transaction under the advisory lock `budgets::BUDGET_LOCK` (so every runtime on the
     /// database shares the counts).
     fn reserve_budgets(
         &self,
