@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::seam::{BoxFuture, ExecError, Execution, Executor, Invocation};
+use super::seam::{ExecError, Execution, Executor, Invocation};
+use escepine_ledger::store::BoxFuture;
 
 /// The implementation of one tool: the validated payload in, the (not yet gated) output out.
 pub type InProcessFn = Arc<dyn Fn(&Value) -> Result<Value, ExecError> + Send + Sync>;

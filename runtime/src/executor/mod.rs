@@ -10,4 +10,4 @@ pub mod seam;
 #[cfg(feature = "in-process")]
 pub use inprocess::InProcessExecutor;
 pub use process::{ProcessExecutor, Program};
-pub use seam::{Attempted, BoxFuture, Egress, ExecError, Execution, Executor, Invocation};
+pub use seam::{Attempted, Egress, ExecError, Execution, Executor, Invocation};

@@ -31,7 +31,8 @@ pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
 use super::bounded::{read_bounded, read_stderr, with_stderr_tail, Bounded};
 use super::group::ProcessGroup;
-use super::seam::{BoxFuture, ExecError, Execution, Executor, Invocation};
+use super::seam::{ExecError, Execution, Executor, Invocation};
+use escepine_ledger::store::BoxFuture;
 
 pub use super::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 pub use escepine_sandbox::{SAFE_PATH, TOOL_LANG};

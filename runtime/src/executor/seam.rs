@@ -9,7 +9,7 @@ use registry_build::ToolRecord;
 use serde_json::Value;
 
 use crate::scrub::Scrubber;
-pub use escepine_ledger::store::BoxFuture;
+use escepine_ledger::store::BoxFuture;
 
 /// One attempt of one call, as handed to an [`Executor`].
 #[derive(Debug, Clone)]

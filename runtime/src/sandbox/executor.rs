@@ -18,9 +18,10 @@ use tokio::time::Instant;
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{
-    Attempted, BoxFuture, Egress, ExecError, Execution, Executor, Invocation, ProcessExecutor,
+    Attempted, Egress, ExecError, Execution, Executor, Invocation, ProcessExecutor,
 };
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
+use escepine_ledger::store::BoxFuture;
 
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
 ///

@@ -167,9 +167,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::executor::{BoxFuture, Execution};
+    use crate::executor::Execution;
     use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, builder, context, loaded, n_schema, Fixed};
+    use escepine_ledger::store::BoxFuture;
 
     /// Answers attempt `i` with the `i`-th script entry (the last one repeats); `None` never
     /// answers.
