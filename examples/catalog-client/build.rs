@@ -1,7 +1,7 @@
 //! Compiles the catalog's tool records and SOPs into typed Rust (see `src/main.rs`).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    registry_build::Builder::new()
+    escepine_registry_build::Builder::new()
         .records("../../tools/records")
         .policies("../../tools/policies")
         .envelope("../../tools/envelope.json")

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    registry_build::Builder::new()
+    escepine_registry_build::Builder::new()
         .records("../../tools/records")
         .policies("../../tools/policies")
         .envelope("../../tools/envelope.json")

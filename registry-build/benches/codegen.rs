@@ -24,7 +24,10 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use registry_build::{codegen, load, Builder, Sources};
+use escepine_policy::load;
+use escepine_registry::registry::Sources;
+use escepine_registry_build as codegen;
+use escepine_registry_build::Builder;
 use serde_json::{json, Value};
 
 fn record(i: usize, n: usize) -> Value {
@@ -172,8 +175,8 @@ fn ms(d: Duration) -> String {
 /// `--emit DIR N`: a crate whose `src/tools.rs` is the code generated for N records.
 fn emit(dir: &Path, n: usize) {
     write_registry(dir, n);
-    let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/contract");
-    let contract = fs::canonicalize(&contract).expect("runtime/contract");
+    let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("contract");
+    let contract = fs::canonicalize(&contract).expect("registry-build/contract");
     fs::write(
         dir.join("Cargo.toml"),
         format!(

@@ -1,81 +1,61 @@
-//! The tool-record compiler of Escepine.
+//! The `build.rs` code generator, in the style of `prost-build`.
 //!
-//! Tool records (`tools/records/*.json`) are checked against every registration rule
-//! ([`Rule`]), bound to Cedar (a generated schema, strict validation of the policies), and — with
-//! the default `codegen` feature — compiled from `build.rs` into typed payload and output types,
-//! [`escepine_contract::Tool`] implementations, Cedar action markers and a typed client:
+//! [`Builder`] loads a registry (every registration rule, Cedar strict validation), prints
+//! `cargo:rerun-if-changed` for every file it read, and writes one formatted Rust file into
+//! `OUT_DIR`, which the crate pulls in with [`escepine_contract::include_tools!`].
+//! [`generate`] produces the same text from a loaded [`Registry`](escepine_registry::registry::Registry) without cargo (tests,
+//! benchmarks, tools).
 //!
-#![cfg_attr(feature = "codegen", doc = "```no_run")]
-#![cfg_attr(not(feature = "codegen"), doc = "```ignore")]
-//! // build.rs
-//! fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     registry_build::Builder::new()
-//!         .records("../tools/records")
-//!         .policies("../tools/policies")
-//!         .envelope("../tools/envelope.json")
-//!         .compile()?;
-//!     Ok(())
-//! }
-//! ```
+//! The generated file holds, for a registry with a tool `firecrawl_scrape`:
 //!
-//! Without `codegen`, the crate gives the runtime and the macros the same rules through
-//! [`load`] and [`check_records`].
+//! - `pub mod firecrawl_scrape`: the payload type `Input`, the output type `Output` and the
+//!   types nested in them, from one typify type space over both schemas
+//!   (`#[serde(deny_unknown_fields)]` at every depth, `format: uri` strings as [`url::Url`],
+//!   bounded strings as plain `String`: the gates check bounds), the canonical schema texts
+//!   `INPUT_SCHEMA` and `OUTPUT_SCHEMA` (the very documents both gates validate against), and
+//!   the marker `Tool` implementing [`escepine_contract::Tool`] with the whole contract as
+//!   constants;
+//! - `pub mod error`: the one conversion error type of every tool's enums;
+//! - `pub mod actions`: one marker type per action of the Cedar schema (class groups, custom
+//!   groups, one per tool, and every action the user's `.cedarschema` declares, which Rust-first
+//!   tools name), each implementing [`escepine_contract::CedarAction`];
+//! - `pub enum ToolId`: every tool id, with `as_str`, `ALL`, `contract` and `FromStr`;
+//! - `pub trait Client`: one typed method per tool, implemented for every
+//!   [`escepine_contract::Invoke`] type, so a renamed or retyped field is a compile error at the
+//!   call site;
+//! - with SOPs ([`Builder::sops`]), `pub mod sops`: per SOP a module with a `Sop` marker
+//!   ([`escepine_contract::SopDefinition`]), a `State` enum with the declared transitions, and one
+//!   step type per execution state ([`escepine_contract::SopStep`]) whose `Tool` is the bound
+//!   tool, so a step cannot be handed another tool's payload;
+//! - `REGISTRY`: the registry itself ([`escepine_contract::EmbeddedRegistry`]), every input
+//!   file embedded with `include_str!`, which [`escepine_policy::embedded::load`] turns back into the
+//!   [`Registry`](escepine_registry::registry::Registry) the runtime builds from, so the program needs no records directory at run time;
+//!   and `SOURCES` ([`escepine_contract::BuildSources`]), the paths of the build's inputs.
 //!
-//! SOP files ([`sop`]) are checked against the records by [`Sources::sops`] (and
-//! `Builder::sops`), and compiled into typed state machines by the `Builder`. A checked record
-//! is written as a tool definition for an agent ecosystem (MCP, OpenAI, Anthropic, Gemini) by
-//! [`export`].
-//!
-//! A [`ToolRecord`] and a [`Registry`] are read through accessors and made only by
-//! registration ([`load`], [`check_record`], [`embedded::load`]). Tests make them with the
-//! `testing` feature's `testing::RecordBuilder` and `testing::RegistryBuilder`, which write a
-//! record file and register it by the same rules.
+//! The generated code needs only `serde`, `serde_json` and `escepine-contract` (or the crate
+//! [`Builder::contract_path`] names) in the user's crate.
 
-#![deny(missing_docs)]
+mod actions;
+mod builder;
+mod client;
+mod contract;
+mod docs;
+mod embed;
+mod error;
+mod generate;
+mod idents;
+mod literal;
+mod options;
+mod sop;
+mod string_enums;
+mod types;
 
-pub mod authorize;
-pub mod cedar;
-#[cfg(feature = "codegen")]
-pub mod codegen;
-#[cfg(feature = "tokens")]
-pub mod contract_tokens;
-pub mod diagnostic;
-pub mod egress;
-pub mod embedded;
-pub mod endpoint;
-pub mod envelope;
-pub mod export;
-mod fields;
-mod files;
-pub mod gate;
-pub mod host_path;
-mod locate;
-pub mod policy_tests;
-pub mod record;
+pub use builder::Builder;
+pub use error::BuildError;
+pub use generate::generate;
 #[cfg(test)]
-mod refusal_tests;
-pub mod registry;
-pub mod rule;
-pub mod rules;
-pub mod rust_names;
-pub mod schema;
-pub mod sop;
-#[cfg(any(test, feature = "testing"))]
-pub mod testing;
-pub mod urls;
+pub(crate) use generate::generate_records;
+pub use options::{DEFAULT_CONTRACT_PATH, DEFAULT_FILE_NAME};
 
-#[cfg(feature = "codegen")]
-pub use codegen::{BuildError, Builder};
-#[cfg(feature = "tokens")]
-pub use contract_tokens::{ContractTokens, SchemaTexts};
-pub use diagnostic::{Diagnostic, Diagnostics, Severity, SourceFile};
-pub use egress::{EgressEntry, EgressHost};
-pub use envelope::{Envelope, ImageLimits, ImageSourceEntry};
-pub use record::{
-    CompensationSpec, CredentialExemption, EndpointSpec, ResolvedCommand, SandboxProfile,
-    ToolRecord,
-};
-pub use registry::{check_record, check_records, load, Registry, Sources};
-pub use rule::Rule;
-/// The record rules under their former name.
-pub use rules::record as record_check;
+#[cfg(test)]
+mod tests;

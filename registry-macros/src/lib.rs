@@ -4,7 +4,7 @@
 //! registration rule it breaks (`[tool-id/reserved] …`); they never panic. `#[tool]` works in
 //! three phases: its arguments are parsed (`syn`'s `parse_nested_meta`, problems collected in one
 //! context), validated — the signature here, the contract by registry-build's own record rules
-//! run on a draft record built from the arguments (`record_check::check_draft`), each
+//! run on a draft record built from the arguments (`escepine_registry::rules::record::check_draft`), each
 //! diagnostic's JSON pointer mapped back to the argument it came from — and expanded. No rule is
 //! copied here: a record file and a `#[tool]` are judged by the same code. The expansion
 //! refers to the light contract crate through absolute paths (`::escepine_contract::…`); only the

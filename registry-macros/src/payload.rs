@@ -5,8 +5,11 @@ use quote::{quote, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Data, DeriveInput, Expr, Fields, Lit, LitStr, Meta, Token, Type};
 
-use registry_build::schema::names::{self, Property, ValueKind, Verdict};
-use registry_build::Rule;
+use escepine_registry::rule::Rule;
+use escepine_registry::schema::names;
+use escepine_registry::schema::names::Property;
+use escepine_registry::schema::names::ValueKind;
+use escepine_registry::schema::names::Verdict;
 
 use crate::ctxt::Ctxt;
 

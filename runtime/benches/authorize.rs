@@ -20,7 +20,7 @@ use std::time::Duration;
 use catalog::{catalog, Naive, TOOLS};
 use criterion::{criterion_group, criterion_main, Criterion};
 use escepine_contract::Principal;
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
 use serde_json::json;
 
 fn bench(c: &mut Criterion) {

@@ -19,15 +19,15 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use escepine_contract::Principal;
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::Durability;
+use escepine_policy::BoundRegistry;
 use escepine_runtime::budget::Budgets;
 use escepine_runtime::executor::InProcessExecutor;
 use escepine_runtime::Runtime;
-use registry_build::Registry;
 use serde_json::{json, Value};
 
 const TOOL: &str = "tool_042";
 
-fn runtime(registry: Registry, dir: &Path, budgets: Budgets) -> Runtime {
+fn runtime(registry: BoundRegistry, dir: &Path, budgets: Budgets) -> Runtime {
     let mut exec = InProcessExecutor::new();
     for r in registry.records() {
         exec = exec.with_tool(r.tool_id().to_string(), |_: &Value| Ok(json!({})));

@@ -24,11 +24,13 @@ use escepine_contract::Principal;
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::{Durability, Ledger};
+use escepine_policy::BoundRegistry;
+use escepine_registry::registry::Sources;
+use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::InProcessExecutor;
-use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
+use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::Runtime;
-use registry_build::testing::RecordBuilder;
-use registry_build::{Registry, Sources};
+use escepine_sandbox::LinuxBackend;
 use serde_json::{json, Value};
 use support::{summarise, testkit_bin};
 
@@ -50,7 +52,7 @@ fn text_schema() -> Value {
 }
 
 /// The registry of the bench's tools, `hostile` as the failing fetcher's binary.
-fn registry(dir: &Path, hostile: &Path) -> Registry {
+fn registry(dir: &Path, hostile: &Path) -> BoundRegistry {
     let records = dir.join("records");
     std::fs::create_dir_all(&records).expect("mkdir");
     let builders = [
@@ -83,7 +85,7 @@ fn registry(dir: &Path, hostile: &Path) -> Registry {
         std::fs::write(records.join(format!("{id}.json")), v.to_string()).expect("write");
     }
     std::fs::write(dir.join("envelope.json"), r#"{"egress": ["127.0.0.1"]}"#).expect("write");
-    registry_build::load(
+    escepine_policy::load(
         &Sources::new()
             .records(&records)
             .policy_text(dir.join("p.cedar"), POLICIES)
@@ -92,7 +94,10 @@ fn registry(dir: &Path, hostile: &Path) -> Registry {
     .unwrap_or_else(|d| panic!("{}", d.render()))
 }
 
-fn in_process(registry: Registry, ledger: Arc<dyn Ledger>) -> escepine_runtime::RuntimeBuilder {
+fn in_process(
+    registry: BoundRegistry,
+    ledger: Arc<dyn Ledger>,
+) -> escepine_runtime::RuntimeBuilder {
     let exec = InProcessExecutor::new()
         .with_tool("note_read".to_string(), |_: &Value| Ok(json!({})))
         .with_tool("note_send".to_string(), |_: &Value| Ok(json!({})));
@@ -106,7 +111,7 @@ fn in_process(registry: Registry, ledger: Arc<dyn Ledger>) -> escepine_runtime::
 fn approvals(
     rt: &tokio::runtime::Runtime,
     name: &str,
-    registry: &Registry,
+    registry: &BoundRegistry,
     entries: usize,
     checkpointed: bool,
     iters: usize,
@@ -154,7 +159,7 @@ fn approvals(
 
 /// The approving runtime: with a signed checkpoint of the ledger as it is now, when
 /// `checkpointed`.
-fn trusting(registry: &Registry, ledger: &Arc<dyn Ledger>, checkpointed: bool) -> Runtime {
+fn trusting(registry: &BoundRegistry, ledger: &Arc<dyn Ledger>, checkpointed: bool) -> Runtime {
     let builder = in_process(registry.clone(), Arc::clone(ledger));
     let builder = if checkpointed {
         use escepine_ledger::checkpoint::{self, SignerKey};
@@ -190,7 +195,7 @@ fn page_server() -> u16 {
 
 fn main() {
     // The sandboxes' init is this program, as in every program that starts sandboxes.
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -19,15 +19,17 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::{ImageRef, Transport};
 use escepine_oci::{Access, ImageStore, Unpacked};
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
-use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
+use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::scrub::Scrubber;
+use escepine_sandbox::LinuxBackend;
+use escepine_sandbox::ToolImage;
 use escepine_testkit::fixtures;
 use escepine_testkit::image::BuiltImage;
 use escepine_testkit::registry::Registry;
 use escepine_testkit::sample_images as image_support;
-use registry_build::testing::RecordBuilder;
-use registry_build::ToolRecord;
 use serde_json::{json, Value};
 use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
@@ -48,7 +50,7 @@ fn mcp_warm_up() -> usize {
 
 fn main() {
     // The sandboxes' init is this program, as in every program that starts sandboxes.
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
     let iters = support::iters(100);
     let runs: usize = if support::smoke() {
         1

@@ -26,15 +26,15 @@ use escepine_contract::Principal;
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::{Durability, Ledger};
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::BoundRegistry;
 use escepine_runtime::executor::InProcessExecutor;
 use escepine_runtime::Runtime;
-use registry_build::Registry;
 use serde_json::{json, Value};
 
 const TOOL: &str = "tool_042";
 
-fn runtime(registry: Registry, ledger: Arc<dyn Ledger>) -> Runtime {
+fn runtime(registry: BoundRegistry, ledger: Arc<dyn Ledger>) -> Runtime {
     let mut exec = InProcessExecutor::new();
     for r in registry.records() {
         exec = exec.with_tool(r.tool_id().to_string(), |_: &Value| Ok(json!({})));

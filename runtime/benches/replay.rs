@@ -27,7 +27,7 @@ use escepine_ledger::location::LedgerLocation;
 use escepine_ledger::record::{CallResult, Intent, Outcome, Record};
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::{Durability, Ledger};
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
 use escepine_runtime::replay::replay;
 use serde_json::json;
 

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use escepine_contract::{EgressGrant, Transport};
+use escepine_registry::record::ToolRecord;
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
-use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor};
-use registry_build::ToolRecord;
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_sandbox::LinuxBackend;
 use serde_json::json;
 use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
@@ -66,7 +67,7 @@ fn time_command(name: &str, iters: usize, mut make: impl FnMut() -> Command) -> 
 
 fn main() {
     // The sandboxes' init is this program, as in every program that starts sandboxes.
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
     let iters = support::iters(300);
     let warm = support::warm_up(10);
     let tool = testkit_bin(HOSTILE, "ESCEPINE_HOSTILE");

@@ -1,7 +1,7 @@
 //! A Cedar decision as the ledger records it.
 
 use escepine_ledger::record;
-use registry_build::authorize::Decision;
+use escepine_policy::authorize::Decision;
 
 /// `decision` as an intent records it: allowed, allowed with an approver's approval, or denied.
 pub fn recorded(decision: &Decision) -> record::Decision {

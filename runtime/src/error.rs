@@ -1,8 +1,8 @@
 //! [`CallError`]: the refusals of a governed call before any intent was recorded.
 
 use crate::kind::CallKind;
-use registry_build::gate::violation_list;
-use registry_build::gate::Violation;
+use escepine_policy::gate::violation_list;
+use escepine_policy::gate::Violation;
 
 /// A call refused before its intent was recorded (nothing ran, nothing is in the ledger), or
 /// stopped because the ledger could not be written. Every other end of a call is a

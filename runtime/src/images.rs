@@ -13,13 +13,15 @@
 
 use std::collections::BTreeMap;
 
+use escepine_policy::BoundRegistry;
+use escepine_registry::envelope::Envelope;
+use escepine_registry::envelope::ImageSourceEntry;
 use escepine_sandbox::cache::{
     Access, BlobHost, FetchStats, ImageStore, OciError, DEFAULT_MAX_BLOB_BYTES,
 };
-use registry_build::ImageSourceEntry;
-use registry_build::{Envelope, Registry};
 
-use crate::sandbox::{SandboxExecutor, ToolImage};
+use crate::sandbox::SandboxExecutor;
+use escepine_sandbox::ToolImage;
 
 /// An image made ready for the sandboxes of the tools that name it.
 #[derive(Debug, Clone)]
@@ -50,7 +52,7 @@ pub struct ImagesError {
 /// # Errors
 /// The first image that cannot be fetched, verified or unpacked.
 pub async fn prepare(
-    registry: &Registry,
+    registry: &BoundRegistry,
     store: &ImageStore,
 ) -> Result<Vec<Prepared>, ImagesError> {
     let mut by_ref: BTreeMap<String, (escepine_contract::ImageRef, Vec<String>)> = BTreeMap::new();
@@ -134,7 +136,7 @@ pub fn with_images(mut executor: SandboxExecutor, prepared: &[Prepared]) -> Sand
 #[cfg(test)]
 mod tests {
     use super::*;
-    use registry_build::SourceFile;
+    use escepine_registry::diagnostic::SourceFile;
 
     #[test]
     fn the_access_of_an_image_is_what_the_envelope_says_of_its_registry() {

@@ -1,6 +1,6 @@
 //! The runtime of Escepine: the governed call path.
 //!
-//! A [`Runtime`] is built once from a loaded [`registry_build::Registry`] and then executes only
+//! A [`Runtime`] is built once from a loaded [`escepine_policy::BoundRegistry`] and then executes only
 //! those tools, every call on one path: resolve, input gate, Cedar authorization, intent
 //! recorded in the ledger ([`escepine_ledger`]; a call allowed only with [`approval`] waits
 //! there for an approver), the [`budget`]s of the principal and tool, execution with
@@ -14,7 +14,7 @@
 //! (package `escepine-cli`), the MCP server (`escepine-mcp`) and the examples take the defaults.
 //!
 //! - `sandbox` (default, implies `mcp-stdio`): [`sandbox::SandboxExecutor`], the Linux backend of `escepine-sandbox`,
-//!   its init ([`sandbox::init::dispatch`]) and the listing of a sandbox's root.
+//!   its init (`escepine_sandbox::init::dispatch`) and the listing of a sandbox's root.
 //! - `image` (default, implies `sandbox`): tools whose endpoint names an OCI image (`images`).
 //! - `sqlite` (default): the SQLite evidence ledger (`escepine_ledger::sqlite`; the feature is
 //!   the ledger's, forwarded).
@@ -31,13 +31,10 @@
 #![deny(missing_docs)]
 
 pub mod approval;
-pub use registry_build::authorize;
 pub mod budget;
 pub mod decision;
 mod error;
 pub mod executor;
-pub use escepine_egress::host_class;
-pub use registry_build::gate;
 #[cfg(feature = "image")]
 pub mod images;
 mod kind;

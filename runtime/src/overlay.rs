@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
-use registry_build::egress::PUBLIC;
-use registry_build::{EgressEntry, Envelope};
+use escepine_registry::egress::EgressEntry;
+use escepine_registry::egress::PUBLIC;
+use escepine_registry::envelope::Envelope;
 use serde::Deserialize;
 
 /// `{ "tools": { "<tool_id>": ["127.0.0.1:8080", …] }, "public_addresses": ["127.0.0.1"] }`.
@@ -197,7 +198,7 @@ mod tests {
         let e = Overlay::parse(r#"{"public_addresses": ["localhost"]}"#).expect_err("refused");
         assert!(e.to_string().contains("/public_addresses/0"), "{e}");
         assert!(Overlay::parse(r#"{"public": []}"#).is_err());
-        let src = |v: &str| registry_build::SourceFile::new("envelope.json", v);
+        let src = |v: &str| escepine_registry::diagnostic::SourceFile::new("envelope.json", v);
         let closed = Envelope::parse(&src(r#"{"egress": []}"#)).expect("an envelope");
         let open = Envelope::parse(&src(r#"{"egress": ["public"]}"#)).expect("an envelope");
         let o = Overlay::default().public_address(IpAddr::from([127, 0, 0, 1]));

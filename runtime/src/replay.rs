@@ -18,7 +18,8 @@ use escepine_contract::Principal;
 
 use escepine_ledger::entry::{canonical_json, Entry};
 use escepine_ledger::record::{Intent, Record};
-use registry_build::authorize::{Authorizer, Decision};
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::authorize::Decision;
 
 /// One recorded request whose decision differs under the candidate policies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl Flip {
     pub fn widens(&self) -> bool {
         let rank = |d: &str| match d {
             "allow" => 2,
-            registry_build::authorize::AWAITING_APPROVAL => 1,
+            escepine_policy::authorize::AWAITING_APPROVAL => 1,
             _ => 0,
         };
         rank(&self.new_decision) > rank(&self.old_decision)
@@ -182,8 +183,8 @@ mod tests {
         )
         .expect("record written");
         std::fs::write(pdir.join("p.cedar"), policies).expect("policies written");
-        let reg = registry_build::load(
-            &registry_build::Sources::new()
+        let reg = escepine_policy::load(
+            &escepine_registry::registry::Sources::new()
                 .records(&records)
                 .policies(&pdir),
         )

@@ -10,7 +10,8 @@ use crate::error::CallError;
 use crate::kind::CallKind;
 use escepine_ledger::entry::Committed;
 use escepine_ledger::record::CallResult;
-use registry_build::gate::{violation_list, Violation};
+use escepine_policy::gate::violation_list;
+use escepine_policy::gate::Violation;
 
 /// How a call that got past its intent ended; recorded in its outcome entry before the call
 /// returned.

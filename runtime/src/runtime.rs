@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_contract::{EgressGrant, Invoke, Principal, Tool};
-use registry_build::cedar::Binding;
-use registry_build::Registry;
+use escepine_policy::cedar::Binding;
+use escepine_policy::BoundRegistry;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -24,8 +24,8 @@ use escepine_ledger::checkpoint::Checkpoint;
 use escepine_ledger::error::LedgerError;
 use escepine_ledger::store::Ledger;
 use escepine_ledger::trust::Trust;
-use registry_build::authorize::Authorizer;
-use registry_build::gate::SchemaGate;
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::gate::SchemaGate;
 
 /// Why a runtime could not be built from a registry.
 #[derive(Debug, thiserror::Error)]
@@ -52,9 +52,9 @@ pub enum BuildError {
     Missing(&'static str),
 }
 
-/// Builds a [`Runtime`] from a loaded [`Registry`].
+/// Builds a [`Runtime`] from a loaded [`BoundRegistry`].
 pub struct RuntimeBuilder {
-    registry: Registry,
+    registry: BoundRegistry,
     ledger: Option<Arc<dyn Ledger>>,
     executor: Option<Arc<dyn Executor>>,
     secrets: Arc<dyn SecretSource>,
@@ -121,7 +121,7 @@ impl RuntimeBuilder {
     /// A candidate policy set evaluated beside the enforced one on every call — shadow mode.
     ///
     /// `candidate` is a [`Binding`] of the same records (and the same schema) with other
-    /// policies, as [`registry_build::cedar::bind`] makes one from a policies directory. Every
+    /// policies, as [`escepine_policy::cedar::bind`] makes one from a policies directory. Every
     /// call's request (same principal, tool, gated payload and entities) is also authorized
     /// against it; its decision is never enforced and changes nothing of the call (outcome,
     /// egress, retries). Where it differs from the enforced decision, the intent records it as
@@ -218,7 +218,7 @@ struct Inner {
     secrets: Arc<dyn SecretSource>,
     approval_ttl: Duration,
     trust: Trust,
-    registry: Registry,
+    registry: BoundRegistry,
     /// Tool ids whose typed-client contract matched the registry (see `check_client`).
     clients_checked: std::sync::Mutex<std::collections::HashSet<&'static str>>,
 }
@@ -233,7 +233,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// Start building a runtime over a loaded registry.
-    pub fn builder(registry: Registry) -> RuntimeBuilder {
+    pub fn builder(registry: BoundRegistry) -> RuntimeBuilder {
         RuntimeBuilder {
             registry,
             ledger: None,
@@ -255,7 +255,7 @@ impl Runtime {
     }
 
     /// The frozen registry.
-    pub fn registry(&self) -> &Registry {
+    pub fn registry(&self) -> &BoundRegistry {
         &self.inner.registry
     }
 

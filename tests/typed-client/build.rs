@@ -2,7 +2,7 @@
 //! the workspace-level scenario `tests/typed_client.rs`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    registry_build::Builder::new()
+    escepine_registry_build::Builder::new()
         .records("../../runtime/tests/fixtures/path/records")
         .policies("../../runtime/tests/fixtures/path/policies")
         .envelope("../../runtime/tests/fixtures/path/envelope.json")

@@ -1,6 +1,6 @@
 //! The catalog's typed client, generated at build time.
 //!
-//! `build.rs` runs `registry_build::Builder` over `tools/records`, `tools/policies` and
+//! `build.rs` runs `escepine_registry_build::Builder` over `tools/records`, `tools/policies` and
 //! `tools/envelope.json`: every registration rule and Cedar strict validation apply, and a
 //! rejected record fails this crate's build. The generated file gives one module per tool
 //! (`firecrawl_scrape::Input`, `firecrawl_scrape::Output`, `firecrawl_scrape::Tool`), the Cedar
@@ -120,7 +120,7 @@ fn propose<S: SopStep>(_step: S, input: <S::Tool as Tool>::Input) -> Result<(), 
 
 fn main() -> Result<(), Box<dyn Error>> {
     // The registry itself is compiled in too: the very files the build checked, read from
-    // the binary, not from `tools/` (`registry_build::embedded::load` makes it a registry).
+    // the binary, not from `tools/` (`escepine_policy::embedded::load` makes it a registry).
     let embedded = &catalog::REGISTRY;
     println!(
         "registry compiled in: {} records, {} policy and schema files, {} SOP(s), envelope {}",

@@ -45,11 +45,11 @@ use escepine_ledger::record::Decision;
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::Durability;
 use escepine_ledger::verify;
+use escepine_registry::egress::EgressEntry;
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus};
 use escepine_runtime::Runtime;
-use registry_build::EgressEntry;
 use serde_json::{json, Value};
 
 mod corpus;
@@ -98,7 +98,7 @@ fn main() -> ExitCode {
     // First, before any thread or the async runtime: started as its sandboxes' init, this
     // program runs the init and never returns; started as `escepine-catalog` (the catalog
     // records' command, pointed at this program), it serves that one tool call.
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
     if executor::started_as_catalog() {
         return escepine_catalog::serve::main();
     }
@@ -165,8 +165,8 @@ async fn research(
     // The catalog compiled into this program (no records directory is read), under this
     // deployment's envelope.
     let envelope = deployment_envelope(out)?;
-    let registry = registry_build::load(
-        &registry_build::embedded::sources(&catalog::REGISTRY)
+    let registry = escepine_policy::load(
+        &escepine_policy::embedded::sources(&catalog::REGISTRY)
             .envelope_text(&envelope.0, envelope.1),
     )
     .map_err(|d| format!("the compiled catalog does not load:\n{}", d.render()))?;

@@ -14,8 +14,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use escepine_policy::load;
 use escepine_prove::{prove_blocking, read_invariants, request_model, Obligations, Solver};
-use registry_build::{load, Sources};
+use escepine_registry::registry::Sources;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

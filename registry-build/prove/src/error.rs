@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use registry_build::Diagnostics;
+use escepine_registry::diagnostic::Diagnostics;
 
 use crate::report::{RequestEnvironment, Step};
 

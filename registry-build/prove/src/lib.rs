@@ -20,8 +20,8 @@
 //! ```no_run
 //! use std::path::Path;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let registry = registry_build::load(
-//!     &registry_build::Sources::new().records("tools/records").policies("tools/policies"),
+//! let registry = escepine_policy::load(
+//!     &escepine_registry::registry::Sources::new().records("tools/records").policies("tools/policies"),
 //! )?;
 //! let binding = registry.cedar();
 //! let obligations = escepine_prove::Obligations {

@@ -4,8 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use cedar_policy::{PolicySet, Schema};
-use registry_build::cedar::{policy_set, PolicyFiles};
-use registry_build::{Diagnostic, Diagnostics, Rule};
+use escepine_policy::cedar::policy_set;
+use escepine_registry::diagnostic::Diagnostic;
+use escepine_registry::diagnostic::Diagnostics;
+use escepine_registry::registry::PolicyFiles;
+use escepine_registry::rule::Rule;
 
 use crate::error::ProveError;
 

@@ -5,7 +5,7 @@ use cedar_policy::{PolicySet, RequestEnv, Schema};
 use cedar_policy_symcc::err::Error as SymccError;
 use cedar_policy_symcc::solver::LocalSolver;
 use cedar_policy_symcc::{CedarSymCompiler, CompiledPolicy, CompiledPolicySet, Env};
-use registry_build::cedar::Binding;
+use escepine_policy::cedar::Binding;
 use serde_json::Value;
 
 use crate::error::ProveError;

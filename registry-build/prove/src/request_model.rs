@@ -6,15 +6,16 @@
 //! request model (`enforced ∧ model ⇒ invariant`): sound, since the runtime only makes
 //! requests the model permits, and every counterexample is then one the runtime can make.
 //! The model holds what the runtime guarantees by construction
-//! (`escepine_runtime::authorize`):
+//! (`escepine_policy::authorize`):
 //! - the resource of a tool's action is `Tool::"<tool id>"`, with the record's
 //!   `side_effect_class` and `version`;
 //! - `context.url` (when present) has a port in 0..=65535, a non-empty scheme and host, and a
 //!   path that is empty or starts with `/`.
 
 use cedar_policy::{PolicySet, Schema};
-use registry_build::cedar::policy_set;
-use registry_build::{SourceFile, ToolRecord};
+use escepine_policy::cedar::policy_set;
+use escepine_registry::diagnostic::SourceFile;
+use escepine_registry::record::ToolRecord;
 
 use crate::error::ProveError;
 
@@ -53,7 +54,7 @@ fn model_text(records: &[ToolRecord]) -> String {
     }
     if records
         .iter()
-        .any(|r| registry_build::urls::per_url(r.input_schema()).has_url())
+        .any(|r| escepine_registry::urls::per_url(r.input_schema()).has_url())
     {
         text.push_str(&format!(
             "@id(\"{MODEL_ID_PREFIX}-url\")\nforbid (principal, action, resource)\nwhen {{\n  \

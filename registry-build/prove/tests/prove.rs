@@ -4,11 +4,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use escepine_policy::load;
+use escepine_policy::BoundRegistry;
 use escepine_prove::{
     prove_blocking, read_invariants, read_old_policies, request_model, Obligations, Property,
     ProveError, Solver, Verdict,
 };
-use registry_build::{load, Registry, Sources};
+use escepine_registry::registry::Sources;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,7 +20,7 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-fn registry(policies: &Path) -> Registry {
+fn registry(policies: &Path) -> BoundRegistry {
     load(
         &Sources::new()
             .records(workspace().join("tools/records"))

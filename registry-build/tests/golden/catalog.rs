@@ -1209,7 +1209,7 @@ pub mod sops {
 }
 /// The registry this code was generated from, checked by every registration rule at
 /// build time: each record, policy, Cedar schema, envelope and SOP file embedded as the
-/// text the build read (`registry_build::embedded::load(&REGISTRY)` gives the registry
+/// text the build read (`escepine_policy::embedded::load(&REGISTRY)` gives the registry
 /// the runtime builds from; no records directory is read at run time).
 #[allow(dead_code)]
 pub const REGISTRY: ::escepine_contract::EmbeddedRegistry = ::escepine_contract::EmbeddedRegistry {

@@ -1,14 +1,15 @@
 //! Validating `#[tool(…)]` with registry-build's own rules: the arguments become a draft tool
 //! record (a JSON object, each field remembered with the tokens it came from), the draft is
-//! checked by [`registry_build::record_check::check_draft`], and each diagnostic is reported at
+//! checked by [`escepine_registry::rules::record::check_draft`], and each diagnostic is reported at
 //! the user's tokens with its rule id.
 
 use std::collections::BTreeMap;
 
+use escepine_registry::diagnostic::Diagnostic;
+use escepine_registry::rule::Rule;
+use escepine_registry::rules::names;
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
-use registry_build::rules::names;
-use registry_build::{Diagnostic, Rule};
 use serde_json::{json, Map, Value};
 use syn::{LitInt, LitStr};
 
@@ -97,7 +98,7 @@ impl Draft {
 
     /// Check the draft with every per-record rule; report each problem at its tokens.
     pub fn validate(&self, cx: &Ctxt) {
-        for diag in registry_build::record_check::check_draft("#[tool]", &self.value).iter() {
+        for diag in escepine_registry::rules::record::check_draft("#[tool]", &self.value).iter() {
             if diag.is_error() {
                 cx.syn_error(self.error(diag));
             }

@@ -1,9 +1,10 @@
 //! Rust-first: `#[tool(id = "…", …)]` declares the whole contract in Rust.
 
 use escepine_contract::{FailureOutcome, Filesystem, SideEffectClass, Transport};
+use escepine_registry::contract_tokens::ContractTokens;
+use escepine_registry::contract_tokens::SchemaTexts;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use registry_build::{ContractTokens, SchemaTexts};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ItemFn, LitStr, Path};

@@ -10,8 +10,9 @@ use std::str::FromStr;
 
 use cedar_policy::{Context, Entities, EntityUid, Request};
 use escepine_contract::Principal;
-use escepine_runtime::authorize::UrlFacts;
-use registry_build::{Registry, Sources};
+use escepine_policy::authorize::UrlFacts;
+use escepine_policy::BoundRegistry;
+use escepine_registry::registry::Sources;
 use serde_json::{json, Value};
 
 pub const TOOLS: usize = 100;
@@ -60,7 +61,7 @@ pub fn policies(total: usize) -> String {
     out
 }
 
-pub fn catalog(policy_count: usize) -> (tempfile::TempDir, Registry) {
+pub fn catalog(policy_count: usize) -> (tempfile::TempDir, BoundRegistry) {
     let dir = tempfile::tempdir().expect("temp dir");
     let records = dir.path().join("records");
     let policy_dir = dir.path().join("policies");
@@ -74,7 +75,7 @@ pub fn catalog(policy_count: usize) -> (tempfile::TempDir, Registry) {
         .expect("write");
     }
     fs::write(policy_dir.join("p.cedar"), policies(policy_count)).expect("write");
-    let registry = registry_build::load(&Sources::new().records(&records).policies(&policy_dir))
+    let registry = escepine_policy::load(&Sources::new().records(&records).policies(&policy_dir))
         .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(registry.cedar().policies.policies().count(), policy_count);
     (dir, registry)
@@ -82,7 +83,7 @@ pub fn catalog(policy_count: usize) -> (tempfile::TempDir, Registry) {
 
 /// The naive floor for one call (see the module docs).
 pub struct Naive<'a> {
-    pub registry: &'a Registry,
+    pub registry: &'a BoundRegistry,
     pub entities: &'a Entities,
     pub cedar: cedar_policy::Authorizer,
 }

@@ -10,9 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use escepine_contract::Transport;
-use escepine_runtime::sandbox::{Job, SandboxExecutor, SandboxSpec};
-use registry_build::testing::RecordBuilder;
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_sandbox::Job;
+use escepine_sandbox::SandboxSpec;
 
 /// Whether this run is a smoke run: the program was started without `--bench`, as
 /// `cargo test --benches` starts it, so every row runs once to prove the bench works.

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use escepine_ledger::location::LedgerLocation;
 use escepine_ledger::store::Durability;
+use escepine_policy::BoundRegistry;
 use escepine_runtime::budget::Budgets;
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::Runtime;
-use registry_build::Registry;
 use serde_json::Value;
 
 use crate::error::CliError;
@@ -31,8 +31,8 @@ pub(crate) struct RegistryArgs {
 
 impl RegistryArgs {
     /// The sources these flags name.
-    pub(crate) fn sources(&self) -> registry_build::Sources {
-        let mut s = registry_build::Sources::new().records(&self.records);
+    pub(crate) fn sources(&self) -> escepine_registry::registry::Sources {
+        let mut s = escepine_registry::registry::Sources::new().records(&self.records);
         if let Some(p) = &self.policies {
             s = s.policies(p);
         }
@@ -43,14 +43,16 @@ impl RegistryArgs {
     }
 
     /// The registry these flags name; invalid inputs are their rendered diagnostics.
-    pub(crate) fn load(&self) -> Result<Registry, CliError> {
+    pub(crate) fn load(&self) -> Result<BoundRegistry, CliError> {
         load(&self.sources())
     }
 }
 
 /// The registry of `sources`; invalid inputs are their rendered diagnostics (exit 1).
-pub(crate) fn load(sources: &registry_build::Sources) -> Result<Registry, CliError> {
-    registry_build::load(sources).map_err(|d| CliError::text(exit::INVALID, d.render()))
+pub(crate) fn load(
+    sources: &escepine_registry::registry::Sources,
+) -> Result<BoundRegistry, CliError> {
+    escepine_policy::load(sources).map_err(|d| CliError::text(exit::INVALID, d.render()))
 }
 
 /// The JSON file at `path` (an entities file, say).
@@ -65,10 +67,10 @@ pub(crate) fn read_json(path: &std::path::Path, code: i32) -> Result<Value, CliE
 /// The policies of `dir` bound to the registry's records (schema merged, strict validation),
 /// as the registry's own policies are; invalid ones are their rendered diagnostics (exit 1).
 pub(crate) fn bind(
-    registry: &Registry,
+    registry: &BoundRegistry,
     dir: &std::path::Path,
-) -> Result<registry_build::cedar::Binding, CliError> {
-    registry_build::cedar::bind(registry.records(), Some(dir))
+) -> Result<escepine_policy::cedar::Binding, CliError> {
+    escepine_policy::cedar::bind(registry.records(), Some(dir))
         .map_err(|d| CliError::text(exit::INVALID, d.render()))
 }
 
@@ -134,7 +136,7 @@ impl RuntimeArgs {
     /// runtime.
     pub(crate) async fn build(
         &self,
-        registry: Registry,
+        registry: BoundRegistry,
         unavailable: i32,
     ) -> Result<Runtime, CliError> {
         let shadow = self

@@ -94,7 +94,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
 
 fn resolve_images(
     rt: &tokio::runtime::Runtime,
-    reg: &registry_build::Registry,
+    reg: &escepine_policy::BoundRegistry,
     cache: Option<&Path>,
     io: &mut Io<'_>,
 ) -> Result<Vec<images::Prepared>, CliError> {
@@ -129,7 +129,7 @@ fn resolve_images(
 /// `--show-root`: the root listing of each named tool.
 fn show_roots(
     rt: &tokio::runtime::Runtime,
-    reg: &registry_build::Registry,
+    reg: &escepine_policy::BoundRegistry,
     images: &[images::Prepared],
     tools: &[String],
     io: &mut Io<'_>,

@@ -1,6 +1,6 @@
 //! `escepine export`: the registered tools as tool definitions for one agent ecosystem.
 
-use registry_build::export::{self, Format};
+use escepine_export::Format;
 
 use crate::args::RegistryArgs;
 use crate::error::{CliError, CliResult};
@@ -44,7 +44,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         let _ = writeln!(io.err, "note: {note}");
     }
     let format = args.format.0;
-    match export::export(registry.records(), format) {
+    match escepine_export::export(registry.records(), format) {
         Ok(tools) => {
             let text = serde_json::to_string_pretty(&tools).map_err(|e| {
                 CliError::new(

@@ -24,7 +24,7 @@
 //! draft's `sandbox_profile.read_only`), each printed; the value of `--flag=path` likewise
 //! ([`escepine_mcp::import::endpoint`] says which arguments). A `--read-only` path may be
 //! relative to the working directory; it is joined to it, never normalised, and checked by the
-//! rule of records and the envelope ([`registry_build::host_path::parse_against`]: `a/../b` is
+//! rule of records and the envelope ([`escepine_registry::host_path::parse_against`]: `a/../b` is
 //! refused with `check`'s message). A listing that names a tool twice or gives a key twice in
 //! one object is refused (exit 3), naming the tool and the pointer. Each tool of the raw
 //! `tools/list` is drafted on its own and checked with the registry's own record rules
@@ -45,9 +45,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use escepine_contract::ImageRef;
-use registry_build::endpoint::{self, WorkspaceBins};
-use registry_build::host_path;
-use registry_build::{record_check, Envelope, SourceFile};
+use escepine_registry::diagnostic::SourceFile;
+use escepine_registry::endpoint;
+use escepine_registry::endpoint::WorkspaceBins;
+use escepine_registry::envelope::Envelope;
+use escepine_registry::host_path;
+use escepine_registry::rules::record as record_rules;
 
 use escepine_mcp::import::endpoint::absolute;
 use escepine_mcp::import::listing::{list_in_image, list_sandboxed, list_unsandboxed};
@@ -227,7 +230,7 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
         .as_deref()
         .map(WorkspaceBins::discover)
         .unwrap_or_default();
-    let ctx = record_check::Context {
+    let ctx = record_rules::Context {
         envelope: envelope.as_ref(),
         bins: &bins,
     };
@@ -343,9 +346,9 @@ async fn list_image(
 
 /// What the registry's own record rules refuse in the draft `d` (checked as if at its place
 /// in `out`), each as a decision naming the pointer, the rule and why.
-fn rule_decisions(d: &Draft, out: &Path, ctx: &record_check::Context<'_>) -> Vec<Decision> {
+fn rule_decisions(d: &Draft, out: &Path, ctx: &record_rules::Context<'_>) -> Vec<Decision> {
     let file = SourceFile::new(out.join(d.file_name()), d.text());
-    let (_, diags) = registry_build::check_records(&[file], ctx);
+    let (_, diags) = escepine_registry::registry::check_records(&[file], ctx);
     diags
         .iter()
         // Warnings and notes (a script endpoint, an exemption) are printed by `check`; only

@@ -3,7 +3,7 @@
 //! Each command is `exec(args, io) -> CliResult`: it writes its output to [`Io`] and ends with
 //! `Ok(())` (exit status 0) or a [`CliError`] carrying the exit status and the message, which
 //! [`run`] — the one place that prints an error — writes to standard error. The flags that
-//! build a runtime (`call`, `approve`, `reject`, `run`, `resume`, `serve`) are one group, [`args::RuntimeArgs`].
+//! build a runtime (`call`, `approve`, `reject`, `run`, `resume`, `serve`) are one group, `args::RuntimeArgs`.
 
 #![deny(missing_docs)]
 

@@ -23,10 +23,15 @@ use serde_json::{json, Value};
 
 use escepine_ledger::entry::Committed;
 use escepine_ledger::record::Transition;
-use escepine_runtime::sop::{
-    CancelToken, Engine, Journal, RunObserver, RunOptions, RunOutcome, ScriptedPlanner, Sop,
-    SopRunError,
-};
+use escepine_registry::sop::Sop;
+use escepine_runtime::sop::CancelToken;
+use escepine_runtime::sop::Engine;
+use escepine_runtime::sop::Journal;
+use escepine_runtime::sop::RunObserver;
+use escepine_runtime::sop::RunOptions;
+use escepine_runtime::sop::RunOutcome;
+use escepine_runtime::sop::ScriptedPlanner;
+use escepine_runtime::sop::SopRunError;
 use escepine_runtime::Runtime;
 
 use crate::args::{RegistryArgs, RuntimeArgs};
@@ -260,7 +265,7 @@ impl RunObserver for Printer {
 }
 
 fn build_runtime(args: &RunRuntimeArgs) -> Result<Runtime, CliError> {
-    let registry = registry_build::load(&args.registry.sources())
+    let registry = escepine_policy::load(&args.registry.sources())
         .map_err(|d| CliError::new(exit::INVALID, d.render().trim_end()))?;
     // Images are fetched before the run starts (never inside a call).
     tokio::runtime::Builder::new_current_thread()
@@ -271,7 +276,7 @@ fn build_runtime(args: &RunRuntimeArgs) -> Result<Runtime, CliError> {
 }
 
 fn load_sop(path: &Path, runtime: &Runtime) -> Result<Sop, CliError> {
-    registry_build::sop::load(path, runtime.registry())
+    escepine_registry::sop::load(path, runtime.registry())
         .map_err(|d| CliError::new(exit::INVALID, d.render().trim_end()))
 }
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_contract::Principal;
-use registry_build::endpoint::WorkspaceBins;
+use escepine_registry::endpoint::WorkspaceBins;
 
 use escepine_mcp::listing::{Analysis, Listing};
 use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
@@ -91,8 +91,8 @@ pub(crate) struct Args {
 }
 
 /// The records, policies and envelope to load: as given, or the built-in catalog's.
-fn sources(args: &Args) -> registry_build::Sources {
-    let mut s = registry_build::Sources::new();
+fn sources(args: &Args) -> escepine_registry::registry::Sources {
+    let mut s = escepine_registry::registry::Sources::new();
     match &args.records {
         Some(records) => {
             s = s.records(records);

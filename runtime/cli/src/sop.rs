@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use registry_build::sop::graph::{self, Format};
+use escepine_registry::sop::graph;
+use escepine_registry::sop::graph::Format;
 
 use crate::error::{CliError, CliResult};
 use crate::exit;
@@ -56,13 +57,13 @@ fn graph_cmd(args: &GraphArgs, io: &mut Io<'_>) -> CliResult {
         ));
     }
     let loaded = match &args.records {
-        Some(records) => registry_build::load(
-            &registry_build::Sources::new()
+        Some(records) => escepine_policy::load(
+            &escepine_registry::registry::Sources::new()
                 .records(records)
                 .sops(&args.sop),
         )
         .map(|reg| (reg.sops().first().cloned(), reg.records().to_vec())),
-        None => registry_build::sop::load_unbound(&args.sop).map(|s| (Some(s), Vec::new())),
+        None => escepine_registry::sop::load_unbound(&args.sop).map(|s| (Some(s), Vec::new())),
     };
     match loaded {
         Ok((Some(sop), records)) => {

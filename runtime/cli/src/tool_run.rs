@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::path::Path;
 
 use escepine_oci::ImageStore;
-use registry_build::Registry;
+use escepine_policy::BoundRegistry;
 
 use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::images;
@@ -54,7 +54,10 @@ impl ToolRunArgs {
     /// # Errors
     /// When the sandbox is chosen and its init binary cannot be found, or an image cannot be
     /// fetched, verified or unpacked.
-    pub(crate) async fn executor(&self, registry: &Registry) -> Result<Arc<dyn Executor>, String> {
+    pub(crate) async fn executor(
+        &self,
+        registry: &BoundRegistry,
+    ) -> Result<Arc<dyn Executor>, String> {
         match self.executor {
             ExecutorKind::Process => Ok(Arc::new(ProcessExecutor::new())),
             ExecutorKind::Sandbox => {
@@ -76,7 +79,7 @@ impl ToolRunArgs {
     /// The first image that cannot be fetched, verified or unpacked.
     pub(crate) async fn images(
         &self,
-        registry: &Registry,
+        registry: &BoundRegistry,
     ) -> Result<Vec<images::Prepared>, String> {
         if !registry
             .records()

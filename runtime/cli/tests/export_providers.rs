@@ -3,9 +3,14 @@
 
 mod export_rules;
 
-use escepine_runtime::gate::{drop_null_optionals, SchemaGate};
+use escepine_export::anthropic;
+use escepine_export::gemini;
+use escepine_export::mcp;
+use escepine_export::openai;
+use escepine_export::ExportError;
+use escepine_export::Format;
+use escepine_policy::gate::{drop_null_optionals, SchemaGate};
 use export_rules as rules;
-use registry_build::export::{self, anthropic, gemini, mcp, openai, ExportError, Format};
 use serde_json::{json, Value};
 
 const PAYLOADS_PER_TOOL: usize = 96;
@@ -28,7 +33,7 @@ fn every_format_of_the_catalog_and_the_fixtures_follows_the_documented_rules() {
         records.len()
     );
     for format in Format::ALL {
-        let tools = export::export(&records, format)
+        let tools = escepine_export::export(&records, format)
             .unwrap_or_else(|e| panic!("{format} export failed:\n{e}"));
         let tools = tools.as_array().expect("an array");
         assert_eq!(
@@ -305,7 +310,8 @@ fn a_name_a_provider_refuses_fails_the_export_with_the_rule() {
         closed(json!({"q": {"type": "string"}})),
     ));
     for format in [Format::OpenAi, Format::Anthropic, Format::Gemini] {
-        let e = export::export(std::slice::from_ref(&record), format).expect_err("too long");
+        let e =
+            escepine_export::export(std::slice::from_ref(&record), format).expect_err("too long");
         assert!(matches!(e, ExportError::ToolName { .. }), "{e}");
         assert!(
             e.to_string().contains(&long) && e.to_string().contains("tool-name rule"),
@@ -313,7 +319,7 @@ fn a_name_a_provider_refuses_fails_the_export_with_the_rule() {
         );
     }
     // 65 characters are within MCP's 128.
-    let ok = export::export(std::slice::from_ref(&record), Format::Mcp).expect("fits MCP");
+    let ok = escepine_export::export(std::slice::from_ref(&record), Format::Mcp).expect("fits MCP");
     assert!(rules::mcp(&ok[0]).is_empty());
 }
 
@@ -369,7 +375,8 @@ fn what_gemini_parameters_cannot_say_goes_through_parameters_json_schema() {
     );
     // The other providers express it directly.
     for format in [Format::OpenAi, Format::Anthropic, Format::Mcp] {
-        let tools = export::export(std::slice::from_ref(&record), format).expect("exports");
+        let tools =
+            escepine_export::export(std::slice::from_ref(&record), format).expect("exports");
         assert!(checker(format)(&tools[0]).is_empty());
     }
     // Names still have to fit.
@@ -420,7 +427,7 @@ fn all_problems_of_all_records_come_at_once() {
         "x_dashed",
         closed(json!({"a-b": {"type": "string"}})),
     ));
-    let e = export::export(&[long, dashed], Format::Gemini).expect_err("two problems");
+    let e = escepine_export::export(&[long, dashed], Format::Gemini).expect_err("two problems");
     assert!(
         matches!(e, ExportError::Several(ref all) if all.len() == 2),
         "{e}"
@@ -504,7 +511,7 @@ fn random_records_of_the_subset_export_within_every_providers_rules() {
             .map(|_| payloads.instance(record.input_schema()))
             .collect();
         for format in Format::ALL {
-            let tools = export::export(std::slice::from_ref(&record), format)
+            let tools = escepine_export::export(std::slice::from_ref(&record), format)
                 .unwrap_or_else(|e| panic!("{format} refuses a valid record: {e}\n{schema:#}"));
             let tool = &tools[0];
             let v = checker(format)(tool);

@@ -10,9 +10,10 @@ use std::str::FromStr;
 
 use cedar_policy::EntityUid;
 use escepine_contract::Principal;
-use escepine_runtime::authorize::Authorizer;
-use escepine_runtime::gate::SchemaGate;
-use registry_build::{Registry, Sources};
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::gate::SchemaGate;
+use escepine_policy::BoundRegistry;
+use escepine_registry::registry::Sources;
 use serde_json::{json, Value};
 
 fn workspace() -> PathBuf {
@@ -163,7 +164,7 @@ fn a_widened_set_fails_the_invariant_with_counterexamples_the_runtime_allows() {
 
     let records = catalog("records");
     let load = |policies: &Path| {
-        registry_build::load(&Sources::new().records(&records).policies(policies))
+        escepine_policy::load(&Sources::new().records(&records).policies(policies))
             .expect("the registry loads")
     };
     let widened_registry = load(wide.path());
@@ -212,7 +213,7 @@ struct RealCall {
 impl RealCall {
     /// `None` when the facts name no URL a parser reads (the solver may pick a scheme such as
     /// `/`, which no URL has; the runtime then never makes such a request).
-    fn from_counterexample(registry: &Registry, cx: &Value) -> Option<Self> {
+    fn from_counterexample(registry: &BoundRegistry, cx: &Value) -> Option<Self> {
         let resource = EntityUid::from_str(cx["resource"].as_str()?).expect("resource uid");
         let tool = resource.id().unescaped().to_string();
         let record = registry
@@ -239,7 +240,7 @@ impl RealCall {
         url::Url::parse(&url).ok()?;
 
         let mut payload = cx["context"]["input"].clone();
-        let shape = registry_build::urls::per_url(record.input_schema());
+        let shape = escepine_registry::urls::per_url(record.input_schema());
         if let Some(list) = shape.each.first() {
             let element = match &list.item_url {
                 None => json!(url),
@@ -280,7 +281,7 @@ impl RealCall {
         })
     }
 
-    fn authorize(&self, registry: &Registry) -> escepine_runtime::authorize::Decision {
+    fn authorize(&self, registry: &BoundRegistry) -> escepine_policy::authorize::Decision {
         let authorizer =
             Authorizer::new(registry.cedar(), registry.records(), Some(&self.entities))
                 .expect("the authorizer builds");

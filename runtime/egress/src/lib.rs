@@ -20,7 +20,7 @@
 //! # Admission
 //! The target host is normalised (lower case, trailing dots removed, IDNA A-labels, IPv4 in any
 //! spelling turned into its address) and admitted by some entry for its port
-//! ([`EgressEntry::admits`]); an IP literal only by an entry naming that very address. The proxy
+//! ([`EgressEntry::admits`](escepine_contract::EgressEntry::admits)); an IP literal only by an entry naming that very address. The proxy
 //! resolves names itself, through the injected [`Resolver`], and refuses a name any of whose
 //! addresses is loopback, private, link-local, shared (CGNAT), unspecified, broadcast, multicast,
 //! reserved or a cloud metadata address — a name never unlocks such an address (DNS rebinding);
@@ -64,8 +64,6 @@ mod forward;
 mod head;
 mod resolver;
 mod shared;
-
-pub use escepine_host_class as host_class;
 
 pub use resolver::{BoxFuture, Resolver, SystemResolver};
 

@@ -4,7 +4,7 @@
 //! - [`server`] and [`listing`]: `escepine serve --mcp stdio|http`. `tools/list` shows a
 //!   principal the tools some request of theirs could be permitted to call (decided from the
 //!   policies, [`listing::Listing`]), in exactly the form `escepine export --format mcp` writes
-//!   ([`registry_build::export::mcp`]); `tools/call` runs the governed path. Over HTTP
+//!   ([`escepine_export::mcp`]); `tools/call` runs the governed path. Over HTTP
 //!   (streamable HTTP, loopback by default) the principal comes from a bearer token
 //!   ([`tokens`]), and each session serves only the principal that opened it ([`sessions`]).
 //! - [`tasks`] and [`approve`]: a call waiting for approval is an MCP task (its state read from
@@ -27,5 +27,3 @@ pub mod server;
 pub mod sessions;
 pub mod tasks;
 pub mod tokens;
-
-pub use escepine_runtime::mcp::{definition, names, rpc, transport};

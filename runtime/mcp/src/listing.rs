@@ -9,7 +9,7 @@
 //! governed path's job, which always runs), but a hidden tool is one the principal can never
 //! call. Both analyses start the same way: a principal whose entity type the action does not
 //! accept is hidden from it (the authorizer denies such a request outright), and the policies
-//! are the tool's slice (those whose action scope can match its action, [`mod@escepine_runtime::authorize::slice`]).
+//! are the tool's slice (those whose action scope can match its action, [`mod@escepine_policy::authorize::slice`]).
 //!
 //! # With partial evaluation (`Analysis::PartialEval`, crate feature `mcp-partial-eval`)
 //! One request per tool with a known principal, action and resource and an **unknown context**
@@ -37,11 +37,11 @@ use cedar_policy::{
     ResourceConstraint,
 };
 use escepine_contract::Principal;
-use registry_build::cedar::RESOURCE_TYPE;
-use registry_build::Registry;
+use escepine_policy::cedar::RESOURCE_TYPE;
+use escepine_policy::BoundRegistry;
 use serde_json::Value;
 
-use escepine_runtime::authorize::{slice, Authorizer};
+use escepine_policy::authorize::{slice, Authorizer};
 
 /// How [`Listing`] decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl Analysis {
 pub enum ListingError {
     /// The entities, an action or a slice could not be built.
     #[error("{0}")]
-    Authorize(#[from] escepine_runtime::authorize::AuthorizeError),
+    Authorize(#[from] escepine_policy::authorize::AuthorizeError),
     /// A name that is not a valid Cedar entity type.
     #[error("`{name}` is not a valid Cedar entity type: {message}")]
     Name {
@@ -145,7 +145,7 @@ impl Listing {
     ///
     /// # Errors
     /// [`ListingError`] when the entities do not conform to the schema, say.
-    pub fn new(registry: &Registry, entities: Option<&Value>) -> Result<Self, ListingError> {
+    pub fn new(registry: &BoundRegistry, entities: Option<&Value>) -> Result<Self, ListingError> {
         // The authorizer builds (and validates) the very entity store calls are evaluated with.
         let store = Authorizer::new(registry.cedar(), registry.records(), entities)?
             .entities()
@@ -153,7 +153,7 @@ impl Listing {
         let schema = &registry.cedar().schema;
         let action_entities = schema
             .action_entities()
-            .map_err(|e| escepine_runtime::authorize::AuthorizeError::Entities(e.to_string()))?;
+            .map_err(|e| escepine_policy::authorize::AuthorizeError::Entities(e.to_string()))?;
         let action_type = type_name("Action")?;
         let resource_type = type_name(RESOURCE_TYPE)?;
         let mut tools = Vec::with_capacity(registry.records().len());
@@ -167,9 +167,9 @@ impl Listing {
                 EntityId::new(record.tool_id()),
             );
             let matching =
-                registry_build::cedar::url_scope::matching_actions(&action_entities, &action);
+                escepine_policy::cedar::url_scope::matching_actions(&action_entities, &action);
             let policies = slice::slice(&registry.cedar().policies, &action, &matching).map_err(
-                |message| escepine_runtime::authorize::AuthorizeError::Slice {
+                |message| escepine_policy::authorize::AuthorizeError::Slice {
                     tool: record.tool_id().to_string(),
                     message,
                 },

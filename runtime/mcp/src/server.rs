@@ -2,7 +2,7 @@
 //! HTTP.
 //!
 //! - `tools/list` gives, for the calling principal, the tools [`Listing`] lists — each exactly
-//!   as `escepine export --format mcp` writes it ([`registry_build::export::mcp::tool`]: name,
+//!   as `escepine export --format mcp` writes it ([`escepine_export::mcp::tool`]: name,
 //!   description, `inputSchema` and `outputSchema` as registered, annotations from the class).
 //! - `tools/call` runs the whole governed path ([`Runtime::call`]) for the principal. A call
 //!   that completes returns the gated output as `structuredContent` (and its JSON text as
@@ -11,7 +11,7 @@
 //!   `outputSchema`, error or not (the TypeScript SDK does), and an error is not an output —
 //!   whose content is the message, then the details as JSON text, the same details being in
 //!   `_meta` under [`ERROR_META`]: `{"error": {"kind", "message", …}}` ([`report_body`],
-//!   [`refusal_body`]; the kind is the call's [`CallKind`], mapped to a reply by [`reply`]):
+//!   [`refusal_body`]; the kind is the call's [`CallKind`](escepine_runtime::CallKind), mapped to a reply by [`reply`]):
 //!   `denied` with `call_id`, `policy_ids` and `reasons`; `input_rejected` with `violations`
 //!   (`pointer`, `keyword`, `message`); `timed_out`, `failed`, `output_rejected` (pointers and
 //!   keywords only — the rejected output never reaches the caller), `ledger_unavailable`. A tool
@@ -66,7 +66,6 @@ use escepine_runtime::CallError;
 use escepine_runtime::CallOptions;
 use escepine_runtime::Runtime;
 use escepine_runtime::{CallOutcome, CallReport};
-use registry_build::export;
 
 /// The path the streamable HTTP endpoint is served at.
 pub const HTTP_PATH: &str = "/mcp";
@@ -133,7 +132,7 @@ impl GovernedServer {
             .into_iter()
             .filter_map(|id| registry.get(id))
             .filter_map(|record| {
-                let entry = match export::mcp::checked_tool(record) {
+                let entry = match escepine_export::mcp::checked_tool(record) {
                     Ok(v) => v,
                     Err(e) => {
                         tracing::warn!("not listed: {e}");

@@ -5,15 +5,15 @@
 
 use escepine_contract::Principal;
 use escepine_mcp::listing::{Analysis, Listing, Visibility};
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
 use serde_json::json;
 
 use escepine_testkit::bins::workspace_root;
 use escepine_testkit::mcp::fixture;
 
-fn registry(policies: &str) -> registry_build::Registry {
-    registry_build::load(
-        &registry_build::Sources::new()
+fn registry(policies: &str) -> escepine_policy::BoundRegistry {
+    escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(fixture("records"))
             .policies(fixture(policies))
             .workspace_root(workspace_root()),

@@ -12,7 +12,8 @@
 use std::path::Path;
 
 use escepine_mcp::import::{draft, Draft, EndpointDraft, ServerTools};
-use registry_build::cedar::types::{input_type, CedarType};
+use escepine_policy::cedar::types::input_type;
+use escepine_policy::cedar::types::CedarType;
 use serde_json::{json, Value};
 
 /// The draft of one tool and the Cedar type of its input (when the draft's schema has one).

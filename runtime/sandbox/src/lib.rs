@@ -148,7 +148,7 @@ pub enum SandboxError {
     /// [`init::dispatch`] (first thing in `main`), so it would run its own `main` instead.
     #[error(
         "this program cannot start sandboxes: it must call `escepine_sandbox::init::dispatch()` \
-         (re-exported as `escepine_runtime::sandbox::init::dispatch()`) first in `main`, or \
+         (re-exported as `escepine_sandbox::init::dispatch()`) first in `main`, or \
          name an init binary with ESCEPINE_SANDBOX_INIT"
     )]
     InitNotDispatched,

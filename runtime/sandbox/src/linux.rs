@@ -122,7 +122,7 @@ impl LinuxBackend {
     }
 
     /// Map sandboxes' uid 0 to `base + slot` when running as root (default
-    /// [`DEFAULT_UID_BASE`]; 60,000 ids from there must belong to nobody).
+    /// `DEFAULT_UID_BASE`; 60,000 ids from there must belong to nobody).
     pub fn with_uid_base(mut self, base: u32) -> Self {
         self.uid_base = base;
         self

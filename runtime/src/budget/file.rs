@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use cedar_policy::EntityUid;
 use escepine_contract::{Principal, SideEffectClass};
-use registry_build::Registry;
+use escepine_policy::BoundRegistry;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -118,7 +118,7 @@ impl Budgets {
     /// principal or group that does not parse, both of them, more than one of `tool`, `class`
     /// and `action_group`, an unknown tool, class or action group, no limit, `per_s` without
     /// `calls`, a zero window, a repeated id.
-    pub fn load(path: &Path, registry: &Registry) -> Result<Self, BudgetsError> {
+    pub fn load(path: &Path, registry: &BoundRegistry) -> Result<Self, BudgetsError> {
         let text = std::fs::read_to_string(path).map_err(|source| BudgetsError::Read {
             file: path.to_path_buf(),
             source,
@@ -140,7 +140,7 @@ impl Budgets {
     pub fn from_value(
         value: &Value,
         file: &Path,
-        registry: &Registry,
+        registry: &BoundRegistry,
     ) -> Result<Self, BudgetsError> {
         let invalid = |pointer: String, rule: String| BudgetsError::Invalid {
             file: file.to_path_buf(),
@@ -174,7 +174,7 @@ impl Budgets {
 /// The field (none: the entry) and the rule broken.
 type Broken = (Option<&'static str>, String);
 
-fn check(e: Entry, index: usize, registry: &Registry) -> Result<Budget, Broken> {
+fn check(e: Entry, index: usize, registry: &BoundRegistry) -> Result<Budget, Broken> {
     let subject = match (e.principal, e.group) {
         (Some(_), Some(_)) => {
             return Err((
@@ -258,7 +258,7 @@ fn check(e: Entry, index: usize, registry: &Registry) -> Result<Budget, Broken> 
 
 /// The action group `name` (`readers` or `Action::"readers"`), which must be an action of the
 /// registry's schema that some registered tool's action belongs to or is.
-fn action_group(name: &str, registry: &Registry) -> Result<EntityUid, String> {
+fn action_group(name: &str, registry: &BoundRegistry) -> Result<EntityUid, String> {
     let text = if name.contains("::") {
         name.to_string()
     } else {

@@ -4,7 +4,7 @@
 //!
 //! - [`file`]: the budgets file (`--budgets FILE`), parsed and checked against the registry
 //!   into [`Budgets`].
-//! - [`table`]: the budgets compiled per tool at start-up, and the ones that apply to a call.
+//! - `table`: the budgets compiled per tool at start-up, and the ones that apply to a call.
 //!
 //! Cedar decides each request alone and cannot count, so budgets are checked on the governed
 //! path after authorization, once the intent is recorded, before anything runs; the uses are

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use cedar_policy::{Entities, EntityId, EntityTypeName, EntityUid};
 use escepine_contract::Principal;
-use registry_build::record::ToolRecord;
+use escepine_registry::record::ToolRecord;
 
 use super::file::{Budget, Budgets, Subject, Target};
 use escepine_ledger::budget::BudgetLimit;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::Instant;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use escepine_contract::EgressGrant;
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 use serde_json::Value;
 
 use crate::scrub::Scrubber;

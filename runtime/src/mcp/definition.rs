@@ -8,7 +8,7 @@
 //! description, schemas, annotations and anything else it holds — minus its top-level `_meta`
 //! (which MCP reserves for protocol metadata that may vary between sessions).
 
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 use serde_json::Value;
 
 use escepine_ledger::entry::{canonical_json, sha256_hex};
@@ -131,13 +131,15 @@ mod tests {
             "auth": {"secrets": []}, "sandbox_profile": {"egress": [], "filesystem": "workspace"}
         })
         .to_string();
-        let files = [registry_build::SourceFile::new("r.json", text)];
-        let bins = registry_build::endpoint::WorkspaceBins::default();
-        let ctx = registry_build::record_check::Context {
+        let files = [escepine_registry::diagnostic::SourceFile::new(
+            "r.json", text,
+        )];
+        let bins = escepine_registry::endpoint::WorkspaceBins::default();
+        let ctx = escepine_registry::rules::record::Context {
             envelope: None,
             bins: &bins,
         };
-        let (mut records, diags) = registry_build::check_records(&files, &ctx);
+        let (mut records, diags) = escepine_registry::registry::check_records(&files, &ctx);
         assert!(diags.is_empty(), "{}", diags.render());
         records.remove(0)
     }

@@ -40,7 +40,7 @@
 //!
 //! Before the output gate, `null` for an optional property of the output schema is treated as
 //! absent
-//! ([`registry_build::gate::drop_null_optionals`], the documented mapping of the OpenAI dialect): an MCP
+//! ([`escepine_policy::gate::drop_null_optionals`], the documented mapping of the OpenAI dialect): an MCP
 //! server written with optional-as-nullable fields (what schemars emits for `Option<T>`, and what
 //! `escepine import mcp` turns into optional properties) then passes the output gate unchanged
 //! otherwise.
@@ -67,7 +67,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use escepine_contract::EXIT_TRANSIENT;
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -82,8 +82,8 @@ use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::seam::{ExecError, Execution, Invocation};
 use crate::scrub::Scrubber;
+use escepine_policy::gate::drop_null_optionals;
 use escepine_sandbox::JobStatus;
-use registry_build::gate::drop_null_optionals;
 
 /// The `_meta` key of an error result (`isError: true`) that marks the failure transient: the
 /// retry budget may try again.

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use escepine_contract::EgressGrant;
 use escepine_contract::{Transport, EXIT_TRANSIENT};
+use escepine_registry::record::ToolRecord;
 use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
 use escepine_sandbox::{
     Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
     SandboxBackend, SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
 };
-use registry_build::ToolRecord;
 use tokio::time::Instant;
 
 use crate::executor::bounded::{read_stderr, with_stderr_tail};

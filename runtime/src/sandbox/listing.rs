@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 
 use crate::executor::{ExecError, ProcessExecutor};
 use escepine_sandbox::deps::{self, DepCache};

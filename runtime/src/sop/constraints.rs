@@ -4,12 +4,14 @@
 use std::collections::HashMap;
 
 use escepine_contract::SideEffectClass;
-use registry_build::Registry;
+use escepine_policy::BoundRegistry;
 use serde_json::Value;
 
 use super::error::SopRunError;
-use registry_build::gate::SchemaGate;
-use registry_build::sop::{DecisionState, Sop, State};
+use escepine_policy::gate::SchemaGate;
+use escepine_registry::sop::DecisionState;
+use escepine_registry::sop::Sop;
+use escepine_registry::sop::State;
 
 /// A proposal that violates a step's SOP constraint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +37,7 @@ pub(crate) struct CompiledSop {
 impl CompiledSop {
     /// Check `sop` against `registry` (defence in depth: a loaded SOP passed these rules at
     /// build time, a hand-built one did not) and compile its schemas.
-    pub(crate) fn compile(sop: &Sop, registry: &Registry) -> Result<Self, SopRunError> {
+    pub(crate) fn compile(sop: &Sop, registry: &BoundRegistry) -> Result<Self, SopRunError> {
         let invalid = |state: &str, why: String| SopRunError::InvalidSop {
             sop: sop.sop_id.clone(),
             state: state.to_string(),

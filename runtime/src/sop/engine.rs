@@ -30,7 +30,9 @@ use escepine_ledger::calls::{state::CallState, CallView};
 use escepine_ledger::entry::Committed;
 use escepine_ledger::lease::RunLease;
 use escepine_ledger::record::{Record, Transition};
-use registry_build::sop::{ExecutionState, Sop, State};
+use escepine_registry::sop::ExecutionState;
+use escepine_registry::sop::Sop;
+use escepine_registry::sop::State;
 
 /// Told of every escalation, as it is recorded (at least once: a run resumed after a crash
 /// between recording the escalation and ending the run tells its hooks again).

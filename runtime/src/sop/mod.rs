@@ -42,7 +42,7 @@
 //!   tools that honour them, but the events would be recorded twice).
 //!
 //! ```no_run
-//! # async fn demo(runtime: escepine_runtime::Runtime, sop: escepine_runtime::sop::Sop)
+//! # async fn demo(runtime: escepine_runtime::Runtime, sop: escepine_registry::sop::Sop)
 //! # -> Result<(), escepine_runtime::sop::SopRunError> {
 //! use std::sync::Arc;
 //! use escepine_runtime::sop::{Engine, ScriptedPlanner};
@@ -71,4 +71,3 @@ pub use error::SopRunError;
 pub use events::{Escalation, EscalationReason, RunStatus, StepFailure};
 pub use journal::Journal;
 pub use planner::{FnPlanner, Planner, PlannerError, ScriptedPlanner, StepRequest, TypedPlanner};
-pub use registry_build::sop::{Branch, DecisionState, ExecutionState, Sop, State};

@@ -20,11 +20,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use escepine_contract::{SopStep, Tool};
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 use serde_json::{json, Value};
 
 use escepine_ledger::store::BoxFuture;
-use registry_build::sop::{ExecutionState, Sop};
+use escepine_registry::sop::ExecutionState;
+use escepine_registry::sop::Sop;
 
 /// Why a planner produced no proposal. The step fails (kind `planner`) and its `on_failure`
 /// applies.

@@ -9,14 +9,15 @@
 //! - read-only: nothing to undo.
 
 use escepine_contract::SideEffectClass;
-use registry_build::{CompensationSpec, Registry};
+use escepine_policy::BoundRegistry;
+use escepine_registry::record::CompensationSpec;
 use serde_json::{json, Map, Value};
 
 use super::events::{PlanItem, Undo};
 use super::journal::DoneStep;
 
 /// The compensation plan: the completed steps, most recent first, each with how it is undone.
-pub(crate) fn plan(completed: &[DoneStep], registry: &Registry) -> Vec<PlanItem> {
+pub(crate) fn plan(completed: &[DoneStep], registry: &BoundRegistry) -> Vec<PlanItem> {
     completed
         .iter()
         .rev()

@@ -8,7 +8,8 @@ use super::context::CallContext;
 use super::ended::Ended;
 use crate::report::CallOutcome;
 use escepine_ledger::record::ShadowDecision;
-use registry_build::authorize::{Authorizer, Decision};
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::authorize::Decision;
 
 /// The decision on the gated payload (any evaluation error is a DENY). It is recorded in the
 /// span and, by the next stage, in the intent.
@@ -92,10 +93,10 @@ mod tests {
     use crate::stages::testing::{alice, builder, context, loaded, n_schema, Fixed};
     use escepine_contract::Principal;
 
-    fn authorizer(records: &[registry_build::ToolRecord], policies: &str) -> Authorizer {
+    fn authorizer(records: &[escepine_registry::record::ToolRecord], policies: &str) -> Authorizer {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(dir.path().join("p.cedar"), policies).expect("policies written");
-        let binding = registry_build::cedar::bind(records, Some(dir.path()))
+        let binding = escepine_policy::cedar::bind(records, Some(dir.path()))
             .unwrap_or_else(|d| panic!("policies bind: {d}"));
         Authorizer::new(&binding, records, None).expect("authorizer")
     }

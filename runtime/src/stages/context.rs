@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use escepine_contract::{EgressGrant, Principal};
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
 
 use crate::scrub::Scrubber;
 use crate::secrets::{self, SecretSource};
-use registry_build::gate::SchemaGate;
+use escepine_policy::gate::SchemaGate;
 
 /// A registered tool with everything compiled once at start-up.
 pub(crate) struct LoadedTool {

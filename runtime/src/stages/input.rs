@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::context::CallContext;
 use crate::error::CallError;
-use registry_build::gate;
+use escepine_policy::gate;
 
 /// The payload checked against the tool's input schema: deviation is refused, nothing is
 /// coerced. The returned value is the one payload authorization and execution both see (in

@@ -10,7 +10,7 @@ use escepine_ledger::record::{
     ApprovalRequest, CredentialExemption, Intent, Record, ShadowDecision,
 };
 use escepine_ledger::store::Ledger;
-use registry_build::authorize::Decision;
+use escepine_policy::authorize::Decision;
 
 /// The intent of the call (ids, run and step, tool, principal, the scrubbed payload and its
 /// hash, the decision and its policies, the overlay, the origins its egress admits, the

@@ -65,7 +65,8 @@ use crate::secrets::SecretSource;
 use escepine_ledger::entry::Committed;
 use escepine_ledger::store::Ledger;
 use escepine_ledger::trust::Trust;
-use registry_build::authorize::{Authorizer, Decision};
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::authorize::Decision;
 
 pub use context::CallOptions;
 pub(crate) use context::{CallContext, CallIds, LoadedTool};

@@ -6,7 +6,7 @@ use super::context::CallContext;
 use super::ended::Ended;
 use crate::report::CallOutcome;
 use escepine_ledger::entry::{canonical_json, sha256_hex};
-use registry_build::gate::violation_list;
+use escepine_policy::gate::violation_list;
 
 /// The output scrubbed of the call's secrets, then checked against the output schema: a
 /// conforming output ends the call `ok`; any other is rejected (its hash recorded, the output

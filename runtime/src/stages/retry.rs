@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use escepine_contract::RetryPolicy;
+use escepine_registry::record::ToolRecord;
 use rand::Rng;
-use registry_build::ToolRecord;
 
 use crate::executor::ExecError;
 

@@ -1,13 +1,13 @@
 //! What the stages' unit tests share: a loaded tool and a context over it.
 
 use escepine_contract::Principal;
-use registry_build::testing::RecordBuilder;
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 use serde_json::{json, Value};
 
 use super::context::{CallContext, CallIds, CallOptions, LoadedTool};
 use crate::secrets::SecretSource;
-use registry_build::gate::SchemaGate;
+use escepine_policy::gate::SchemaGate;
 
 /// The builder of a record of `tool_id` with these schemas, one attempt of 1 s, no secrets.
 pub(crate) fn builder(tool_id: &str, input: Value, output: Value) -> RecordBuilder {

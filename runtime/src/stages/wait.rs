@@ -8,7 +8,7 @@ use super::context::CallContext;
 use crate::report::{CallOutcome, CallReport};
 use escepine_ledger::entry::{now_ms, Committed};
 use escepine_ledger::record::ApprovalRequest;
-use registry_build::authorize::Decision;
+use escepine_policy::authorize::Decision;
 
 /// What the intent records of the wait, when the decision needs approval: the expiry (now
 /// plus `ttl`) and the `@approval` reasons.

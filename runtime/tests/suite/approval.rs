@@ -18,10 +18,10 @@ use escepine_testkit::bins::workspace_root;
 use escepine_testkit::sop::{self as fixtures, item, Store};
 use escepine_testkit::testtool;
 
-fn registry() -> registry_build::Registry {
+fn registry() -> escepine_policy::BoundRegistry {
     let root = workspace_root();
-    registry_build::load(
-        &registry_build::Sources::new()
+    escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(fixtures::fixtures().join("records"))
             .policies(root.join("runtime/tests/fixtures/approval/policies"))
             .envelope(fixtures::fixtures().join("envelope.json"))

@@ -4,7 +4,7 @@
 
 use crate::support::authorize::{authorizer, catalog};
 use escepine_contract::Principal;
-use escepine_runtime::authorize::{Authorizer, Decision, UrlFacts};
+use escepine_policy::authorize::{Authorizer, Decision, UrlFacts};
 use serde_json::json;
 
 fn alice() -> Principal {

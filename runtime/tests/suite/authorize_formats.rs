@@ -6,7 +6,7 @@
 
 use crate::support::authorize::{catalog_entities, record, TempCatalog};
 use escepine_contract::Principal;
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
 use serde_json::{json, Value};
 
 fn report_schema() -> Value {

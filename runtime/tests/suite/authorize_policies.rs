@@ -8,7 +8,7 @@ use crate::support::authorize::{
     authorizer, catalog_entities, load, record, workspace, TempCatalog,
 };
 use escepine_contract::Principal;
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
 use serde_json::{json, Value};
 
 fn alice() -> Principal {

@@ -14,16 +14,16 @@ use std::sync::OnceLock;
 use crate::support::authorize::{catalog_entities, record, TempCatalog};
 use cedar_policy::{PolicyId, PolicySet};
 use escepine_contract::Principal;
-use escepine_runtime::authorize::{Authorizer, Decision};
+use escepine_policy::authorize::{Authorizer, Decision};
+use escepine_policy::BoundRegistry;
 use proptest::prelude::*;
-use registry_build::Registry;
 use serde_json::{json, Value};
 
 const TOOLS: [&str; 6] = ["t0", "t1", "t2", "t3", "t4", "t5"];
 const GROUPS: [&str; 5] = ["read-only", "supersede", "compensatable", "g1", "g2"];
 
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<(TempCatalog, Registry)> = OnceLock::new();
+fn registry() -> &'static BoundRegistry {
+    static REGISTRY: OnceLock<(TempCatalog, BoundRegistry)> = OnceLock::new();
     &REGISTRY
         .get_or_init(|| {
             let single = json!({"type": "object", "additionalProperties": false, "required": ["n"],

@@ -22,11 +22,11 @@ use escepine_ledger::entry::{Committed, Entry};
 use escepine_ledger::record::{CallResult, Decision, Intent, Outcome, Record};
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::Durability;
+use escepine_registry::egress::EgressEntry;
 use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
-use registry_build::EgressEntry;
 use serde_json::{json, Value};
 
 use escepine_testkit::server::{Reply, Server};
@@ -35,7 +35,7 @@ use escepine_testkit::server::{Reply, Server};
 /// owns `main`, so the dispatch runs as a constructor, before it).
 #[ctor::ctor(unsafe)]
 fn sandbox_init() {
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
 }
 
 /// The executor every call of these tests runs through.
@@ -111,8 +111,8 @@ impl Catalog {
             .push(json!("127.0.0.1"));
         let envelope_path = dir.path().join("envelope.json");
         std::fs::write(&envelope_path, envelope.to_string()).expect("write the envelope");
-        let registry = registry_build::load(
-            &registry_build::Sources::new()
+        let registry = escepine_policy::load(
+            &escepine_registry::registry::Sources::new()
                 .records(workspace().join("tools/records"))
                 .policies(workspace().join("tools/policies"))
                 .envelope(&envelope_path)

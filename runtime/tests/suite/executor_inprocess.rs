@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::{ExecError, Executor, InProcessExecutor, Invocation};
-use escepine_testkit::RecordBuilder;
-use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 fn record(tool_id: &str) -> ToolRecord {

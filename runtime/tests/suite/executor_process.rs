@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
+use escepine_registry::record::ResolvedCommand;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::{ExecError, Execution, Executor, Invocation, ProcessExecutor};
 use escepine_testkit::testtool::{testtool, testtool_builder, testtool_record, TESTTOOL};
-use escepine_testkit::RecordBuilder;
-use registry_build::{ResolvedCommand, ToolRecord};
 use serde_json::{json, Value};
 
 pub(crate) const HOST_SECRET: &str = "ESCEPINE_TEST_HOST_SECRET";

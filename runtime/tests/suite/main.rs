@@ -53,7 +53,7 @@ const HOST_ONLY_VALUE: &str = "host-only-value";
 /// sandbox), then the host variables planted while this program has one thread.
 #[ctor::ctor(unsafe)]
 fn before_main() {
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
     for name in [
         executor_process::HOST_SECRET,
         sandbox_governed::HOST_VAR,

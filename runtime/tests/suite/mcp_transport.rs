@@ -13,20 +13,20 @@ use escepine_contract::{Principal, RetryPolicy, Transport};
 use escepine_ledger::record::{CallResult, Record};
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::Durability;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::executor::{ExecError, Executor, Invocation};
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::{CallError, CallOutcome, NoOutput, Runtime};
-use escepine_testkit::RecordBuilder;
-use registry_build::ToolRecord;
 use serde_json::{json, Value};
 
 use escepine_testkit::bins::workspace_root;
 use escepine_testkit::mcp::{demo_server, fixture, probe_server};
 
 fn runtime(dir: &std::path::Path) -> Runtime {
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(fixture("demo/records"))
             .policies(fixture("demo/policies"))
             .workspace_root(workspace_root()),
@@ -184,8 +184,8 @@ async fn a_secret_straddling_the_error_text_bound_is_not_half_kept() {
     let records = dir.path().join("records");
     std::fs::create_dir(&records).expect("records dir");
     std::fs::write(records.join("leak.json"), LEAK_RECORD).expect("record");
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(&records)
             .policies(fixture("policies-open"))
             .workspace_root(workspace_root()),
@@ -409,8 +409,8 @@ async fn a_server_exiting_before_it_answers_names_its_stderr_in_the_error_and_th
     .expect("policy");
     dies_record(&records, "dies_mcp", "mcp-stdio");
     dies_record(&records, "dies_json", "stdio-json");
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(&records)
             .policies(&policies),
     )

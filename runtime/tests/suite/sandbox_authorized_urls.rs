@@ -97,7 +97,7 @@ fn record(tool_id: &str, args: &[&str], input: Value, output: Value, hostile: &P
 /// The registry: `page_fetch` (one URL, plus `also`, strings Cedar never sees), `pages_fetch`
 /// (a bulk list marked `x-authorize-each`, plus `also`), and `page_dial` (the hostile tool that
 /// ignores its payload and dials `dialled`); the envelope has `public`.
-fn registry(dir: &Path, dialled: &str) -> registry_build::Registry {
+fn registry(dir: &Path, dialled: &str) -> escepine_policy::BoundRegistry {
     let records = dir.join("records");
     std::fs::create_dir_all(&records).unwrap();
     let hostile = hostile();
@@ -146,8 +146,8 @@ fn registry(dir: &Path, dialled: &str) -> registry_build::Registry {
     }
     let envelope = dir.join("envelope.json");
     std::fs::write(&envelope, r#"{"egress": ["public"]}"#).unwrap();
-    registry_build::load(
-        &registry_build::Sources::new()
+    escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(records)
             .policy_text(
                 dir.join("all.cedar"),
@@ -160,7 +160,7 @@ fn registry(dir: &Path, dialled: &str) -> registry_build::Registry {
 }
 
 /// A runtime over `registry` whose overlay treats loopback as public (when `public`).
-fn runtime(registry: registry_build::Registry, run_dir: &Path, public: bool) -> Runtime {
+fn runtime(registry: escepine_policy::BoundRegistry, run_dir: &Path, public: bool) -> Runtime {
     // `localhost` resolves, so that its refusal is shown to be by admission, not resolution.
     let resolver = MapResolver(BTreeMap::from([("localhost".to_string(), vec![LOOPBACK])]));
     let overlay = if public {

@@ -12,10 +12,10 @@ use crate::support::sandbox::*;
 use escepine_contract::Principal;
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::record::Record;
+use escepine_registry::egress::EgressEntry;
 use escepine_runtime::overlay::Overlay;
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::Runtime;
-use registry_build::EgressEntry;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -173,7 +173,7 @@ async fn an_empty_profile_means_no_network_at_all() {
     host.assert_clean().await;
 }
 
-fn registry(dir: &Path, hostile: &Path) -> registry_build::Registry {
+fn registry(dir: &Path, hostile: &Path) -> escepine_policy::BoundRegistry {
     let records = dir.join("records");
     let policies = dir.join("policies");
     std::fs::create_dir_all(&records).unwrap();
@@ -224,8 +224,8 @@ fn registry(dir: &Path, hostile: &Path) -> registry_build::Registry {
         "@id(\"permit-all\")\npermit(principal, action, resource);\n",
     )
     .unwrap();
-    registry_build::load(
-        &registry_build::Sources::new()
+    escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(records)
             .policies(policies)
             .workspace_root(workspace_root()),

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::sandbox::*;
+use escepine_registry::egress::EgressEntry;
 use escepine_runtime::sandbox::SandboxExecutor;
 use futures::stream::{self, StreamExt};
-use registry_build::EgressEntry;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,8 +42,8 @@ async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
     let host = HostSnapshot::take(dir.path());
     let demo_fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/demo");
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(demo_fixture.join("records"))
             .policies(demo_fixture.join("policies"))
             .workspace_root(workspace_root()),
@@ -461,8 +461,8 @@ async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refuse
         .output()
         .expect("run escepine import");
     assert_eq!(done.status.code(), Some(0));
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(&out)
             .policies(&policies),
     )

@@ -9,7 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::sandbox::{backend, record_for, MapResolver};
-use escepine_runtime::sandbox::{Job, JobStatus, SandboxBackend, SandboxExecutor, SandboxSpec};
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_sandbox::Job;
+use escepine_sandbox::JobStatus;
+use escepine_sandbox::SandboxBackend;
+use escepine_sandbox::SandboxSpec;
 use serde_json::Value;
 
 const PYTHON: &str = "/usr/bin/python3.11";
@@ -226,8 +230,7 @@ async fn the_self_test_runs_a_program_in_a_fresh_sandbox_and_names_what_fails() 
 
     // An init that cannot start: the self-test fails and says so, rather than the first call.
     let broken = SandboxExecutor::with_backend(Arc::new(
-        escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init")
-            .with_run_dir(run_dir.path()),
+        escepine_sandbox::LinuxBackend::with_init("/nonexistent/init").with_run_dir(run_dir.path()),
     ));
     let err = broken.self_test().await.expect_err("no init, no sandbox");
     assert!(err.to_string().contains("/nonexistent/init"), "{err}");

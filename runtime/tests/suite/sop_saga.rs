@@ -537,7 +537,7 @@ async fn an_engine_refuses_an_sop_that_does_not_fit_the_registry() {
     let _host = host::shared().await;
     let f = Fixture::new();
     let mut sop = sop::sop("escalate");
-    if let Some(escepine_runtime::sop::State::Execution(e)) = sop.states.get_mut("put_a") {
+    if let Some(escepine_registry::sop::State::Execution(e)) = sop.states.get_mut("put_a") {
         e.tool = "s_nope".into();
     }
     let err = Engine::new(f.runtime.clone(), sop, Arc::new(ScriptedPlanner::new()))

@@ -49,8 +49,11 @@ mod imp {
 
     use cedar_policy::SchemaFragment;
     use escepine_contract::{BuildSources, Contract};
-    use registry_build::cedar::Binding;
-    use registry_build::{Rule, SourceFile, Sources, ToolRecord};
+    use escepine_policy::cedar::Binding;
+    use escepine_registry::diagnostic::SourceFile;
+    use escepine_registry::record::ToolRecord;
+    use escepine_registry::registry::Sources;
+    use escepine_registry::rule::Rule;
     use serde_json::{Map, Value};
 
     pub(super) fn check(contract: &Contract, sources: &BuildSources) -> Result<(), String> {
@@ -61,7 +64,7 @@ mod imp {
         let text = serde_json::to_string_pretty(&record).unwrap_or_default();
         let path = format!("#[tool] {id}");
         let (binding, checked) =
-            match registry_build::load(&base(sources).record_text(&path, text.clone())) {
+            match escepine_policy::load(&base(sources).record_text(&path, text.clone())) {
                 Ok(registry) => {
                     let checked = registry
                         .get(id)
@@ -119,13 +122,13 @@ mod imp {
         sources: &BuildSources,
     ) -> Result<(Binding, ToolRecord), String> {
         let base = base(sources);
-        let registry = registry_build::load(&base)
+        let registry = escepine_policy::load(&base)
             .map_err(|d| format!("the build's registry does not load:\n{}", d.render()))?;
-        let record = registry_build::check_record(&base, &SourceFile::new(path, text))
+        let record = escepine_registry::registry::check_record(&base, &SourceFile::new(path, text))
             .map_err(|d| format!("the record of `{path}` does not register:\n{}", d.render()))?;
         let mut records = registry.records().to_vec();
         records.push(record.clone());
-        let binding = registry_build::cedar::bind(&records, sources.policies.map(Path::new))
+        let binding = escepine_policy::cedar::bind(&records, sources.policies.map(Path::new))
             .map_err(|d| {
                 format!(
                     "the Cedar binding of `{}` fails:\n{}",
@@ -147,7 +150,7 @@ mod imp {
     fn context_matches(binding: &Binding, record: &ToolRecord) -> Result<(), String> {
         let action = record.cedar_action();
         let generated_text =
-            registry_build::cedar::generated_schema_text(std::slice::from_ref(record));
+            escepine_policy::cedar::generated_schema_text(std::slice::from_ref(record));
         let generated = namespace(&generated_text)
             .map_err(|e| format!("the generated Cedar schema does not parse: {e}"))?;
         let expected = canon(

@@ -20,15 +20,13 @@
 //! - `<binary> --describe` prints the tools' records as a JSON array; `<binary> --describe --out
 //!   DIR` writes one `<tool id>.json` per tool, which `escepine check --records DIR` reads.
 //!
-//! With the `build` feature, [`build::Builder`] (for the crate's `build.rs`) compiles the
-//! records the crate implements record-first and generates a Cedar action marker for every
-//! action of the crate's `.cedarschema`, which Rust-first tools name. With the `check` feature,
+//! The crate's `build.rs` runs `escepine_registry_build::Builder`, which compiles the records
+//! the crate implements record-first and generates a Cedar action marker for every action of
+//! the crate's `.cedarschema`, which Rust-first tools name. With the `check` feature,
 //! [`check::rust_first`] is what the test generated for each Rust-first tool runs.
 
 #![deny(missing_docs)]
 
-#[cfg(feature = "build")]
-pub mod build;
 pub mod check;
 mod exit;
 mod registration;

@@ -19,7 +19,7 @@ use path_tools::{t_count, t_write, Client};
 /// A runtime over the registry compiled into this test (`path_tools::REGISTRY`): no records
 /// directory is read.
 fn runtime() -> Runtime {
-    let registry = registry_build::embedded::load(&path_tools::REGISTRY)
+    let registry = escepine_policy::embedded::load(&path_tools::REGISTRY)
         .unwrap_or_else(|d| panic!("{}", d.render()));
     runtime_of(registry)
 }
@@ -29,8 +29,8 @@ fn runtime() -> Runtime {
 fn runtime_over(fixtures: &Path) -> Runtime {
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let ws = ws.as_path();
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(fixtures.join("records"))
             .policies(fixtures.join("policies"))
             .workspace_root(ws),
@@ -39,7 +39,7 @@ fn runtime_over(fixtures: &Path) -> Runtime {
     runtime_of(registry)
 }
 
-fn runtime_of(registry: registry_build::Registry) -> Runtime {
+fn runtime_of(registry: escepine_policy::BoundRegistry) -> Runtime {
     let tool = escepine_testkit::testtool::testtool();
     Runtime::builder(registry)
         .ledger(Arc::new(MemoryLedger::new()))

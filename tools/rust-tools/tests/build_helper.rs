@@ -1,9 +1,9 @@
-//! The tool host's build helper (`escepine_toolhost::build::Builder`) on inputs made here: a
+//! The build step (`escepine_registry_build::Builder`) on inputs made here: a
 //! crate of Rust-first tools only (no records), and a `.cedarschema` the rules reject.
 
 use std::fs;
 
-use escepine_toolhost::build::{BuildError, Builder};
+use escepine_registry_build::{BuildError, Builder};
 
 const SCHEMA: &str = r#"
 action "page_summary" in ["read-only", "page-read"] appliesTo {

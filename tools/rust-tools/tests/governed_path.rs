@@ -12,9 +12,10 @@ use std::sync::Arc;
 use escepine_contract::Principal;
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::record::{CallResult, Record};
+use escepine_policy::BoundRegistry;
+use escepine_registry::registry::Sources;
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::{CallError, CallKind, CallOptions, CallOutcome, NoOutput, Runtime};
-use registry_build::{Registry, Sources};
 use serde_json::{json, Value};
 
 /// The tool host binary cargo built for these tests.
@@ -43,9 +44,9 @@ fn describe(dir: &Path) -> PathBuf {
     out
 }
 
-fn load(records: &Path, policies: &Path) -> Registry {
+fn load(records: &Path, policies: &Path) -> BoundRegistry {
     let ws = workspace();
-    registry_build::load(
+    escepine_policy::load(
         &Sources::new()
             .records(records)
             .policies(policies)

@@ -2,15 +2,13 @@
 //!
 //! - [`bins`]: the workspace's binaries, found beside the running test program (never built).
 //! - [`testtool`]: the `escepine-testtool` binary and a registered record for it.
-//! - [`RecordBuilder`], [`RegistryBuilder`]: records and registries made through the
-//!   registration rules (registry-build's `testing`).
 //! - [`server`]: an HTTP/1.1 server (and proxy) on loopback that records every request.
 //! - [`registry`]: a real OCI registry on loopback.
 //! - [`fixtures`]: the installed MCP servers and SDKs.
 //! - [`mcp`]: the workspace's MCP servers and the MCP fixtures.
 //! - `ledger` (feature `ledger`): records for the ledger's tests and benchmarks.
 //! - `sop` (feature `runtime`): the SOP engine's loopback store, fixtures and runtimes.
-//! - [`image`] (feature `image`): OCI image layouts built in tests, and [`sample_images`] built
+//! - `image` (feature `image`): OCI image layouts built in tests, and `sample_images` built
 //!   from the fixtures and the workspace's binaries (feature `push`).
 //! - `postgres` (feature `postgres`): a fresh database per test on the machine's PostgreSQL.
 //! - [`hostname`]: what the probes share.
@@ -20,8 +18,6 @@ pub mod fixtures;
 pub mod mcp;
 pub mod server;
 pub mod testtool;
-
-pub use registry_build::testing::{RecordBuilder, RegistryBuilder};
 
 /// The host name of the UTS namespace the process runs in (empty if it cannot be read).
 pub fn hostname() -> String {

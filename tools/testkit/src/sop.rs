@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use escepine_ledger::entry::Entry;
 use escepine_ledger::record::{Record, Transition};
 use escepine_ledger::store::Ledger;
+use escepine_registry::sop::Sop;
 use escepine_runtime::executor::ProcessExecutor;
 use escepine_runtime::overlay::Overlay;
-use escepine_runtime::sop::Sop;
 use escepine_runtime::Runtime;
 use serde_json::{json, Value};
 
@@ -351,10 +351,10 @@ pub fn fixtures() -> PathBuf {
 }
 
 /// The registry of the SOP fixtures.
-pub fn registry() -> registry_build::Registry {
+pub fn registry() -> escepine_policy::BoundRegistry {
     let f = fixtures();
-    registry_build::load(
-        &registry_build::Sources::new()
+    escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(f.join("records"))
             .policies(f.join("policies"))
             .envelope(f.join("envelope.json"))
@@ -399,7 +399,7 @@ pub fn sop_path(name: &str) -> PathBuf {
 
 /// The SOP `name` of the fixtures, loaded and checked against the registry.
 pub fn sop(name: &str) -> Sop {
-    registry_build::sop::load(&sop_path(name), &registry())
+    escepine_registry::sop::load(&sop_path(name), &registry())
         .unwrap_or_else(|d| panic!("{}", d.render()))
 }
 

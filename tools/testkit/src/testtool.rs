@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use registry_build::testing::RecordBuilder;
-use registry_build::ToolRecord;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 
 use crate::bins;
 

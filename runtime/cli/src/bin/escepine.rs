@@ -2,7 +2,7 @@
 
 fn main() {
     // First: when started as its sandboxes' init, this program runs the init and never returns.
-    escepine_runtime::sandbox::init::dispatch();
+    escepine_sandbox::init::dispatch();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut out = stdout.lock();

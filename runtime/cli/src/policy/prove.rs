@@ -30,13 +30,13 @@ pub(crate) struct Args {
 
 /// Prove; one line per property and request environment on stdout, then a summary.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
-    let sources = registry_build::Sources::new()
+    let sources = escepine_registry::registry::Sources::new()
         .records(&args.records)
         .policies(&args.policies);
     // Inputs that do not load prove nothing, as a missing solver: exit 2, so that 1 only ever
     // means a property does not hold (as for `policy test` and `policy replay`).
     let registry =
-        registry_build::load(&sources).map_err(|d| CliError::text(exit::USAGE, d.render()))?;
+        escepine_policy::load(&sources).map_err(|d| CliError::text(exit::USAGE, d.render()))?;
     let binding = registry.cedar();
     let invalid = |e: escepine_prove::ProveError| CliError::new(exit::USAGE, e);
     let mut obligations = Obligations {

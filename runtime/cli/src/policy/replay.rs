@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use escepine_ledger::location::LedgerLocation;
 use escepine_ledger::verify::VerifyError;
-use escepine_runtime::authorize::Authorizer;
+use escepine_policy::authorize::Authorizer;
 use escepine_runtime::replay::{replay, Flip};
 
 use crate::args::read_json;
@@ -47,8 +47,8 @@ const WIDENED: i32 = exit::INVALID;
 /// Replay the ledger's requests against the new policies.
 pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     // Inputs that cannot be used are exit 2: exit 1 means a widening.
-    let registry = registry_build::load(
-        &registry_build::Sources::new()
+    let registry = escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(&args.records)
             .policies(&args.policies),
     )

@@ -1,10 +1,11 @@
 //! `escepine policy test --records DIR --policies DIR --tests DIR`: the policy tests of a
-//! catalog ([`registry_build::policy_tests`]), with the very checks `escepine check` applies
+//! catalog ([`escepine_policy::policy_tests`]), with the very checks `escepine check` applies
 //! to load the registry.
 
 use std::path::PathBuf;
 
-use registry_build::policy_tests::{self, PolicyTestError};
+use escepine_policy::policy_tests;
+use escepine_policy::policy_tests::PolicyTestError;
 
 use crate::args::RegistryArgs;
 use crate::error::{CliError, CliResult};
@@ -30,7 +31,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         ));
     }
     // A registry that does not load cannot be tested: bad files, like a bad test file.
-    let registry = registry_build::load(&args.registry.sources())
+    let registry = escepine_policy::load(&args.registry.sources())
         .map_err(|d| CliError::text(exit::USAGE, d.render()))?;
     match policy_tests::check(&registry, &args.tests) {
         Ok(report) => {

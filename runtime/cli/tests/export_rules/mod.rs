@@ -1,7 +1,7 @@
 //! Independent checkers of each provider's documented tool-definition rules, a generator of
 //! valid payloads, and the OpenAI strict-dialect mapping, shared by the `export_*` tests.
 //!
-//! The checkers are written from the providers' documentation (see `registry-build/src/export/*.rs`
+//! The checkers are written from the providers' documentation (see `registry-build/export/src/*.rs`
 //! for the sources), not from the exporters' code: each returns every violation it finds in
 //! one exported tool definition, as a readable line.
 
@@ -10,12 +10,14 @@
 use std::path::{Path, PathBuf};
 
 use escepine_contract::SideEffectClass;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::registry::Sources;
+use escepine_registry::schema::walk;
+use escepine_registry::schema::walk::JsonType;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use registry_build::schema::walk::{self, JsonType};
-use registry_build::{Sources, ToolRecord};
 use serde_json::{json, Map, Value};
 
 /// The workspace root.
@@ -37,8 +39,8 @@ pub fn fixture_records_dir() -> PathBuf {
 
 /// Load the records of `dir` (every rule applied).
 pub fn load_dir(dir: &Path) -> Vec<ToolRecord> {
-    match registry_build::load(&Sources::new().records(dir)) {
-        Ok(reg) => reg.into_records(),
+    match escepine_policy::load(&Sources::new().records(dir)) {
+        Ok(reg) => reg.into_parts().0.into_records(),
         Err(d) => panic!("{} does not load:\n{}", dir.display(), d.render()),
     }
 }
@@ -49,8 +51,8 @@ pub fn load_text(record: &Value) -> ToolRecord {
     let sources = Sources::new()
         .record_text("mem/record.json", text)
         .workspace_root(workspace());
-    match registry_build::load(&sources) {
-        Ok(reg) => reg.into_records().remove(0),
+    match escepine_policy::load(&sources) {
+        Ok(reg) => reg.into_parts().0.into_records().remove(0),
         Err(d) => panic!("the record does not load:\n{}", d.render()),
     }
 }
@@ -61,8 +63,8 @@ pub fn try_load_text(record: &Value) -> Result<ToolRecord, String> {
     let sources = Sources::new()
         .record_text("mem/record.json", text)
         .workspace_root(workspace());
-    registry_build::load(&sources)
-        .map(|reg| reg.into_records().remove(0))
+    escepine_policy::load(&sources)
+        .map(|reg| reg.into_parts().0.into_records().remove(0))
         .map_err(|d| d.render())
 }
 

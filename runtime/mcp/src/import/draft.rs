@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use registry_build::host_path;
+use escepine_registry::host_path;
 use serde_json::{json, Map, Value};
 
 use super::endpoint::EndpointDraft;

@@ -28,8 +28,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use registry_build::endpoint::WorkspaceBins;
-use registry_build::host_path;
+use escepine_registry::endpoint::WorkspaceBins;
+use escepine_registry::host_path;
 
 use super::model::ImportError;
 

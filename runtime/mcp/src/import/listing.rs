@@ -18,9 +18,11 @@ use escepine_runtime::executor::process::{SAFE_PATH, TOOL_LANG};
 use escepine_runtime::executor::ExecError;
 use escepine_runtime::mcp::rpc::RawClient;
 use escepine_runtime::mcp::transport::{describe_status, job_status, SessionError, SHUTDOWN_GRACE};
-use escepine_runtime::sandbox::JobStatus;
-use escepine_runtime::sandbox::{SandboxExecutor, ServerSession, ToolImage};
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_runtime::sandbox::ServerSession;
 use escepine_runtime::scrub::Scrubber;
+use escepine_sandbox::JobStatus;
+use escepine_sandbox::ToolImage;
 
 /// Initialize a session on `read`/`write` (the server's stdout and stdin) and read every page
 /// of `tools/list`, raw. The session is closed (the server's stdin with it) before this returns.
@@ -172,7 +174,7 @@ async fn list_attached(
             why: e.to_string(),
         })?;
     let (attached, sandbox) = session.into_parts();
-    let escepine_runtime::sandbox::Attached {
+    let escepine_sandbox::Attached {
         stdin,
         stdout,
         stderr,

@@ -6,17 +6,17 @@
 //! asked ([`listing::list_unsandboxed`], with a cleared
 //! environment: only `PATH` (the tools' `PATH`), `LANG` and the host's `HOME`) — initializes an
 //! MCP session on its stdio and reads every page of `tools/list` **as raw JSON**
-//! ([`super::rpc::RawClient`]): one malformed tool (say, without `inputSchema`) never aborts the
+//! (`rpc::RawClient`): one malformed tool (say, without `inputSchema`) never aborts the
 //! listing. [`draft::draft`] turns each tool into a draft record on its own (pure: no I/O):
 //!
-//! - **Identity.** `tool_id` is the MCP name mapped by [`super::names::tool_id_for`]
+//! - **Identity.** `tool_id` is the MCP name mapped by `names::tool_id_for`
 //!   (`word-count` → `word_count`; the `mcp-stdio` transport maps it back); `version` is the
 //!   server's `serverInfo.version` when it is semver (else `0.1.0`, noted); `description` is the
 //!   tool's description **verbatim** (none: a decision); the tool's `title` (else its
 //!   `annotations.title`) becomes the record's `title`, its `annotations.openWorldHint` the
 //!   record's `open_world`, both verbatim, so that the transport can say which of them changed.
 //! - **Pin.** `endpoint.definition_sha256` is the digest of the whole listed tool
-//!   ([`super::definition::definition_sha256`]); a server whose listing later differs is refused
+//!   (`definition::definition_sha256`); a server whose listing later differs is refused
 //!   before any `tools/call`.
 //! - **Schemas, mechanically into the subset** ([`schema::normalize`], each change noted with
 //!   its pointer): `$schema` of another draft dropped; root `definitions` renamed `$defs`;
@@ -24,7 +24,7 @@
 //!   bounds of a fixed-width integer format kept); an object with declared properties and
 //!   nothing said of others closed with `additionalProperties: false` (and a root without
 //!   properties: a tool taking no arguments). A missing `outputSchema` becomes the text shape
-//!   [`super::transport::text_output_schema`], `{"text": …}`, with a REVIEW note: such a tool
+//!   `transport::text_output_schema`, `{"text": …}`, with a REVIEW note: such a tool
 //!   registers mechanically and its text results pass the output gate as `{"text": …}`.
 //! - **Decisions** ([`Decision`], each naming the tool and the JSON pointer, in the draft's
 //!   `$comment` as `DECIDE <pointer>: …` and printed): a property-less or open object (an open
@@ -40,7 +40,7 @@
 //! - **Placeholders with conservative defaults, marked for review**: `timeout_ms` 30000, no
 //!   retry (`max_attempts` 1), `on_failure` `["halt"]`, no secrets, no egress (no network at
 //!   all), file system `workspace`; `sandbox_profile.read_only` lists the `--read-only` paths
-//!   (each checked by the envelope's rule, [`registry_build::host_path`]: absolute or relative
+//!   (each checked by the envelope's rule, [`escepine_registry::host_path`]: absolute or relative
 //!   to the working directory, never normalised, so `a/../b` is refused as `check` refuses it)
 //!   and the paths the arguments name.
 //! - **An ambiguous listing is refused**: a `tools/list` naming a tool twice, or giving a key

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use registry_build::schema::names::{self, credential_word};
-use registry_build::schema::subset::escape;
+use escepine_registry::schema::names;
+use escepine_registry::schema::names::credential_word;
+use escepine_registry::schema::subset::escape;
 use serde_json::{Map, Value};
 
 use super::model::Decision;
@@ -23,7 +24,7 @@ pub fn normalize(
         return s;
     };
     if let Some(draft) = root.get("$schema").and_then(Value::as_str) {
-        if draft.trim_end_matches('#') != registry_build::schema::subset::DRAFT_2020_12 {
+        if draft.trim_end_matches('#') != escepine_registry::schema::subset::DRAFT_2020_12 {
             notes.push(format!(
                 "CHANGED {base}/$schema: `{draft}` dropped; the record is read as JSON Schema \
                  2020-12"

@@ -14,11 +14,11 @@
 //!   PID 1 into fresh user, PID, mount, network, IPC, UTS and cgroup namespaces, writes its
 //!   `setgroups`/`uid_map`/`gid_map` (uid and gid 0 inside → the unprivileged outside id), lets
 //!   it go on, and waits for it;
-//! - **PID 1** becomes uid 0 of its namespace, builds the root file system ([`mounts`]), brings
-//!   loopback up when the sandbox has egress, prepares the landlock ruleset ([`fence`]) and the
-//!   seccomp filter ([`seccomp`]), reports ready and waits for [`Exec`]. Then it forks the tool,
+//! - **PID 1** becomes uid 0 of its namespace, builds the root file system (`mounts`), brings
+//!   loopback up when the sandbox has egress, prepares the landlock ruleset (`fence`) and the
+//!   seccomp filter (`seccomp`), reports ready and waits for [`Exec`]. Then it forks the tool,
 //!   which applies the limits, drops every capability, restricts itself and executes; PID 1 runs
-//!   the loopback relay ([`relay`]), reaps every process, and when the tool ends reports its
+//!   the loopback relay (`relay`), reaps every process, and when the tool ends reports its
 //!   status and exits — which kills everything left in the PID namespace.
 //!
 //! Both processes are single-threaded whenever they fork (the relay thread starts after the
@@ -83,7 +83,7 @@ fn is_init(argv0: Option<&std::ffi::OsStr>) -> bool {
         .is_some_and(|name| name == PROCESS_NAME)
 }
 
-/// The entry point of the init: with `--server`, the zygote ([`server`]);
+/// The entry point of the init: with `--server`, the zygote (`server`);
 /// otherwise one sandbox's outer process on its standard streams.
 pub fn main() -> ! {
     // As the Rust runtime sets it before any `main`, whichever way the init was entered (a

@@ -8,9 +8,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use escepine_registry::endpoint::WorkspaceBins;
+use escepine_registry::record::ResolvedCommand;
+use escepine_registry::record::ToolRecord;
 use escepine_sandbox::io::copy_hashing;
-use registry_build::endpoint::WorkspaceBins;
-use registry_build::{ResolvedCommand, ToolRecord};
 
 use crate::executor::seam::ExecError;
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crate::support::sandbox::*;
 use crate::support::{host, pin};
 use escepine_runtime::executor::{ExecError, Execution};
-use escepine_runtime::sandbox::{Limits, SandboxExecutor};
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_sandbox::Limits;
 use serde_json::{json, Value};
 
 pub(crate) const HOST_VAR: &str = "ESCEPINE_SANDBOX_TEST_HOST_VAR";
@@ -301,7 +302,7 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
             // a host binary whose digest does not match.
             let d = builder.build().expect_err("sha256 beside image");
             assert!(
-                d.has(registry_build::Rule::EndpointDigestWithImage),
+                d.has(escepine_registry::rule::Rule::EndpointDigestWithImage),
                 "{}",
                 d.render()
             );
@@ -330,7 +331,7 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
 
 pub async fn a_missing_init_is_a_clear_error(tool_root: Root) {
     let _host = host::exclusive().await;
-    let backend = escepine_runtime::sandbox::LinuxBackend::with_init("/nonexistent/init");
+    let backend = escepine_sandbox::LinuxBackend::with_init("/nonexistent/init");
     let ex = tool_root.with_images(SandboxExecutor::with_backend(std::sync::Arc::new(backend)));
     let err = probe(tool_root, &ex, "hostile_noop", "noop", json!({}))
         .await

@@ -4,8 +4,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use escepine_runtime::authorize::Authorizer;
-use registry_build::{Registry, Sources};
+use escepine_policy::authorize::Authorizer;
+use escepine_policy::BoundRegistry;
+use escepine_registry::registry::Sources;
 use serde_json::{json, Value};
 
 /// The workspace root.
@@ -27,21 +28,21 @@ pub fn catalog_entities() -> Value {
 }
 
 /// Load a registry, panicking with every diagnostic.
-pub fn load(records: &Path, policies: &Path) -> Registry {
-    match registry_build::load(&Sources::new().records(records).policies(policies)) {
+pub fn load(records: &Path, policies: &Path) -> BoundRegistry {
+    match escepine_policy::load(&Sources::new().records(records).policies(policies)) {
         Ok(r) => r,
         Err(d) => panic!("the registry does not load:\n{d}"),
     }
 }
 
 /// The real catalog (`tools/records`, `tools/policies`).
-pub fn catalog() -> Registry {
+pub fn catalog() -> BoundRegistry {
     let ws = workspace();
     load(&ws.join("tools/records"), &ws.join("tools/policies"))
 }
 
 /// The authorizer of a registry with the catalog's entities.
-pub fn authorizer(registry: &Registry) -> Authorizer {
+pub fn authorizer(registry: &BoundRegistry) -> Authorizer {
     Authorizer::new(
         registry.cedar(),
         registry.records(),
@@ -112,7 +113,7 @@ impl TempCatalog {
     }
 
     /// Load it.
-    pub fn load(&self) -> Registry {
+    pub fn load(&self) -> BoundRegistry {
         load(
             &self.dir.path().join("records"),
             &self.dir.path().join("policies"),

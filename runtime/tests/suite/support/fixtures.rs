@@ -10,10 +10,10 @@ pub fn dir(name: &str) -> PathBuf {
 }
 
 /// The registry of fixture `name` (panics with the rendered diagnostics if it does not load).
-pub fn registry(name: &str) -> registry_build::Registry {
+pub fn registry(name: &str) -> escepine_policy::BoundRegistry {
     let fixtures = dir(name);
-    registry_build::load(
-        &registry_build::Sources::new()
+    escepine_policy::load(
+        &escepine_registry::registry::Sources::new()
             .records(fixtures.join("records"))
             .policies(fixtures.join("policies"))
             .workspace_root(escepine_testkit::bins::workspace_root()),

@@ -19,12 +19,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use escepine_contract::{EgressGrant, Transport};
+use escepine_egress::Resolver;
 use escepine_ledger::store::BoxFuture;
+use escepine_registry::egress::EgressEntry;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::{Attempted, ExecError, Execution, Executor, Invocation};
-use escepine_runtime::sandbox::proxy::Resolver;
-use escepine_runtime::sandbox::{LinuxBackend, SandboxExecutor, ToolImage};
-use escepine_testkit::RecordBuilder;
-use registry_build::{EgressEntry, ToolRecord};
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_sandbox::LinuxBackend;
+use escepine_sandbox::ToolImage;
 use serde_json::Value;
 
 /// The sandboxes' outside uids when the tests run as root (the backend's default base).

@@ -1,0 +1,8 @@
+//! The registry crate's tests: one fixture per registration rule, the record format's JSON
+//! Schema, credential names, egress and image rules — all without Cedar.
+
+mod credential_names;
+mod egress_rules;
+mod image_rules;
+mod record_schema;
+mod rules;

@@ -1,0 +1,318 @@
+//! Generation from records built in the test (no file system, no cargo).
+
+use escepine_contract::{FailureOutcome, RetryPolicy, SideEffectClass, Transport};
+use serde_json::{json, Value};
+
+use super::*;
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
+
+fn builder(id: &str, input: Value, output: Value) -> RecordBuilder {
+    RecordBuilder::new(id)
+        .source(format!("/records/{id}.json"))
+        .version("1.2.0")
+        .description(&format!("Does {id}.\n\n    Indented detail."))
+        .input_schema(input)
+        .output_schema(output)
+        .action_groups(["page-read"])
+        .timeout_ms(30_000)
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            backoff_ms: 2_000,
+        })
+        .on_failure([FailureOutcome::Halt, FailureOutcome::HaltAndEscalate])
+        .command("escepine-catalog")
+        .workspace_bin("escepine-catalog")
+        .args([id])
+        .secrets(["API_KEY"])
+        .egress(["api.example.com:443"])
+}
+
+fn record(id: &str, input: Value, output: Value) -> ToolRecord {
+    builder(id, input, output).registered()
+}
+
+fn scrape() -> ToolRecord {
+    record(
+        "firecrawl_scrape",
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object", "additionalProperties": false, "required": ["url"],
+            "properties": {
+                "url": {"type": "string", "format": "uri", "maxLength": 2048,
+                        "description": "The page to read."},
+                "query": {"type": "string", "minLength": 1, "maxLength": 200},
+                "formats": {"type": "array", "items": {"type": "string", "enum": ["markdown", "html"]}},
+                "options": {"$ref": "#/$defs/Options"}
+            },
+            "$defs": {"Options": {"type": "object", "additionalProperties": false,
+                "properties": {"wait_ms": {"type": "integer", "minimum": 0, "maximum": 10000},
+                               "tag": {"type": "string", "pattern": "^[a-z]+$"}}}}
+        }),
+        json!({
+            "type": "object", "additionalProperties": false, "required": ["url", "markdown"],
+            "properties": {
+                "url": {"type": "string", "format": "uri"},
+                "markdown": {"type": "string"},
+                "formats": {"type": "array", "items": {"type": "string", "enum": ["markdown", "html"]}},
+                "links": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+                    "required": ["href"], "properties": {"href": {"type": "string", "format": "uri"}}}},
+                "fetched": {"type": "string", "format": "date-time"}
+            }
+        }),
+    )
+}
+
+fn generated(records: &[ToolRecord]) -> String {
+    match generate_records(records) {
+        Ok(code) => code,
+        Err(e) => panic!("generation failed: {e}"),
+    }
+}
+
+/// A compensatable tool whose inverse is not among the fixtures (generation does not check).
+fn publish() -> ToolRecord {
+    builder(
+        "note_publish",
+        json!({"type": "object", "additionalProperties": false, "properties": {"title": {"type": "string"}}}),
+        json!({"type": "object", "additionalProperties": false, "properties": {"note_id": {"type": "string"}}}),
+    )
+    .class(SideEffectClass::Compensatable)
+    .action_groups(Vec::<String>::new())
+    .compensation("note_retract", [("note_id", "/output/note_id")])
+    .on_failure(FailureOutcome::ALL.iter().copied())
+    .secrets(Vec::<String>::new())
+    .egress(Vec::<String>::new())
+    .registered()
+}
+
+/// An MCP tool on an image, with a definition digest, read-only paths, a title and a hint.
+fn srv_time() -> ToolRecord {
+    let image = "127.0.0.1:5000/mcp/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    builder(
+        "srv_time",
+        json!({"type": "object", "additionalProperties": false}),
+        json!({"type": "object", "additionalProperties": false}),
+    )
+    .transport(Transport::McpStdio)
+    .image(image)
+    .args(Vec::<String>::new())
+    .definition_sha256(&"ab".repeat(32))
+    .read_only(["/usr/lib/python3"])
+    .title("Time")
+    .open_world(false)
+    .registered()
+}
+
+/// `$defs` named like the roots, and an output `$def` named like an input one but different.
+fn clash() -> ToolRecord {
+    let input = json!({"type": "object", "additionalProperties": false,
+        "properties": {"a": {"$ref": "#/$defs/input"}, "b": {"$ref": "#/$defs/Link"},
+                       "t": {"$ref": "#/$defs/Tool"}},
+        "$defs": {"input": {"type": "object", "additionalProperties": false,
+                            "properties": {"x": {"type": "integer"}}},
+                  "Link": {"type": "string", "format": "uri"},
+                  "Tool": {"type": "object", "additionalProperties": false,
+                           "properties": {"name": {"type": "string"}}}}});
+    let output = json!({"type": "object", "additionalProperties": false,
+        "properties": {"l": {"$ref": "#/$defs/Link"}},
+        "$defs": {"Link": {"type": "object", "additionalProperties": false,
+                           "properties": {"href": {"type": "string"}}}}});
+    record("clash", input, output)
+}
+
+/// Every fixture: what `tests/golden/fixtures.rs` holds and `tests/suite/golden_compiles.rs`
+/// compiles and exercises.
+fn fixtures() -> Vec<ToolRecord> {
+    let obj = json!({"type": "object", "additionalProperties": false});
+    vec![
+        scrape(),
+        publish(),
+        srv_time(),
+        record("type", obj.clone(), obj),
+        clash(),
+    ]
+}
+
+/// Compare with the golden file `name` (`tests/golden/`), or rewrite it under `ESCEPINE_BLESS`.
+fn check_golden(name: &str, code: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("ESCEPINE_BLESS").is_some() {
+        std::fs::write(&path, code).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let golden = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; generate it with ESCEPINE_BLESS=1", path.display()));
+    assert!(
+        golden == code,
+        "the generated code differs from {}; review and regenerate with ESCEPINE_BLESS=1:\n{code}",
+        path.display()
+    );
+}
+
+#[test]
+fn fixtures_generate_the_golden_file() {
+    check_golden("fixtures.rs", &generated(&fixtures()));
+}
+
+#[test]
+fn empty_registry_generates_the_golden_file() {
+    check_golden("empty.rs", &generated(&[]));
+}
+
+#[test]
+fn string_bounds_stay_in_the_schema_and_enums_are_shared() {
+    // No newtype for a bounded string; the output's `formats` enum is the input's.
+    let space = types::one_space(&scrape());
+    assert_eq!(
+        space["Input"]["properties"]["query"],
+        json!({"type": "string"}),
+        "{space:#?}"
+    );
+    assert_eq!(
+        space["Input"]["properties"]["formats"]["items"],
+        json!({"$ref": "#/definitions/Formats"})
+    );
+    assert_eq!(
+        space["Output"]["properties"]["formats"]["items"],
+        json!({"$ref": "#/definitions/Formats"})
+    );
+    assert_eq!(space["Formats"]["enum"], json!(["markdown", "html"]));
+    // The registered schema keeps every bound.
+    assert_eq!(
+        scrape().input_schema()["properties"]["query"]["maxLength"],
+        200
+    );
+}
+
+#[test]
+fn generation_is_deterministic_and_order_free() {
+    let a = record(
+        "alpha",
+        json!({"type": "object", "additionalProperties": false}),
+        json!({"type": "object", "additionalProperties": false}),
+    );
+    let b = scrape();
+    assert_eq!(generated(&[a.clone(), b.clone()]), generated(&[b, a]));
+}
+
+#[test]
+fn clashing_and_unusable_ids_are_errors() {
+    let obj = json!({"type": "object", "additionalProperties": false});
+    for id in ["actions", "error", "sops", "crate", "self"] {
+        let err = generate_records(&[record(id, obj.clone(), obj.clone())])
+            .expect_err("not a usable module name");
+        assert!(matches!(err, BuildError::Name { .. }), "{id}: {err}");
+        assert!(err.to_string().contains(&format!("`{id}`")), "{err}");
+    }
+    let err = generate_records(&[
+        record("a_b1", obj.clone(), obj.clone()),
+        record("a_b_1", obj.clone(), obj),
+    ])
+    .expect_err("same camel name");
+    assert!(err.to_string().contains("`AB1`"), "{err}");
+}
+
+/// A valid record file (endpoint `/bin/sh`, which exists) with `extra` merged in.
+fn record_file(id: &str, extra: Value) -> String {
+    let mut r = json!({
+        "tool_id": id,
+        "version": "1.0.0",
+        "description": "Reads one page.",
+        "input_schema": {"type": "object", "additionalProperties": false, "required": ["url"],
+                         "properties": {"url": {"type": "string", "format": "uri"}}},
+        "output_schema": {"type": "object", "additionalProperties": false,
+                          "properties": {"text": {"type": "string"}}},
+        "side_effect_class": "read-only",
+        "accepts_credentials": false,
+        "timeout_ms": 1000,
+        "retry": {"max_attempts": 1, "backoff_ms": 0},
+        "on_failure": ["halt"],
+        "endpoint": {"transport": "stdio-json", "command": "/bin/sh"},
+        "auth": {"secrets": []},
+        "sandbox_profile": {"egress": [], "filesystem": "workspace"}
+    });
+    if let (Value::Object(r), Value::Object(extra)) = (&mut r, extra) {
+        r.extend(extra);
+    }
+    serde_json::to_string_pretty(&r).expect("json")
+}
+
+#[test]
+fn builder_writes_once_and_reports_rejected_records() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let records = tmp.path().join("records");
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&records).expect("mkdir");
+    std::fs::write(
+        records.join("page_read.json"),
+        record_file("page_read", json!({})),
+    )
+    .expect("write");
+
+    let builder = Builder::new()
+        .records(&records)
+        .out_dir(&out)
+        .file_name("tools.rs")
+        .cargo_directives(false);
+    builder.compile().unwrap_or_else(|e| panic!("{e}"));
+    let file = out.join("tools.rs");
+    let code = std::fs::read_to_string(&file).expect("generated file");
+    assert_eq!(
+        code,
+        builder.generate().unwrap_or_else(|e| panic!("{e}")),
+        "compile writes what generate returns"
+    );
+
+    // An unchanged registry leaves the file (and its mtime) alone.
+    let before = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    builder.compile().unwrap_or_else(|e| panic!("{e}"));
+    let after = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(before, after);
+
+    // A typo is a build failure whose text is the rendered diagnostics: file, rule, pointer.
+    std::fs::write(
+        records.join("page_read.json"),
+        record_file("page_read", json!({"retries": 3})),
+    )
+    .expect("write");
+    let err = builder
+        .compile()
+        .expect_err("`retries` is not a record field");
+    assert!(matches!(err, BuildError::Registry(_)));
+    let shown = format!("{err:?}");
+    assert_eq!(
+        shown,
+        err.to_string(),
+        "Debug shows the rendered diagnostics"
+    );
+    for needle in [
+        "page_read.json",
+        "record/unknown-field",
+        "retries",
+        "problem",
+    ] {
+        assert!(shown.contains(needle), "missing {needle:?} in\n{shown}");
+    }
+}
+
+#[test]
+fn no_out_dir_outside_cargo_is_an_error() {
+    if std::env::var_os("OUT_DIR").is_some() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let err = Builder::new()
+        .records(tmp.path())
+        .cargo_directives(false)
+        .compile()
+        .expect_err("no OUT_DIR");
+    assert!(matches!(err, BuildError::NoOutDir), "{err}");
+}
