@@ -35,6 +35,7 @@ pub mod budget;
 pub mod decision;
 mod error;
 pub mod executor;
+mod ids;
 #[cfg(feature = "image")]
 pub mod images;
 mod kind;

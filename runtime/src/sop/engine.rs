@@ -22,6 +22,7 @@ use super::planner::{Planner, StepRequest};
 use super::saga;
 use crate::approval::ApprovalError;
 use crate::error::CallError;
+use crate::ids::random_id;
 use crate::kind::CallKind;
 use crate::report::{CallOutcome, CallReport};
 use crate::runtime::Runtime;
@@ -1077,9 +1078,4 @@ fn call_end(report: &CallReport) -> Option<CallEnd> {
 /// SHA-256 of the SOP's canonical document.
 fn sop_digest(sop: &Sop) -> String {
     escepine_ledger::entry::sha256_hex(escepine_ledger::entry::canonical_json(&sop.to_json()))
-}
-
-fn random_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    hex::encode(bytes)
 }

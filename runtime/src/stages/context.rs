@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use escepine_contract::{EgressGrant, Principal};
 use escepine_registry::record::ToolRecord;
 
+use crate::ids::random_id;
 use crate::scrub::Scrubber;
 use crate::secrets::{self, SecretSource};
 use escepine_policy::gate::SchemaGate;
@@ -59,11 +60,6 @@ impl CallIds {
             idempotency_key,
         }
     }
-}
-
-fn random_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    hex::encode(bytes)
 }
 
 /// Everything every stage of one call reads: who calls which tool, with what options, and the
