@@ -1,7 +1,7 @@
 //! Stage 5: execute — attempts in the executor, each bounded by the [`Timeout`] wrapper,
 //! repeated as the [`Retry`] policy decides.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -78,7 +78,7 @@ pub(crate) async fn execute(
             scrubber: &cx.scrubber,
             egress: &cx.egress,
         };
-        let start_ms = unix_ms();
+        let start_ms = escepine_ledger::entry::now_ms();
         let started = Instant::now();
         let attempted = timeout.call(inv).await;
         attempts.push(attempt_record(cx, &attempted, start_ms, started));
@@ -149,13 +149,6 @@ fn ended(cx: &CallContext<'_>, err: &ExecError) -> Ended {
         output_hash: None,
         error: Some(message),
     }
-}
-
-/// Current time in Unix milliseconds.
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
