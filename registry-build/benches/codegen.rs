@@ -13,15 +13,23 @@
 //! supersede; every fifth tool joins the group `page-read`. The incremental `cargo build` of the
 //! example is measured by `benches/incremental.sh`.
 //!
+//! Each size is measured twice in one run: with glibc's allocator, then with mimalloc (as a
+//! build script may choose; README, "Generating code from records") in a second run of this
+//! program with `ESCEPINE_BENCH_ALLOCATOR=mimalloc`, the allocator fixed before its first
+//! allocation. Both pay the same dispatch (one relaxed atomic load per allocation).
+//!
 //! Run without `--bench` (as `cargo test --benches` does), it makes one quick pass over 10
-//! records, so the benchmark is exercised without taking a minute.
+//! records with each allocator, so the benchmark is exercised without taking a minute.
 //!
 //! `-- --emit DIR N` writes a crate into `DIR` instead: N synthetic records, the code the
 //! `Builder` generates from them (`src/tools.rs`, registry embedded) and a `main.rs` that
 //! includes it, for `benches/compile_generated.sh` to time rustc on the generated code.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs;
 use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use escepine_policy::load;
@@ -29,6 +37,68 @@ use escepine_registry::registry::Sources;
 use escepine_registry_build as codegen;
 use escepine_registry_build::Builder;
 use serde_json::{json, Value};
+
+/// The environment variable that chooses mimalloc for this program.
+const ALLOCATOR_VAR: &std::ffi::CStr = c"ESCEPINE_BENCH_ALLOCATOR";
+
+/// The allocator this program runs on: glibc's, or mimalloc when [`ALLOCATOR_VAR`] is
+/// `mimalloc` at start. The choice is made on the first allocation (with `getenv`, which
+/// allocates nothing) and never changes, so every block is freed by the allocator that made it.
+struct Chosen;
+
+/// 0 until chosen, then 1 (glibc) or 2 (mimalloc).
+static CHOICE: AtomicU8 = AtomicU8::new(0);
+
+fn use_mimalloc() -> bool {
+    match CHOICE.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            // SAFETY: the name is a NUL-terminated literal; `getenv`'s result is only compared.
+            let value = unsafe { libc::getenv(ALLOCATOR_VAR.as_ptr()) };
+            // SAFETY: a non-null `getenv` result is a NUL-terminated string of the environment.
+            let mimalloc = !value.is_null()
+                && unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes() == b"mimalloc";
+            CHOICE.store(if mimalloc { 2 } else { 1 }, Ordering::Relaxed);
+            mimalloc
+        }
+    }
+}
+
+// SAFETY: every call is forwarded to one of two allocators, the same one for the whole run.
+unsafe impl GlobalAlloc for Chosen {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if use_mimalloc() {
+            mimalloc::MiMalloc.alloc(layout)
+        } else {
+            System.alloc(layout)
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if use_mimalloc() {
+            mimalloc::MiMalloc.alloc_zeroed(layout)
+        } else {
+            System.alloc_zeroed(layout)
+        }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if use_mimalloc() {
+            mimalloc::MiMalloc.dealloc(ptr, layout)
+        } else {
+            System.dealloc(ptr, layout)
+        }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if use_mimalloc() {
+            mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+        } else {
+            System.realloc(ptr, layout, new_size)
+        }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Chosen = Chosen;
 
 fn record(i: usize, n: usize) -> Value {
     let id = format!("tool_{i:04}");
@@ -213,8 +283,8 @@ fn emit(dir: &Path, n: usize) {
     );
 }
 
-/// The benchmark (see the crate docs above); `codegen_mimalloc` runs it with mimalloc.
-pub fn main() {
+/// The benchmark (see the crate docs above).
+fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--emit") {
         let dir = args.get(i + 1).expect("--emit DIR N");
@@ -231,10 +301,15 @@ pub fn main() {
         sizes = if full { vec![10, 100, 1000] } else { vec![10] };
     }
 
-    println!(
-        "| records | load (ms) | generate (ms) | load + generate (ms) | output (KiB) | output lines |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    let allocator = if use_mimalloc() { "mimalloc" } else { "glibc" };
+    let var = ALLOCATOR_VAR.to_str().expect("an ASCII name");
+    let child = std::env::var_os(var).is_some();
+    if !child {
+        println!(
+            "| allocator | records | load (ms) | generate (ms) | load + generate (ms) | output (KiB) | output lines |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---:|");
+    }
     for n in sizes {
         let tmp = tempfile::tempdir().expect("tempdir");
         write_registry(tmp.path(), n);
@@ -269,12 +344,21 @@ pub fn main() {
             size = (code.len(), code.lines().count());
         }
         println!(
-            "| {n} | {} | {} | {} | {} | {} |",
+            "| {allocator} | {n} | {} | {} | {} | {} | {} |",
             ms(median(loads)),
             ms(median(gens)),
             ms(median(totals)),
             size.0 / 1024,
             size.1
         );
+    }
+    if !child {
+        let exe = std::env::current_exe().expect("this benchmark's path");
+        let status = Command::new(exe)
+            .args(&args)
+            .env(var, "mimalloc")
+            .status()
+            .expect("run this benchmark again with mimalloc");
+        assert!(status.success(), "the mimalloc run failed: {status}");
     }
 }

@@ -11,8 +11,7 @@
 //! (ten `like` forbids per tool, plus the group policies). Run: `cargo bench -p escepine-runtime
 //! --bench authorize`.
 
-#[path = "support/catalog.rs"]
-mod catalog;
+use escepine_testkit::bench::catalog;
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -5,10 +5,8 @@
 //!
 //! Run: `cargo bench -p escepine-runtime --features in-process --bench budgets`.
 
-#[path = "support/catalog.rs"]
-mod catalog;
-#[path = "support/concurrent.rs"]
-mod concurrent;
+use escepine_testkit::bench::catalog;
+use escepine_testkit::bench::concurrent;
 
 use std::path::Path;
 use std::sync::Arc;

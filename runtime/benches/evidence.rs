@@ -13,8 +13,7 @@
 //! 50 for the sandboxed rows). Without `--bench` (as `cargo test --benches` runs it) each row
 //! runs once. Prints p50 and p99 per row.
 
-#[path = "support/sandboxed.rs"]
-mod support;
+use escepine_testkit::bench::sandboxed as support;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -33,8 +33,7 @@ use escepine_testkit::sample_images as image_support;
 use serde_json::{json, Value};
 use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
-#[path = "support/sandboxed.rs"]
-mod support;
+use escepine_testkit::bench::sandboxed as support;
 
 const HOSTILE: &str = "escepine-hostile";
 /// Where the no-op image holds the tool.

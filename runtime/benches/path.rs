@@ -11,10 +11,8 @@
 //!
 //! Run: `cargo bench -p escepine-runtime --features in-process --bench path`.
 
-#[path = "support/catalog.rs"]
-mod catalog;
-#[path = "support/concurrent.rs"]
-mod concurrent;
+use escepine_testkit::bench::catalog;
+use escepine_testkit::bench::concurrent;
 
 use std::hint::black_box;
 use std::sync::Arc;

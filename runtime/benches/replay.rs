@@ -12,8 +12,7 @@
 //! criterion's `elem/s` is recorded requests per second. Run: `cargo bench -p escepine-runtime
 //! --bench replay`.
 
-#[path = "support/catalog.rs"]
-mod catalog;
+use escepine_testkit::bench::catalog;
 
 use std::hint::black_box;
 use std::sync::Arc;

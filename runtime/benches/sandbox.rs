@@ -24,8 +24,7 @@ use escepine_sandbox::LinuxBackend;
 use serde_json::json;
 use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
-#[path = "support/sandboxed.rs"]
-mod support;
+use escepine_testkit::bench::sandboxed as support;
 
 const HOSTILE: &str = "escepine-hostile";
 const MCP_PROBE: &str = "escepine-mcp-probe";

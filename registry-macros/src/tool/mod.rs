@@ -130,3 +130,98 @@ fn description(func: &ItemFn) -> String {
     }
     lines.join("\n").trim().to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    //! `#[tool]` expanded as the compiler expands it, with the registry as this crate links it.
+    //! Built alone (`cargo test -p escepine-registry-macros`, as a user's crate of Rust tools
+    //! builds the macros), the registry has no `schema-validation`: CI runs these tests so with
+    //! `ESCEPINE_EXPECT_SCHEMA_VALIDATION=off`, and the first test checks that it is off.
+
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    use super::expand;
+
+    /// The arguments of a valid Rust-first tool, with `retry` given by the caller.
+    fn args(retry: TokenStream) -> TokenStream {
+        quote! {
+            id = "text_stats",
+            version = "1.0.0",
+            side_effect = "read-only",
+            timeout_ms = 5000,
+            #retry,
+            on_failure(halt)
+        }
+    }
+
+    fn item() -> TokenStream {
+        quote! {
+            /// Count words.
+            async fn text_stats(input: In) -> Result<Out, ToolError> {
+                Ok(Out { words: input.text.split_whitespace().count() as u64 })
+            }
+        }
+    }
+
+    /// The compile errors `expand` wrote, as text.
+    fn errors(out: &TokenStream) -> Vec<String> {
+        let file: syn::File = syn::parse2(out.clone()).expect("the expansion parses as items");
+        file.items
+            .iter()
+            .filter_map(|i| match i {
+                syn::Item::Macro(m)
+                    if m.mac
+                        .path
+                        .segments
+                        .last()
+                        .map(|s| s.ident == "compile_error")
+                        == Some(true) =>
+                {
+                    Some(m.mac.tokens.to_string())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_tool_expands_with_no_error_and_its_registration_test() {
+        if std::env::var("ESCEPINE_EXPECT_SCHEMA_VALIDATION").as_deref() == Ok("off") {
+            assert!(
+                !escepine_registry::schema::meta::enabled(),
+                "the macros must build the registry without jsonschema"
+            );
+        }
+        let out = expand(
+            args(quote! { retry(max_attempts = 2, backoff_ms = 10) }),
+            item(),
+        );
+        assert!(errors(&out).is_empty(), "{:?}", errors(&out));
+        let text = out.to_string();
+        assert!(text.contains("registers_with_its_cedar_action"), "{text}");
+    }
+
+    #[test]
+    fn a_broken_argument_is_a_compile_error_naming_the_rule() {
+        let out = expand(
+            args(quote! { retry(max_attempts = 0, backoff_ms = 0) }),
+            item(),
+        );
+        let errors = errors(&out);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("[retry/budget]"), "{errors:?}");
+    }
+
+    #[test]
+    fn an_unknown_class_is_refused_by_the_record_rules() {
+        let mut a = args(quote! { retry(max_attempts = 1, backoff_ms = 0) }).to_string();
+        a = a.replace("\"read-only\"", "\"destructive\"");
+        let out = expand(a.parse().expect("tokens"), item());
+        let errors = errors(&out);
+        assert!(
+            !errors.is_empty(),
+            "an unknown side-effect class must be refused"
+        );
+    }
+}

@@ -11,6 +11,7 @@
 //! - `image` (feature `image`): OCI image layouts built in tests, and `sample_images` built
 //!   from the fixtures and the workspace's binaries (feature `push`).
 //! - `postgres` (feature `postgres`): a fresh database per test on the machine's PostgreSQL.
+//! - `bench` (feature `bench`): what the runtime's benchmarks share.
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
@@ -46,3 +47,6 @@ pub mod sop;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
+
+#[cfg(feature = "bench")]
+pub mod bench;

@@ -18,6 +18,12 @@ pub struct Malformed {
     pub message: String,
 }
 
+/// Whether this build validates schemas (feature `schema-validation`): without it
+/// [`well_formed`] accepts every schema and [`validator`] makes none.
+pub fn enabled() -> bool {
+    cfg!(feature = "schema-validation")
+}
+
 /// A compiled schema that says whether a value is valid.
 #[cfg(feature = "schema-validation")]
 pub type Validator = jsonschema::Validator;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use escepine_ledger::postgres::read_entries;
 use escepine_testkit::postgres::{tokio_postgres, TestDatabase};
 
-mod sop_harness;
+use crate::sop_harness;
 
 use sop_harness::SopCli;
 

@@ -1,7 +1,7 @@
 //! The egress proxy forwarding plain HTTP (absolute-form requests) to loopback servers the test
 //! starts, admitted by entries naming `127.0.0.1:<port>`.
 
-mod proxy_support;
+use crate::proxy_support;
 
 use std::time::Duration;
 

@@ -18,7 +18,7 @@ use escepine_ledger::verify::verify_path;
 use escepine_testkit::sop::fixtures;
 use serde_json::Value;
 
-mod sop_harness;
+use crate::sop_harness;
 
 use sop_harness::SopCli;
 

@@ -2,8 +2,6 @@
 //! group policies every catalog has, and `like` forbids per tool up to the wanted policy count;
 //! and the naive floor a straightforward Cedar integration pays per call.
 
-#![allow(dead_code)]
-
 use std::fmt::Write as _;
 use std::fs;
 use std::str::FromStr;
@@ -15,8 +13,11 @@ use escepine_policy::BoundRegistry;
 use escepine_registry::registry::Sources;
 use serde_json::{json, Value};
 
+/// The synthetic tools in the catalog.
 pub const TOOLS: usize = 100;
 
+/// Tool `i` of the catalog: a single-URL page reader (`tool_{i:03}`), in `crawl` too for the
+/// second half.
 pub fn record(i: usize) -> Value {
     json!({
         "tool_id": format!("tool_{i:03}"),
@@ -61,6 +62,8 @@ pub fn policies(total: usize) -> String {
     out
 }
 
+/// The catalog's records and `policy_count` policies written to a temporary directory (kept
+/// alive by the returned guard) and loaded through every rule.
 pub fn catalog(policy_count: usize) -> (tempfile::TempDir, BoundRegistry) {
     let dir = tempfile::tempdir().expect("temp dir");
     let records = dir.path().join("records");
@@ -83,12 +86,17 @@ pub fn catalog(policy_count: usize) -> (tempfile::TempDir, BoundRegistry) {
 
 /// The naive floor for one call (see the module docs).
 pub struct Naive<'a> {
+    /// The loaded catalog, whose Cedar schema and policies are used as they are.
     pub registry: &'a BoundRegistry,
+    /// The entities of every request.
     pub entities: &'a Entities,
+    /// Cedar's authorizer.
     pub cedar: cedar_policy::Authorizer,
 }
 
 impl Naive<'_> {
+    /// Whether Cedar allows `principal` to call `tool` with `payload`, the request built from
+    /// strings and JSON each time.
     pub fn authorize(&self, principal: &Principal, tool: &str, payload: &Value) -> bool {
         let schema = &self.registry.cedar().schema;
         let principal =

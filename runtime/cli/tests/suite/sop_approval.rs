@@ -14,7 +14,7 @@ use escepine_ledger::record::{ApprovalResult, Record};
 use escepine_testkit::postgres::TestDatabase;
 use escepine_testkit::sop::fixtures;
 
-mod sop_harness;
+use crate::sop_harness;
 
 use sop_harness::SopCli;
 

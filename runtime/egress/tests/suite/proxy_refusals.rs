@@ -6,7 +6,7 @@
 //! connection attempt (`connect_attempts` stays 0), and the loopback listeners named by
 //! rebinding answers see nothing.
 
-mod proxy_support;
+use crate::proxy_support;
 
 use proxy_support::{proxy, roundtrip, send, silent, status, MapResolver};
 use tokio::io::AsyncWriteExt;

@@ -1,7 +1,7 @@
 //! An ordinary proxy client (curl) through the egress proxy, by way of a TCP→Unix relay like the
 //! one the sandbox runs on its loopback. Skipped, saying so, where curl is not installed.
 
-mod proxy_support;
+use crate::proxy_support;
 
 use std::process::Output;
 

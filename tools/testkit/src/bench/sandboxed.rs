@@ -2,8 +2,6 @@
 //! of a tool, the number of timed runs, one awaited provision-execute-destroy of the no-op, and
 //! p50/p99 rows.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -64,8 +62,8 @@ pub fn testkit_bin(name: &str, var: &str) -> PathBuf {
         );
         return bin;
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let target_dir = profile_dir.parent().unwrap();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target_dir = profile_dir.parent().expect("target/<profile>");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args([
@@ -108,8 +106,11 @@ pub fn builder_with(binary: &Path, transport: Transport, id: &str, args: &[&str]
 
 /// One row of a table: its name and the quantiles of its samples.
 pub struct Row {
+    /// The row's name as printed.
     pub name: String,
+    /// The median sample.
     pub p50: Duration,
+    /// The 99th-percentile sample (nearest rank).
     pub p99: Duration,
 }
 

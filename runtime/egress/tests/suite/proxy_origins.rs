@@ -3,7 +3,7 @@
 //! (only the grant's public addresses pass), and every refusal precedes any connection — the
 //! loopback listeners that must stay silent see no connection at all.
 
-mod proxy_support;
+use crate::proxy_support;
 
 use std::net::IpAddr;
 use std::sync::Arc;

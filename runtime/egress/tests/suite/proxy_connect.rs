@@ -1,7 +1,7 @@
 //! CONNECT tunnels through the egress proxy to loopback servers the test starts; concurrency,
 //! shutdown and the socket's life cycle.
 
-mod proxy_support;
+use crate::proxy_support;
 
 use std::time::Duration;
 

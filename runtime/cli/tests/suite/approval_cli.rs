@@ -10,7 +10,7 @@ use escepine_ledger::sqlite::read_entries;
 use escepine_ledger::verify::verify_path;
 use escepine_testkit::sop::item;
 
-mod sop_harness;
+use crate::sop_harness;
 
 use sop_harness::SopCli;
 

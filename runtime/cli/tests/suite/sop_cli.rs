@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use escepine_ledger::sqlite::read_entries;
 use escepine_ledger::verify::verify_path;
 
-mod sop_harness;
+use crate::sop_harness;
 
 use sop_harness::SopCli;
 

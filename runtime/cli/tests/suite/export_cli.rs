@@ -1,6 +1,6 @@
 //! `escepine export --format mcp|openai|anthropic|gemini --records DIR` as a process.
 
-mod export_rules;
+use crate::export_rules;
 
 use std::fs;
 use std::path::Path;

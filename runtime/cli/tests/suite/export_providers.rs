@@ -1,7 +1,7 @@
 //! Exports of the catalog and of synthetic records, checked against each provider's documented
 //! rules by independent checkers, plus the round-trip facts that make an export safe to use.
 
-mod export_rules;
+use crate::export_rules;
 
 use escepine_export::anthropic;
 use escepine_export::gemini;
