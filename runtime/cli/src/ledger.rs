@@ -561,7 +561,7 @@ fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
     match (&a.error_class, &a.error) {
         (None, _) => out.push_str("ok"),
         (Some(class), Some(msg)) => out.push_str(&format!("{class}: {}", one_line(msg))),
-        (Some(class), None) => out.push_str(class),
+        (Some(class), None) => out.push_str(class.as_str()),
     }
     out.push('\n');
     for r in &a.egress_requests {

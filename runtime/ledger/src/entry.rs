@@ -122,6 +122,7 @@ impl Entry {
             hash: Some(self.hash.clone()),
             at_ms: i64::try_from(self.at_ms).ok(),
             body: Some(self.body.to_string()),
+            call_id: CallIndex::Absent,
         }
     }
 
@@ -322,6 +323,34 @@ pub struct StoredRow {
     pub at_ms: Option<i64>,
     /// `body`, if it is text.
     pub body: Option<String>,
+    /// The row's place in the store's index of call ids.
+    pub call_id: CallIndex,
+}
+
+/// A stored row's `call_id` column: the index by which a call's entries are read without
+/// scanning the ledger. It is not hashed, so verification checks it against the body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CallIndex {
+    /// The store keeps no such column (a memory ledger; a file no writer opened since the
+    /// column was added).
+    #[default]
+    Absent,
+    /// The column's value: the call the row is indexed under (`None`: NULL, or not text).
+    Column(Option<String>),
+}
+
+/// The call id the record in `body` names, read without decoding the rest of it (what
+/// [`crate::record::Record::call_id`] returns for a body that decodes); `None` for a record
+/// that names none, or a body that is not a JSON object.
+pub fn body_call_id(body: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        #[serde(default)]
+        call_id: Option<String>,
+    }
+    serde_json::from_str::<Named>(body)
+        .ok()
+        .and_then(|n| n.call_id)
 }
 
 impl StoredRow {

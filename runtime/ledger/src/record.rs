@@ -198,6 +198,41 @@ pub struct CredentialExemption {
     pub reason: String,
 }
 
+/// How an attempt failed, as its entry records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The tool said it may succeed if tried again (exit 75, an MCP error marked transient).
+    Transient,
+    /// The tool failed for good (another status, a signal, a tool error).
+    Permanent,
+    /// The attempt outlived the tool's timeout.
+    Timeout,
+    /// The tool could not be started (not found, a digest that differs, a sandbox refused).
+    Spawn,
+    /// The tool broke its protocol (no or malformed output, too much output).
+    Protocol,
+}
+
+impl ErrorClass {
+    /// The ledger's spelling: `transient`, `permanent`, `timeout`, `spawn`, `protocol`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Transient => "transient",
+            Self::Permanent => "permanent",
+            Self::Timeout => "timeout",
+            Self::Spawn => "spawn",
+            Self::Protocol => "protocol",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One attempt of a call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -206,9 +241,9 @@ pub struct Attempt {
     pub start_ms: u64,
     /// Duration in microseconds.
     pub duration_us: u64,
-    /// `None` on success; else `transient`, `permanent`, `timeout`, `spawn`, `protocol`.
+    /// `None` on success; else how the attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     /// The error message, scrubbed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -23,10 +23,10 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use tokio::sync::oneshot;
 
 use crate::budget::{BudgetClaim, Reservation};
-use crate::entry::StoredRow;
 use crate::entry::{
     entry_hash, is_hash, now_ms, record_body, select_run, Committed, Entry, GENESIS_PREV,
 };
+use crate::entry::{CallIndex, StoredRow};
 use crate::error::LedgerError;
 use crate::lease::{FileLeases, RunLease};
 use crate::record::Record;
@@ -61,6 +61,8 @@ const INSERT: &str =
     "INSERT INTO entries (seq, prev, hash, at_ms, body, call_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const HEAD: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER BY seq";
+const SELECT_ALL_INDEXED: &str =
+    "SELECT seq, prev, hash, at_ms, body, call_id FROM entries ORDER BY seq";
 const SELECT_ONE: &str = "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq = ?1";
 const SELECT_CALL: &str =
     "SELECT seq, prev, hash, at_ms, body FROM entries WHERE call_id = ?1 ORDER BY seq";
@@ -500,7 +502,12 @@ pub(crate) fn for_each_row(
 ) -> Result<(), LedgerError> {
     let read =
         |e: rusqlite::Error| LedgerError::Unavailable(format!("cannot read the entries: {e}"));
-    let mut stmt = conn.prepare(SELECT_ALL).map_err(read)?;
+    let select = if has_call_index(conn).map_err(read)? {
+        SELECT_ALL_INDEXED
+    } else {
+        SELECT_ALL
+    };
+    let mut stmt = conn.prepare(select).map_err(read)?;
     let mut rows = stmt.query([]).map_err(read)?;
     while let Some(r) = rows.next().map_err(read)? {
         if !each(stored_row(r).map_err(read)?) {
@@ -510,7 +517,7 @@ pub(crate) fn for_each_row(
     Ok(())
 }
 
-/// One row of `SELECT seq, prev, hash, at_ms, body`, unchecked.
+/// One row of `SELECT seq, prev, hash, at_ms, body[, call_id]`, unchecked.
 fn stored_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
     Ok(StoredRow {
         seq: r.get(0)?,
@@ -521,6 +528,11 @@ fn stored_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
             _ => None,
         },
         body: text(r.get_ref(4)?),
+        call_id: if r.as_ref().column_count() > 5 {
+            CallIndex::Column(text(r.get_ref(5)?))
+        } else {
+            CallIndex::Absent
+        },
     })
 }
 

@@ -20,8 +20,8 @@ use std::fmt;
 use std::path::Path;
 
 use crate::entry::Entry;
+use crate::entry::{body_call_id, is_hash, CallIndex, StoredRow};
 use crate::entry::{entry_hash, GENESIS_PREV};
-use crate::entry::{is_hash, StoredRow};
 use crate::error::LedgerError;
 #[cfg(feature = "sqlite")]
 use crate::sqlite;
@@ -48,6 +48,9 @@ pub enum TamperKind {
     Inserted,
     /// Its content belongs to another position.
     Reordered,
+    /// Its content fits the chain, but the store's index of call ids (the `call_id` column,
+    /// which is not hashed) files it under another call than its record names, or under none.
+    Misindexed,
 }
 
 impl fmt::Display for TamperKind {
@@ -57,6 +60,7 @@ impl fmt::Display for TamperKind {
             TamperKind::Removed => "removed",
             TamperKind::Inserted => "inserted",
             TamperKind::Reordered => "reordered",
+            TamperKind::Misindexed => "misindexed",
         })
     }
 }
@@ -134,6 +138,8 @@ struct Walk<'a> {
     prev: String,
     anchor: Option<&'a str>,
     anchor_seq: Option<u64>,
+    /// The first entry of the intact chain whose index column disagrees with its record.
+    misindexed: Option<Tamper>,
 }
 
 impl<'a> Walk<'a> {
@@ -143,6 +149,7 @@ impl<'a> Walk<'a> {
             prev: GENESIS_PREV.to_string(),
             anchor,
             anchor_seq: None,
+            misindexed: None,
         }
     }
 
@@ -155,11 +162,19 @@ impl<'a> Walk<'a> {
         if self.anchor == Some(f.hash) {
             self.anchor_seq = Some(f.seq);
         }
+        if let (CallIndex::Column(column), None) = (&row.call_id, &self.misindexed) {
+            let named = body_call_id(f.body);
+            if *column != named {
+                self.misindexed = Some(misindexed(f.seq, column.as_deref(), named.as_deref()));
+            }
+        }
         self.prev = f.hash.to_string();
         self.next_seq += 1;
         true
     }
 
+    /// The report of an intact chain; a chain cut short of the anchor, or the first misindexed
+    /// entry, is a tamper (in that order).
     fn finish(self) -> Result<VerifyReport, Tamper> {
         let entries = self.next_seq - 1;
         if let Some(anchor) = self.anchor {
@@ -175,11 +190,28 @@ impl<'a> Walk<'a> {
                 });
             }
         }
+        if let Some(tamper) = self.misindexed {
+            return Err(tamper);
+        }
         Ok(VerifyReport {
             entries,
             head: self.prev,
             anchor_seq: self.anchor_seq,
         })
+    }
+}
+
+/// Entry `seq`, filed under the call `column` while its record names `named`.
+fn misindexed(seq: u64, column: Option<&str>, named: Option<&str>) -> Tamper {
+    let under = column.map_or_else(|| "no call".to_string(), |c| format!("call `{c}`"));
+    let names = named.map_or_else(|| "no call".to_string(), |c| format!("call `{c}`"));
+    Tamper {
+        seq,
+        kind: TamperKind::Misindexed,
+        detail: format!(
+            "its call_id column files it under {under}, but its record names {names}: a read \
+             of a call by its id would miss the entry or take another call's"
+        ),
     }
 }
 
@@ -451,11 +483,85 @@ mod tests {
                     hash: Some(hash.clone()),
                     at_ms: Some(at_ms as i64),
                     body: Some(body),
+                    call_id: Default::default(),
                 };
                 prev = hash;
                 row
             })
             .collect()
+    }
+
+    /// A chain of an intent, an approval, a transition and an outcome, each row indexed as a
+    /// writer indexes it (by `Record::call_id`).
+    fn indexed_chain() -> Vec<StoredRow> {
+        let records: Vec<Record> = [
+            serde_json::json!({"kind": "intent", "call_id": "c-1", "idempotency_key": "k",
+                "tool_id": "t", "tool_version": "1.0.0", "class": "read-only",
+                "principal": "Agent::\"a\"", "payload": {"call_id": "nested"},
+                "payload_hash": "00", "decision": "allow", "policy_ids": []}),
+            serde_json::json!({"kind": "approval", "call_id": "c-1", "approver": "Agent::\"b\"",
+                "result": "approved", "policy_ids": []}),
+            serde_json::json!({"kind": "transition", "run_id": "r", "event": "step_started",
+                "data": {"call_id": "nested"}}),
+            serde_json::json!({"kind": "outcome", "call_id": "c-1", "result": "ok",
+                "attempts": []}),
+        ]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).expect("a record"))
+        .collect();
+        let mut prev = GENESIS_PREV.to_string();
+        records
+            .iter()
+            .enumerate()
+            .map(|(i, record)| {
+                let seq = i as u64 + 1;
+                let body = record_body(record).unwrap();
+                let hash = entry_hash(seq, &prev, 1000 + seq, &body);
+                let row = StoredRow {
+                    seq: seq as i64,
+                    prev: Some(std::mem::replace(&mut prev, hash.clone())),
+                    hash: Some(hash),
+                    at_ms: Some(1000 + seq as i64),
+                    body: Some(body),
+                    call_id: CallIndex::Column(record.call_id().map(str::to_owned)),
+                };
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_index_of_call_ids_is_checked_against_each_record() {
+        let rows = indexed_chain();
+        for row in &rows {
+            let body = row.body.as_deref().unwrap();
+            let record: Record = serde_json::from_str(body).unwrap();
+            assert_eq!(body_call_id(body).as_deref(), record.call_id(), "{body}");
+        }
+        assert_eq!(verify_rows(&rows, None).unwrap().entries, 4);
+        // Filed under another call, taken out of the index, or a transition filed under a call.
+        let tamperings: [(usize, Option<&str>); 3] =
+            [(3, Some("c-2")), (1, None), (2, Some("c-1"))];
+        for (i, column) in tamperings {
+            let mut rows = indexed_chain();
+            rows[i].call_id = CallIndex::Column(column.map(str::to_owned));
+            let t = verify_rows(&rows, None).unwrap_err();
+            assert_eq!(
+                (t.seq, t.kind),
+                (i as u64 + 1, TamperKind::Misindexed),
+                "{t}"
+            );
+            assert!(t.detail.contains("call_id column"), "{t}");
+        }
+        // A store without the index has nothing to check.
+        let mut rows = indexed_chain();
+        rows.iter_mut().for_each(|r| r.call_id = CallIndex::Absent);
+        assert!(verify_rows(&rows, None).is_ok());
+        // A broken chain is named before a misindexed entry.
+        let mut rows = indexed_chain();
+        rows[3].call_id = CallIndex::Column(None);
+        rows[1].at_ms = Some(1);
+        assert_eq!(kind(&rows), (2, TamperKind::Changed));
     }
 
     fn kind(rows: &[StoredRow]) -> (u64, TamperKind) {

@@ -165,6 +165,52 @@ pub enum JobStatus {
     Signaled(i32),
 }
 
+impl JobStatus {
+    /// A local process's exit status as a job status (a status with neither code nor signal,
+    /// which Unix does not produce, reads as signal 0).
+    pub fn from_exit(status: std::process::ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Self::Exited(code),
+            (None, sig) => Self::Signaled(sig.unwrap_or(0)),
+        }
+    }
+}
+
+/// The name of a signal a tool commonly dies of (`SIGKILL`), else `None`.
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => return None,
+    })
+}
+
+/// How the tool ended, as a failure message says it: `exited with status 1`, `was killed by
+/// signal 9 (SIGKILL)`.
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Exited(code) => write!(f, "exited with status {code}"),
+            Self::Signaled(sig) => match signal_name(sig) {
+                Some(name) => write!(f, "was killed by signal {sig} ({name})"),
+                None => write!(f, "was killed by signal {sig}"),
+            },
+        }
+    }
+}
+
 /// What one job produced.
 #[derive(Debug, Clone)]
 pub struct JobOutput {

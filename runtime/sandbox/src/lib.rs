@@ -87,7 +87,8 @@ mod slots;
 mod tool_image;
 
 pub use backend::{
-    Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
+    signal_name, Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec,
+    Teardown,
 };
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use cgroup::CgroupError;

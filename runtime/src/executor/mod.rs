@@ -1,11 +1,13 @@
 //! The execution seam: one attempt of one call, in whatever isolation the executor gives.
 
 pub mod bounded;
+pub mod exit;
 pub mod group;
 #[cfg(feature = "in-process")]
 pub mod inprocess;
 pub mod process;
 pub mod seam;
+pub mod spawn;
 
 #[cfg(feature = "in-process")]
 pub use inprocess::InProcessExecutor;

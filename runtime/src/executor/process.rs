@@ -15,13 +15,10 @@
 
 mod resolve;
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
-use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};
+use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
 use escepine_registry::record::ToolRecord;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -29,16 +26,15 @@ use tokio::time::Instant;
 
 pub use self::resolve::PinnedCopy;
 use self::resolve::{PinCache, SearchDirs};
-use super::bounded::{read_bounded, read_stderr, with_stderr_tail, Bounded};
-use super::group::ProcessGroup;
+use super::bounded::{read_bounded, read_stderr, Bounded};
+use super::exit::{self, Finished};
 use super::seam::{ExecError, Execution, Executor, Invocation};
+use super::spawn::{kill_and_reap, spawn_piped, Pipes};
 use escepine_ledger::store::BoxFuture;
 
 pub use super::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use escepine_sandbox::JobStatus;
 pub use escepine_sandbox::{SAFE_PATH, TOOL_LANG};
-
-/// How long to wait for a killed tool process to be reaped before leaving it to tokio's reaper.
-const REAP_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs each attempt as one fresh process speaking `stdio-json`.
 ///
@@ -229,28 +225,17 @@ impl ProcessExecutor {
         let tool = inv.tool.tool_id();
         let payload = serde_json::to_vec(inv.payload)
             .map_err(|e| ExecError::Spawn(format!("cannot encode the payload of `{tool}`: {e}")))?;
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| {
+        let (mut child, group, pipes) = spawn_piped(&mut command).map_err(|e| {
             ExecError::Spawn(format!(
                 "cannot start {} for `{tool}`: {e}",
                 command.as_std().get_program().to_string_lossy()
             ))
         })?;
-        // Declared after `child`, so dropped before it: the group dies before tokio's
-        // kill-on-drop of the leader, while the leader cannot have been reaped.
-        let group = ProcessGroup::new(child.id());
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(ExecError::Spawn(format!(
-                "the pipes of `{tool}` were not set up"
-            )));
-        };
+        let Pipes {
+            mut stdin,
+            stdout,
+            stderr,
+        } = pipes;
 
         let attempt = async {
             let feed = async {
@@ -280,23 +265,24 @@ impl ProcessExecutor {
         };
 
         match tokio::time::timeout_at(deadline, attempt).await {
-            Ok(((), out, err, status)) => {
+            Ok(((), out, stderr, status)) => {
                 group.disarm();
-                let stderr = err;
                 let status = status.map_err(|e| {
                     ExecError::Spawn(format!("cannot wait for `{tool}` to finish: {e}"))
                 })?;
                 let stdout = out.map_err(|e| {
                     ExecError::Protocol(format!("cannot read the stdout of `{tool}`: {e}"))
                 })?;
-                classify(tool, status, stdout, stderr, self.stdout_limit)
+                let end = Finished {
+                    status: JobStatus::from_exit(status),
+                    stdout_overflow: stdout.dropped > 0,
+                    stdout: stdout.kept,
+                    stderr,
+                };
+                exit::stdio_json(tool, end, self.stdout_limit)
             }
             Err(_) => {
-                group.kill();
-                // SIGKILL cannot be caught; the reap is bounded only in case the process is
-                // stuck in the kernel (tokio's reaper then collects it later).
-                let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
-                group.disarm();
+                kill_and_reap(&mut child, &group).await;
                 Err(ExecError::TimedOut(inv.timeout))
             }
         }
@@ -322,78 +308,5 @@ impl ProcessExecutor {
 impl Executor for ProcessExecutor {
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
         Box::pin(self.attempt(inv))
-    }
-}
-
-/// The outcome of an attempt whose process has finished.
-fn classify(
-    tool: &str,
-    status: ExitStatus,
-    stdout: Bounded,
-    stderr: String,
-    stdout_limit: usize,
-) -> Result<Execution, ExecError> {
-    if stdout.dropped > 0 {
-        return Err(ExecError::Protocol(format!(
-            "`{tool}` wrote more than {stdout_limit} bytes on stdout"
-        )));
-    }
-    match (status.code(), status.signal()) {
-        (Some(0), _) => {
-            if stdout.kept.iter().all(u8::is_ascii_whitespace) {
-                return Err(ExecError::Protocol(with_stderr_tail(
-                    format!("`{tool}` exited 0 but wrote no output on stdout"),
-                    &stderr,
-                )));
-            }
-            // One JSON value, surrounding whitespace allowed; anything after it is an error.
-            let output = serde_json::from_slice(&stdout.kept).map_err(|e| {
-                ExecError::Protocol(format!(
-                    "the stdout of `{tool}` is not exactly one JSON value: {e}"
-                ))
-            })?;
-            Ok(Execution { output, stderr })
-        }
-        (Some(EXIT_TRANSIENT), _) => Err(ExecError::Transient {
-            message: with_stderr_tail(
-                format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
-                &stderr,
-            ),
-            stderr,
-        }),
-        (Some(code), _) => Err(ExecError::Permanent {
-            message: with_stderr_tail(format!("`{tool}` exited with status {code}"), &stderr),
-            stderr,
-        }),
-        (None, Some(sig)) => Err(ExecError::Permanent {
-            message: with_stderr_tail(
-                format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
-                &stderr,
-            ),
-            stderr,
-        }),
-        (None, None) => Err(ExecError::Permanent {
-            message: with_stderr_tail(format!("`{tool}` ended with {status}"), &stderr),
-            stderr,
-        }),
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        1 => " (SIGHUP)",
-        2 => " (SIGINT)",
-        4 => " (SIGILL)",
-        6 => " (SIGABRT)",
-        7 => " (SIGBUS)",
-        8 => " (SIGFPE)",
-        9 => " (SIGKILL)",
-        11 => " (SIGSEGV)",
-        13 => " (SIGPIPE)",
-        15 => " (SIGTERM)",
-        24 => " (SIGXCPU)",
-        25 => " (SIGXFSZ)",
-        31 => " (SIGSYS)",
-        _ => "",
     }
 }

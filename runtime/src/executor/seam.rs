@@ -9,6 +9,7 @@ use escepine_registry::record::ToolRecord;
 use serde_json::Value;
 
 use crate::scrub::Scrubber;
+use escepine_ledger::record::ErrorClass;
 use escepine_ledger::store::BoxFuture;
 
 /// One attempt of one call, as handed to an [`Executor`].
@@ -111,13 +112,13 @@ impl ExecError {
     }
 
     /// The error class recorded in the ledger.
-    pub fn class(&self) -> &'static str {
+    pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Transient { .. } => "transient",
-            Self::Permanent { .. } => "permanent",
-            Self::TimedOut(_) => "timeout",
-            Self::Protocol(_) => "protocol",
-            Self::Spawn(_) => "spawn",
+            Self::Transient { .. } => ErrorClass::Transient,
+            Self::Permanent { .. } => ErrorClass::Permanent,
+            Self::TimedOut(_) => ErrorClass::Timeout,
+            Self::Protocol(_) => ErrorClass::Protocol,
+            Self::Spawn(_) => ErrorClass::Spawn,
         }
     }
 

@@ -62,8 +62,6 @@
 //! [`crate::sandbox::SandboxExecutor`] runs the same session, with the same classification, on
 //! the streams of a server started inside a fresh sandbox.
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use escepine_contract::EXIT_TRANSIENT;
@@ -79,8 +77,9 @@ use super::names::tool_id_for;
 use super::rpc::RawClient;
 pub use super::rpc::SessionError;
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
-use crate::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use crate::executor::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::seam::{ExecError, Execution, Invocation};
+use crate::executor::spawn::{exit_by, kill_and_reap, spawn_piped, Pipes};
 use crate::scrub::Scrubber;
 use escepine_policy::gate::drop_null_optionals;
 use escepine_sandbox::JobStatus;
@@ -140,27 +139,17 @@ pub async fn run_with(
 ) -> Result<Execution, ExecError> {
     let tool = inv.tool.tool_id();
     let scrubber = inv.scrubber();
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| {
+    let (mut child, group, pipes) = spawn_piped(&mut command).map_err(|e| {
         ExecError::Spawn(format!(
             "cannot start the MCP server {} for `{tool}`: {e}",
             command.as_std().get_program().to_string_lossy()
         ))
     })?;
-    // Declared after `child`, so dropped first: the group dies even if this future is dropped.
-    let group = ProcessGroup::new(child.id());
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(ExecError::Spawn(format!(
-            "the pipes of the MCP server of `{tool}` were not set up"
-        )));
-    };
+    let Pipes {
+        stdin,
+        stdout,
+        stderr,
+    } = pipes;
 
     let attempt = async {
         let work = async {
@@ -168,11 +157,7 @@ pub async fn run_with(
                 call_over(stdout, stdin, inv.tool, inv.payload, limits.message_bytes).await;
             // stdin is closed (the session is over): let the server exit on its own, briefly.
             let grace = Instant::now() + SHUTDOWN_GRACE;
-            let status = tokio::time::timeout_at(grace.min(deadline), child.wait())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .map(job_status);
+            let status = exit_by(&mut child, grace.min(deadline)).await;
             // Whatever is left in the group (and holds stderr open) goes now.
             group.kill();
             (outcome, status)
@@ -183,8 +168,7 @@ pub async fn run_with(
     match tokio::time::timeout_at(deadline, attempt).await {
         Ok(((outcome, status), stderr)) => classify(tool, outcome, status, stderr, &scrubber),
         Err(_) => {
-            group.kill();
-            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            kill_and_reap(&mut child, &group).await;
             Err(ExecError::TimedOut(inv.timeout))
         }
     }
@@ -417,7 +401,7 @@ pub(crate) fn classify(
         }
         Err(SessionError::Connection(why)) => {
             let ended = match status {
-                Some(s) => describe_status(s),
+                Some(s) => format!("it {s}"),
                 None => "it was still running".to_string(),
             };
             let message = with_stderr_tail(
@@ -430,23 +414,6 @@ pub(crate) fn classify(
                 Err(ExecError::Permanent { message, stderr })
             }
         }
-    }
-}
-
-/// How a server ended, for a failure message: `it exited with status 1`.
-pub fn describe_status(s: JobStatus) -> String {
-    match s {
-        JobStatus::Exited(code) => format!("it exited with status {code}"),
-        JobStatus::Signaled(sig) => format!("it was killed by signal {sig}"),
-    }
-}
-
-/// A local process's exit status as a job status (a status with neither code nor signal, which
-/// Unix does not produce, reads as signal 0).
-pub fn job_status(s: ExitStatus) -> JobStatus {
-    match (s.code(), s.signal()) {
-        (Some(code), _) => JobStatus::Exited(code),
-        (None, sig) => JobStatus::Signaled(sig.unwrap_or(0)),
     }
 }
 

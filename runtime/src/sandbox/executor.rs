@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use escepine_contract::EgressGrant;
-use escepine_contract::{Transport, EXIT_TRANSIENT};
+use escepine_contract::Transport;
 use escepine_registry::record::ToolRecord;
 use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
@@ -15,7 +15,8 @@ use escepine_sandbox::{
 };
 use tokio::time::Instant;
 
-use crate::executor::bounded::{read_stderr, with_stderr_tail};
+use crate::executor::bounded::read_stderr;
+use crate::executor::exit::{self, Finished};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::{
     Attempted, Egress, ExecError, Execution, Executor, Invocation, ProcessExecutor,
@@ -762,62 +763,27 @@ fn spawn_error(e: SandboxError) -> ExecError {
     ExecError::Spawn(e.to_string())
 }
 
-/// The outcome of a job that ran to its end (as the process executor classifies it).
+/// The outcome of a job that ran to its end: the process executor's reading
+/// ([`exit::stdio_json`]), after the sandbox's own cause of death (its memory bound).
 fn classify(
     tool: &str,
     out: JobOutput,
     stdout_limit: usize,
     limits: &Limits,
 ) -> Result<Execution, ExecError> {
-    let stderr = || out.stderr.clone();
     if out.memory_exhausted && out.status != JobStatus::Exited(0) {
         return Err(ExecError::Permanent {
             message: out_of_memory(tool, limits),
-            stderr: stderr(),
+            stderr: out.stderr,
         });
     }
-    if out.stdout_overflow {
-        return Err(ExecError::Protocol(format!(
-            "`{tool}` wrote more than {stdout_limit} bytes on stdout"
-        )));
-    }
-    match out.status {
-        JobStatus::Exited(0) => {
-            if out.stdout.iter().all(u8::is_ascii_whitespace) {
-                return Err(ExecError::Protocol(with_stderr_tail(
-                    format!("`{tool}` exited 0 but wrote no output on stdout"),
-                    &out.stderr,
-                )));
-            }
-            let output = serde_json::from_slice(&out.stdout).map_err(|e| {
-                ExecError::Protocol(format!(
-                    "the stdout of `{tool}` is not exactly one JSON value: {e}"
-                ))
-            })?;
-            Ok(Execution {
-                output,
-                stderr: out.stderr,
-            })
-        }
-        JobStatus::Exited(EXIT_TRANSIENT) => Err(ExecError::Transient {
-            message: with_stderr_tail(
-                format!("`{tool}` exited with status {EXIT_TRANSIENT} (EX_TEMPFAIL)"),
-                &out.stderr,
-            ),
-            stderr: stderr(),
-        }),
-        JobStatus::Exited(code) => Err(ExecError::Permanent {
-            message: with_stderr_tail(format!("`{tool}` exited with status {code}"), &out.stderr),
-            stderr: stderr(),
-        }),
-        JobStatus::Signaled(sig) => Err(ExecError::Permanent {
-            message: with_stderr_tail(
-                format!("`{tool}` was killed by signal {sig}{}", signal_name(sig)),
-                &out.stderr,
-            ),
-            stderr: stderr(),
-        }),
-    }
+    let end = Finished {
+        status: out.status,
+        stdout: out.stdout,
+        stdout_overflow: out.stdout_overflow,
+        stderr: out.stderr,
+    };
+    exit::stdio_json(tool, end, stdout_limit)
 }
 
 /// The failure of a tool the kernel killed for the sandbox's memory bound.
@@ -828,23 +794,4 @@ fn out_of_memory(tool: &str, limits: &Limits) -> String {
         limits.memory_bytes >> 20,
         limits.memory_bytes
     )
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGHUP => " (SIGHUP)",
-        libc::SIGINT => " (SIGINT)",
-        libc::SIGILL => " (SIGILL)",
-        libc::SIGABRT => " (SIGABRT)",
-        libc::SIGBUS => " (SIGBUS)",
-        libc::SIGFPE => " (SIGFPE)",
-        libc::SIGKILL => " (SIGKILL)",
-        libc::SIGSEGV => " (SIGSEGV)",
-        libc::SIGPIPE => " (SIGPIPE)",
-        libc::SIGTERM => " (SIGTERM)",
-        libc::SIGXCPU => " (SIGXCPU)",
-        libc::SIGXFSZ => " (SIGXFSZ)",
-        libc::SIGSYS => " (SIGSYS)",
-        _ => "",
-    }
 }

@@ -125,7 +125,7 @@ fn attempt_record(
     Attempt {
         start_ms,
         duration_us: started.elapsed().as_micros() as u64,
-        error_class: result.as_ref().err().map(|e| e.class().to_string()),
+        error_class: result.as_ref().err().map(ExecError::class),
         error: result.as_ref().err().map(|e| scrub(&e.to_string())),
         stderr: (!stderr.is_empty()).then(|| scrub(stderr)),
         egress_refusals: refusals.iter().map(|r| scrub(r)).collect(),
@@ -163,6 +163,7 @@ mod tests {
     use crate::executor::Execution;
     use crate::stages::context::CallOptions;
     use crate::stages::testing::{alice, builder, context, loaded, n_schema, Fixed};
+    use escepine_ledger::record::ErrorClass;
     use escepine_ledger::store::BoxFuture;
 
     /// Answers attempt `i` with the `i`-th script entry (the last one repeats); `None` never
@@ -235,7 +236,7 @@ mod tests {
         assert_eq!(done.result.ok(), Some(json!({"n": 7})));
         assert_eq!(done.attempts.len(), 2);
         let first = &done.attempts[0];
-        assert_eq!(first.error_class.as_deref(), Some("transient"));
+        assert_eq!(first.error_class, Some(ErrorClass::Transient));
         for text in [first.error.as_deref(), first.stderr.as_deref()] {
             let text = text.expect("recorded");
             assert!(!text.contains("s3cr3t"), "{text}");
@@ -296,7 +297,7 @@ mod tests {
         assert!(took < Duration::from_secs(3), "{took:?}");
         let ended = done.result.expect_err("timed out");
         assert_eq!(ended.outcome, CallOutcome::TimedOut { timeout_ms: 20 });
-        assert_eq!(done.attempts[0].error_class.as_deref(), Some("timeout"));
+        assert_eq!(done.attempts[0].error_class, Some(ErrorClass::Timeout));
         // The attempt's bound is the timeout, less what the deadline already used.
         let bound = exec.seen.lock().unwrap()[0].1;
         assert!(

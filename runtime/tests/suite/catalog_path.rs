@@ -525,7 +525,7 @@ async fn notes_publish_retries_once_with_one_key_and_retract() {
     let (intent, outcome) = c.evidence(&r.call_id);
     assert_eq!(intent.policy_ids, ["publishing-editors"]);
     assert_eq!(
-        outcome.attempts[0].error_class.as_deref(),
+        outcome.attempts[0].error_class.map(|c| c.as_str()),
         Some("transient")
     );
 

@@ -170,7 +170,7 @@ async fn exit_75_is_transient() {
         .await
         .expect_err("the first attempt fails");
     assert!(err.is_transient(), "{err:?}");
-    assert_eq!(err.class(), "transient");
+    assert_eq!(err.class().as_str(), "transient");
     let ExecError::Transient { message, stderr } = &err else {
         panic!("not transient: {err:?}")
     };
@@ -216,7 +216,7 @@ async fn garbage_on_stdout_is_a_protocol_violation() {
         .await
         .expect_err("garbage fails");
     assert!(matches!(err, ExecError::Protocol(_)), "{err:?}");
-    assert_eq!(err.class(), "protocol");
+    assert_eq!(err.class().as_str(), "protocol");
     assert!(!err.is_transient());
 }
 
@@ -456,7 +456,7 @@ async fn a_missing_binary_is_a_spawn_error() {
     std::fs::remove_file(&gone).expect("remove the copy");
     let err = run(&record, json!({})).await.expect_err("missing");
     assert!(matches!(err, ExecError::Spawn(_)), "{err:?}");
-    assert_eq!(err.class(), "spawn");
+    assert_eq!(err.class().as_str(), "spawn");
 }
 
 #[tokio::test]

@@ -234,7 +234,7 @@ async fn a_transient_failure_is_retried_exactly_up_to_max_attempts_with_backoff(
     assert!(o
         .attempts
         .iter()
-        .all(|a| a.error_class.as_deref() == Some("transient")));
+        .all(|a| a.error_class.map(|c| c.as_str()) == Some("transient")));
     // Backoff 50 ms, then 100 ms (jitter only lengthens).
     let gap1 = o.attempts[1].start_ms - o.attempts[0].start_ms;
     let gap2 = o.attempts[2].start_ms - o.attempts[1].start_ms;
@@ -280,7 +280,10 @@ async fn a_permanent_failure_is_not_retried() {
         Some(r) if matches!(r.outcome(), CallOutcome::Failed { .. }) => {
             assert_eq!(r.attempts(), 1);
             let o = outcome_of(&f.entries(), r.call_id());
-            assert_eq!(o.attempts[0].error_class.as_deref(), Some("permanent"));
+            assert_eq!(
+                o.attempts[0].error_class.map(|c| c.as_str()),
+                Some("permanent")
+            );
             // The report names the very outcome entry that records the failure.
             let entry = f
                 .entries()

@@ -133,6 +133,14 @@ fn each_tampering_with_sqlite3_is_named() {
             "entry 6 reordered",
         ),
         ("a hash overwritten", "UPDATE entries SET hash = upper(hash) WHERE seq = 9;", "entry 9 changed"),
+        // The index of call ids is not hashed: a read of a call through it would miss an
+        // entry, or take another call's.
+        (
+            "an outcome filed under another call",
+            "UPDATE entries SET call_id = 'call-1' WHERE seq = 4;",
+            "entry 4 misindexed",
+        ),
+        ("an outcome taken out of the index", "UPDATE entries SET call_id = NULL WHERE seq = 6;", "entry 6 misindexed"),
     ];
     let dir = tempfile::tempdir().unwrap();
     let (original, _) = ledger(dir.path());

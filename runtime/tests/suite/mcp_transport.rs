@@ -147,7 +147,10 @@ async fn the_demo_mcp_server_runs_as_governed_tools() {
         .iter()
         .find(|o| o.result == CallResult::Failed)
         .expect("the failed call");
-    assert_eq!(failed.attempts[0].error_class.as_deref(), Some("permanent"));
+    assert_eq!(
+        failed.attempts[0].error_class.map(|c| c.as_str()),
+        Some("permanent")
+    );
 }
 
 const SECRET: &str = "sup3r-s3cret-V4LUE";

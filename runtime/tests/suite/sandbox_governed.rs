@@ -146,7 +146,7 @@ async fn denied_failed_flaky_and_bad_output_calls_behave_as_on_the_process_execu
     assert!(flaky
         .attempts
         .iter()
-        .all(|a| a.error_class.as_deref() == Some("transient")));
+        .all(|a| a.error_class.map(|c| c.as_str()) == Some("transient")));
 }
 
 #[tokio::test]

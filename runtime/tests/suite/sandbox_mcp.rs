@@ -108,7 +108,7 @@ async fn the_demo_mcp_server_runs_sandboxed_as_governed_tools() {
     );
     assert_eq!(outcomes[2].attempts.len(), 1, "a tool error is not retried");
     assert_eq!(
-        outcomes[2].attempts[0].error_class.as_deref(),
+        outcomes[2].attempts[0].error_class.map(|c| c.as_str()),
         Some("permanent")
     );
 }
@@ -518,7 +518,7 @@ async fn an_imported_text_tool_runs_sandboxed_and_a_changed_definition_is_refuse
     assert_eq!(outcome.result, CallResult::Failed);
     assert_eq!(outcome.attempts.len(), 1);
     assert_eq!(
-        outcome.attempts[0].error_class.as_deref(),
+        outcome.attempts[0].error_class.map(|c| c.as_str()),
         Some("permanent")
     );
     host.assert_clean().await;

@@ -2,7 +2,9 @@
 
 use escepine_contract::SideEffectClass;
 use escepine_ledger::entry::{canonical_json, sha256_hex};
-use escepine_ledger::record::{Attempt, CallResult, Decision, Intent, Outcome, Record, Transition};
+use escepine_ledger::record::{
+    Attempt, CallResult, Decision, ErrorClass, Intent, Outcome, Record, Transition,
+};
 use serde_json::json;
 
 /// The intent of call `n`, allowed, in `run` (if any).
@@ -54,7 +56,7 @@ pub fn outcome(n: usize) -> Record {
             Attempt {
                 start_ms: 1_700_000_000_000,
                 duration_us: 15_250,
-                error_class: Some("transient".into()),
+                error_class: Some(ErrorClass::Transient),
                 error: Some("exit 75: upstream busy".into()),
                 stderr: Some("busy\n".into()),
                 egress_refusals: vec![],

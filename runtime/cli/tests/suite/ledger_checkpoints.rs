@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use escepine_ledger::checkpoint::{self, Checkpoint, VerifierKey};
-use escepine_ledger::entry::{entry_hash, GENESIS_PREV};
+use escepine_ledger::entry::{entry_hash, CallIndex, GENESIS_PREV};
 use escepine_ledger::merkle::{
     hash_from_b64, leaf_hash, verify_consistency, verify_inclusion, Hash,
 };
@@ -320,6 +320,11 @@ fn tamperings(setup: &Setup, store: Store) -> Vec<(&'static str, String, &'stati
         ("a row inserted, later rows renumbered", insert, "tampered: entry 5 inserted"),
         ("two rows swapped", swap, "tampered: entry 6 reordered"),
         (
+            "an outcome filed under another call",
+            "UPDATE entries SET call_id = 'call-1' WHERE seq = 4;".into(),
+            "tampered: entry 4 misindexed",
+        ),
+        (
             "the tail cut",
             "DELETE FROM entries WHERE seq > 14;".into(),
             "tampered: entry 15 removed: the checkpoint covers 18 entries, but the chain ends at entry 14",
@@ -374,12 +379,19 @@ fn each_tampering_of_what_a_checkpoint_covers_is_found() {
     assert_eq!(plain.status.code(), Some(0), "{}", show(&plain));
 }
 
-/// The SQL that copies the rows of the SQLite ledger at `db` into an empty `entries` table.
+/// The SQL that copies the rows of the SQLite ledger at `db` into an empty `entries` table,
+/// each filed under its call as the SQLite file files it.
 fn copy_rows_sql(db: &Path) -> String {
     let mut sql = String::from("BEGIN;");
     for r in read_rows(db).expect("the rows") {
+        let call_id = match r.call_id {
+            CallIndex::Column(Some(id)) => format!("'{id}'"),
+            CallIndex::Column(None) => "NULL".to_string(),
+            CallIndex::Absent => panic!("the SQLite file has the index of call ids"),
+        };
         sql.push_str(&format!(
-            "INSERT INTO entries (seq, prev, hash, at_ms, body) VALUES ({}, '{}', '{}', {}, '{}');",
+            "INSERT INTO entries (seq, prev, hash, at_ms, body, call_id) \
+             VALUES ({}, '{}', '{}', {}, '{}', {call_id});",
             r.seq,
             r.prev.unwrap(),
             r.hash.unwrap(),

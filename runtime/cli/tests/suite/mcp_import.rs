@@ -436,7 +436,7 @@ fn a_changed_description_is_refused_before_any_call_and_the_ledger_names_it() {
         "a changed definition is not retried"
     );
     let attempt = &last.attempts[0];
-    assert_eq!(attempt.error_class.as_deref(), Some("permanent"));
+    assert_eq!(attempt.error_class.map(|c| c.as_str()), Some("permanent"));
     let error = attempt.error.as_deref().expect("an error");
     assert!(
         error.contains("description") && error.contains(pin),
@@ -525,7 +525,10 @@ fn an_ambiguous_listing_is_refused_at_the_pin_check_before_any_tools_call() {
             .expect("an outcome");
         assert_eq!(last.result, CallResult::Failed);
         assert_eq!(last.attempts.len(), 1, "{listing}: not retried");
-        assert_eq!(last.attempts[0].error_class.as_deref(), Some("permanent"));
+        assert_eq!(
+            last.attempts[0].error_class.map(|c| c.as_str()),
+            Some("permanent")
+        );
     }
 }
 

@@ -571,7 +571,7 @@ fn mcp_server_git_registers_twelve_text_tools_and_needs_safe_directory() {
     let outcome = w.last_outcome();
     assert_eq!(outcome.result, CallResult::Failed);
     let attempt = &outcome.attempts[0];
-    assert_eq!(attempt.error_class.as_deref(), Some("permanent"));
+    assert_eq!(attempt.error_class.map(|c| c.as_str()), Some("permanent"));
     let evidence = attempt.error.as_deref().unwrap_or_default();
     assert!(evidence.contains("dubious ownership"), "{outcome:?}");
     assert!(w.ledger_show().contains("git_status"));

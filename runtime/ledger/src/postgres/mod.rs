@@ -31,7 +31,7 @@ use worker::{block_on, Worker};
 use writer::{connect, Connector, Job};
 
 use crate::budget::{BudgetClaim, Reservation};
-use crate::entry::{record_body, select_run, Committed, Entry, StoredRow};
+use crate::entry::{record_body, select_run, CallIndex, Committed, Entry, StoredRow};
 use crate::error::LedgerError;
 use crate::lease::RunLease;
 use crate::record::Record;
@@ -236,6 +236,11 @@ fn stored_row(r: &Row) -> Result<StoredRow, PgError> {
         hash: r.try_get(2).map_err(bad)?,
         at_ms: r.try_get(3).map_err(bad)?,
         body: r.try_get(4).map_err(bad)?,
+        call_id: if r.len() > 5 {
+            CallIndex::Column(r.try_get(5).map_err(bad)?)
+        } else {
+            CallIndex::Absent
+        },
     })
 }
 
@@ -432,8 +437,13 @@ pub fn read_rows(url: &str) -> Result<Vec<StoredRow>, LedgerError> {
             return Err(PgError::NoTable);
         }
         schema::check_shape(&client).await?;
+        let select = if schema::has_call_id(&client).await? {
+            schema::SELECT_ALL_INDEXED
+        } else {
+            schema::SELECT_ALL
+        };
         let rows = client
-            .query(schema::SELECT_ALL, &[])
+            .query(select, &[])
             .await
             .map_err(pg("read the entries"))?;
         rows.iter().map(stored_row).collect()

@@ -44,6 +44,9 @@ pub const HEAD: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1"
 
 /// Every row, in chain order.
 pub const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER BY seq";
+/// Every row with its `call_id` column, in chain order (for verification, which checks it).
+pub const SELECT_ALL_INDEXED: &str =
+    "SELECT seq, prev, hash, at_ms, body, call_id FROM entries ORDER BY seq";
 /// One entry, by its position.
 pub const SELECT_ONE: &str = "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq = $1";
 

@@ -242,6 +242,7 @@ fn the_worked_example_of_ledger_md() {
             hash: Some(hash.clone()),
             at_ms: Some(at_ms as i64),
             body: Some(body.to_string()),
+            call_id: Default::default(),
         });
         prev = hash;
     }

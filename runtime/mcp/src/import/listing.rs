@@ -3,7 +3,6 @@
 //! lines are quoted when the server fails before listing (`ModuleNotFoundError: …`).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,11 +12,12 @@ use tokio::time::Instant;
 
 use super::model::{ImportError, ServerTools};
 use escepine_runtime::executor::bounded::{read_stderr, with_stderr_tail};
-use escepine_runtime::executor::group::{ProcessGroup, DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
+use escepine_runtime::executor::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use escepine_runtime::executor::process::{SAFE_PATH, TOOL_LANG};
+use escepine_runtime::executor::spawn::{exit_by, spawn_piped, Pipes};
 use escepine_runtime::executor::ExecError;
 use escepine_runtime::mcp::rpc::RawClient;
-use escepine_runtime::mcp::transport::{describe_status, job_status, SessionError, SHUTDOWN_GRACE};
+use escepine_runtime::mcp::transport::{SessionError, SHUTDOWN_GRACE};
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_runtime::sandbox::ServerSession;
 use escepine_runtime::scrub::Scrubber;
@@ -65,39 +65,26 @@ pub async fn list_unsandboxed(
     cmd.args(args)
         .env_clear()
         .env("PATH", SAFE_PATH)
-        .env("LANG", TOOL_LANG)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .env("LANG", TOOL_LANG);
     if let Some(home) = std::env::var_os("HOME") {
         cmd.env("HOME", home);
     }
-    let mut child = cmd.spawn().map_err(|e| ImportError::Spawn {
+    let (mut child, group, pipes) = spawn_piped(&mut cmd).map_err(|e| ImportError::Spawn {
         command: program.clone(),
         why: e.to_string(),
     })?;
-    let group = ProcessGroup::new(child.id());
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(ImportError::Spawn {
-            command: program.clone(),
-            why: "its pipes were not set up".into(),
-        });
-    };
+    let Pipes {
+        stdin,
+        stdout,
+        stderr,
+    } = pipes;
     let scrubber = Scrubber::default();
     let deadline = Instant::now() + timeout;
     let work = async {
         let listed = tokio::time::timeout_at(deadline, list_over(stdout, stdin)).await;
-        let grace = Instant::now() + SHUTDOWN_GRACE;
-        let status = tokio::time::timeout_at(grace, child.wait())
-            .await
-            .ok()
-            .and_then(Result::ok);
+        let status = exit_by(&mut child, Instant::now() + SHUTDOWN_GRACE).await;
         group.kill();
-        (listed, status.map(job_status))
+        (listed, status)
     };
     let ((listed, status), stderr) =
         tokio::join!(work, read_stderr(stderr, DEFAULT_STDERR_LIMIT, &scrubber));
@@ -214,7 +201,7 @@ fn outcome(
         Ok(Ok(tools)) => Ok(tools),
         Ok(Err(e)) => {
             let ended = match status {
-                Some(s) => format!("; {}", describe_status(s)),
+                Some(s) => format!("; it {s}"),
                 None => String::new(),
             };
             Err(ImportError::Session {
