@@ -550,6 +550,12 @@ fn render_call(call: &Call, out: &mut String) {
         }
         None => out.push_str(&format!("{PAD}outcome    (none recorded)\n")),
     }
+    for extra in &call.ignored {
+        out.push_str(&format!(
+            "{PAD}ignored    #{} another {} of this call (only the first counts)\n",
+            extra.entry.seq, extra.kind
+        ));
+    }
 }
 
 fn render_attempt(n: usize, a: &Attempt, out: &mut String) {

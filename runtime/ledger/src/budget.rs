@@ -88,7 +88,7 @@ impl MemoryBudgets {
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Vec<Use>>, LedgerError> {
         self.uses
             .lock()
-            .map_err(|_| LedgerError::Unavailable("the in-memory budget uses are poisoned".into()))
+            .map_err(|_| LedgerError::unavailable("the in-memory budget uses are poisoned"))
     }
 
     /// Check every budget of `claim` and record a use of each, atomically.

@@ -138,7 +138,7 @@ impl Entry {
 /// The body of a record: its canonical JSON (see [`canonical_json`]).
 pub fn record_body(record: &Record) -> Result<String, LedgerError> {
     let value = serde_json::to_value(record)
-        .map_err(|e| LedgerError::Unavailable(format!("cannot encode the record: {e}")))?;
+        .map_err(|e| LedgerError::failed("cannot encode the record", e))?;
     Ok(canonical_json(&value))
 }
 

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sha2::{Digest, Sha256};
 
 use crate::error::LedgerError;
-use escepine_sandbox::ofd_lock;
+use escepine_ofd_lock as ofd_lock;
 
 /// What keeps a lease: dropping it releases the lease, and it can tell whether the lease is
 /// still held (a lease in the database ends with its connection, even while the process lives).
@@ -115,7 +115,7 @@ impl LocalLeases {
         let mut held = self
             .held
             .lock()
-            .map_err(|_| LedgerError::Unavailable("the lease table is poisoned".into()))?;
+            .map_err(|_| LedgerError::unavailable("the lease table is poisoned"))?;
         if !held.insert(run_id.to_string()) {
             return Err(LedgerError::RunLeased(run_id.to_string()));
         }
@@ -169,8 +169,7 @@ impl FileLeases {
     /// [`LedgerError::Unavailable`] when the file cannot be opened for writing, or when the
     /// path now names another file than `expected` (it was replaced while being opened).
     pub fn of_file(path: &Path, expected: Option<(u64, u64)>) -> Result<Self, LedgerError> {
-        let unavailable =
-            |e: std::io::Error| LedgerError::Unavailable(format!("{}: {e}", path.display()));
+        let unavailable = |e: std::io::Error| LedgerError::failed(path.display(), e);
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -180,14 +179,14 @@ impl FileLeases {
         let id = (meta.dev(), meta.ino());
         let now = std::fs::metadata(path).map_err(unavailable)?;
         if expected.is_some_and(|e| e != id) || (now.dev(), now.ino()) != id {
-            return Err(LedgerError::Unavailable(format!(
+            return Err(LedgerError::unavailable(format!(
                 "{}: the file was replaced while the ledger opened it",
                 path.display()
             )));
         }
         let mut files = open_files()
             .lock()
-            .map_err(|_| LedgerError::Unavailable("the lease table is poisoned".into()))?;
+            .map_err(|_| LedgerError::unavailable("the lease table is poisoned"))?;
         // An entry's descriptor keeps its inode alive, so an inode number in the table is
         // never reused by another file.
         let file = Arc::clone(files.entry(id).or_insert_with(|| {
@@ -212,12 +211,12 @@ impl FileLeases {
             .file
             .held
             .lock()
-            .map_err(|_| LedgerError::Unavailable("the lease table is poisoned".into()))?;
+            .map_err(|_| LedgerError::unavailable("the lease table is poisoned"))?;
         if held.contains(&offset) {
             return Err(LedgerError::RunLeased(run_id.to_string()));
         }
         let locked = ofd_lock::try_lock(&self.file.file, offset)
-            .map_err(|e| LedgerError::Unavailable(format!("cannot lock the ledger file: {e}")))?;
+            .map_err(|e| LedgerError::failed("cannot lock the ledger file", e))?;
         if !locked {
             return Err(LedgerError::RunLeased(run_id.to_string()));
         }
@@ -329,7 +328,7 @@ mod tests {
         std::fs::write(&ledger, b"").unwrap();
         assert!(matches!(
             FileLeases::of_file(&ledger, Some(first)),
-            Err(LedgerError::Unavailable(_))
+            Err(LedgerError::Unavailable { .. })
         ));
         FileLeases::of_file(&ledger, None).unwrap();
     }

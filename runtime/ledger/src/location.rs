@@ -130,7 +130,7 @@ impl LedgerLocation {
             Self::Sqlite(_) => "sqlite",
             Self::Postgres(_) => "postgres",
         };
-        LedgerError::Unavailable(format!(
+        LedgerError::unavailable(format!(
             "{self}: this build has no {feature} ledger (cargo feature `{feature}` of escepine-ledger, which escepine-runtime forwards)"
         ))
     }

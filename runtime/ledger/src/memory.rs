@@ -48,7 +48,7 @@ impl MemoryLedger {
     fn lock(&self) -> Result<MutexGuard<'_, Chain>, LedgerError> {
         self.chain
             .lock()
-            .map_err(|_| LedgerError::Unavailable("the in-memory ledger is poisoned".into()))
+            .map_err(|_| LedgerError::unavailable("the in-memory ledger is poisoned"))
     }
 
     /// Count `n` entries read out of the chain.
@@ -155,7 +155,7 @@ impl Ledger for MemoryLedger {
             .approval_claims
             .lock()
             .map(|mut claims| claims.insert(call_id.to_string()))
-            .map_err(|_| LedgerError::Unavailable("the approval claims are poisoned".into()));
+            .map_err(|_| LedgerError::unavailable("the approval claims are poisoned"));
         Box::pin(std::future::ready(claimed))
     }
 }

@@ -146,8 +146,18 @@ fn enable_wal(conn: &Connection, limit: Duration) -> rusqlite::Result<String> {
     }
 }
 
-fn unavailable(path: &Path, what: &str, e: impl std::fmt::Display) -> LedgerError {
-    LedgerError::Unavailable(format!("{}: {what}: {e}", path.display()))
+/// The file at `path` could not be used for `what` because of `cause`.
+fn unavailable(
+    path: &Path,
+    what: &str,
+    cause: impl std::error::Error + Send + Sync + 'static,
+) -> LedgerError {
+    LedgerError::failed(format_args!("{}: {what}", path.display()), cause)
+}
+
+/// The file at `path` cannot be used for `what`, for a reason of this module (`why`).
+fn refused(path: &Path, what: &str, why: impl std::fmt::Display) -> LedgerError {
+    LedgerError::unavailable(format!("{}: {what}: {why}", path.display()))
 }
 
 impl SqliteLedger {
@@ -177,7 +187,7 @@ impl SqliteLedger {
         let mode = enable_wal(&conn, options.busy_timeout)
             .map_err(|e| unavailable(&path, "cannot enable WAL mode", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(unavailable(
+            return Err(refused(
                 &path,
                 "cannot enable WAL mode",
                 format!("journal_mode is {mode}"),
@@ -193,11 +203,7 @@ impl SqliteLedger {
             .is_readonly(rusqlite::MAIN_DB)
             .map_err(|e| unavailable(&path, "cannot open", e))?
         {
-            return Err(unavailable(
-                &path,
-                "cannot write",
-                "the database is read-only",
-            ));
+            return Err(refused(&path, "cannot write", "the database is read-only"));
         }
         conn.execute_batch(SCHEMA)
             .map_err(|e| unavailable(&path, "cannot create the entries table", e))?;
@@ -261,10 +267,10 @@ impl SqliteLedger {
         let guard = self
             .reader
             .lock()
-            .map_err(|_| LedgerError::Unavailable("the ledger reader is poisoned".into()))?;
+            .map_err(|_| LedgerError::unavailable("the ledger reader is poisoned"))?;
         let conn = guard
             .as_ref()
-            .ok_or_else(|| LedgerError::Unavailable("the ledger is closed".into()))?;
+            .ok_or_else(|| LedgerError::unavailable("the ledger is closed"))?;
         f(conn)
     }
 }
@@ -332,9 +338,8 @@ impl Ledger for SqliteLedger {
             return Ok(None);
         };
         self.read(|conn| {
-            let read = |e: rusqlite::Error| {
-                LedgerError::Unavailable(format!("cannot read entry {seq}: {e}"))
-            };
+            let read =
+                |e: rusqlite::Error| LedgerError::failed(format!("cannot read entry {seq}"), e);
             let mut stmt = conn.prepare_cached(SELECT_ONE).map_err(read)?;
             let mut rows = stmt.query([seq]).map_err(read)?;
             let Some(r) = rows.next().map_err(read)? else {
@@ -351,8 +356,7 @@ impl Ledger for SqliteLedger {
     }
 
     fn head(&self) -> Result<Option<Committed>, LedgerError> {
-        let head =
-            self.read(|conn| read_head(conn).map_err(|e| LedgerError::Unavailable(e.to_string())))?;
+        let head = self.read(|conn| read_head(conn).map_err(LedgerError::caused_by))?;
         Ok(head.map(|(seq, hash)| Committed { seq, hash }))
     }
 
@@ -382,7 +386,7 @@ impl Ledger for SqliteLedger {
 }
 
 fn writer_gone() -> LedgerError {
-    LedgerError::Unavailable("the ledger writer has stopped".into())
+    LedgerError::unavailable("the ledger writer has stopped")
 }
 
 /// Why a batch failed (the message every caller of the batch receives).
@@ -411,9 +415,9 @@ fn writer_loop(mut conn: Connection, queue: mpsc::Receiver<Job>, max_batch: usiz
                 }
             }
             Err(e) => {
-                let why = format!("the batch was not committed: {e}");
+                let why = LedgerError::failed("the batch was not committed", e);
                 for job in batch.drain(..) {
-                    let _ = job.reply.send(Err(LedgerError::Unavailable(why.clone())));
+                    let _ = job.reply.send(Err(why.clone()));
                 }
             }
         }
@@ -476,7 +480,7 @@ fn read_head(conn: &Connection) -> Result<Option<(u64, String)>, BatchError> {
 /// Open the ledger at `path` read-only (it must exist).
 pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerError> {
     if !path.is_file() {
-        return Err(unavailable(path, "cannot open", "no such file"));
+        return Err(refused(path, "cannot open", "no such file"));
     }
     let conn = Connection::open_with_flags(
         path,
@@ -500,8 +504,7 @@ pub(crate) fn for_each_row(
     conn: &Connection,
     mut each: impl FnMut(StoredRow) -> bool,
 ) -> Result<(), LedgerError> {
-    let read =
-        |e: rusqlite::Error| LedgerError::Unavailable(format!("cannot read the entries: {e}"));
+    let read = |e: rusqlite::Error| LedgerError::failed("cannot read the entries", e);
     let select = if has_call_index(conn).map_err(read)? {
         SELECT_ALL_INDEXED
     } else {
@@ -567,7 +570,7 @@ fn has_call_index(conn: &Connection) -> rusqlite::Result<bool> {
 /// every entry); the caller keeps those whose record names the call.
 fn read_call_from(conn: &Connection, call_id: &str) -> Result<Vec<Entry>, LedgerError> {
     let read = |e: rusqlite::Error| {
-        LedgerError::Unavailable(format!("cannot read the entries of call `{call_id}`: {e}"))
+        LedgerError::failed(format!("cannot read the entries of call `{call_id}`"), e)
     };
     if !has_call_index(conn).map_err(read)? {
         return read_entries_from(conn);

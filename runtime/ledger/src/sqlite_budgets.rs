@@ -48,8 +48,14 @@ pub(crate) struct SqliteBudgets {
     conn: Arc<Mutex<Option<Connection>>>,
 }
 
-fn unavailable(path: &Path, e: impl std::fmt::Display) -> LedgerError {
-    LedgerError::Unavailable(format!("{}: budget uses: {e}", path.display()))
+/// The budget uses beside the ledger at `path` failed because of `cause`.
+fn unavailable(path: &Path, cause: impl std::error::Error + Send + Sync + 'static) -> LedgerError {
+    LedgerError::failed(format_args!("{}: budget uses", path.display()), cause)
+}
+
+/// The budget uses beside the ledger at `path` cannot be used, for a reason of this module.
+fn refused(path: &Path, why: &str) -> LedgerError {
+    LedgerError::unavailable(format!("{}: budget uses: {why}", path.display()))
 }
 
 impl SqliteBudgets {
@@ -79,17 +85,17 @@ impl SqliteBudgets {
         tokio::task::spawn_blocking(move || {
             let mut guard = shared
                 .lock()
-                .map_err(|_| unavailable(&path, "the connection is poisoned"))?;
+                .map_err(|_| refused(&path, "the connection is poisoned"))?;
             if guard.is_none() {
                 *guard = Some(open(&path, timeout).map_err(|e| unavailable(&path, e))?);
             }
             let conn = guard
                 .as_mut()
-                .ok_or_else(|| unavailable(&path, "the connection is closed"))?;
+                .ok_or_else(|| refused(&path, "the connection is closed"))?;
             f(conn).map_err(|e| unavailable(&path, e))
         })
         .await
-        .map_err(|e| LedgerError::Unavailable(format!("budget uses: {e}")))?
+        .map_err(|e| LedgerError::failed("budget uses", e))?
     }
 
     /// See [`crate::store::Ledger::reserve_budgets`].

@@ -91,8 +91,8 @@ pub trait Ledger: Send + Sync + 'static {
         claim: BudgetClaim,
     ) -> BoxFuture<'_, Result<Reservation, LedgerError>> {
         let _ = claim;
-        Box::pin(std::future::ready(Err(LedgerError::Unavailable(
-            "this ledger does not count budgets".into(),
+        Box::pin(std::future::ready(Err(LedgerError::unavailable(
+            "this ledger does not count budgets",
         ))))
     }
 
@@ -117,8 +117,8 @@ pub trait Ledger: Send + Sync + 'static {
     /// [`LedgerError::Unavailable`] when the claims cannot be read or written.
     fn claim_approval(&self, call_id: &str) -> BoxFuture<'_, Result<bool, LedgerError>> {
         let _ = call_id;
-        Box::pin(std::future::ready(Err(LedgerError::Unavailable(
-            "this ledger does not keep approval claims".into(),
+        Box::pin(std::future::ready(Err(LedgerError::unavailable(
+            "this ledger does not keep approval claims",
         ))))
     }
 

@@ -13,8 +13,8 @@
 //! - `image`: OCI images as sandbox roots ([`cache`]): the fetching, verifying and unpacking
 //!   cache of `escepine-oci` and its HTTP stack.
 //!
-//! Without features the crate is the backend seam and the host-side stream plumbing ([`io`],
-//! [`ofd_lock`]) the process executor shares.
+//! Without features the crate is the backend seam and the host-side stream plumbing ([`io`])
+//! the process executor shares.
 //!
 //! # The Linux backend
 //! [`LinuxBackend`] needs nothing installed beyond `cargo build`: by default it starts the
@@ -77,7 +77,6 @@ pub mod init;
 pub mod io;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod linux;
-pub mod ofd_lock;
 mod pool;
 pub mod protocol;
 #[cfg(all(feature = "linux", target_os = "linux"))]

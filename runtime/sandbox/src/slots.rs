@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::SandboxError;
-use crate::ofd_lock;
+use escepine_ofd_lock as ofd_lock;
 
 /// Outside ids available from the base: one per live sandbox.
 pub(crate) const SLOTS: u32 = 60_000;

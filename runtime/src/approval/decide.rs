@@ -240,10 +240,13 @@ async fn end(
 /// The requester, as the intent names it.
 fn requester(waiting: &Waiting) -> Result<Principal, ApprovalError> {
     waiting.principal.parse().map_err(|e| {
-        ApprovalError::Ledger(escepine_ledger::error::LedgerError::Unavailable(format!(
-            "the intent of call `{}` names no principal: {e}",
-            waiting.call_id
-        )))
+        ApprovalError::Ledger(escepine_ledger::error::LedgerError::failed(
+            format!(
+                "the intent of call `{}` names no principal",
+                waiting.call_id
+            ),
+            e,
+        ))
     })
 }
 

@@ -18,8 +18,8 @@ pub(crate) async fn record(
 ) -> Result<Committed, CallError> {
     let Some(result) = ended.outcome.result() else {
         return Err(CallError::LedgerUnavailable(
-            escepine_ledger::error::LedgerError::Unavailable(
-                "a waiting call has no outcome to record".into(),
+            escepine_ledger::error::LedgerError::unavailable(
+                "a waiting call has no outcome to record",
             ),
         ));
     };

@@ -695,7 +695,7 @@ struct BrokenLedger;
 
 impl Ledger for BrokenLedger {
     fn append(&self, _record: Record) -> BoxFuture<'_, Result<Committed, LedgerError>> {
-        Box::pin(async { Err(LedgerError::Unavailable("disk full".into())) })
+        Box::pin(async { Err(LedgerError::unavailable("disk full")) })
     }
     fn entries(&self) -> Result<Vec<Entry>, LedgerError> {
         Ok(Vec::new())

@@ -8,7 +8,8 @@
 //! ([`Call::state`]).
 //!
 //! A chain written by the runtime holds at most one entry of each kind per call (the store's
-//! claim admits one decider); should it hold more, the first of each kind counts.
+//! claim admits one decider); should it hold more, the first of each kind counts and the others
+//! are kept aside ([`Call::ignored`]), so that a reader can say so.
 
 pub mod recorded;
 pub mod state;
@@ -17,7 +18,7 @@ use std::collections::HashMap;
 
 use crate::calls::recorded::Recorded;
 use crate::calls::state::CallState;
-use crate::entry::Entry;
+use crate::entry::{Committed, Entry};
 use crate::error::LedgerError;
 use crate::record::{Approval, Attempt, Intent, Outcome, Record};
 use crate::store::Ledger;
@@ -33,6 +34,19 @@ pub struct Call {
     pub approval: Option<Recorded<Approval>>,
     /// How it ended, with each attempt.
     pub outcome: Option<Recorded<Outcome>>,
+    /// Entries of the call beyond the first of their kind (a second intent, decision or
+    /// outcome), in chain order: they do not count, and their presence is an anomaly a writer
+    /// of this runtime never makes.
+    pub ignored: Vec<Ignored>,
+}
+
+/// An entry of a call beyond the first of its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// Its position and hash.
+    pub entry: Committed,
+    /// Its kind: `intent`, `approval` or `outcome`.
+    pub kind: &'static str,
 }
 
 impl Call {
@@ -44,20 +58,25 @@ impl Call {
         }
     }
 
-    /// Take `entry` into the call, if it is one of its entries (the first of each kind counts).
+    /// Take `entry` into the call, if it is one of its entries (the first of each kind counts;
+    /// a later one is [`Call::ignored`]).
     fn take(&mut self, entry: Entry) {
+        if entry.record.call_id() != Some(self.call_id.as_str()) {
+            return;
+        }
+        let ignored = Ignored {
+            entry: entry.committed(),
+            kind: entry.record.kind(),
+        };
         let (parts, record) = recorded::split(entry);
-        match record {
-            Record::Intent(i) if i.call_id == self.call_id && self.intent.is_none() => {
-                self.intent = Some(parts.with(i));
-            }
-            Record::Approval(a) if a.call_id == self.call_id && self.approval.is_none() => {
-                self.approval = Some(parts.with(a));
-            }
-            Record::Outcome(o) if o.call_id == self.call_id && self.outcome.is_none() => {
-                self.outcome = Some(parts.with(o));
-            }
-            _ => {}
+        let taken = match record {
+            Record::Intent(i) => put(&mut self.intent, parts, i),
+            Record::Approval(a) => put(&mut self.approval, parts, a),
+            Record::Outcome(o) => put(&mut self.outcome, parts, o),
+            Record::Transition(_) => true,
+        };
+        if !taken {
+            self.ignored.push(ignored);
         }
     }
 
@@ -101,6 +120,15 @@ impl Call {
         .flatten()
         .max()
     }
+}
+
+/// Put `record` in `slot` unless it holds one already; whether it was put.
+fn put<T>(slot: &mut Option<Recorded<T>>, parts: recorded::Parts, record: T) -> bool {
+    if slot.is_some() {
+        return false;
+    }
+    *slot = Some(parts.with(record));
+    true
 }
 
 /// Every call `entries` (in chain order) hold, in the order each first appears; the entries

@@ -114,6 +114,37 @@ async fn entries_fold_into_calls_in_the_order_each_first_appears() {
 }
 
 #[tokio::test]
+async fn a_second_entry_of_a_kind_does_not_count_and_is_kept_aside() {
+    let ledger = ledger(vec![
+        intent("a", Some(u64::MAX)),
+        approval("a", ApprovalResult::Rejected),
+        approval("a", ApprovalResult::Approved),
+        outcome("a", CallResult::Rejected),
+        intent("a", None),
+        outcome("a", CallResult::Ok),
+    ])
+    .await;
+    let call = CallView::new(&ledger)
+        .call("a")
+        .expect("read")
+        .expect("a call");
+    assert_eq!(call.intent.as_ref().map(|r| r.seq), Some(1));
+    assert_eq!(
+        call.approval.as_ref().map(|r| r.record.result),
+        Some(ApprovalResult::Rejected)
+    );
+    assert_eq!(
+        call.outcome.as_ref().map(|r| r.record.result),
+        Some(CallResult::Rejected)
+    );
+    let ignored: Vec<(u64, &str)> = call.ignored.iter().map(|i| (i.entry.seq, i.kind)).collect();
+    assert_eq!(ignored, [(3, "approval"), (5, "intent"), (6, "outcome")]);
+    assert!(matches!(call.state(0), CallState::Ended(o) if o.result == CallResult::Rejected));
+    // The fold of the whole chain says the same.
+    assert_eq!(fold(ledger.entries().expect("entries")), vec![call]);
+}
+
+#[tokio::test]
 async fn one_call_is_read_from_its_own_entries_only() {
     let mut records = Vec::new();
     for n in 0..50 {

@@ -67,6 +67,6 @@ pub fn pg(what: &'static str) -> impl Fn(tokio_postgres::Error) -> PgError {
 impl PgError {
     /// As the ledger reports it, prefixed by the ledger's location.
     pub fn at(self, location: &str) -> LedgerError {
-        LedgerError::Unavailable(format!("{location}: {self}"))
+        LedgerError::failed(location, self)
     }
 }

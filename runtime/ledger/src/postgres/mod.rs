@@ -118,7 +118,7 @@ impl PostgresLedger {
     pub fn open_with(url: &str, options: PostgresOptions) -> Result<Self, LedgerError> {
         let location = redact(url);
         let fail = |e: PgError| e.at(&location);
-        let config = parse_url(url).map_err(|e| LedgerError::Unavailable(e.to_string()))?;
+        let config = parse_url(url).map_err(LedgerError::caused_by)?;
         let worker = Worker::start().map_err(fail)?;
         let connector = Connector {
             config: config.clone(),
@@ -223,7 +223,7 @@ impl Drop for PostgresLedger {
 }
 
 fn writer_gone() -> LedgerError {
-    LedgerError::Unavailable("the ledger writer has stopped".into())
+    LedgerError::unavailable("the ledger writer has stopped")
 }
 
 /// A row as stored; a column of another type than the table's (altered after the ledger was
@@ -386,7 +386,7 @@ impl Ledger for PostgresLedger {
         Box::pin(async move {
             running
                 .await
-                .map_err(|e| LedgerError::Unavailable(format!("budget uses: {e}")))?
+                .map_err(|e| LedgerError::failed("budget uses", e))?
                 .map_err(|e| e.at(&self.location))
         })
     }
@@ -402,7 +402,7 @@ impl Ledger for PostgresLedger {
         Box::pin(async move {
             running
                 .await
-                .map_err(|e| LedgerError::Unavailable(format!("approval claims: {e}")))?
+                .map_err(|e| LedgerError::failed("approval claims", e))?
                 .map_err(|e| e.at(&self.location))
         })
     }
@@ -415,7 +415,7 @@ impl Ledger for PostgresLedger {
         Box::pin(async move {
             running
                 .await
-                .map_err(|e| LedgerError::Unavailable(format!("budget uses: {e}")))?
+                .map_err(|e| LedgerError::failed("budget uses", e))?
                 .map_err(|e| e.at(&self.location))
         })
     }
@@ -429,7 +429,7 @@ impl Ledger for PostgresLedger {
 /// has no `entries` table (or one of another shape).
 pub fn read_rows(url: &str) -> Result<Vec<StoredRow>, LedgerError> {
     let location = redact(url);
-    let config = parse_url(url).map_err(|e| LedgerError::Unavailable(e.to_string()))?;
+    let config = parse_url(url).map_err(LedgerError::caused_by)?;
     let worker = Worker::start().map_err(|e| e.at(&location))?;
     let rows = block_on(worker.handle(), async move {
         let client = connect(&config).await?;
@@ -459,7 +459,7 @@ pub fn read_rows(url: &str) -> Result<Vec<StoredRow>, LedgerError> {
 /// As [`read_rows`].
 pub fn read_call(url: &str, call_id: &str) -> Result<Vec<Entry>, LedgerError> {
     let location = redact(url);
-    let config = parse_url(url).map_err(|e| LedgerError::Unavailable(e.to_string()))?;
+    let config = parse_url(url).map_err(LedgerError::caused_by)?;
     let worker = Worker::start().map_err(|e| e.at(&location))?;
     let id = call_id.to_string();
     let rows = block_on(worker.handle(), async move {

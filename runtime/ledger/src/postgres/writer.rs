@@ -150,9 +150,10 @@ pub async fn run(
                         session = None;
                     }
                 }
-                let why = format!("{location}: the batch was not committed: {e}");
+                let why =
+                    LedgerError::failed(format_args!("{location}: the batch was not committed"), e);
                 for job in batch.drain(..) {
-                    let _ = job.reply.send(Err(LedgerError::Unavailable(why.clone())));
+                    let _ = job.reply.send(Err(why.clone()));
                 }
             }
         }

@@ -567,7 +567,7 @@ fn a_batch_the_database_refuses_is_undone_and_the_writer_goes_on() {
     db.execute("ALTER TABLE entries ADD CONSTRAINT at_most_two CHECK (seq <= 2)");
     let refused = rt.block_on(ledger.append(intent(2, None)));
     assert!(
-        matches!(&refused, Err(LedgerError::Unavailable(why)) if why.contains("not committed")),
+        matches!(&refused, Err(LedgerError::Unavailable { what, cause: Some(_) }) if what.contains("not committed")),
         "{refused:?}"
     );
     // Nothing of it stayed, and the same connection commits again once the database allows it.

@@ -181,17 +181,17 @@ fn a_ledger_that_cannot_be_opened_for_writing_is_unavailable() {
     )
     .unwrap();
     let err = SqliteLedger::open(&not_a_db, Durability::Full).unwrap_err();
-    assert!(matches!(err, LedgerError::Unavailable(_)), "{err}");
+    assert!(matches!(err, LedgerError::Unavailable { .. }), "{err}");
 
     let missing_dir = dir.path().join("no/such/dir/ledger.db");
     assert!(matches!(
         SqliteLedger::open(&missing_dir, Durability::Full),
-        Err(LedgerError::Unavailable(_))
+        Err(LedgerError::Unavailable { .. })
     ));
 
     assert!(matches!(
         SqliteLedger::open(dir.path(), Durability::Full),
-        Err(LedgerError::Unavailable(_))
+        Err(LedgerError::Unavailable { .. })
     ));
 
     // A database whose `entries` table has another shape.
@@ -222,7 +222,9 @@ async fn append_fails_while_the_ledger_cannot_be_written_and_the_chain_survives(
     let (a, b) = tokio::join!(ledger.append(outcome(1)), ledger.append(intent(2, None)));
     for r in [a, b] {
         match r {
-            Err(LedgerError::Unavailable(why)) => assert!(why.contains("locked"), "{why}"),
+            Err(LedgerError::Unavailable { what, .. }) => {
+                assert!(what.contains("locked"), "{what}")
+            }
             other => panic!("expected the ledger to be unavailable, got {other:?}"),
         }
     }
