@@ -710,7 +710,7 @@ impl Engine {
         let inner = &*self.inner;
         let Some(tool) = inner.runtime.registry().get(&exec.tool) else {
             return Proposal::Failed(StepFailure {
-                kind: FailureKind::UnknownTool,
+                kind: FailureKind::Call(CallKind::UnknownTool),
                 message: format!("unknown tool `{}`: not in the registry", exec.tool),
                 call_id: None,
                 policy_ids: Vec::new(),
@@ -788,7 +788,8 @@ impl Engine {
             Err(refused) => {
                 // Refused before its intent: nothing recorded, no call to remember.
                 return Ok(Called::Ended(Err(StepFailure {
-                    kind: FailureKind::of_call(refused.kind()).unwrap_or(FailureKind::Failed),
+                    kind: FailureKind::of_call(refused.kind())
+                        .unwrap_or(FailureKind::Call(CallKind::Failed)),
                     message: refused.to_string(),
                     call_id: None,
                     policy_ids: Vec::new(),

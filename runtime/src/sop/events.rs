@@ -149,34 +149,23 @@ pub struct StepSucceeded {
     pub outcome: String,
 }
 
-/// What kind of failure ended a step (or an inverse).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What kind of failure ended a step (or an inverse): the SOP's own (no proposal, a
+/// constraint, a compensation map), or the kind of the governed call that ended it.
+///
+/// Recorded as one snake-case word: `planner`, `constraint`, `compensation_map`, or the call
+/// kind's own name ([`CallKind::as_str`]: `denied`, `failed`, `timed_out`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {
     /// The planner produced no proposal.
     Planner,
     /// The proposal violated the step's SOP constraints; nothing ran.
     Constraint,
-    /// The tool is not registered; nothing ran.
-    UnknownTool,
-    /// The payload failed the input gate; nothing ran.
-    InputRejected,
-    /// Cedar denied the call; nothing ran, nothing was retried.
-    Denied,
-    /// Every attempt failed, or a permanent failure stopped the retries.
-    Failed,
-    /// The last attempt timed out.
-    TimedOut,
-    /// The output violated the output schema.
-    OutputRejected,
-    /// A budget of the principal and tool had no room; nothing ran.
-    BudgetExceeded,
-    /// The call waited for approval and an approver rejected it; nothing ran.
-    Rejected,
-    /// The call waited for approval past its expiry; it was recorded expired and nothing ran.
-    Expired,
     /// An inverse's payload could not be built from the compensation map.
     CompensationMap,
+    /// The step's governed call ended without an output, as this kind says (never `ok`,
+    /// `awaiting_approval`, `ledger_unavailable` or `client_mismatch`: see
+    /// [`FailureKind::of_call`]).
+    Call(CallKind),
 }
 
 impl FailureKind {
@@ -184,18 +173,43 @@ impl FailureKind {
     /// could not be recorded (the run stops on a ledger that is unavailable) or waits for
     /// approval (the run pauses). A typed client's mismatch is a failure of the step.
     pub fn of_call(kind: CallKind) -> Option<Self> {
-        Some(match kind {
-            CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => return None,
-            CallKind::Rejected => Self::Rejected,
-            CallKind::Expired => Self::Expired,
-            CallKind::Denied => Self::Denied,
-            CallKind::Failed | CallKind::ClientMismatch => Self::Failed,
-            CallKind::TimedOut => Self::TimedOut,
-            CallKind::OutputRejected => Self::OutputRejected,
-            CallKind::BudgetExceeded => Self::BudgetExceeded,
-            CallKind::UnknownTool => Self::UnknownTool,
-            CallKind::InputRejected => Self::InputRejected,
-        })
+        match kind {
+            CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => None,
+            CallKind::ClientMismatch => Some(Self::Call(CallKind::Failed)),
+            other => Some(Self::Call(other)),
+        }
+    }
+
+    /// The recorded word (see the type).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Planner => "planner",
+            Self::Constraint => "constraint",
+            Self::CompensationMap => "compensation_map",
+            Self::Call(kind) => kind.as_str(),
+        }
+    }
+
+    /// The kind recorded as `word`, if it is one.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Planner, Self::Constraint, Self::CompensationMap]
+            .into_iter()
+            .chain(CallKind::ALL.into_iter().filter_map(Self::of_call))
+            .find(|k| k.as_str() == word)
+    }
+}
+
+impl Serialize for FailureKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FailureKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let word = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::from_word(&word)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{word}` is not a step failure kind")))
     }
 }
 
@@ -494,6 +508,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_failure_kind_is_recorded_as_one_word_and_read_back() {
+        let words = [
+            "planner",
+            "constraint",
+            "compensation_map",
+            "unknown_tool",
+            "input_rejected",
+            "denied",
+            "failed",
+            "timed_out",
+            "output_rejected",
+            "budget_exceeded",
+            "rejected",
+            "expired",
+        ];
+        for word in words {
+            let kind: FailureKind = serde_json::from_value(serde_json::json!(word)).expect(word);
+            assert_eq!(serde_json::to_value(kind).expect("serialises"), word);
+        }
+        for word in [
+            "ok",
+            "awaiting_approval",
+            "ledger_unavailable",
+            "client_mismatch",
+            "x",
+        ] {
+            let err = serde_json::from_value::<FailureKind>(serde_json::json!(word))
+                .expect_err(word)
+                .to_string();
+            assert!(err.contains("not a step failure kind"), "{err}");
+        }
+    }
+
+    #[test]
     fn a_calls_kind_is_the_steps_failure_kind_by_name() {
         for kind in CallKind::ALL {
             let failure = FailureKind::of_call(kind);
@@ -501,7 +549,9 @@ mod tests {
                 CallKind::Ok | CallKind::LedgerUnavailable | CallKind::AwaitingApproval => {
                     assert_eq!(failure, None)
                 }
-                CallKind::ClientMismatch => assert_eq!(failure, Some(FailureKind::Failed)),
+                CallKind::ClientMismatch => {
+                    assert_eq!(failure, Some(FailureKind::Call(CallKind::Failed)))
+                }
                 _ => {
                     let name = serde_json::to_value(failure).expect("serialises");
                     assert_eq!(name, kind.as_str(), "{kind}");

@@ -217,14 +217,14 @@ impl CallInfo {
             return Some(Ok(self.call_id.clone()));
         };
         let message = match kind {
-            FailureKind::Denied => denied_message(&self.policy_ids, &self.reasons),
+            FailureKind::Call(CallKind::Denied) => denied_message(&self.policy_ids, &self.reasons),
             _ => end.error.clone().unwrap_or_default(),
         };
         Some(Err(StepFailure {
             kind,
             message,
             call_id: Some(self.call_id.clone()),
-            policy_ids: if kind == FailureKind::Denied {
+            policy_ids: if kind == FailureKind::Call(CallKind::Denied) {
                 self.policy_ids.clone()
             } else {
                 Vec::new()

@@ -20,6 +20,7 @@ use escepine_runtime::sop::{
     Engine, Escalation, EscalationHook, EscalationReason, FnPlanner, Planner, PlannerError,
     RunOptions, RunStatus, ScriptedPlanner, SopRunError, StepRequest,
 };
+use escepine_runtime::CallKind;
 use escepine_runtime::Runtime;
 use escepine_testkit::sop::{item, key, Store};
 use serde_json::{json, Value};
@@ -97,7 +98,7 @@ async fn two_writes_then_a_failure_compensate_in_reverse_order() {
     assert_eq!(out.status, RunStatus::Compensated);
     assert_eq!(out.state.as_deref(), Some("boom"));
     let failure = out.failure.as_ref().unwrap();
-    assert_eq!(failure.kind, FailureKind::Failed);
+    assert_eq!(failure.kind, FailureKind::Call(CallKind::Failed));
     let failed_call = failure
         .call_id
         .as_deref()
@@ -256,7 +257,7 @@ async fn a_denied_step_halts_with_the_policy_ids_and_the_tool_never_runs() {
     assert_eq!(out.status, RunStatus::Halted);
     assert_eq!(out.state.as_deref(), Some("put_forbidden"));
     let failure = out.failure.unwrap();
-    assert_eq!(failure.kind, FailureKind::Denied);
+    assert_eq!(failure.kind, FailureKind::Call(CallKind::Denied));
     assert_eq!(failure.policy_ids, ["no-forbidden-key"]);
     assert_eq!(f.store.log(), ["PUT a"], "the denied tool was not invoked");
     assert_eq!(f.store.requests(), 1);
@@ -308,7 +309,7 @@ async fn a_per_url_step_is_authorized_on_its_url() {
         "nothing completed to undo"
     );
     let failure = out.failure.unwrap();
-    assert_eq!(failure.kind, FailureKind::Denied);
+    assert_eq!(failure.kind, FailureKind::Call(CallKind::Denied));
     assert_eq!(failure.policy_ids, ["store-writes-stay-on-loopback"]);
     assert_eq!(f.store.requests(), 0);
 }
@@ -345,7 +346,10 @@ async fn halt_and_escalate_fires_the_hook_with_a_structured_record() {
     assert_eq!(e.sop_id, "escalate");
     assert_eq!(e.reason, EscalationReason::StepFailed);
     assert_eq!(e.state.as_deref(), Some("boom"));
-    assert_eq!(e.failure.as_ref().unwrap().kind, FailureKind::Failed);
+    assert_eq!(
+        e.failure.as_ref().unwrap().kind,
+        FailureKind::Call(CallKind::Failed)
+    );
     assert!(e.unfinished.is_empty());
     assert_eq!(subscriber.try_recv().unwrap(), *e);
     assert_eq!(out.escalation.as_ref(), Some(e));
@@ -457,7 +461,10 @@ async fn a_failing_inverse_is_retried_then_the_run_escalates_listing_what_is_unf
     assert_eq!(e.state.as_deref(), Some("put_a"));
     assert_eq!(e.unfinished.len(), 1);
     assert_eq!(e.unfinished[0].state, "put_a");
-    assert_eq!(e.failure.as_ref().unwrap().kind, FailureKind::Failed);
+    assert_eq!(
+        e.failure.as_ref().unwrap().kind,
+        FailureKind::Call(CallKind::Failed)
+    );
     assert_eq!(hook.0.lock().unwrap().len(), 1);
 
     // Each inverse is one governed call; the runtime retried it per s_delete's retry policy.
