@@ -1,0 +1,13 @@
+//! The sandbox crate's integration tests: the Linux backend driven directly (provision,
+//! execute, destroy), with real namespaces (root). The sandboxes' init is this program: the
+//! backend starts `/proc/self/exe`, and the dispatch runs as a constructor, before libtest's
+//! `main` and its threads.
+
+mod roots;
+
+/// Runs before libtest's `main`: the sandbox init's dispatch, which does not return in a
+/// sandbox.
+#[ctor::ctor(unsafe)]
+fn before_main() {
+    escepine_sandbox::init::dispatch();
+}

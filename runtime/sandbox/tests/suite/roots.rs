@@ -1,0 +1,322 @@
+//! Sandbox roots that are a whole directory tree (what the image store unpacks): the tree is
+//! the root, its working directory applies, nothing of the host is mounted, and a hostile
+//! image's links to host directories change nothing on the host — or are refused, naming the
+//! image and the entry. Real sandboxes (root, namespaces), the host's python copied in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use escepine_sandbox::{Job, JobStatus, LinuxBackend, SandboxBackend, SandboxSpec};
+use serde_json::Value;
+
+const PYTHON: &str = "/usr/bin/python3.11";
+const STDLIB: &str = "/usr/lib/python3.11";
+
+/// The Linux backend with this program as its init, its proxy sockets under `run_dir`.
+fn backend(run_dir: &Path) -> LinuxBackend {
+    LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
+        .with_run_dir(run_dir)
+}
+
+/// What the probe script reports, as JSON on stdout.
+const PROBE: &str = r#"
+import json, os, sys
+facts = {"executable": sys.executable, "cwd": os.getcwd()}
+try:
+    import json.decoder
+    facts["stdlib"] = json.decoder.__file__
+except Exception as e:
+    facts["stdlib"] = repr(e)
+try:
+    open("/usr/lib/python3.11/escepine-probe", "w")
+    facts["write"] = "allowed"
+except OSError as e:
+    facts["write"] = e.errno
+mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
+facts["mounts"] = mounts
+print(json.dumps(facts))
+"#;
+
+fn job(argv: Vec<String>, cwd: Option<&str>) -> Job {
+    Job {
+        argv,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: cwd.map(str::to_string),
+        stdin: String::new(),
+        deadline: tokio::time::Instant::now() + Duration::from_secs(20),
+        stdout_limit: 1 << 20,
+        stderr_limit: 1 << 16,
+        scrubber: Default::default(),
+    }
+}
+
+async fn run(
+    backend: &dyn SandboxBackend,
+    spec: SandboxSpec,
+    job: Job,
+) -> (JobStatus, Value, String) {
+    let mut sandbox = backend
+        .provision(Arc::new(spec))
+        .await
+        .expect("provisioned");
+    let out = backend.execute(&mut sandbox, job).await.expect("executed");
+    backend.destroy(sandbox).await;
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status, value, out.stderr)
+}
+
+/// A root made of a directory tree (what the image store unpacks): the host's python copied in
+/// with its libraries and standard library, nothing else of the host.
+fn python_tree(dest: &Path) {
+    let copy = |from: &Path| {
+        let to = dest.join(from.strip_prefix("/").expect("absolute"));
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        let status = std::process::Command::new("cp")
+            .args(["-a", "--dereference"])
+            .arg(from)
+            .arg(&to)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+    };
+    copy(Path::new(PYTHON));
+    copy(Path::new(STDLIB));
+    let ldd = std::process::Command::new("ldd")
+        .arg(PYTHON)
+        .output()
+        .expect("ldd");
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        if let Some(path) = line.split_whitespace().find(|w| w.starts_with('/')) {
+            copy(Path::new(path));
+        }
+    }
+    std::fs::create_dir_all(dest.join("app")).expect("mkdir");
+}
+
+#[tokio::test]
+async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let tree = tempfile::tempdir().expect("tempdir");
+    python_tree(tree.path());
+    let backend = backend(run_dir.path());
+    let spec = SandboxSpec {
+        program: PathBuf::from(PYTHON),
+        program_identity: "oci:/test@sha256:0".into(),
+        program_sha256: None,
+        read_only: vec!["/usr".into(), "/lib".into(), "/lib64".into(), "/app".into()],
+        binds: Vec::new(),
+        root_tree: Some(tree.path().to_path_buf()),
+        egress: escepine_contract::EgressGrant::default(),
+        limits: Default::default(),
+    };
+    let argv = vec![PYTHON.to_string(), "-I".into(), "-c".into(), PROBE.into()];
+    let (status, facts, stderr) = run(&backend, spec, job(argv, Some("/app"))).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    assert_eq!(facts["cwd"], "/app");
+    assert_eq!(facts["write"], 30, "the root is read-only: {facts}");
+    let mut mounts: Vec<&str> = facts["mounts"]
+        .as_array()
+        .expect("mount points")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    mounts.sort();
+    assert_eq!(
+        mounts,
+        ["/", "/proc", "/workspace"],
+        "nothing of the host is mounted"
+    );
+}
+
+/// Every entry beneath `dir` (links not followed): its path, inode, and content (a file's
+/// bytes, a link's target).
+fn host_snapshot(dir: &Path) -> Vec<(PathBuf, u64, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&at).expect("stat");
+        let content = if meta.file_type().is_symlink() {
+            std::fs::read_link(&at)
+                .expect("readlink")
+                .into_os_string()
+                .into_encoded_bytes()
+        } else if meta.is_file() {
+            std::fs::read(&at).expect("read")
+        } else {
+            Vec::new()
+        };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&at).expect("list") {
+                todo.push(entry.expect("entry").path());
+            }
+        }
+        out.push((at, meta.ino(), content));
+    }
+    out.sort();
+    out
+}
+
+/// A host directory an attacker's image points at: `dev`, `etc`, `proc`, `tmp`, `workspace`
+/// and `var` beneath it, each holding files of the names the root builder writes.
+fn host_targets() -> tempfile::TempDir {
+    let host = tempfile::tempdir().expect("tempdir");
+    for sub in ["dev", "etc", "proc", "tmp", "workspace", "var"] {
+        let dir = host.path().join(sub);
+        std::fs::create_dir(&dir).expect("mkdir");
+        for name in [
+            "null", "zero", "full", "random", "urandom", "fd", "stdin", "stdout", "stderr",
+            "hosts", "passwd", "group",
+        ] {
+            std::fs::write(dir.join(name), format!("host {sub}/{name}\n")).expect("write");
+        }
+    }
+    host
+}
+
+fn image_spec(tree: &Path, read_only: &[&str], binds: Vec<PathBuf>) -> SandboxSpec {
+    SandboxSpec {
+        program: PathBuf::from(PYTHON),
+        program_identity: "oci:/hostile@sha256:1".into(),
+        program_sha256: None,
+        read_only: read_only.iter().map(PathBuf::from).collect(),
+        binds,
+        root_tree: Some(tree.to_path_buf()),
+        egress: escepine_contract::EgressGrant::default(),
+        limits: Default::default(),
+    }
+}
+
+/// A host directory bound read-only beneath `/var/tmp` (where a hostile image's `var` leads).
+fn bound_dir() -> tempfile::TempDir {
+    let bound = tempfile::Builder::new()
+        .prefix("escepine-bind-")
+        .tempdir_in("/var/tmp")
+        .expect("tempdir");
+    std::fs::write(bound.path().join("fact"), "bound").expect("write");
+    bound
+}
+
+/// An image whose `dev`, `proc`, `tmp` and `workspace` are links to host directories, and whose
+/// `var` is an absolute link to a directory of its own: the sandbox starts with plain
+/// directories of its own for the first four, a bind beneath `/var` is mounted where the
+/// image's link leads inside the image, and no host path changes.
+#[tokio::test]
+async fn an_image_linking_its_system_directories_to_the_host_changes_nothing_on_it() {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let targets = host_targets();
+    let tree = tempfile::tempdir().expect("tempdir");
+    python_tree(tree.path());
+    for name in ["dev", "proc", "tmp", "workspace"] {
+        std::os::unix::fs::symlink(targets.path().join(name), tree.path().join(name))
+            .expect("symlink");
+    }
+    // `/var -> /image-var`: absolute, so on the host it would name the host's `/image-var`.
+    std::fs::create_dir(tree.path().join("image-var")).expect("mkdir");
+    std::os::unix::fs::symlink("/image-var", tree.path().join("var")).expect("symlink");
+    let bound = bound_dir();
+    let before = host_snapshot(targets.path());
+    let backend = backend(run_dir.path());
+    let spec = image_spec(
+        tree.path(),
+        &["/usr", "/lib", "/lib64", "/app", "/image-var", "/var"],
+        vec![bound.path().to_path_buf()],
+    );
+    let code = format!(
+        "import json, os\n\
+         facts = {{'dev': os.path.islink('/dev'), 'null': os.major(os.stat('/dev/null').st_rdev),\n\
+                   'workspace': os.path.islink('/workspace'), 'proc': os.path.islink('/proc'),\n\
+                   'tmp': os.path.islink('/tmp'), 'cwd': os.getcwd(),\n\
+                   'bound': open('{}/fact').read(), 'hosts': open('/etc/hosts').read()}}\n\
+         open('/workspace/out', 'w').write('x')\n\
+         print(json.dumps(facts))",
+        bound.path().display()
+    );
+    let argv = vec![PYTHON.to_string(), "-I".into(), "-c".into(), code];
+    let (status, facts, stderr) = run(&backend, spec, job(argv, None)).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    assert_eq!(facts["dev"], false, "{facts}");
+    assert_eq!(
+        facts["null"], 1,
+        "the host's null device (major 1): {facts}"
+    );
+    assert_eq!(facts["workspace"], false, "{facts}");
+    assert_eq!(facts["proc"], false, "{facts}");
+    assert_eq!(facts["tmp"], false, "{facts}");
+    assert_eq!(facts["cwd"], "/workspace", "{facts}");
+    assert_eq!(
+        facts["bound"], "bound",
+        "the bind, through the image's link: {facts}"
+    );
+    assert!(
+        facts["hosts"]
+            .as_str()
+            .is_some_and(|h| h.contains("localhost")),
+        "{facts}"
+    );
+    assert_eq!(
+        host_snapshot(targets.path()),
+        before,
+        "every host path the image links to is unchanged (names, inodes, contents)"
+    );
+    assert!(
+        !Path::new("/image-var").exists(),
+        "nothing made on the host"
+    );
+}
+
+/// An image whose `var` links to a host directory, with a bind beneath `/var`: the mount point
+/// would be made on the host, so the image is refused, naming it and the link; nothing on the
+/// host changes.
+#[tokio::test]
+async fn an_image_leading_a_mount_point_onto_the_host_is_refused_and_changes_nothing() {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let targets = host_targets();
+    let tree = tempfile::tempdir().expect("tempdir");
+    python_tree(tree.path());
+    let var = targets.path().join("var");
+    std::os::unix::fs::symlink(&var, tree.path().join("var")).expect("symlink");
+    let bound = bound_dir();
+    let before = host_snapshot(targets.path());
+    let backend = backend(run_dir.path());
+    let spec = image_spec(
+        tree.path(),
+        &["/usr", "/lib", "/lib64", "/app"],
+        vec![bound.path().to_path_buf()],
+    );
+    let err = backend
+        .provision(Arc::new(spec))
+        .await
+        .expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains("oci:/hostile@sha256:1"), "{text}");
+    assert!(text.contains("`/var`"), "{text}");
+    assert!(text.contains(&var.display().to_string()), "{text}");
+    assert_eq!(host_snapshot(targets.path()), before);
+}
+
+/// An image whose `etc` is a link to a host directory is refused, naming the image and the
+/// entry; the host directory is unchanged.
+#[tokio::test]
+async fn an_image_linking_its_etc_to_the_host_is_refused_and_changes_nothing_on_it() {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let targets = host_targets();
+    let tree = tempfile::tempdir().expect("tempdir");
+    python_tree(tree.path());
+    let etc = targets.path().join("etc");
+    std::os::unix::fs::symlink(&etc, tree.path().join("etc")).expect("symlink");
+    let before = host_snapshot(targets.path());
+    let backend = backend(run_dir.path());
+    let spec = image_spec(tree.path(), &["/usr", "/lib", "/lib64", "/app"], Vec::new());
+    let err = backend
+        .provision(Arc::new(spec))
+        .await
+        .expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains("oci:/hostile@sha256:1"), "{text}");
+    assert!(text.contains("`/etc`"), "{text}");
+    assert!(text.contains(&etc.display().to_string()), "{text}");
+    assert_eq!(host_snapshot(targets.path()), before);
+}
