@@ -12,6 +12,7 @@
 //!   from the fixtures and the workspace's binaries (feature `push`).
 //! - `postgres` (feature `postgres`): a fresh database per test on the machine's PostgreSQL.
 //! - `bench` (feature `bench`): what the runtime's benchmarks share.
+//! - `python_probe` (feature `sandbox`): the host's python probed in a sandbox.
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
@@ -50,3 +51,6 @@ pub mod postgres;
 
 #[cfg(feature = "bench")]
 pub mod bench;
+
+#[cfg(feature = "sandbox")]
+pub mod python_probe;

@@ -5,66 +5,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use escepine_sandbox::{Job, JobStatus, LinuxBackend, SandboxBackend, SandboxSpec};
+use escepine_sandbox::{JobStatus, LinuxBackend, SandboxBackend, SandboxSpec};
 use serde_json::Value;
 
-const PYTHON: &str = "/usr/bin/python3.11";
-const STDLIB: &str = "/usr/lib/python3.11";
+use escepine_testkit::python_probe::{job, run, PROBE, PYTHON, STDLIB};
 
 /// The Linux backend with this program as its init, its proxy sockets under `run_dir`.
 fn backend(run_dir: &Path) -> LinuxBackend {
     LinuxBackend::new()
         .expect("this test program dispatches the sandbox init")
         .with_run_dir(run_dir)
-}
-
-/// What the probe script reports, as JSON on stdout.
-const PROBE: &str = r#"
-import json, os, sys
-facts = {"executable": sys.executable, "cwd": os.getcwd()}
-try:
-    import json.decoder
-    facts["stdlib"] = json.decoder.__file__
-except Exception as e:
-    facts["stdlib"] = repr(e)
-try:
-    open("/usr/lib/python3.11/escepine-probe", "w")
-    facts["write"] = "allowed"
-except OSError as e:
-    facts["write"] = e.errno
-mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
-facts["mounts"] = mounts
-print(json.dumps(facts))
-"#;
-
-fn job(argv: Vec<String>, cwd: Option<&str>) -> Job {
-    Job {
-        argv,
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cwd: cwd.map(str::to_string),
-        stdin: String::new(),
-        deadline: tokio::time::Instant::now() + Duration::from_secs(20),
-        stdout_limit: 1 << 20,
-        stderr_limit: 1 << 16,
-        scrubber: Default::default(),
-    }
-}
-
-async fn run(
-    backend: &dyn SandboxBackend,
-    spec: SandboxSpec,
-    job: Job,
-) -> (JobStatus, Value, String) {
-    let mut sandbox = backend
-        .provision(Arc::new(spec))
-        .await
-        .expect("provisioned");
-    let out = backend.execute(&mut sandbox, job).await.expect("executed");
-    backend.destroy(sandbox).await;
-    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out.status, value, out.stderr)
 }
 
 /// A root made of a directory tree (what the image store unpacks): the host's python copied in
