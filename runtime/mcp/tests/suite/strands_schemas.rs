@@ -6,7 +6,7 @@
 //! `the_strands_tools_get_cedar_types` runs over the 46 tools of cedar-for-agents'
 //! `rust/cedar-policy-mcp-schema-generator/examples/strands/strands_tools.json`, which is not
 //! part of this repository: it is ignored unless asked for, with the file's path in
-//! `STRANDS_TOOLS_JSON` (`cargo test -p escepine-mcp --test strands_schemas -- --ignored
+//! `STRANDS_TOOLS_JSON` (`cargo test -p escepine-mcp --test suite strands_schemas -- --ignored
 //! --nocapture`).
 
 use std::path::Path;

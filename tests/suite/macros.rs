@@ -3,7 +3,7 @@
 //! `tests/macros/fail/*.rs` must not compile, each with the diagnostics of its checked-in
 //! `.stderr` (pointing at the user's tokens); `tests/macros/pass/*.rs` must compile and run.
 //! One `TestCases`, so the dependencies are built once. After a deliberate change of a message,
-//! regenerate the `.stderr` files with `TRYBUILD=overwrite cargo test --test macros` and review
+//! regenerate the `.stderr` files with `TRYBUILD=overwrite cargo test --test suite macros` and review
 //! the diff.
 
 #[test]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::snippets::{point_at, Snippet};
+use super::snippets::{point_at, Snippet};
 
 /// This checkout (the workspace root).
 pub fn checkout() -> PathBuf {
