@@ -252,9 +252,14 @@ pub(crate) fn budget_message(budget: &str) -> String {
     format!("budget `{budget}` exceeded: nothing ran")
 }
 
-/// `denied by policy [a, b]: reason; reason` (the reasons part only when there are some).
+/// `denied by policy [a, b]: reason; reason` (the reasons part only when there are some); a
+/// default deny (no determining policy) says `denied: no policy permits it`.
 pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> String {
-    let mut m = format!("denied by policy [{}]", policy_ids.join(", "));
+    let mut m = if policy_ids.is_empty() {
+        "denied: no policy permits it".to_string()
+    } else {
+        format!("denied by policy [{}]", policy_ids.join(", "))
+    };
     if !reasons.is_empty() {
         m.push_str(": ");
         m.push_str(&reasons.join("; "));
@@ -374,6 +379,14 @@ mod tests {
             0,
         );
         assert_eq!(denied.to_string(), "denied by policy [p]: why");
+        let default_deny = report(
+            CallOutcome::Denied {
+                policy_ids: vec![],
+                reasons: vec![],
+            },
+            0,
+        );
+        assert_eq!(default_deny.to_string(), "denied: no policy permits it");
         assert_eq!(denied.outcome().result(), Some(CallResult::Denied));
     }
 }

@@ -4,8 +4,9 @@
 //! credential-free struct. The schema comes from `schemars` (draft 2020-12, with this crate's
 //! `schemars` feature) and is [`normalise`]d into the schema subset the registration rules
 //! accept: an `Option<T>` field is an optional property (not a nullable one), a unit enum is a
-//! string `enum`, every object is closed, numeric `format`s that only describe Rust's integer
-//! widths are dropped.
+//! string `enum`, every object is closed, and the `format` of a Rust integer width (`uint32`,
+//! `int16`…) becomes the `minimum` and `maximum` that width holds, so the input gate refuses a
+//! value the type cannot hold.
 
 use std::sync::OnceLock;
 
@@ -42,6 +43,39 @@ pub fn schema_of<T: schemars::JsonSchema>() -> Value {
     normalise(generator.into_root_schema_for::<T>().to_value())
 }
 
+/// The bounds of the Rust integer width `format` names (as `schemars` spells it), if it names
+/// one.
+fn width_bounds(format: &str) -> Option<(i128, i128)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "uint8" => (0, u8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "uint16" => (0, u16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "uint32" => (0, u32::MAX.into()),
+        "int64" | "int" => (i64::MIN.into(), i64::MAX.into()),
+        "uint64" | "uint" => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Set `obj[key]` to `bound` unless it holds a bound at least as tight (`tighter(new, old)`
+/// says whether `bound` is tighter than the one there).
+fn tighten(obj: &mut Map<String, Value>, key: &str, bound: i128, tighter: fn(f64, f64) -> bool) {
+    let old = obj.get(key).and_then(Value::as_f64);
+    // i128 → f64 is exact enough to compare: the widths' bounds are powers of two (less one).
+    #[allow(clippy::cast_precision_loss)]
+    let replace = old.is_none_or(|old| tighter(bound as f64, old));
+    if replace {
+        let value = i64::try_from(bound)
+            .map(Value::from)
+            .or_else(|_| u64::try_from(bound).map(Value::from));
+        if let Ok(value) = value {
+            obj.insert(key.to_string(), value);
+        }
+    }
+}
+
 /// Normalise a schema (as `schemars` emits it) into the registration subset.
 ///
 /// - `"type": [T, "null"]` becomes `"type": T`, and `anyOf`/`oneOf` of one schema and
@@ -50,7 +84,9 @@ pub fn schema_of<T: schemars::JsonSchema>() -> Value {
 ///   variants) becomes `{"type": "string", "enum": […]}`, the variants' descriptions moved into
 ///   the description;
 /// - `null` leaves `enum` lists, and a `"default": null` is dropped;
-/// - `format` on an integer or a number (`int32`, `uint64`, `double`…) is dropped;
+/// - `format` on an integer of a Rust width (`int8` … `uint64`, `int`/`uint` for `isize`/`usize`)
+///   becomes the width's `minimum` and `maximum` (a bound already tighter is kept); any other
+///   `format` on an integer or a number (`double`, `float`) is dropped;
 /// - every object without `additionalProperties` gets `"additionalProperties": false`;
 /// - the root's `title` (the Rust type's name) is dropped and `$schema` is draft 2020-12.
 ///
@@ -181,7 +217,18 @@ fn node(v: &mut Value) {
     }
     let ty = obj.get("type").and_then(Value::as_str).map(str::to_string);
     match ty.as_deref() {
-        Some("integer" | "number") => {
+        Some("integer") => {
+            let width = obj.remove("format");
+            if let Some((lo, hi)) = width
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(width_bounds)
+            {
+                tighten(obj, "minimum", lo, |new, old| new > old);
+                tighten(obj, "maximum", hi, |new, old| new < old);
+            }
+        }
+        Some("number") => {
             obj.remove("format");
         }
         Some("object") => {
@@ -259,13 +306,58 @@ mod tests {
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
                 "properties": {
-                    "n": {"type": "integer", "minimum": 0},
+                    "n": {"type": "integer", "minimum": 0, "maximum": 4294967295u64},
                     "mode": {"description": "How.", "$ref": "#/$defs/Mode"},
                     "f": {"type": "number"}
                 },
                 "$defs": {"Mode": {"type": "string", "enum": ["fast", "slow"], "description": "`fast`: Quick."}},
                 "additionalProperties": false
             })
+        );
+    }
+
+    #[test]
+    fn an_integer_keeps_the_bounds_of_its_width() {
+        let s = json!({"type": "object", "properties": {
+            "a": {"type": "integer", "format": "uint8", "minimum": 0},
+            "b": {"type": "integer", "format": "int16"},
+            "c": {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 10},
+            "d": {"type": "integer", "format": "uint64", "minimum": 0},
+            "e": {"type": "integer", "format": "int64"},
+            "f": {"type": "integer", "format": "uint32", "minimum": -5, "maximum": 1e12},
+            "g": {"type": "integer", "format": "int128"}
+        }});
+        let n = normalise(s);
+        let p = &n["properties"];
+        assert_eq!(
+            p["a"],
+            json!({"type": "integer", "minimum": 0, "maximum": 255})
+        );
+        assert_eq!(
+            p["b"],
+            json!({"type": "integer", "minimum": -32768, "maximum": 32767})
+        );
+        assert_eq!(
+            p["c"],
+            json!({"type": "integer", "minimum": 1, "maximum": 10}),
+            "kept"
+        );
+        assert_eq!(
+            p["d"],
+            json!({"type": "integer", "minimum": 0, "maximum": u64::MAX})
+        );
+        assert_eq!(
+            p["e"],
+            json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX})
+        );
+        assert_eq!(
+            p["f"],
+            json!({"type": "integer", "minimum": 0, "maximum": u32::MAX})
+        );
+        assert_eq!(
+            p["g"],
+            json!({"type": "integer"}),
+            "no width JSON can bound"
         );
     }
 

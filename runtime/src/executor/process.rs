@@ -279,7 +279,7 @@ impl ProcessExecutor {
                     stdout: stdout.kept,
                     stderr,
                 };
-                exit::stdio_json(tool, end, self.stdout_limit)
+                exit::stdio_json(tool, end, self.stdout_limit, &inv.scrubber())
             }
             Err(_) => {
                 kill_and_reap(&mut child, &group).await;

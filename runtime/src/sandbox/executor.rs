@@ -22,6 +22,7 @@ use crate::executor::{
     Attempted, Egress, ExecError, Execution, Executor, Invocation, ProcessExecutor,
 };
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
+use crate::scrub::Scrubber;
 use escepine_ledger::store::BoxFuture;
 
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
@@ -390,7 +391,7 @@ impl SandboxExecutor {
                     refusals: std::mem::take(&mut out.egress_refusals),
                 };
                 Attempted {
-                    result: classify(tool, out, self.stdout_limit, &self.limits),
+                    result: classify(tool, out, self.stdout_limit, &self.limits, &inv.scrubber()),
                     egress,
                 }
             }
@@ -770,6 +771,7 @@ fn classify(
     out: JobOutput,
     stdout_limit: usize,
     limits: &Limits,
+    scrubber: &Scrubber,
 ) -> Result<Execution, ExecError> {
     if out.memory_exhausted && out.status != JobStatus::Exited(0) {
         return Err(ExecError::Permanent {
@@ -783,7 +785,7 @@ fn classify(
         stdout_overflow: out.stdout_overflow,
         stderr: out.stderr,
     };
-    exit::stdio_json(tool, end, stdout_limit)
+    exit::stdio_json(tool, end, stdout_limit, scrubber)
 }
 
 /// The failure of a tool the kernel killed for the sandbox's memory bound.

@@ -4,3 +4,4 @@
 mod action_markers;
 mod approval;
 mod cedar_binding;
+mod payload_bounds;
