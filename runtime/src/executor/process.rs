@@ -237,6 +237,8 @@ impl ProcessExecutor {
             stderr,
         } = pipes;
 
+        // One scrubber for the attempt: stderr's, and the quote of a malformed stdout.
+        let scrubber = inv.scrubber();
         let attempt = async {
             let feed = async {
                 // A tool may exit without reading its input: its exit status tells.
@@ -252,7 +254,6 @@ impl ProcessExecutor {
                 }
                 read
             };
-            let scrubber = inv.scrubber();
             let err = read_stderr(stderr, self.stderr_limit, &scrubber);
             let status = async {
                 let status = child.wait().await;
@@ -279,7 +280,7 @@ impl ProcessExecutor {
                     stdout: stdout.kept,
                     stderr,
                 };
-                exit::stdio_json(tool, end, self.stdout_limit, &inv.scrubber())
+                exit::stdio_json(tool, end, self.stdout_limit, &scrubber)
             }
             Err(_) => {
                 kill_and_reap(&mut child, &group).await;
