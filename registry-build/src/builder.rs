@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::error::BuildError;
 use super::generate::generate_with;
+use super::linked;
 use super::options::{Options, DEFAULT_CONTRACT_PATH, DEFAULT_FILE_NAME};
+use escepine_contract::Contract;
 use escepine_policy::policy_tests;
 use escepine_registry::files::list_files;
 use escepine_registry::registry::Sources;
@@ -53,6 +55,7 @@ pub struct Builder {
     embed: bool,
     manifest_dir: Option<PathBuf>,
     policy_tests: Option<PathBuf>,
+    linked: Vec<Contract>,
 }
 
 impl Default for Builder {
@@ -73,6 +76,7 @@ impl Builder {
             embed: true,
             manifest_dir: None,
             policy_tests: None,
+            linked: Vec::new(),
         }
     }
 
@@ -119,6 +123,20 @@ impl Builder {
     /// pointer).
     pub fn policy_tests(mut self, dir: impl Into<PathBuf>) -> Self {
         self.policy_tests = Some(dir.into());
+        self
+    }
+
+    /// Link a crate of tools into the program this build script builds: its tools become
+    /// records of the registry (each as its host's `--describe` would write it, named
+    /// `linked/<host>/<tool id>.json` in diagnostics), and their host, the endpoint's `command`,
+    /// is served by the program's own binary ([`ResolvedCommand::Linked`](escepine_registry::record::ResolvedCommand::Linked)).
+    ///
+    /// The tool crate is a dependency of the program and a build-dependency of its build script,
+    /// which passes the contracts (`escepine_toolhost::linked::contracts(word_tools::TOOLS)`);
+    /// the program's `main` calls `escepine_toolhost::linked::dispatch` first. No path to a
+    /// binary appears anywhere, so the crates build the same wherever they are.
+    pub fn linked_tools(mut self, contracts: impl IntoIterator<Item = Contract>) -> Self {
+        self.linked.extend(contracts);
         self
     }
 
@@ -205,7 +223,10 @@ impl Builder {
                 message: e.to_string(),
             }
         })?;
-        let sources = absolute_sources(&self.sources);
+        let mut sources = absolute_sources(&self.sources);
+        for r in linked::records(&self.linked)? {
+            sources = sources.record_text(r.label, r.text).linked_hosts([r.host]);
+        }
         let tests = self.policy_tests.as_deref().map(absolute);
         if self.cargo_directives {
             for file in sources.input_files() {

@@ -32,10 +32,22 @@ pub(crate) fn registry_items(
             }
         })
     };
+    // A record given as text (a linked tool's) has no file to include: its text is embedded.
+    let given: Vec<&escepine_registry::diagnostic::SourceFile> = options
+        .sources
+        .iter()
+        .flat_map(|s| &s.record_texts)
+        .collect();
     let records = registry
         .records()
         .iter()
-        .map(|r| file(r.source()))
+        .map(|r| match given.iter().find(|f| f.path == r.source()) {
+            Some(f) => {
+                let (path, text) = (f.path.display().to_string(), f.text.as_str());
+                Ok(quote! { #c::EmbeddedFile { path: #path, text: #text } })
+            }
+            None => file(r.source()),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let policies = registry
         .cedar()
@@ -65,6 +77,15 @@ pub(crate) fn registry_items(
         })
         .collect();
 
+    let linked: BTreeSet<&str> = registry
+        .records()
+        .iter()
+        .filter_map(|r| match &r.endpoint().resolved {
+            ResolvedCommand::Linked(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+
     let sources = build_sources(registry, options)?;
     Ok(quote! {
         /// The registry this code was generated from, checked by every registration rule at
@@ -78,6 +99,7 @@ pub(crate) fn registry_items(
             envelope: #envelope,
             sops: &[#(#sops),*],
             workspace_bins: &[#(#bins),*],
+            linked_hosts: &[#(#linked),*],
         };
 
         #sources

@@ -71,6 +71,15 @@ pub enum BuildError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A contract given to [`Builder::linked_tools`](super::Builder::linked_tools) cannot be
+    /// served by the program it is linked into.
+    #[error("cannot link tool `{tool}` into this program: {message}")]
+    Linked {
+        /// The tool id.
+        tool: String,
+        /// What is wrong with its endpoint or contract.
+        message: String,
+    },
     /// The generated code does not parse: a bug in `registry-build`.
     #[error("internal error: the generated code does not parse ({0}); please report this")]
     Syntax(String),

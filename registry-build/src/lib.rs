@@ -44,6 +44,7 @@ mod embed;
 mod error;
 mod generate;
 mod idents;
+mod linked;
 mod literal;
 mod options;
 mod sop;

@@ -316,3 +316,125 @@ fn no_out_dir_outside_cargo_is_an_error() {
         .expect_err("no OUT_DIR");
     assert!(matches!(err, BuildError::NoOutDir), "{err}");
 }
+
+/// A contract as `#[tool]` in a crate named `word-tools` would write it.
+fn linked_contract(id: &'static str) -> escepine_contract::Contract {
+    use escepine_contract::{Contract, Endpoint, Filesystem, SideEffectClass, Transport};
+    Contract {
+        id,
+        version: "1.0.0",
+        title: None,
+        description: "Counts words.",
+        open_world: None,
+        cedar_action: id,
+        action_groups: &[],
+        class: SideEffectClass::ReadOnly,
+        compensation: None,
+        timeout_ms: 2000,
+        retry: RetryPolicy {
+            max_attempts: 1,
+            backoff_ms: 0,
+        },
+        on_failure: &[FailureOutcome::Halt],
+        endpoint: Endpoint {
+            transport: Transport::StdioJson,
+            command: "word-tools",
+            args: &["t_count"],
+            sha256: None,
+            image: None,
+            definition_sha256: None,
+        },
+        secrets: &[],
+        egress: &[],
+        filesystem: Filesystem::Workspace,
+        read_only: &[],
+        input_schema: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
+        output_schema: r#"{"type":"object","properties":{"words":{"type":"integer","minimum":0}},"required":["words"],"additionalProperties":false}"#,
+    }
+}
+
+#[test]
+fn linked_tools_become_records_served_by_the_program() {
+    let code = Builder::new()
+        .linked_tools([linked_contract("t_count")])
+        .cargo_directives(false)
+        .manifest_dir("/nowhere")
+        .generate()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The typed client has the linked tool; the registry names its host and embeds its record.
+    assert!(code.contains("pub mod t_count"), "{code}");
+    assert!(code.contains(r#"linked_hosts: &["word-tools"]"#), "{code}");
+    assert!(code.contains(r#"workspace_bins: &[]"#), "{code}");
+    assert!(
+        code.contains(r#"path: "linked/word-tools/t_count.json""#),
+        "{code}"
+    );
+    assert!(!code.contains("embed_file!(\"/linked"), "{code}");
+
+    // What the runtime loads back resolves the host as linked (no binary looked for on disk).
+    let sources = escepine_registry::registry::Sources::new()
+        .record_text(
+            "linked/word-tools/t_count.json",
+            serde_json::to_string(&linked_contract("t_count").to_record().expect("json"))
+                .expect("text"),
+        )
+        .workspace_bins(Vec::<String>::new())
+        .linked_hosts(["word-tools"]);
+    let registry =
+        escepine_registry::registry::load(&sources).unwrap_or_else(|d| panic!("{}", d.render()));
+    assert_eq!(
+        registry.records()[0].endpoint().resolved,
+        escepine_registry::record::ResolvedCommand::Linked("word-tools".into())
+    );
+    // Without the host linked, the same record names a binary nobody declares.
+    let unlinked = escepine_registry::registry::Sources {
+        linked_hosts: Default::default(),
+        ..sources
+    };
+    let d = escepine_registry::registry::load(&unlinked).expect_err("unresolvable");
+    assert!(d.render().contains("endpoint/resolvable"), "{}", d.render());
+    assert!(
+        d.render().contains("linked/word-tools/t_count.json"),
+        "{}",
+        d.render()
+    );
+}
+
+#[test]
+fn only_a_host_binary_over_stdio_json_can_be_linked() {
+    use escepine_contract::Transport;
+    let refused = |c: escepine_contract::Contract| -> String {
+        Builder::new()
+            .linked_tools([c])
+            .cargo_directives(false)
+            .generate()
+            .expect_err("refused")
+            .to_string()
+    };
+    let mut image = linked_contract("t_count");
+    image.endpoint.image = Some("127.0.0.1:5000/tools@sha256:00");
+    assert!(refused(image).contains("runs on the image"));
+    let mut mcp = linked_contract("t_count");
+    mcp.endpoint.transport = Transport::McpStdio;
+    assert!(refused(mcp).contains("speaks `mcp-stdio`"));
+    for command in [
+        "/usr/bin/word-tools",
+        "../word-tools",
+        "",
+        "--escepine-linked-host",
+    ] {
+        let mut c = linked_contract("t_count");
+        c.endpoint.command = command;
+        let e = refused(c);
+        assert!(e.contains("cannot link tool `t_count`"), "{command}: {e}");
+        assert!(
+            e.contains("is not the bare name of a tool host"),
+            "{command}: {e}"
+        );
+    }
+    // A linked tool still answers to every registration rule, named by its label.
+    let mut slow = linked_contract("t_count");
+    slow.timeout_ms = 0;
+    let e = refused(slow);
+    assert!(e.contains("linked/word-tools/t_count.json"), "{e}");
+}

@@ -260,12 +260,21 @@ pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> Strin
     } else {
         format!("denied by policy [{}]", policy_ids.join(", "))
     };
+    // The headline already says what a default deny of the call itself says.
+    let reasons: Vec<&str> = reasons
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !(policy_ids.is_empty() && *r == DEFAULT_DENY_OF_THE_CALL))
+        .collect();
     if !reasons.is_empty() {
         m.push_str(": ");
         m.push_str(&reasons.join("; "));
     }
     m
 }
+
+/// The authorizer's reason for a default deny of the call's own request.
+const DEFAULT_DENY_OF_THE_CALL: &str = "the call: no policy permits it";
 
 /// Why a call gave no output: refused before its intent, ended with another outcome than
 /// [`CallOutcome::Ok`], or (typed client) an output its type could not read. What
@@ -387,6 +396,27 @@ mod tests {
             0,
         );
         assert_eq!(default_deny.to_string(), "denied: no policy permits it");
+        // As the authorizer words it, the call's default deny is not said twice; a URL's is kept.
+        let worded = report(
+            CallOutcome::Denied {
+                policy_ids: vec![],
+                reasons: vec![DEFAULT_DENY_OF_THE_CALL.into()],
+            },
+            0,
+        );
+        assert_eq!(worded.to_string(), "denied: no policy permits it");
+        let url = "element 0 of `/urls` (https://x.test/): no policy permits it";
+        let page = report(
+            CallOutcome::Denied {
+                policy_ids: vec![],
+                reasons: vec![DEFAULT_DENY_OF_THE_CALL.into(), url.into()],
+            },
+            0,
+        );
+        assert_eq!(
+            page.to_string(),
+            format!("denied: no policy permits it: {url}")
+        );
         assert_eq!(denied.outcome().result(), Some(CallResult::Denied));
     }
 }

@@ -27,4 +27,7 @@ pub struct EmbeddedRegistry {
     pub sops: &'static [EmbeddedFile],
     /// The workspace binaries the records' endpoints name, as the build resolved them.
     pub workspace_bins: &'static [&'static str],
+    /// The tool hosts linked into the program, which serves their calls from its own binary
+    /// (see [`crate::linked`]).
+    pub linked_hosts: &'static [&'static str],
 }

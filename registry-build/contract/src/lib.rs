@@ -17,6 +17,7 @@ pub mod egress;
 pub mod embedded;
 mod host;
 pub mod image;
+pub mod linked;
 pub mod origin;
 pub mod payload;
 mod principal;

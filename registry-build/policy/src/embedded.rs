@@ -21,11 +21,13 @@ use escepine_registry::registry::Sources;
 use crate::BoundRegistry;
 
 /// The [`Sources`] of an embedded registry: every file given as text, the workspace binaries
-/// as the build resolved them. Adjust them (a deployment's own envelope, say, with
+/// as the build resolved them, the tool hosts linked into the program. Adjust them (a deployment's own envelope, say, with
 /// [`Sources::envelope_text`]) before [`crate::load`].
 pub fn sources(embedded: &EmbeddedRegistry) -> Sources {
     let text = |f: &EmbeddedFile| SourceFile::new(f.path, f.text);
-    let mut s = Sources::new().workspace_bins(embedded.workspace_bins.iter().copied());
+    let mut s = Sources::new()
+        .workspace_bins(embedded.workspace_bins.iter().copied())
+        .linked_hosts(embedded.linked_hosts.iter().copied());
     s.record_texts = embedded.records.iter().map(text).collect();
     for f in embedded.policies {
         s.policy_texts.push(text(f));

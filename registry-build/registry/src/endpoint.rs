@@ -1,5 +1,6 @@
-//! Endpoint resolution: an absolute path that exists, a name on `PATH`, or a binary the
-//! workspace declares (which may not be built yet when `build.rs` runs) — or, for an endpoint
+//! Endpoint resolution: an absolute path that exists, a tool host linked into the program, a
+//! name on `PATH`, or a binary the workspace declares (which may not be built yet when
+//! `build.rs` runs) — or, for an endpoint
 //! with an image, a command inside the image, which the host cannot resolve.
 
 use std::collections::BTreeSet;
@@ -15,6 +16,9 @@ pub struct WorkspaceBins {
     pub root: Option<PathBuf>,
     /// Declared binary names.
     pub names: BTreeSet<String>,
+    /// Tool hosts linked into the program that loads the registry, which serves them from its
+    /// own binary (resolved before the declared binaries and `PATH`).
+    pub linked: BTreeSet<String>,
 }
 
 impl WorkspaceBins {
@@ -74,6 +78,7 @@ impl WorkspaceBins {
         Self {
             root: Some(root.to_path_buf()),
             names,
+            linked: BTreeSet::new(),
         }
     }
 
@@ -148,8 +153,13 @@ pub enum ResolveError {
         "`{0}` is a relative path; give an absolute path, a name on PATH, or a workspace binary"
     )]
     Relative(String),
-    /// A bare name found neither on PATH nor among the workspace's binaries.
-    #[error("`{0}` is neither on PATH nor a binary this workspace declares")]
+    /// A bare name found neither on PATH, nor among the workspace's binaries, nor among the
+    /// tool hosts linked into the program.
+    #[error(
+        "`{0}` is neither on PATH nor a binary this workspace declares; a crate of tools \
+         built elsewhere is named by linking it into the program (`Builder::linked_tools` in \
+         build.rs, `escepine_toolhost::linked::dispatch` in main)"
+    )]
     Unknown(String),
     /// A command inside an image that is neither an absolute, lexically normal path nor a bare
     /// name.
@@ -182,6 +192,9 @@ pub fn resolve(command: &str, bins: &WorkspaceBins) -> Result<ResolvedCommand, R
         };
     }
     check_spelling(command)?;
+    if bins.linked.contains(command) {
+        return Ok(ResolvedCommand::Linked(command.to_string()));
+    }
     if bins.names.contains(command) {
         return Ok(ResolvedCommand::WorkspaceBin(command.to_string()));
     }
@@ -299,5 +312,31 @@ mod tests {
             resolve("escepine", &bins),
             Ok(ResolvedCommand::WorkspaceBin(_))
         ));
+    }
+
+    #[test]
+    fn a_linked_host_resolves_before_workspace_bins_and_path() {
+        let bins = WorkspaceBins {
+            names: ["word-tools".to_string(), "sh".to_string()].into(),
+            linked: ["word-tools".to_string(), "sh".to_string()].into(),
+            ..WorkspaceBins::default()
+        };
+        assert_eq!(
+            resolve("word-tools", &bins),
+            Ok(ResolvedCommand::Linked("word-tools".into()))
+        );
+        // A linked host shadows a program of the same name on PATH: the program serves it.
+        assert_eq!(
+            resolve("sh", &bins),
+            Ok(ResolvedCommand::Linked("sh".into()))
+        );
+        // Only bare names are linked hosts; a path is still a path.
+        assert!(matches!(
+            resolve("/bin/sh", &bins),
+            Ok(ResolvedCommand::Path(_))
+        ));
+        let unlinked = WorkspaceBins::default();
+        let err = resolve("word-tools", &unlinked).unwrap_err();
+        assert!(err.to_string().contains("Builder::linked_tools"), "{err}");
     }
 }

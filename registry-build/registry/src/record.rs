@@ -91,6 +91,10 @@ pub enum ResolvedCommand {
     OnPath(PathBuf),
     /// A binary the workspace declares (it may not be built yet).
     WorkspaceBin(String),
+    /// A tool host linked into the program that loads the registry: the program serves the
+    /// call from its own binary, started with [`escepine_contract::linked::FLAG`] and the host's
+    /// name before the endpoint's arguments.
+    Linked(String),
     /// A command inside the endpoint's image, not resolved on the host: an absolute path in
     /// the image or a bare name on the image's `PATH`; `None` when the image's `Entrypoint` and
     /// `Cmd` apply.

@@ -42,6 +42,10 @@ pub struct Sources {
     /// The binaries the workspace declares, when known ahead (a registry embedded in a
     /// program, whose build resolved them); otherwise discovered from the workspace root.
     pub workspace_bins: Option<BTreeSet<String>>,
+    /// The tool hosts linked into the program that loads this registry (its endpoints name
+    /// them, and the program serves their calls from its own binary; see
+    /// [`ResolvedCommand::Linked`](crate::record::ResolvedCommand::Linked)).
+    pub linked_hosts: BTreeSet<String>,
 }
 
 impl Sources {
@@ -108,6 +112,14 @@ impl Sources {
     /// Name the binaries the workspace declares instead of discovering them from its root.
     pub fn workspace_bins<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.workspace_bins = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Name tool hosts the program serves from its own binary: an endpoint whose command is
+    /// one of them resolves to [`ResolvedCommand::Linked`](crate::record::ResolvedCommand::Linked),
+    /// before the workspace's binaries and `PATH`.
+    pub fn linked_hosts<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.linked_hosts.extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -394,16 +406,19 @@ fn workspace_bins(sources: &Sources) -> WorkspaceBins {
                 .ok()
                 .and_then(|d| WorkspaceBins::find_root(&d))
         });
-    match &sources.workspace_bins {
+    let mut bins = match &sources.workspace_bins {
         Some(names) => WorkspaceBins {
             root: root.clone(),
             names: names.clone(),
+            ..WorkspaceBins::default()
         },
         None => root
             .as_deref()
             .map(WorkspaceBins::discover)
             .unwrap_or_default(),
-    }
+    };
+    bins.linked = sources.linked_hosts.clone();
+    bins
 }
 
 /// One record file checked by its own rules (not the cross-record ones: see

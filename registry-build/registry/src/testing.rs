@@ -317,6 +317,7 @@ impl RecordBuilder {
         let bins = WorkspaceBins {
             root: None,
             names: self.workspace_bins.clone(),
+            ..WorkspaceBins::default()
         };
         let ctx = Context {
             envelope: None,

@@ -1239,6 +1239,7 @@ pub const REGISTRY: ::escepine_contract::EmbeddedRegistry = ::escepine_contract:
     ),
     sops: &[::escepine_contract::embed_file!("/../../tools/sops/research.json")],
     workspace_bins: &["escepine-catalog", "escepine-rust-tools"],
+    linked_hosts: &[],
 };
 /// The inputs of this build (absolute paths): the tests `#[tool]` generates for
 /// Rust-first tools check against the same records, policies and envelope.

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
-use escepine_registry::record::ToolRecord;
+use escepine_registry::record::{ResolvedCommand, ToolRecord};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::time::Instant;
@@ -185,6 +185,9 @@ impl ProcessExecutor {
     }
 
     fn command_at(&self, mut cmd: Command, inv: &Invocation<'_>) -> Result<Command, ExecError> {
+        if let ResolvedCommand::Linked(host) = &inv.tool.endpoint().resolved {
+            cmd.arg(escepine_contract::linked::FLAG).arg(host);
+        }
         cmd.args(&inv.tool.endpoint().args)
             .env_clear()
             .env("PATH", SAFE_PATH)

@@ -20,6 +20,10 @@
 //! - `<binary> --describe` prints the tools' records as a JSON array; `<binary> --describe --out
 //!   DIR` writes one `<tool id>.json` per tool, which `escepine check --records DIR` reads.
 //!
+//! A crate of tools can also be linked into the agent that runs them instead ([`linked`]): its
+//! tools become records of the agent's registry at build time and are served by the agent's own
+//! binary, so no path to a tool binary is written anywhere.
+//!
 //! The crate's `build.rs` runs `escepine_registry_build::Builder`, which compiles the records
 //! the crate implements record-first and generates a Cedar action marker for every action of
 //! the crate's `.cedarschema`, which Rust-first tools name. With the `check` feature,
@@ -29,6 +33,7 @@
 
 pub mod check;
 mod exit;
+pub mod linked;
 mod registration;
 #[cfg(feature = "host")]
 mod serve;

@@ -405,6 +405,19 @@ mod tests {
     }
 
     #[test]
+    fn a_linked_host_serves_the_tools_its_name_covers() {
+        let sets: &[&[Registration]] = &[&TOOLS];
+        assert_eq!(crate::linked::served_by("host", sets).len(), 1);
+        assert!(crate::linked::served_by("other-host", sets).is_empty());
+        assert_eq!(crate::linked::contracts(&TOOLS)[0].id, "t_double");
+        // A host this program does not link is a usage error, not a call of another host.
+        assert_eq!(
+            crate::linked::serve_linked("other-host", &["t_double".into()], sets),
+            EXIT_USAGE
+        );
+    }
+
+    #[test]
     fn describe_prints_records_or_writes_files() {
         let (code, out, _) = run(&["--describe"], "");
         assert_eq!(code, 0);

@@ -6,7 +6,8 @@
 //! - ```` ```sh run=hello-agent ````: commands run with `bash` in that directory, in README
 //!   order, which must exit 0;
 //! - ```` ```text output=hello-agent ````: lines the previous `run` block of that directory
-//!   prints on stdout, in this order (other lines may come between).
+//!   prints on stdout, in this order (other lines may come between); a line ending in ` …`
+//!   stands for any line starting with what precedes the `…`.
 //!
 //! Every other block is prose.
 

@@ -233,8 +233,10 @@ pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
         // An OCI image's unpacked tree (verified and unpacked by the image store): the root.
         copy_tree(&mount, tree, Path::new(""))?;
     } else {
-        let digest = copy_file(&mount, &spec.program)?;
+        // Hashed only when a pin asks for it: the copy is what runs, so the digest of an
+        // unpinned program would be read and thrown away on every attempt.
         if let Some(expected) = &spec.program_sha256 {
+            let digest = copy_file(&mount, &spec.program)?;
             if !digest.eq_ignore_ascii_case(expected.trim()) {
                 return Err(SandboxError::DigestMismatch {
                     path: spec.program.clone(),
@@ -242,6 +244,8 @@ pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
                     expected: expected.trim().to_string(),
                 });
             }
+        } else {
+            copy_plain(&mount, &spec.program, &relative(&spec.program))?;
         }
     }
     let program = relative(&spec.program);

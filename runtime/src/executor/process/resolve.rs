@@ -26,7 +26,8 @@ pub(super) struct SearchDirs {
 
 /// The path of the binary the tool's endpoint names.
 ///
-/// `Path` and `OnPath` are used as registered (they must still be files). A `WorkspaceBin` is the
+/// `Path` and `OnPath` are used as registered (they must still be files). A `Linked` host is this
+/// program's own binary. A `WorkspaceBin` is the
 /// first existing file among: the configured directories, the directory of the current executable
 /// and its parent (so `target/debug/escepine` and test binaries in `target/debug/deps` both find
 /// `target/debug/<bin>`), then [`WorkspaceBins::built_candidates`] of the workspace root (the
@@ -63,6 +64,15 @@ pub(super) fn locate(tool: &ToolRecord, dirs: &SearchDirs) -> Result<PathBuf, Ex
                 looked.join(", ")
             )))
         }
+        // The program itself serves the host's tools (started with the flag and the host's
+        // name before the endpoint's arguments: see `ProcessExecutor::command`).
+        ResolvedCommand::Linked(name) => std::env::current_exe().map_err(|e| {
+            ExecError::Spawn(format!(
+                "`{}` is served by the tool host `{name}` linked into this program, which cannot \
+                 locate its own binary: {e}",
+                tool.tool_id()
+            ))
+        }),
         ResolvedCommand::InImage(_) => Err(ExecError::Spawn(format!(
             "`{}` runs inside its image `{}`: its command is not a host binary",
             tool.tool_id(),

@@ -101,6 +101,19 @@ pub(super) fn check(
             });
         (command, resolved)
     };
+    if let (Some(Transport::McpStdio), Some(ResolvedCommand::Linked(host))) =
+        (transport, resolved.as_ref())
+    {
+        diags.push(Diagnostic::at(
+            Rule::EndpointTransport,
+            src,
+            "/endpoint/transport",
+            format!(
+                "`{host}` is a tool host linked into this program, which serves stdio-json; \
+                 an MCP server is started as its own program"
+            ),
+        ));
+    }
     let args = match e.map.get("args") {
         None => Some(Vec::new()),
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => Some(
