@@ -391,6 +391,19 @@ fn linked_tools_become_records_served_by_the_program() {
         linked_hosts: Default::default(),
         ..sources
     };
+    // A linked host serves stdio-json; a record naming it as an MCP server is refused.
+    let mut mcp = linked_contract("t_count").to_record().expect("json");
+    mcp["endpoint"]["transport"] = json!("mcp-stdio");
+    let as_mcp = escepine_registry::registry::Sources::new()
+        .record_text("linked/word-tools/t_count.json", mcp.to_string())
+        .workspace_bins(Vec::<String>::new())
+        .linked_hosts(["word-tools"]);
+    let d = escepine_registry::registry::load(&as_mcp).expect_err("mcp-stdio on a linked host");
+    assert!(
+        d.render().contains("a tool host linked into this program"),
+        "{}",
+        d.render()
+    );
     let d = escepine_registry::registry::load(&unlinked).expect_err("unresolvable");
     assert!(d.render().contains("endpoint/resolvable"), "{}", d.render());
     assert!(
