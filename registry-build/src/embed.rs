@@ -68,23 +68,15 @@ pub(crate) fn registry_items(
         }
         None => quote! { ::core::option::Option::None },
     };
-    let bins: BTreeSet<&str> = registry
-        .records()
-        .iter()
-        .filter_map(|r| match &r.endpoint().resolved {
-            ResolvedCommand::WorkspaceBin(name) => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
-
-    let linked: BTreeSet<&str> = registry
-        .records()
-        .iter()
-        .filter_map(|r| match &r.endpoint().resolved {
-            ResolvedCommand::Linked(name) => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
+    // The workspace binaries and the linked hosts the endpoints resolved to.
+    let (mut bins, mut linked) = (BTreeSet::<&str>::new(), BTreeSet::<&str>::new());
+    for r in registry.records() {
+        match &r.endpoint().resolved {
+            ResolvedCommand::WorkspaceBin(name) => bins.insert(name.as_str()),
+            ResolvedCommand::Linked(name) => linked.insert(name.as_str()),
+            _ => false,
+        };
+    }
 
     let sources = build_sources(registry, options)?;
     Ok(quote! {
