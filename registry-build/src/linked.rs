@@ -1,7 +1,10 @@
 //! Tools linked into the program being built ([`Builder::linked_tools`](super::Builder::linked_tools)):
 //! their contracts turned into the record texts the registry checks, and their hosts' names.
 
+use std::path::Path;
+
 use escepine_contract::{Contract, Transport};
+use escepine_registry::endpoint;
 
 use super::error::BuildError;
 
@@ -43,11 +46,10 @@ fn record(c: &Contract) -> Result<LinkedRecord, BuildError> {
             c.endpoint.transport.as_str()
         )));
     }
-    let bare = !host.is_empty()
-        && !host.starts_with('-')
-        && host
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+    // A bare name as the registry spells one (not a path), that cannot pass for an option.
+    let bare = endpoint::check_spelling(host).is_ok()
+        && !Path::new(host).is_absolute()
+        && !host.starts_with('-');
     if !bare {
         return Err(refuse(format!(
             "its endpoint command `{host}` is not the bare name of a tool host (the crate \

@@ -10,6 +10,7 @@ use crate::error::CallError;
 use crate::kind::CallKind;
 use escepine_ledger::entry::Committed;
 use escepine_ledger::record::CallResult;
+use escepine_policy::authorize::CALL_DEFAULT_DENY;
 use escepine_policy::gate::violation_list;
 use escepine_policy::gate::Violation;
 
@@ -264,7 +265,7 @@ pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> Strin
     let reasons: Vec<&str> = reasons
         .iter()
         .map(String::as_str)
-        .filter(|r| !(policy_ids.is_empty() && *r == DEFAULT_DENY_OF_THE_CALL))
+        .filter(|r| !(policy_ids.is_empty() && *r == CALL_DEFAULT_DENY))
         .collect();
     if !reasons.is_empty() {
         m.push_str(": ");
@@ -272,9 +273,6 @@ pub(crate) fn denied_message(policy_ids: &[String], reasons: &[String]) -> Strin
     }
     m
 }
-
-/// The authorizer's reason for a default deny of the call's own request.
-const DEFAULT_DENY_OF_THE_CALL: &str = "the call: no policy permits it";
 
 /// Why a call gave no output: refused before its intent, ended with another outcome than
 /// [`CallOutcome::Ok`], or (typed client) an output its type could not read. What
@@ -400,7 +398,7 @@ mod tests {
         let worded = report(
             CallOutcome::Denied {
                 policy_ids: vec![],
-                reasons: vec![DEFAULT_DENY_OF_THE_CALL.into()],
+                reasons: vec![CALL_DEFAULT_DENY.into()],
             },
             0,
         );
@@ -409,7 +407,7 @@ mod tests {
         let page = report(
             CallOutcome::Denied {
                 policy_ids: vec![],
-                reasons: vec![DEFAULT_DENY_OF_THE_CALL.into(), url.into()],
+                reasons: vec![CALL_DEFAULT_DENY.into(), url.into()],
             },
             0,
         );

@@ -542,7 +542,7 @@ impl Authorizer {
                     diagnostics.reason().map(ToString::to_string).collect();
                 let mut reason = format!("{}: ", label());
                 if forbids.is_empty() {
-                    reason.push_str("no policy permits it");
+                    reason.push_str(NO_POLICY_PERMITS);
                 } else {
                     reason.push_str("forbidden by ");
                     for (n, id) in forbids.iter().enumerate() {
@@ -555,6 +555,13 @@ impl Authorizer {
         }
     }
 }
+
+/// The reason of a default deny (no policy determined the decision), after the request's label.
+const NO_POLICY_PERMITS: &str = "no policy permits it";
+
+/// The reason a default deny of the call's own request (without a URL) records: what a report's
+/// headline `denied: no policy permits it` already says.
+pub const CALL_DEFAULT_DENY: &str = "the call: no policy permits it";
 
 /// Which request of a call, for reasons.
 #[derive(Clone, Copy)]
@@ -680,6 +687,18 @@ fn type_name(name: &str) -> Result<EntityTypeName, AuthorizeError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_calls_default_deny_reads_as_its_constant() {
+        assert_eq!(
+            format!(
+                "{}: {}",
+                super::Label::Call.render(""),
+                super::NO_POLICY_PERMITS
+            ),
+            super::CALL_DEFAULT_DENY
+        );
+    }
+
     #[test]
     fn the_authorizer_can_be_shared_across_threads() {
         fn shared<T: Send + Sync>() {}
