@@ -1,10 +1,13 @@
 //! `pub mod actions`: one marker type per action of the Cedar schema.
 
+use std::path::{Path, PathBuf};
+
 use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::error::BuildError;
 use super::idents::action_ident;
+use escepine_contract::SideEffectClass;
 use escepine_policy::cedar::ActionInfo;
 use escepine_registry::record::ToolRecord;
 use escepine_registry::rust_names::{action_marker, clashes};
@@ -101,6 +104,120 @@ pub(crate) fn actions_module(
         #[allow(dead_code, non_camel_case_types)]
         pub mod actions {
             #items
+
+            /// What `action!` names for an action the schema does not declare, beside the
+            /// compile error that says so (a type of its own, so that error is the only one).
+            #[doc(hidden)]
+            pub struct __Undeclared<const E: usize>;
+
+            impl<const E: usize> #c::CedarAction for __Undeclared<E> {
+                const ACTION_ID: &'static str = "";
+                const IS_GROUP: bool = false;
+            }
         }
+    })
+}
+
+/// Where the actions of a build are declared: the user's `.cedarschema` files and the folder
+/// of the policies (named by the error of an undeclared action).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SchemaPlace {
+    /// The `.cedarschema` files read beside the policies.
+    pub(crate) schema_files: Vec<PathBuf>,
+    /// The folder of the policies, when the build has policies.
+    pub(crate) policy_dir: Option<PathBuf>,
+    /// The crate's directory: the files are named relative to it when inside it.
+    pub(crate) manifest_dir: Option<PathBuf>,
+}
+
+impl SchemaPlace {
+    /// What an undeclared action's error names: the schema files, or where one would go.
+    fn describe(&self) -> String {
+        let files: Vec<String> = self
+            .schema_files
+            .iter()
+            .map(|f| format!("`{}`", self.shown(f)))
+            .collect();
+        match (files.is_empty(), &self.policy_dir) {
+            (false, _) => format!("not declared in {}", files.join(" or ")),
+            (true, Some(dir)) => format!(
+                "not declared: no `.cedarschema` file is beside the policies in `{}`",
+                self.shown(dir)
+            ),
+            (true, None) => {
+                "not declared: the build has no policies, so no `.cedarschema` file".to_string()
+            }
+        }
+    }
+
+    /// `path` relative to the crate's directory, when it is inside it.
+    fn shown(&self, path: &Path) -> String {
+        self.manifest_dir
+            .as_deref()
+            .and_then(|dir| path.strip_prefix(dir).ok())
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+}
+
+/// `action!{[<registry path>] <marker> "<id>" compile_error}`: the marker of a declared action, one arm per
+/// action of the schema, and for any other a `compile_error!` naming the action and the
+/// `.cedarschema` that lacks it. `#[tool]` names its action through this macro, so an
+/// undeclared action is reported at the tool's `id = "…"` as what it is rather than as a type
+/// that cannot be found, and the proc macros stay free of Cedar.
+pub(crate) fn action_macro(
+    actions: &[ActionInfo],
+    place: &SchemaPlace,
+) -> Result<TokenStream, BuildError> {
+    let mut arms = TokenStream::new();
+    for action in actions {
+        let name = action_ident(&action.id)?;
+        arms.extend(quote! {
+            ([$($p:tt)*] #name $id:literal $e:ident) => { $($p)*::actions::#name };
+        });
+    }
+    // The tools' actions, not the class groups (plain actions while no tool is in them) or
+    // the approver's action.
+    let declared: Vec<String> = actions
+        .iter()
+        .filter(|a| {
+            !a.is_group
+                && a.id != escepine_policy::cedar::approval::APPROVE_ACTION
+                && !SideEffectClass::ALL.iter().any(|c| c.as_str() == a.id)
+        })
+        .map(|a| format!("`{}`", a.id))
+        .collect();
+    let declared = if declared.is_empty() {
+        "none".to_string()
+    } else {
+        declared.join(", ")
+    };
+    let after = format!(
+        "` of this `#[tool]` is {}; declare it there (the actions declared: {declared}). \
+         `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, \
+         which prints the declaration its payload implies.",
+        place.describe()
+    );
+    Ok(quote! {
+        /// `action!{[path] marker "id" compile_error}`: the marker type `path::actions::marker` of a Cedar
+        /// action of the schema, or a compile error naming the action and the `.cedarschema`
+        /// that does not declare it. `#[tool]` expands to it.
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! __escepine_action {
+            #arms
+            // `$e` is `compile_error`, spelled at the tool's `id = "…"` so the error is shown
+            // there.
+            ([$($p:tt)*] $other:ident $id:literal $e:ident) => {
+                $($p)*::actions::__Undeclared<{
+                    $e!(::core::concat!("the Cedar action `", $id, #after));
+                    0
+                }>
+            };
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use __escepine_action as action;
     })
 }

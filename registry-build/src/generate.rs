@@ -36,9 +36,20 @@ pub(crate) fn generate_with(
     } else {
         None
     };
+    let binding = registry.cedar();
+    let place = actions::SchemaPlace {
+        schema_files: binding.schema_files.clone(),
+        policy_dir: binding
+            .policy_files
+            .first()
+            .and_then(|f| f.parent())
+            .map(std::path::Path::to_path_buf),
+        manifest_dir: options.manifest_dir.clone(),
+    };
     generate_all(
         registry.records(),
         &actions,
+        &place,
         registry.sops(),
         options,
         embedded,
@@ -53,13 +64,22 @@ pub(crate) fn generate_records(records: &[ToolRecord]) -> Result<String, BuildEr
         embed: false,
         ..Options::default()
     };
-    generate_all(records, &cedar::actions(records), &[], &options, None)
+    let place = actions::SchemaPlace::default();
+    generate_all(
+        records,
+        &cedar::actions(records),
+        &place,
+        &[],
+        &options,
+        None,
+    )
 }
 
 /// Generate from records, the actions of their Cedar schema and the SOPs checked against them.
 fn generate_all(
     records: &[ToolRecord],
     actions: &[ActionInfo],
+    place: &actions::SchemaPlace,
     sops: &[escepine_registry::sop::Sop],
     options: &Options,
     embedded: Option<TokenStream>,
@@ -77,6 +97,7 @@ fn generate_all(
             items.extend(types::conversion_error_module());
         }
         items.extend(actions::actions_module(actions, &sorted, c)?);
+        items.extend(actions::action_macro(actions, place)?);
         items.extend(client::tool_id_enum(&sorted, &names, c));
         items.extend(client::client_trait(&sorted, &names, c));
         if !sops.is_empty() {

@@ -81,9 +81,10 @@
 //! }
 //! ```
 //!
-//! Its Cedar action is named through the generated marker `<types>::actions::<id>`, which the
-//! tool host's build helper generates for every action of the crate's `.cedarschema`: an action
-//! the schema does not declare is a compile error. A generated `#[test]` checks the tool's
+//! Its Cedar action is named through the generated `<types>::action!`, which the crate's
+//! build.rs generates with one arm per action of its `.cedarschema` (each the marker
+//! `<types>::actions::<id>`): an action the schema does not declare is a compile error at the
+//! tool's `id = "…"` naming the action and the `.cedarschema` file. A generated `#[test]` checks the tool's
 //! record (with the schemas of its payload types) against every registration rule and the
 //! action's declared context type against the one its payload schema implies.
 

@@ -489,7 +489,58 @@ pub mod actions {
         const ACTION_ID: &'static str = "type";
         const IS_GROUP: bool = false;
     }
+    /// What `action!` names for an action the schema does not declare, beside the
+    /// compile error that says so (a type of its own, so that error is the only one).
+    #[doc(hidden)]
+    pub struct __Undeclared<const E: usize>;
+    impl<const E: usize> ::escepine_contract::CedarAction for __Undeclared<E> {
+        const ACTION_ID: &'static str = "";
+        const IS_GROUP: bool = false;
+    }
 }
+/// `action!{[path] marker "id" compile_error}`: the marker type `path::actions::marker` of a Cedar
+/// action of the schema, or a compile error naming the action and the `.cedarschema`
+/// that does not declare it. `#[tool]` expands to it.
+#[doc(hidden)]
+#[allow(unused_macros)]
+macro_rules! __escepine_action {
+    ([$($p:tt)*] read_only $id:literal $e:ident) => {
+        $($p)* ::actions::read_only
+    };
+    ([$($p:tt)*] compensatable $id:literal $e:ident) => {
+        $($p)* ::actions::compensatable
+    };
+    ([$($p:tt)*] supersede $id:literal $e:ident) => {
+        $($p)* ::actions::supersede
+    };
+    ([$($p:tt)*] page_read $id:literal $e:ident) => {
+        $($p)* ::actions::page_read
+    };
+    ([$($p:tt)*] clash $id:literal $e:ident) => {
+        $($p)* ::actions::clash
+    };
+    ([$($p:tt)*] firecrawl_scrape $id:literal $e:ident) => {
+        $($p)* ::actions::firecrawl_scrape
+    };
+    ([$($p:tt)*] note_publish $id:literal $e:ident) => {
+        $($p)* ::actions::note_publish
+    };
+    ([$($p:tt)*] srv_time $id:literal $e:ident) => {
+        $($p)* ::actions::srv_time
+    };
+    ([$($p:tt)*] r#type $id:literal $e:ident) => {
+        $($p)* ::actions::r#type
+    };
+    ([$($p:tt)*] $other:ident $id:literal $e:ident) => {
+        $($p)* ::actions::__Undeclared < { $e ! (::core::concat!("the Cedar action `",
+        $id,
+        "` of this `#[tool]` is not declared: the build has no policies, so no `.cedarschema` file; declare it there (the actions declared: `clash`, `firecrawl_scrape`, `note_publish`, `srv_time`, `type`). `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, which prints the declaration its payload implies."));
+        0 } >
+    };
+}
+#[doc(hidden)]
+#[allow(unused_imports)]
+pub(crate) use __escepine_action as action;
 /// Every tool of the registry, by id (sorted). `"web_search".parse::<ToolId>()` resolves
 /// an id at run time; an id that names no registered tool is an [`UnknownToolId`].
 #[allow(dead_code, clippy::enum_variant_names)]

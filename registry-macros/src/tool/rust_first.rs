@@ -120,9 +120,10 @@ pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenS
     let vis = &func.vis;
     let id = &args.id;
     let types = types_path(args.types.as_ref(), id.span());
-    // Named once, at the user's `id = "…"`: an action the crate's `.cedarschema` does not
-    // declare has no generated marker, and this path fails to resolve.
-    let action = quote_spanned!(id.span()=> #types::actions::#id_ident);
+    // Named once, at the user's `id = "…"`, through the generated `action!`: an action the
+    // crate's `.cedarschema` does not declare is a compile error naming it and the schema file.
+    let compile_error = syn::Ident::new("compile_error", id.span());
+    let action = quote_spanned!(id.span()=> #types::action!{[#types] #id_ident #id #compile_error});
 
     let input_ty = &sig.input;
     let output_ty = &sig.output;

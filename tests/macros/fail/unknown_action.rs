@@ -3,16 +3,9 @@ use escepine_registry_macros::{tool, Payload};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-mod registry {
-    pub mod actions {
-        #[allow(non_camel_case_types)]
-        pub struct text_stats;
-        impl escepine_contract::CedarAction for text_stats {
-            const ACTION_ID: &'static str = "text_stats";
-            const IS_GROUP: bool = false;
-        }
-    }
-}
+/// What build.rs generates from `tests/macros/registry/policies` (checked to be current).
+#[path = "../registry.rs"]
+mod registry;
 
 #[derive(Serialize, Deserialize, JsonSchema, Payload)]
 #[serde(deny_unknown_fields)]
