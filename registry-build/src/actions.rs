@@ -150,15 +150,35 @@ impl SchemaPlace {
         }
     }
 
-    /// `path` relative to the crate's directory, when it is inside it.
+    /// `path` relative to the crate's directory (`schema.cedarschema`,
+    /// `../../tools/policies/schema.cedarschema`), so that the generated text names no checkout;
+    /// as it is when there is no crate directory or the two share no root.
     fn shown(&self, path: &Path) -> String {
         self.manifest_dir
             .as_deref()
-            .and_then(|dir| path.strip_prefix(dir).ok())
-            .unwrap_or(path)
+            .and_then(|dir| relative(path, dir))
+            .unwrap_or_else(|| path.to_path_buf())
             .display()
             .to_string()
     }
+}
+
+/// `path` relative to `dir`, both absolute; `None` when either is not.
+fn relative(path: &Path, dir: &Path) -> Option<PathBuf> {
+    if !path.is_absolute() || !dir.is_absolute() {
+        return None;
+    }
+    let (mut p, mut d) = (path.components().peekable(), dir.components().peekable());
+    while let (Some(a), Some(b)) = (p.peek(), d.peek()) {
+        if a != b {
+            break;
+        }
+        p.next();
+        d.next();
+    }
+    let mut out: PathBuf = d.map(|_| std::path::Component::ParentDir).collect();
+    out.extend(p);
+    Some(out)
 }
 
 /// `action!{[<registry path>] <marker> "<id>" compile_error}`: the marker of a declared action, one arm per
@@ -220,4 +240,40 @@ pub(crate) fn action_macro(
         #[allow(unused_imports)]
         pub(crate) use __escepine_action as action;
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_files_are_named_from_the_crate_directory() {
+        let place = SchemaPlace {
+            schema_files: vec![PathBuf::from("/ws/tools/policies/schema.cedarschema")],
+            policy_dir: None,
+            manifest_dir: Some(PathBuf::from("/ws/examples/client")),
+        };
+        assert_eq!(
+            place.describe(),
+            "not declared in `../../tools/policies/schema.cedarschema`"
+        );
+        let inside = SchemaPlace {
+            schema_files: vec![PathBuf::from("/ws/agent/policies/a.cedarschema")],
+            policy_dir: None,
+            manifest_dir: Some(PathBuf::from("/ws/agent")),
+        };
+        assert_eq!(
+            inside.describe(),
+            "not declared in `policies/a.cedarschema`"
+        );
+        let unknown = SchemaPlace {
+            schema_files: vec![PathBuf::from("policies/a.cedarschema")],
+            policy_dir: None,
+            manifest_dir: Some(PathBuf::from("/ws/agent")),
+        };
+        assert_eq!(
+            unknown.describe(),
+            "not declared in `policies/a.cedarschema`"
+        );
+    }
 }

@@ -103,16 +103,37 @@ pub(crate) fn client_trait(
             r.tool_id(),
             summary(r.description())
         ));
+        if r.sandbox_profile().workspace_inputs.is_empty() {
+            return quote! {
+                #doc
+                fn #module(
+                    &self,
+                    principal: &#c::Principal,
+                    input: self::#module::Input,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<self::#module::Output, Self::Error>,
+                > + ::core::marker::Send {
+                    self.invoke::<self::#module::Tool>(principal, input)
+                }
+            };
+        }
+        // A tool with workspace inputs takes its files too: a required one is a field the
+        // caller cannot leave out.
         quote! {
             #doc
             fn #module(
                 &self,
                 principal: &#c::Principal,
                 input: self::#module::Input,
+                files: self::#module::Files,
             ) -> impl ::core::future::Future<
                 Output = ::core::result::Result<self::#module::Output, Self::Error>,
             > + ::core::marker::Send {
-                self.invoke::<self::#module::Tool>(principal, input)
+                self.invoke_with_files::<self::#module::Tool>(
+                    principal,
+                    input,
+                    ::core::convert::From::from(files),
+                )
             }
         }
     });

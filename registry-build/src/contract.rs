@@ -5,12 +5,12 @@ use quote::quote;
 
 use super::docs::doc_attrs;
 use super::error::BuildError;
-use super::idents::{action_ident, ToolName};
+use super::idents::{action_ident, ident, ToolName};
 use super::literal::raw_str;
 use super::types::tool_types;
 use escepine_registry::contract_tokens::ContractTokens;
 use escepine_registry::record::ToolRecord;
-use escepine_registry::rust_names::action_marker;
+use escepine_registry::rust_names::{action_marker, input_field};
 
 /// `pub mod <tool_id> { … }` for one record.
 pub(crate) fn tool_module(
@@ -42,6 +42,7 @@ pub(crate) fn tool_module(
     );
     let action = action_ident(record.cedar_action())?;
     let contract = ContractTokens::from_record(record, quote!(#c));
+    let files = files_struct(record, c)?;
 
     Ok(quote! {
         #module_doc
@@ -56,6 +57,8 @@ pub(crate) fn tool_module(
 
             #types
 
+            #files
+
             #[doc = #tool_doc]
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
             pub struct Tool;
@@ -65,6 +68,66 @@ pub(crate) fn tool_module(
                 type Output = Output;
                 type Action = super::actions::#action;
                 const CONTRACT: #c::Contract = #contract;
+            }
+        }
+    })
+}
+
+/// `pub struct Files` of a tool that declares workspace inputs (one field per input, an
+/// `Option` for an optional one) and its conversion to the call's `WorkspaceFiles`; nothing for
+/// a tool that declares none.
+fn files_struct(record: &ToolRecord, c: &syn::Path) -> Result<TokenStream, BuildError> {
+    let inputs = &record.sandbox_profile().workspace_inputs;
+    if inputs.is_empty() {
+        return Ok(TokenStream::new());
+    }
+    let mut fields = Vec::new();
+    let mut inserts = Vec::new();
+    for input in inputs {
+        let field = ident(&input_field(&input.name)).map_err(|e| BuildError::Name {
+            message: format!(
+                "{}: workspace input `{}`: {e}",
+                record.source().display(),
+                input.name
+            ),
+        })?;
+        let name = &input.name;
+        let doc = format!(
+            " `/workspace/{name}`: at most {} bytes{}.",
+            input.max_bytes,
+            if input.required { "" } else { ", optional" }
+        );
+        if input.required {
+            fields.push(quote! { #[doc = #doc] pub #field: #c::WorkspaceFile });
+            inserts.push(quote! { files.insert(#name, f.#field); });
+        } else {
+            fields.push(
+                quote! { #[doc = #doc] pub #field: ::core::option::Option<#c::WorkspaceFile> },
+            );
+            inserts.push(quote! {
+                if let ::core::option::Option::Some(file) = f.#field {
+                    files.insert(#name, file);
+                }
+            });
+        }
+    }
+    let doc = format!(
+        " The workspace files of `{}`: each placed read-only at `/workspace/<name>` of the \
+         call's sandbox, its SHA-256 recorded in the intent.",
+        record.tool_id()
+    );
+    Ok(quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone)]
+        pub struct Files {
+            #(#fields,)*
+        }
+
+        impl ::core::convert::From<Files> for #c::WorkspaceFiles {
+            fn from(f: Files) -> Self {
+                let mut files = #c::WorkspaceFiles::new();
+                #(#inserts)*
+                files
             }
         }
     })

@@ -86,6 +86,24 @@ fn publish() -> ToolRecord {
     .registered()
 }
 
+/// A tool taking workspace files: a required one (`draft.md`, a name that is no identifier)
+/// and an optional one named like a keyword (`type`).
+fn attach() -> ToolRecord {
+    builder(
+        "note_attach",
+        json!({"type": "object", "additionalProperties": false, "properties": {"title": {"type": "string"}}}),
+        json!({"type": "object", "additionalProperties": false, "properties": {"note_id": {"type": "string"}}}),
+    )
+    .field(
+        "sandbox_profile",
+        json!({"egress": [], "filesystem": "workspace", "workspace_inputs": [
+            {"name": "draft.md", "max_bytes": 4096},
+            {"name": "type", "max_bytes": 16, "required": false}
+        ]}),
+    )
+    .registered()
+}
+
 /// An MCP tool on an image, with a definition digest, read-only paths, a title and a hint.
 fn srv_time() -> ToolRecord {
     let image = "127.0.0.1:5000/mcp/time@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -128,6 +146,7 @@ fn fixtures() -> Vec<ToolRecord> {
     vec![
         scrape(),
         publish(),
+        attach(),
         srv_time(),
         record("type", obj.clone(), obj),
         clash(),

@@ -59,7 +59,7 @@ impl Which {
 }
 
 /// Type names the tool module defines itself, which no definition may take.
-const MODULE_NAMES: &[&str] = &["Input", "Output", "Tool"];
+const MODULE_NAMES: &[&str] = &["Input", "Output", "Tool", "Files"];
 
 /// The typify items of `record` (`Input`, `Output` and every nested or shared type), to be
 /// placed in the tool's module beside `use super::error;`.

@@ -466,6 +466,7 @@ async fn call(
         secrets: &secrets,
         scrubber: &scrubber,
         egress: &escepine_contract::EgressGrant::default(),
+        files: &escepine_contract::WorkspaceFiles::new(),
     };
     Ok(ex.execute(inv).await?.output)
 }

@@ -85,6 +85,7 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
                 egress_origins: Vec::new(),
                 deadline_ms: Some(1000),
                 credential_exemptions: Vec::new(),
+                files: Vec::new(),
                 shadow: None,
                 approval: None,
             });

@@ -159,6 +159,7 @@ fn main() {
                         secrets.values().map(String::as_str),
                     ),
                     egress: &egress,
+                    files: &escepine_contract::WorkspaceFiles::new(),
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the no-op runs");
@@ -221,6 +222,7 @@ fn main() {
                         secrets.values().map(String::as_str),
                     ),
                     egress: &EgressGrant::default(),
+                    files: &escepine_contract::WorkspaceFiles::new(),
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the probe answers");
@@ -244,6 +246,7 @@ fn main() {
         let secrets = BTreeMap::new();
         let scrubber = escepine_runtime::scrub::Scrubber::default();
         let payload = json!({});
+        let files = escepine_contract::WorkspaceFiles::new();
         let mut times = Vec::with_capacity(rounds);
         for _ in 0..rounds {
             let start = Instant::now();
@@ -258,6 +261,7 @@ fn main() {
                     secrets: &secrets,
                     scrubber: &scrubber,
                     egress: &proxy_egress,
+                    files: &files,
                 })
             });
             let outs = futures::future::join_all(calls).await;

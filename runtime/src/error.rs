@@ -15,6 +15,11 @@ pub enum CallError {
     /// The payload deviates from the input schema; nothing ran.
     #[error("input rejected: {}", violation_list(.0))]
     InputRejected(Vec<Violation>),
+    /// The workspace files given do not match the tool's `sandbox_profile.workspace_inputs`
+    /// (a file it does not declare, a required one missing, one larger than its bound);
+    /// nothing ran.
+    #[error("workspace files rejected: {}", .0.join("; "))]
+    FilesRejected(Vec<String>),
     /// The ledger could not be written: the call stops (before execution if it was the intent;
     /// before returning if it was the outcome).
     #[error("{0}")]
@@ -31,7 +36,7 @@ impl CallError {
     pub const fn kind(&self) -> CallKind {
         match self {
             Self::UnknownTool(_) => CallKind::UnknownTool,
-            Self::InputRejected(_) => CallKind::InputRejected,
+            Self::InputRejected(_) | Self::FilesRejected(_) => CallKind::InputRejected,
             Self::LedgerUnavailable(_) => CallKind::LedgerUnavailable,
             Self::ClientMismatch(_) => CallKind::ClientMismatch,
         }

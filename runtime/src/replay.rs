@@ -212,6 +212,7 @@ mod tests {
             egress_origins: vec![],
             deadline_ms: None,
             credential_exemptions: vec![],
+            files: Vec::new(),
             shadow: None,
             approval: None,
         });

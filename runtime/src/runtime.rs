@@ -438,10 +438,11 @@ impl Runtime {
 impl Invoke for Runtime {
     type Error = NoOutput;
 
-    fn invoke<T: Tool>(
+    fn invoke_with_files<T: Tool>(
         &self,
         principal: &Principal,
         input: T::Input,
+        files: escepine_contract::WorkspaceFiles,
     ) -> impl std::future::Future<Output = Result<T::Output, Self::Error>> + Send {
         let principal = principal.clone();
         async move {
@@ -453,7 +454,15 @@ impl Invoke for Runtime {
                 ))
             })?;
             let report = self
-                .call(&principal, T::CONTRACT.id, payload, CallOptions::default())
+                .call(
+                    &principal,
+                    T::CONTRACT.id,
+                    payload,
+                    CallOptions {
+                        files,
+                        ..CallOptions::default()
+                    },
+                )
                 .await?;
             let call_id = report.call_id().to_string();
             let output = report.into_output()?;

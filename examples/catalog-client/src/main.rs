@@ -65,10 +65,11 @@ impl Error for DryRunError {}
 impl Invoke for DryRun {
     type Error = DryRunError;
 
-    fn invoke<T: Tool>(
+    fn invoke_with_files<T: Tool>(
         &self,
         principal: &Principal,
         input: T::Input,
+        _files: escepine_contract::WorkspaceFiles,
     ) -> impl Future<Output = Result<T::Output, Self::Error>> + Send {
         let contract = T::CONTRACT;
         let payload = serde_json::to_string(&input);

@@ -12,9 +12,11 @@ pub use serde;
 pub use serde_json;
 pub use url;
 
+pub mod cedar_shape;
 mod contract;
 pub mod egress;
 pub mod embedded;
+pub mod files;
 mod host;
 pub mod image;
 pub mod linked;
@@ -32,6 +34,7 @@ pub use contract::{
 };
 pub use egress::{EgressEntry, EgressError, EgressHost};
 pub use embedded::{EmbeddedFile, EmbeddedRegistry};
+pub use files::{WorkspaceFile, WorkspaceFiles, WorkspaceInput};
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use origin::{EgressGrant, Origin, OriginHost};

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::contract::Contract;
+use crate::files::WorkspaceFiles;
 use crate::principal::Principal;
 
 /// A registered tool known at compile time.
@@ -41,6 +42,12 @@ pub trait CedarAction: Send + Sync + 'static {
     const ACTION_ID: &'static str;
     /// Whether this action is an action group (a class group or a record's `action_groups`).
     const IS_GROUP: bool;
+    /// The context type a `.cedarschema` declares for the action, as the build step read it
+    /// ([`Shape::Unchecked`](crate::cedar_shape::Shape::Unchecked) when no schema file
+    /// declares it): what `#[tool]` checks its input against while the crate compiles.
+    const CONTEXT: crate::cedar_shape::Shape = crate::cedar_shape::Shape::Unchecked;
+    /// The `.cedarschema` file declaring the action, as the crate names it (empty when none).
+    const SCHEMA_FILE: &'static str = "";
 }
 
 /// The seam between the generated typed client and whatever executes calls (the runtime).
@@ -51,10 +58,22 @@ pub trait Invoke: Send + Sync {
     /// The error a call can end with.
     type Error: Send;
 
-    /// Run one governed call of tool `T` for `principal`.
+    /// Run one governed call of tool `T` for `principal`, with no workspace files.
     fn invoke<T: Tool>(
         &self,
         principal: &Principal,
         input: T::Input,
+    ) -> impl Future<Output = Result<T::Output, Self::Error>> + Send {
+        self.invoke_with_files::<T>(principal, input, WorkspaceFiles::new())
+    }
+
+    /// Run one governed call of tool `T` for `principal`, giving it `files`: each placed
+    /// read-only at `/workspace/<name>` when the tool declares it
+    /// (`sandbox_profile.workspace_inputs`); a file it does not declare refuses the call.
+    fn invoke_with_files<T: Tool>(
+        &self,
+        principal: &Principal,
+        input: T::Input,
+        files: WorkspaceFiles,
     ) -> impl Future<Output = Result<T::Output, Self::Error>> + Send;
 }

@@ -113,6 +113,8 @@ pub struct SandboxProfile {
     pub filesystem: Filesystem,
     /// Host paths bound read-only at the same path (absolute, lexically normal, distinct).
     pub read_only: Vec<PathBuf>,
+    /// Files each call may give, placed read-only at `/workspace/<name>` (distinct names).
+    pub workspace_inputs: Vec<escepine_contract::WorkspaceInput>,
 }
 
 impl ToolRecord {
@@ -316,6 +318,21 @@ impl ToolRecord {
                         .collect::<Vec<_>>(),
                 ),
             );
+        }
+        if !self.sandbox_profile.workspace_inputs.is_empty() {
+            let inputs = self
+                .sandbox_profile
+                .workspace_inputs
+                .iter()
+                .map(|w| {
+                    let mut input = serde_json::json!({"name": w.name, "max_bytes": w.max_bytes});
+                    if !w.required {
+                        input["required"] = Value::Bool(false);
+                    }
+                    input
+                })
+                .collect::<Vec<_>>();
+            profile.insert("workspace_inputs".into(), Value::from(inputs));
         }
         m.insert("sandbox_profile".into(), Value::Object(profile));
         Value::Object(m)

@@ -132,6 +132,12 @@ rules! {
     ReadOnlyEnvelope = "sandbox/read-only-within-envelope",
     /// A `sandbox_profile.read_only` path that does not exist at registration.
     ReadOnlyExists = "sandbox/read-only-exists",
+    /// A `sandbox_profile.workspace_inputs` entry is not `{"name", "max_bytes", "required"?}`
+    /// with a file name, a bound from 1 byte to 16 MiB and a name not listed before.
+    WorkspaceInput = "sandbox/workspace-input",
+    /// Workspace inputs on a tool whose transport starts no fresh sandbox per call (only
+    /// `stdio-json` tools take them).
+    WorkspaceInputTransport = "sandbox/workspace-input-transport",
     /// A schema is not well-formed against the 2020-12 meta-schema (or cannot be compiled).
     SchemaWellFormed = "schema/well-formed",
     /// A schema declares a draft other than 2020-12.

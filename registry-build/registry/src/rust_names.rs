@@ -85,6 +85,26 @@ pub fn action_marker(id: &str) -> String {
     id.replace('-', "_")
 }
 
+/// The field of the typed client's `Files` struct for workspace input `name` (a valid input
+/// name): lower case, `.` and `-` as `_`, `file_` before a leading digit, `_` after a name no
+/// identifier can take (`self` → `self_`); a keyword stays itself and is written raw.
+pub fn input_field(name: &str) -> String {
+    let mut field: String = name
+        .chars()
+        .map(|c| match c {
+            '.' | '-' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    if field.starts_with(|c: char| c.is_ascii_digit()) {
+        field.insert_str(0, "file_");
+    }
+    if UNUSABLE.contains(&field.as_str()) {
+        field.push('_');
+    }
+    field
+}
+
 /// Why tool id `id` cannot be the name of a generated module, if it cannot.
 pub fn tool_id_problem(id: &str) -> Option<String> {
     if GENERATED_MODULES.contains(&id) {

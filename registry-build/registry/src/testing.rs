@@ -246,6 +246,15 @@ impl RecordBuilder {
         self.set_in("sandbox_profile", "read_only", Value::from(paths))
     }
 
+    /// Declare workspace inputs: `(name, max_bytes)`, each required.
+    pub fn workspace_inputs<'a>(self, inputs: impl IntoIterator<Item = (&'a str, u64)>) -> Self {
+        let inputs: Vec<Value> = inputs
+            .into_iter()
+            .map(|(name, max_bytes)| serde_json::json!({"name": name, "max_bytes": max_bytes}))
+            .collect();
+        self.set_in("sandbox_profile", "workspace_inputs", Value::from(inputs))
+    }
+
     /// Set any top-level field of the record file to `value` (`null` removes it): for a
     /// field no setter covers, or a value a rule must refuse.
     pub fn field(mut self, key: &str, value: Value) -> Self {

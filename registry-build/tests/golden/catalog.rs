@@ -757,7 +757,70 @@ pub mod actions {
         const ACTION_ID: &'static str = "web_search";
         const IS_GROUP: bool = false;
     }
+    /// What `action!` names for an action the schema does not declare, beside the
+    /// compile error that says so (a type of its own, so that error is the only one).
+    #[doc(hidden)]
+    pub struct __Undeclared<const E: usize>;
+    impl<const E: usize> ::escepine_contract::CedarAction for __Undeclared<E> {
+        const ACTION_ID: &'static str = "";
+        const IS_GROUP: bool = false;
+    }
 }
+/// `action!{[path] marker "id" compile_error}`: the marker type `path::actions::marker` of a Cedar
+/// action of the schema, or a compile error naming the action and the `.cedarschema`
+/// that does not declare it. `#[tool]` expands to it.
+#[doc(hidden)]
+#[allow(unused_macros)]
+macro_rules! __escepine_action {
+    ([$($p:tt)*] compensatable $id:literal $e:ident) => {
+        $($p)* ::actions::compensatable
+    };
+    ([$($p:tt)*] deliverable_assemble $id:literal $e:ident) => {
+        $($p)* ::actions::deliverable_assemble
+    };
+    ([$($p:tt)*] firecrawl_scrape $id:literal $e:ident) => {
+        $($p)* ::actions::firecrawl_scrape
+    };
+    ([$($p:tt)*] note_publish $id:literal $e:ident) => {
+        $($p)* ::actions::note_publish
+    };
+    ([$($p:tt)*] note_retract $id:literal $e:ident) => {
+        $($p)* ::actions::note_retract
+    };
+    ([$($p:tt)*] page_read $id:literal $e:ident) => {
+        $($p)* ::actions::page_read
+    };
+    ([$($p:tt)*] read_only $id:literal $e:ident) => {
+        $($p)* ::actions::read_only
+    };
+    ([$($p:tt)*] supersede $id:literal $e:ident) => {
+        $($p)* ::actions::supersede
+    };
+    ([$($p:tt)*] tavily_crawl $id:literal $e:ident) => {
+        $($p)* ::actions::tavily_crawl
+    };
+    ([$($p:tt)*] tavily_search $id:literal $e:ident) => {
+        $($p)* ::actions::tavily_search
+    };
+    ([$($p:tt)*] url_normalize $id:literal $e:ident) => {
+        $($p)* ::actions::url_normalize
+    };
+    ([$($p:tt)*] web_fetch_exa $id:literal $e:ident) => {
+        $($p)* ::actions::web_fetch_exa
+    };
+    ([$($p:tt)*] web_search $id:literal $e:ident) => {
+        $($p)* ::actions::web_search
+    };
+    ([$($p:tt)*] $other:ident $id:literal $e:ident) => {
+        $($p)* ::actions::__Undeclared < { $e ! (::core::concat!("the Cedar action `",
+        $id,
+        "` of this `#[tool]` is not declared in `../../tools/policies/schema.cedarschema`; declare it there (the actions declared: `deliverable_assemble`, `firecrawl_scrape`, `note_publish`, `note_retract`, `tavily_crawl`, `tavily_search`, `url_normalize`, `web_fetch_exa`, `web_search`). `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, which prints the declaration its payload implies."));
+        0 } >
+    };
+}
+#[doc(hidden)]
+#[allow(unused_imports)]
+pub(crate) use __escepine_action as action;
 /// Every tool of the registry, by id (sorted). `"web_search".parse::<ToolId>()` resolves
 /// an id at run time; an id that names no registered tool is an [`UnknownToolId`].
 #[allow(dead_code, clippy::enum_variant_names)]

@@ -183,7 +183,7 @@ fn actions_ids_and_keyword_names() {
     assert_eq!("note_publish".parse::<ToolId>(), Ok(ToolId::NotePublish));
     assert_eq!(ToolId::FirecrawlScrape.as_str(), "firecrawl_scrape");
     assert_eq!(ToolId::Type.contract().id, "type");
-    assert_eq!(ToolId::ALL.len(), 5);
+    assert_eq!(ToolId::ALL.len(), 6);
     let unknown = "nope".parse::<ToolId>().unwrap_err();
     assert!(unknown.to_string().contains("nope"));
     assert!(empty::ToolId::ALL.is_empty());
@@ -210,17 +210,59 @@ struct Echo;
 impl Invoke for Echo {
     type Error = String;
 
-    fn invoke<T: Tool>(
+    fn invoke_with_files<T: Tool>(
         &self,
         _principal: &Principal,
         input: T::Input,
+        files: escepine_contract::WorkspaceFiles,
     ) -> impl Future<Output = Result<T::Output, Self::Error>> + Send {
         let payload = serde_json::to_value(&input).map_err(|e| e.to_string());
+        // The id, then each file given as `name=size`.
+        let mut note_id = T::CONTRACT.id.to_string();
+        for (name, file) in files.iter() {
+            note_id.push_str(&format!(" {name}={}", file.len()));
+        }
         async move {
             let _ = payload?;
-            serde_json::from_value(json!({"note_id": T::CONTRACT.id})).map_err(|e| e.to_string())
+            serde_json::from_value(json!({ "note_id": note_id })).map_err(|e| e.to_string())
         }
     }
+}
+
+/// The value of a future that is ready at once.
+fn ready<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(out) => out,
+        std::task::Poll::Pending => panic!("the echo is ready at once"),
+    }
+}
+
+#[test]
+fn a_tool_with_workspace_inputs_takes_its_files_in_the_typed_call() {
+    use fixtures::{note_attach, Client};
+    let principal = Principal::agent("a");
+    let input = || note_attach::Input {
+        title: Some("t".into()),
+    };
+    // The required input is a field of `Files` (a name that is no identifier becomes one); the
+    // optional one, named like a keyword, an `Option`.
+    let files = note_attach::Files {
+        draft_md: "# draft".into(),
+        r#type: None,
+    };
+    let out = ready(Echo.note_attach(&principal, input(), files)).unwrap();
+    assert_eq!(out.note_id.as_deref(), Some("note_attach draft.md=7"));
+    let files = note_attach::Files {
+        draft_md: "x".into(),
+        r#type: Some("md".into()),
+    };
+    let out = ready(Echo.note_attach(&principal, input(), files)).unwrap();
+    assert_eq!(
+        out.note_id.as_deref(),
+        Some("note_attach draft.md=1 type=2")
+    );
 }
 
 #[test]

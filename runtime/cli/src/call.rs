@@ -27,6 +27,10 @@ pub(crate) struct Args {
     /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
     #[arg(long)]
     openai_strict: bool,
+    /// A workspace input of the tool, NAME=PATH (repeatable): the regular file at PATH copied
+    /// read-only to `/workspace/NAME` of the call's sandbox, its SHA-256 in the intent.
+    #[arg(long = "file", value_name = "NAME=PATH")]
+    files: Vec<String>,
 }
 
 /// Make the call; print its output on stdout, or the report of a call without one.
@@ -37,6 +41,8 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         .map_err(|e| CliError::new(exit::USAGE, e))?;
     let payload = escepine_contract::strict_json::from_str(&args.input)
         .map_err(|e| CliError::new(exit::call(CallKind::InputRejected), format!("--input: {e}")))?;
+    let files = crate::files::read(&args.files)
+        .map_err(|e| CliError::new(exit::call(CallKind::InputRejected), e))?;
     let registry = args.registry.load()?;
     let rt = async_runtime(exit::INVALID)?;
     let report = rt.block_on(async {
@@ -48,6 +54,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             .await?;
         let opts = CallOptions {
             openai_strict_nulls: args.openai_strict,
+            files,
             ..CallOptions::default()
         };
         runtime

@@ -493,6 +493,12 @@ fn render_call(call: &Call, out: &mut String) {
                 out.push_str(&format!("{PAD}compensates {c}\n"));
             }
             out.push_str(&format!("{PAD}payload    sha256 {}\n", i.payload_hash));
+            for f in &i.files {
+                out.push_str(&format!(
+                    "{PAD}file       /workspace/{}  {} bytes  sha256 {}\n",
+                    f.name, f.bytes, f.sha256
+                ));
+            }
             out.push_str(&format!("{PAD}idempotency {}\n", i.idempotency_key));
             for o in &i.overlay {
                 out.push_str(&format!("{PAD}overlay    {o}\n"));

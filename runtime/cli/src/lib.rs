@@ -19,6 +19,7 @@ mod check;
 mod error;
 pub mod exit;
 mod export;
+mod files;
 mod import;
 mod io;
 mod ledger;

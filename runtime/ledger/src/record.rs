@@ -85,6 +85,10 @@ pub struct Intent {
     /// this call's payload was allowed to carry under a credential-like name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credential_exemptions: Vec<CredentialExemption>,
+    /// The workspace files the caller gave (`sandbox_profile.workspace_inputs`), by name: their
+    /// sizes and SHA-256 digests, never their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<WorkspaceFileDigest>,
     /// What the shadow (candidate) policy set decided on the very same request, present only
     /// when it disagrees with `decision`. Never enforced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,6 +97,18 @@ pub struct Intent {
     /// of the `@approval` permits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalRequest>,
+}
+
+/// One workspace file of a call, as its intent records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceFileDigest {
+    /// Its name in `/workspace`.
+    pub name: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// SHA-256 (hex) of its bytes.
+    pub sha256: String,
 }
 
 /// What Cedar decided on a call, as its intent records it.

@@ -217,6 +217,7 @@ pub fn reason(e: &ApprovalError) -> &'static str {
         ApprovalError::AlreadyDecided { .. } => "already_decided",
         ApprovalError::Expired { .. } => "expired",
         ApprovalError::SelfApproval { .. } => "self_approval",
+        ApprovalError::FilesNotKept { .. } => "files_not_kept",
         ApprovalError::NotPermitted { .. } => "not_permitted",
         ApprovalError::Untrusted { .. } => "untrusted_entry",
         ApprovalError::Ledger(_) => "ledger_unavailable",

@@ -120,6 +120,7 @@ pub fn refusal_body(e: &CallError) -> Value {
                 "pointer": v.pointer, "keyword": v.keyword, "message": v.message,
             })).collect::<Vec<_>>(),
         }),
+        CallError::FilesRejected(problems) => json!({ "files": problems }),
         CallError::LedgerUnavailable(_) | CallError::ClientMismatch(_) => json!({}),
     };
     merge(&mut body, extra);

@@ -145,6 +145,9 @@ pub struct Job {
     pub cwd: Option<String>,
     /// The tool's standard input.
     pub stdin: String,
+    /// Files placed read-only at `/workspace/<name>` before the tool starts (the call's
+    /// workspace inputs; names already checked against the record).
+    pub files: escepine_contract::WorkspaceFiles,
     /// When everything in the sandbox is killed.
     pub deadline: Instant,
     /// Bytes of stdout kept; more is an overflow and kills the job.

@@ -20,7 +20,7 @@ use super::backend::{
     Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
 };
 use super::cgroup::{self, Cgroup};
-use super::protocol::{Exec, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
+use super::protocol::{Exec, ExecFile, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
 use super::root::{self as image, Image};
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
@@ -606,6 +606,7 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
         return Err(SandboxError::Misuse("the sandbox's pipes are gone"));
     };
     let exec = Exec {
+        files: ExecFile::all(&job.files),
         argv: job.argv,
         env: job.env,
         cwd: job.cwd,
@@ -694,6 +695,7 @@ async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, Sandb
         return Err(SandboxError::Misuse("the sandbox's pipes are gone"));
     };
     ctl.send(&Exec {
+        files: ExecFile::all(&job.files),
         argv: job.argv,
         env: job.env,
         cwd: job.cwd,

@@ -62,6 +62,33 @@ pub struct Exec {
     /// The tool's working directory (an image's `WorkingDir`); the workspace when absent.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Files PID 1 writes into the workspace and binds read-only over themselves before the
+    /// tool starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ExecFile>,
+}
+
+/// One workspace input of [`Exec`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecFile {
+    /// Its name in the workspace (checked again by PID 1: a file name, never a path).
+    pub name: String,
+    /// Its bytes, hex-encoded (a line of JSON carries no raw bytes; 16 MiB of inputs is 32 MiB
+    /// of hex, below [`MAX_LINE`]).
+    pub hex: String,
+}
+
+impl ExecFile {
+    /// The message form of a job's files.
+    pub fn all(files: &escepine_contract::WorkspaceFiles) -> Vec<Self> {
+        files
+            .iter()
+            .map(|(name, file)| Self {
+                name: name.to_owned(),
+                hex: hex::encode(file.bytes()),
+            })
+            .collect()
+    }
 }
 
 /// What init reports (init → host).
@@ -92,4 +119,31 @@ pub enum FromInit {
         /// The signal number.
         signal: i32,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_files_a_call_may_have_fit_in_one_line() {
+        let cap = escepine_contract::files::MAX_WORKSPACE_INPUT_BYTES as usize;
+        let files = escepine_contract::WorkspaceFiles::new()
+            .with("a", vec![0xffu8; cap / 2])
+            .with("b", vec![0u8; cap / 2]);
+        let exec = Exec {
+            argv: vec!["/bin/tool".into()],
+            env: Vec::new(),
+            cwd: None,
+            files: ExecFile::all(&files),
+        };
+        let line = serde_json::to_string(&exec).expect("encode");
+        assert!(line.len() < MAX_LINE, "{} bytes", line.len());
+        let back: Exec = serde_json::from_str(&line).expect("decode");
+        assert_eq!(back.files.len(), 2);
+        assert_eq!(
+            hex::decode(&back.files[0].hex).map(|b| b.len()),
+            Ok(cap / 2)
+        );
+    }
 }

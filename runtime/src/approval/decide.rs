@@ -60,6 +60,17 @@ pub(crate) async fn decide(
     let requester = requester(&waiting)?;
     let opts = options(&waiting);
     if verdict == Verdict::Approve {
+        if !waiting.intent.files.is_empty() {
+            return Err(ApprovalError::FilesNotKept {
+                call_id: call_id.to_string(),
+                names: waiting
+                    .intent
+                    .files
+                    .iter()
+                    .map(|f| f.name.clone())
+                    .collect(),
+            });
+        }
         // A refusal of the call itself comes before anything is recorded.
         stages::approvable(
             parts,
@@ -258,5 +269,7 @@ fn options(waiting: &Waiting) -> CallOptions {
         idempotency_key: Some(waiting.intent.idempotency_key.clone()),
         compensates: waiting.intent.compensates.clone(),
         openai_strict_nulls: false,
+        // An approved call has none: `decide` refuses to approve a call that was given any.
+        files: escepine_contract::WorkspaceFiles::new(),
     }
 }

@@ -33,6 +33,15 @@ pub enum ApprovalError {
         /// When its wait ended (UTC ISO 8601).
         expired_at: String,
     },
+    /// The call was given workspace files, whose bytes the ledger does not keep (only their
+    /// sizes and digests), so it cannot run once approved; rejecting it still works.
+    #[error("call `{call_id}` was given workspace files ({}), which the ledger keeps as digests, not bytes: it cannot run once approved; reject it and ask for the call again without needing approval, or with a policy that permits it outright", names.join(", "))]
+    FilesNotKept {
+        /// The call.
+        call_id: String,
+        /// The names of its files.
+        names: Vec<String>,
+    },
     /// The approver is the principal who asked for the call.
     #[error("{principal} asked for call `{call_id}` and cannot decide on it: an approver is never the requester")]
     SelfApproval {

@@ -293,6 +293,7 @@ impl ProcessExecutor {
     }
 
     async fn attempt(&self, inv: Invocation<'_>) -> Result<Execution, ExecError> {
+        super::seam::workspace_files_refused(&inv)?;
         let deadline = Instant::now() + inv.timeout;
         let program = tokio::time::timeout_at(deadline, self.resolve(inv.tool))
             .await

@@ -34,6 +34,10 @@ pub struct Invocation<'a> {
     /// What the attempt may reach: profile plus overlay entries, the origins the call's
     /// authorization allowed, the addresses treated as public.
     pub egress: &'a EgressGrant,
+    /// The call's workspace files (checked against the record's `workspace_inputs`), which a
+    /// sandbox places read-only at `/workspace/<name>`; an executor without a workspace refuses
+    /// a call that has any.
+    pub files: &'a escepine_contract::WorkspaceFiles,
 }
 
 impl Invocation<'_> {
@@ -148,6 +152,20 @@ pub trait Executor: Send + Sync + 'static {
             }
         })
     }
+}
+
+/// The refusal of an executor that has no workspace (the process and in-process executors) to
+/// run a call given workspace files: only a sandbox places them read-only, so none is ever
+/// written where the host's other files are.
+pub(crate) fn workspace_files_refused(inv: &Invocation<'_>) -> Result<(), ExecError> {
+    if inv.files.is_empty() {
+        return Ok(());
+    }
+    Err(ExecError::Spawn(format!(
+        "tool `{}` was given workspace files, which only the sandbox executor places \
+         (read-only at /workspace/<name>); this executor has no workspace",
+        inv.tool.tool_id()
+    )))
 }
 
 /// The failure of an `mcp-stdio` attempt in a program built without the `mcp-stdio` feature:

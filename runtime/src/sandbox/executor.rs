@@ -328,6 +328,7 @@ impl SandboxExecutor {
             env,
             cwd,
             stdin,
+            files: inv.files.clone(),
             deadline,
             stdout_limit: self.stdout_limit,
             stderr_limit: self.stderr_limit,
@@ -609,6 +610,7 @@ impl SandboxExecutor {
             env,
             cwd,
             stdin: String::new(),
+            files: escepine_contract::WorkspaceFiles::new(),
             // The caller bounds the session and then destroys the sandbox.
             deadline: Instant::now() + std::time::Duration::from_secs(24 * 3600),
             stdout_limit: self.stdout_limit,

@@ -58,6 +58,7 @@ impl SandboxExecutor {
             ],
             cwd: None,
             stdin: String::new(),
+            files: Default::default(),
             deadline: tokio::time::Instant::now() + PROBE_TIMEOUT,
             stdout_limit: 4096,
             stderr_limit: 4096,

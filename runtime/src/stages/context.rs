@@ -39,6 +39,9 @@ pub struct CallOptions {
     pub compensates: Option<String>,
     /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
     pub openai_strict_nulls: bool,
+    /// The workspace files the caller gives (each declared by the tool's
+    /// `sandbox_profile.workspace_inputs`), placed read-only at `/workspace/<name>`.
+    pub files: escepine_contract::WorkspaceFiles,
 }
 
 /// Identity of one call.

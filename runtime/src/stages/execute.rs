@@ -77,6 +77,7 @@ pub(crate) async fn execute(
             secrets: &cx.secrets,
             scrubber: &cx.scrubber,
             egress: &cx.egress,
+            files: &cx.opts.files,
         };
         let start_ms = escepine_ledger::entry::now_ms();
         let started = Instant::now();

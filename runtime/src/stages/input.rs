@@ -17,7 +17,57 @@ pub(crate) fn gate(cx: &CallContext<'_>, mut payload: Value) -> Result<Value, Ca
         .input_gate
         .check(&payload)
         .map_err(CallError::InputRejected)?;
+    files(cx)?;
     Ok(payload)
+}
+
+/// The caller's workspace files against the tool's declared inputs: each given file declared
+/// and within its bound, each required input given. Every problem is named, not only the
+/// first.
+fn files(cx: &CallContext<'_>) -> Result<(), CallError> {
+    let declared = &cx.tool.record.sandbox_profile().workspace_inputs;
+    let tool = cx.tool.record.tool_id();
+    let mut problems = Vec::new();
+    for (name, file) in cx.opts.files.iter() {
+        match declared.iter().find(|d| d.name == name) {
+            None if declared.is_empty() => problems.push(format!(
+                "`{name}` is not a workspace input of `{tool}`, which declares none \
+                 (sandbox_profile.workspace_inputs)"
+            )),
+            None => problems.push(format!(
+                "`{name}` is not a workspace input of `{tool}` (it declares {})",
+                names(declared)
+            )),
+            Some(d) if file.len() > d.max_bytes => problems.push(format!(
+                "the workspace input `{name}` has {} bytes, more than its max_bytes {}",
+                file.len(),
+                d.max_bytes
+            )),
+            Some(_) => {}
+        }
+    }
+    for d in declared {
+        if d.required && cx.opts.files.get(&d.name).is_none() {
+            problems.push(format!(
+                "the workspace input `{}` of `{tool}` is required and was not given",
+                d.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CallError::FilesRejected(problems))
+    }
+}
+
+/// The declared names, quoted, for an error.
+fn names(declared: &[escepine_contract::WorkspaceInput]) -> String {
+    declared
+        .iter()
+        .map(|d| format!("`{}`", d.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -45,6 +95,27 @@ mod tests {
             gate(&cx, json!({"n": "3"})),
             Err(CallError::InputRejected(_))
         ));
+    }
+
+    #[test]
+    fn a_tool_declaring_no_workspace_input_refuses_every_file() {
+        let tool = loaded(record("t", n_schema(), n_schema()));
+        let who = alice();
+        let opts = CallOptions {
+            files: escepine_contract::WorkspaceFiles::new().with("changelog", "x"),
+            ..CallOptions::default()
+        };
+        let cx = context(&tool, &who, &opts, &Fixed(Vec::new()));
+        let Err(CallError::FilesRejected(problems)) = gate(&cx, json!({"n": 3})) else {
+            panic!("a file the tool does not declare is refused");
+        };
+        assert_eq!(
+            problems,
+            [
+                "`changelog` is not a workspace input of `t`, which declares none \
+              (sandbox_profile.workspace_inputs)"
+            ]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::retry;
 use crate::error::CallError;
 use escepine_ledger::entry::{canonical_json, sha256_hex, Committed};
 use escepine_ledger::record::{
-    ApprovalRequest, CredentialExemption, Intent, Record, ShadowDecision,
+    ApprovalRequest, CredentialExemption, Intent, Record, ShadowDecision, WorkspaceFileDigest,
 };
 use escepine_ledger::store::Ledger;
 use escepine_policy::authorize::Decision;
@@ -71,6 +71,16 @@ fn intent(
             .map(|e| CredentialExemption {
                 pointer: e.pointer,
                 reason: e.reason,
+            })
+            .collect(),
+        files: cx
+            .opts
+            .files
+            .iter()
+            .map(|(name, file)| WorkspaceFileDigest {
+                name: name.to_owned(),
+                bytes: file.len(),
+                sha256: sha256_hex(file.bytes()),
             })
             .collect(),
         shadow,

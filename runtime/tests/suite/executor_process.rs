@@ -40,6 +40,7 @@ async fn run_with(
         secrets,
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress: &escepine_contract::EgressGrant::default(),
+        files: &escepine_contract::WorkspaceFiles::new(),
     };
     executor.execute(inv).await
 }

@@ -35,6 +35,7 @@ mod ledger_tamper;
 mod mcp_transport;
 mod sandbox_authorized_urls;
 mod sandbox_egress;
+mod sandbox_files;
 mod sandbox_governed;
 mod sandbox_hostile;
 mod sandbox_hostile_on_image;

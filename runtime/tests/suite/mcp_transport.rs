@@ -269,6 +269,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             secrets: &secrets,
             scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
             egress: &escepine_contract::EgressGrant::default(),
+            files: &escepine_contract::WorkspaceFiles::new(),
         })
         .await
         .map(|e| e.output)

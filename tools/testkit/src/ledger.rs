@@ -28,6 +28,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         overlay: vec![],
         deadline_ms: Some(90_500),
         credential_exemptions: vec![],
+        files: Vec::new(),
         egress_origins: vec![],
         shadow: None,
         approval: None,

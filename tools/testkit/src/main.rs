@@ -22,6 +22,7 @@
 //! | `http_delete` | `DELETE <store>/items/<key>` |
 //! | `http_version` | `POST <store>/items/<key>/versions` with body `{"value": value}` |
 //! | `http_get` | `GET <store>/items/<key>` |
+//! | `workspace_file` | reads `/workspace/<name>` (the payload's `name`) and outputs `{"text": <its contents, lossy UTF-8>, "bytes": <its size>, "mode": <its permission bits>, "write", "truncate", "chmod", "unlink", "rename", "beside"}`: for each attempt to change it (open for writing, truncate, `chmod 0666`, unlink, rename) and to write a new file beside it, `"ok"` or the `errno` name |
 //!
 //! The `http_*` modes make one plain HTTP/1.1 request (`Connection: close`) to the payload's
 //! `store`, which must be `http://127.0.0.1:<port>` (loopback only), with the header
@@ -269,7 +270,63 @@ fn respond(mode: &str, payload: &Value) -> Result<Value, Exit> {
         "http_delete" => http(payload, "DELETE", "", false),
         "http_version" => http(payload, "POST", "/versions", true),
         "http_get" => http(payload, "GET", "", false),
+        "workspace_file" => workspace_file(payload),
         other => Err(exit(2, format!("unknown mode `{other}`"))),
+    }
+}
+
+/// The `workspace_file` mode: what the tool can read of a workspace input and what it cannot
+/// change.
+fn workspace_file(payload: &Value) -> Result<Value, Exit> {
+    use std::os::unix::fs::PermissionsExt;
+    let name = str_field(payload, "name")?;
+    let path = Path::new("/workspace").join(name);
+    let bytes =
+        fs::read(&path).map_err(|e| exit(1, format!("cannot read {}: {e}", path.display())))?;
+    let mode = fs::metadata(&path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0);
+    let outcome = |r: io::Result<()>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+    };
+    let write = outcome(OpenOptions::new().write(true).open(&path).map(drop));
+    let truncate = outcome(
+        OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map(drop),
+    );
+    let chmod = outcome(fs::set_permissions(
+        &path,
+        fs::Permissions::from_mode(0o666),
+    ));
+    let unlink = outcome(fs::remove_file(&path));
+    let rename = outcome(fs::rename(&path, Path::new("/workspace").join("renamed")));
+    let beside = outcome(fs::write(Path::new("/workspace").join("beside"), b"new"));
+    Ok(json!({
+        "text": String::from_utf8_lossy(&bytes),
+        "bytes": bytes.len(),
+        "mode": mode,
+        "write": write,
+        "truncate": truncate,
+        "chmod": chmod,
+        "unlink": unlink,
+        "rename": rename,
+        "beside": beside,
+    }))
+}
+
+/// The symbolic name of the errors a file change may meet.
+fn errno_name(code: i32) -> String {
+    match code {
+        1 => "EPERM".into(),
+        13 => "EACCES".into(),
+        16 => "EBUSY".into(),
+        18 => "EXDEV".into(),
+        30 => "EROFS".into(),
+        other => format!("errno {other}"),
     }
 }
 

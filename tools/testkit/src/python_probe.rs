@@ -41,6 +41,7 @@ pub fn job(argv: Vec<String>, cwd: Option<&str>) -> Job {
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         cwd: cwd.map(str::to_string),
         stdin: String::new(),
+        files: Default::default(),
         deadline: tokio::time::Instant::now() + Duration::from_secs(20),
         stdout_limit: 1 << 20,
         stderr_limit: 1 << 16,

@@ -546,3 +546,104 @@ fn a_failed_call_says_where_its_evidence_is() {
         .unwrap();
     assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown.stdout));
 }
+
+/// `escepine call` of `t_file` (`runtime/tests/fixtures/files`) in the sandbox, with `extra`.
+fn call_file(ledger: &Path, extra: &[&str]) -> Output {
+    let f = fixtures().with_file_name("files");
+    let tool = escepine_testkit::testtool::testtool();
+    let path = format!(
+        "{}:{}",
+        tool.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .env("PATH", path)
+        .args(["call", "--records"])
+        .arg(f.join("records"))
+        .arg("--policies")
+        .arg(f.join("policies"))
+        .args([
+            "--principal",
+            r#"Agent::"alice""#,
+            "--tool",
+            "t_file",
+            "--input",
+            r#"{"name":"changelog"}"#,
+            "--ledger",
+        ])
+        .arg(ledger)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_file_given_with_file_is_in_the_sandbox_and_hostile_paths_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let changes = dir.path().join("CHANGES.md");
+    std::fs::write(&changes, "# 2.0\n").unwrap();
+    let given = format!("changelog={}", changes.display());
+    let ok = call_file(&ledger, &["--file", &given]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(out["text"], "# 2.0\n");
+    assert_eq!(out["chmod"], "EROFS");
+
+    // `ledger show` gives the file's name, size and digest from the call's intent.
+    let shown = Command::new(env!("CARGO_BIN_EXE_escepine"))
+        .args(["ledger", "show"])
+        .arg(&ledger)
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    // `printf '# 2.0\n' | sha256sum`
+    let digest = "a41bb57f2dfdf82761a62350bd937495cbb3d46ea54157b45a26718835d3cb03";
+    let line = text(&shown.stdout)
+        .lines()
+        .find(|l| l.contains("/workspace/changelog"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", text(&shown.stdout)));
+    assert!(line.contains("6 bytes") && line.contains(digest), "{line}");
+
+    // A FIFO with no writer: refused at once, never waited on (the call would hang otherwise).
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!("changelog={}", fifo.display()),
+            "not a regular file (a FIFO)",
+        ),
+        (
+            "changelog=/dev/zero".into(),
+            "not a regular file (a device)",
+        ),
+        (
+            "../changelog=/etc/hostname".into(),
+            "not a workspace input name",
+        ),
+        (
+            format!("secrets.env={}", changes.display()),
+            "`secrets.env` is not a workspace input of `t_file`",
+        ),
+    ];
+    for (arg, message) in &cases {
+        let o = call_file(&ledger, &["--file", arg]);
+        assert_eq!(o.status.code(), Some(4), "{arg}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(message),
+            "{arg}: {}",
+            text(&o.stderr)
+        );
+        assert!(o.stdout.is_empty());
+    }
+    let missing = call_file(&ledger, &[]);
+    assert_eq!(missing.status.code(), Some(4));
+    assert!(
+        text(&missing.stderr).contains("`changelog` of `t_file` is required"),
+        "{}",
+        text(&missing.stderr)
+    );
+}

@@ -30,6 +30,7 @@ fn intent(call_id: &str, waits_until: Option<u64>) -> Record {
         egress_origins: vec![],
         deadline_ms: None,
         credential_exemptions: vec![],
+        files: Vec::new(),
         shadow: None,
         approval: waits_until.map(|expires_at_ms| ApprovalRequest {
             expires_at_ms,

@@ -25,6 +25,7 @@
 //! tool's fork), so the code between fork and exec may be ordinary Rust.
 
 mod fence;
+mod inputs;
 mod limits;
 mod mounts;
 mod relay;
@@ -520,6 +521,7 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
     if exec.argv.is_empty() {
         return Err("no program to run".into());
     }
+    inputs::place(exec.files)?;
     let cwd = exec.cwd;
     let cstr =
         |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));

@@ -243,6 +243,7 @@ pub async fn attempt_granted(
         secrets,
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress,
+        files: &escepine_contract::WorkspaceFiles::new(),
     };
     executor.attempt(inv).await
 }

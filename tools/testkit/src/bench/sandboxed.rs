@@ -155,6 +155,7 @@ pub async fn provision_execute_destroy(ex: &SandboxExecutor, spec: &Arc<SandboxS
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         cwd: None,
         stdin: "{}".into(),
+        files: Default::default(),
         deadline: tokio::time::Instant::now() + Duration::from_secs(10),
         stdout_limit: 1 << 20,
         stderr_limit: 1 << 16,

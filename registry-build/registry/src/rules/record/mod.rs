@@ -289,6 +289,7 @@ fn check_one(
 
     if let (Some(e), Some(p)) = (&endpoint, &sandbox_profile) {
         endpoint::script_runtime(src, e, p, diags);
+        sandbox::workspace_inputs_need_a_fresh_sandbox(src, e, p, diags);
     }
     if let (Some(p), Some(input)) = (&sandbox_profile, &input_schema) {
         sandbox::authorized_urls_need_a_url(src, value, p, input, diags);

@@ -1,9 +1,11 @@
-//! `sandbox_profile`: where the tool may connect (`egress`), what it may write (`filesystem`)
-//! and which host paths it may read (`read_only`).
+//! `sandbox_profile`: where the tool may connect (`egress`), what it may write (`filesystem`),
+//! which host paths it may read (`read_only`) and which files a call may give it
+//! (`workspace_inputs`).
 
 use std::path::PathBuf;
 
-use escepine_contract::Filesystem;
+use escepine_contract::files::{input_name_problem, MAX_WORKSPACE_INPUT_BYTES};
+use escepine_contract::{Filesystem, Transport, WorkspaceInput};
 use serde_json::Value;
 
 use super::context::Context;
@@ -11,8 +13,9 @@ use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::egress::{EgressEntry, AUTHORIZED_URLS, PUBLIC};
 use crate::fields::Object;
 use crate::host_path;
-use crate::record::SandboxProfile;
+use crate::record::{EndpointSpec, SandboxProfile};
 use crate::rule::Rule;
+use crate::rust_names::input_field;
 
 /// `sandbox_profile`: a closed object.
 pub(super) fn profile(
@@ -22,7 +25,7 @@ pub(super) fn profile(
 ) -> Option<SandboxProfile> {
     let src = p.src;
     p.closed(
-        &["egress", "filesystem", "read_only"],
+        &["egress", "filesystem", "read_only", "workspace_inputs"],
         "`sandbox_profile`",
         diags,
     );
@@ -93,13 +96,156 @@ pub(super) fn profile(
             None
         }
     };
+    let workspace_inputs = match p.map.get("workspace_inputs") {
+        None => Some(Vec::new()),
+        Some(Value::Array(items)) => check_workspace_inputs(src, items, diags),
+        Some(_) => {
+            p.wrong(
+                "workspace_inputs",
+                "a list of `{\"name\": …, \"max_bytes\": …}` objects",
+                diags,
+            );
+            None
+        }
+    };
     let (egress, authorized_urls) = egress?;
     Some(SandboxProfile {
         egress,
         authorized_urls,
         filesystem: filesystem?,
         read_only: read_only?,
+        workspace_inputs: workspace_inputs?,
     })
+}
+
+/// `sandbox_profile.workspace_inputs`: closed objects, each a file name (see
+/// [`escepine_contract::files::input_name_problem`]) listed once, with a `max_bytes` from 1 to
+/// [`MAX_WORKSPACE_INPUT_BYTES`] (which also bounds their sum) and an optional `required`
+/// (default `true`).
+fn check_workspace_inputs(
+    src: &SourceFile,
+    items: &[Value],
+    diags: &mut Diagnostics,
+) -> Option<Vec<WorkspaceInput>> {
+    let mut out: Vec<WorkspaceInput> = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let ptr = format!("/sandbox_profile/workspace_inputs/{i}");
+        let mut fail = |at: &str, message: String| {
+            diags.push(Diagnostic::at(Rule::WorkspaceInput, src, at, message));
+            ok = false;
+        };
+        let Some(map) = item.as_object() else {
+            fail(
+                &ptr,
+                "a workspace input must be an object `{\"name\": …, \"max_bytes\": …}`".into(),
+            );
+            continue;
+        };
+        for key in map.keys() {
+            if !["name", "max_bytes", "required"].contains(&key.as_str()) {
+                fail(
+                    &format!("{ptr}/{key}"),
+                    format!(
+                        "unknown field `{key}` of a workspace input (its fields: `name`, \
+                         `max_bytes`, `required`)"
+                    ),
+                );
+            }
+        }
+        let name = match map.get("name") {
+            Some(Value::String(n)) => {
+                let same_field = out
+                    .iter()
+                    .find(|w| w.name != *n && input_field(&w.name) == input_field(n));
+                match (input_name_problem(n), same_field) {
+                    (Some(problem), _) => {
+                        fail(&format!("{ptr}/name"), problem);
+                        None
+                    }
+                    _ if out.iter().any(|w| w.name == *n) => {
+                        fail(&format!("{ptr}/name"), format!("`{n}` is listed twice"));
+                        None
+                    }
+                    (None, Some(other)) => {
+                        fail(
+                            &format!("{ptr}/name"),
+                            format!(
+                                "`{n}` and `{}` are both the field `{}` of the typed client's \
+                                 `Files`; rename one",
+                                other.name,
+                                input_field(n)
+                            ),
+                        );
+                        None
+                    }
+                    (None, None) => Some(n.clone()),
+                }
+            }
+            Some(_) => {
+                fail(&format!("{ptr}/name"), "`name` must be a string".into());
+                None
+            }
+            None => {
+                fail(&ptr, "missing required field `name`".into());
+                None
+            }
+        };
+        let max_bytes = match map.get("max_bytes") {
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=MAX_WORKSPACE_INPUT_BYTES).contains(&n) => Some(n),
+                _ => {
+                    fail(
+                        &format!("{ptr}/max_bytes"),
+                        format!(
+                            "`max_bytes` is {v}; it must be a whole number of bytes from 1 to \
+                             {MAX_WORKSPACE_INPUT_BYTES} (16 MiB)"
+                        ),
+                    );
+                    None
+                }
+            },
+            None => {
+                fail(
+                    &ptr,
+                    "missing required field `max_bytes`: the largest file a caller may give".into(),
+                );
+                None
+            }
+        };
+        let required = match map.get("required") {
+            None => Some(true),
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => {
+                fail(
+                    &format!("{ptr}/required"),
+                    "`required` must be `true` or `false`".into(),
+                );
+                None
+            }
+        };
+        if let (Some(name), Some(max_bytes), Some(required)) = (name, max_bytes, required) {
+            out.push(WorkspaceInput {
+                name,
+                max_bytes,
+                required,
+            });
+        }
+    }
+    let total: u64 = out.iter().map(|w| w.max_bytes).sum();
+    if ok && total > MAX_WORKSPACE_INPUT_BYTES {
+        diags.push(Diagnostic::at(
+            Rule::WorkspaceInput,
+            src,
+            "/sandbox_profile/workspace_inputs",
+            format!(
+                "the inputs' `max_bytes` add up to {total}; a call's files together may have at \
+                 most {MAX_WORKSPACE_INPUT_BYTES} bytes (16 MiB)"
+            ),
+        ));
+        return None;
+    }
+    ok.then_some(out)
 }
 
 /// The `authorized-urls` entry at `ptr`: listed once, and only where the envelope (when one is
@@ -251,4 +397,31 @@ fn check_read_only(
         out.push(path);
     }
     ok.then_some(out)
+}
+
+/// Workspace inputs are placed in the sandbox of one call before its tool starts, so only a
+/// tool that gets a fresh sandbox per call takes them: `stdio-json`. An `mcp-stdio` server's
+/// sandbox serves a session, which would keep one call's files for the next.
+pub(super) fn workspace_inputs_need_a_fresh_sandbox(
+    src: &SourceFile,
+    endpoint: &EndpointSpec,
+    profile: &SandboxProfile,
+    diags: &mut Diagnostics,
+) {
+    if profile.workspace_inputs.is_empty() || endpoint.transport == Transport::StdioJson {
+        return;
+    }
+    diags.push(
+        Diagnostic::at(
+            Rule::WorkspaceInputTransport,
+            src,
+            "/sandbox_profile/workspace_inputs",
+            format!(
+                "workspace inputs are given to `stdio-json` tools only, and this tool's transport \
+                 is `{}`: its sandbox serves more than one call",
+                endpoint.transport.as_str()
+            ),
+        )
+        .help("give the file's contents in the payload, or serve the tool over `stdio-json`"),
+    );
 }
