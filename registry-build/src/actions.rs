@@ -18,6 +18,7 @@ use escepine_registry::rust_names::{action_marker, clashes};
 pub(crate) fn actions_module(
     actions: &[ActionInfo],
     records: &[&ToolRecord],
+    place: &SchemaPlace,
     c: &syn::Path,
 ) -> Result<TokenStream, BuildError> {
     let clashed = clashes(
@@ -83,6 +84,21 @@ pub(crate) fn actions_module(
                 )
             }
         };
+        // The context a `.cedarschema` declares, which `#[tool]` checks its input against.
+        let declared = if action.is_group {
+            None
+        } else {
+            escepine_policy::cedar::context::declared(&place.schema_files, id)
+                .map_err(BuildError::SchemaContext)?
+        };
+        let context = declared.map(|(file, context)| {
+            let file = place.shown(&file);
+            let shape = shape(&context, c);
+            quote! {
+                const CONTEXT: #c::cedar_shape::Shape = #shape;
+                const SCHEMA_FILE: &'static str = #file;
+            }
+        });
         items.extend(quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -91,6 +107,7 @@ pub(crate) fn actions_module(
             impl #c::CedarAction for #name {
                 const ACTION_ID: &'static str = #id;
                 const IS_GROUP: bool = #is_group;
+                #context
             }
         });
     }
@@ -116,6 +133,47 @@ pub(crate) fn actions_module(
             }
         }
     })
+}
+
+/// The `cedar_shape::Shape` of a canonical Cedar type
+/// ([`escepine_policy::cedar::context::canon`]).
+fn shape(ty: &serde_json::Value, c: &syn::Path) -> TokenStream {
+    use serde_json::Value;
+    let s = quote!(#c::cedar_shape::Shape);
+    match ty {
+        Value::String(name) => match name.as_str() {
+            "String" => quote!(#s::String),
+            "Long" => quote!(#s::Long),
+            "Bool" => quote!(#s::Bool),
+            "decimal" => quote!(#s::Decimal),
+            "ipaddr" => quote!(#s::IpAddr),
+            "datetime" => quote!(#s::DateTime),
+            "duration" => quote!(#s::Duration),
+            _ => quote!(#s::Unchecked),
+        },
+        Value::Object(o) => {
+            if let Some(Value::Object(attrs)) = o.get("Record") {
+                let attrs = attrs.iter().map(|(name, a)| {
+                    let presence = if a.get("required") == Some(&Value::Bool(false)) {
+                        quote!(#c::cedar_shape::Presence::Optional)
+                    } else {
+                        quote!(#c::cedar_shape::Presence::Required)
+                    };
+                    let inner = shape(a.get("type").unwrap_or(&Value::Null), c);
+                    quote!(#c::cedar_shape::Attr { name: #name, presence: #presence, shape: #inner })
+                });
+                quote!(#s::Record(&[#(#attrs),*]))
+            } else if let Some(element) = o.get("Set") {
+                let inner = shape(element, c);
+                quote!(#s::Set(&#inner))
+            } else if let Some(Value::String(entity)) = o.get("Entity") {
+                quote!(#s::Entity(#entity))
+            } else {
+                quote!(#s::Unchecked)
+            }
+        }
+        _ => quote!(#s::Unchecked),
+    }
 }
 
 /// Where the actions of a build are declared: the user's `.cedarschema` files and the folder

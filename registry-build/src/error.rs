@@ -80,6 +80,9 @@ pub enum BuildError {
         /// What is wrong with its endpoint or contract.
         message: String,
     },
+    /// A `.cedarschema` could not be read again for the contexts its actions declare.
+    #[error("cannot read the contexts the `.cedarschema` declares: {0}")]
+    SchemaContext(String),
     /// The generated code does not parse: a bug in `registry-build`.
     #[error("internal error: the generated code does not parse ({0}); please report this")]
     Syntax(String),

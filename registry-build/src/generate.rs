@@ -96,7 +96,7 @@ fn generate_all(
         if !sorted.is_empty() {
             items.extend(types::conversion_error_module());
         }
-        items.extend(actions::actions_module(actions, &sorted, c)?);
+        items.extend(actions::actions_module(actions, &sorted, place, c)?);
         items.extend(actions::action_macro(actions, place)?);
         items.extend(client::tool_id_enum(&sorted, &names, c));
         items.extend(client::client_trait(&sorted, &names, c));

@@ -84,9 +84,13 @@
 //! Its Cedar action is named through the generated `<types>::action!`, which the crate's
 //! build.rs generates with one arm per action of its `.cedarschema` (each the marker
 //! `<types>::actions::<id>`): an action the schema does not declare is a compile error at the
-//! tool's `id = "…"` naming the action and the `.cedarschema` file. A generated `#[test]` checks the tool's
-//! record (with the schemas of its payload types) against every registration rule and the
-//! action's declared context type against the one its payload schema implies.
+//! tool's `id = "…"` naming the action and the `.cedarschema` file. The marker carries the
+//! context the `.cedarschema` declares (`CedarAction::CONTEXT`), and `#[derive(Payload)]` the
+//! shape its fields imply (`Payload::CEDAR_SHAPE`, the fields it can read as written): a constant
+//! compares the two, so a mismatch is a compile error at the tool's input type. A generated
+//! `#[test]` checks the tool's record (with the schemas of its payload types) against every
+//! registration rule and the action's whole declared context type against the one its payload
+//! schema implies.
 
 #![deny(missing_docs)]
 
@@ -94,6 +98,8 @@ use proc_macro::TokenStream;
 
 mod ctxt;
 mod payload;
+mod serde_attrs;
+mod shape;
 mod tool;
 
 /// Implement `escepine_contract::Payload` for a closed, credential-free struct.

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
 use syn::punctuated::Punctuated;
-use syn::{Attribute, Data, DeriveInput, Expr, Fields, Lit, LitStr, Meta, Token, Type};
+use syn::{Attribute, Data, DeriveInput, Fields, Meta, Token, Type};
 
 use escepine_registry::rule::Rule;
 use escepine_registry::schema::names;
@@ -12,6 +12,7 @@ use escepine_registry::schema::names::ValueKind;
 use escepine_registry::schema::names::Verdict;
 
 use crate::ctxt::Ctxt;
+use crate::serde_attrs::{lit_str, option_of, serde_metas, skipped};
 
 /// The expansion of `#[derive(Payload)]`, or every problem found.
 pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -58,40 +59,20 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     errors.check()?;
 
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let shape = crate::shape::of_struct(input);
     Ok(quote! {
         impl #impl_generics ::escepine_contract::Payload for #ident #ty_generics #where_clause {
             fn payload_schema() -> ::escepine_contract::serde_json::Value {
                 ::escepine_contract::payload::schema_of::<Self>()
             }
+
+            const CEDAR_SHAPE: ::escepine_contract::cedar_shape::Shape = #shape;
         }
     })
 }
 
-/// The `#[serde(…)]` items of `attrs` (those that parse as meta items).
-fn serde_metas(attrs: &[Attribute]) -> Vec<Meta> {
-    attrs
-        .iter()
-        .filter(|a| a.path().is_ident("serde"))
-        .filter_map(|a| {
-            a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-                .ok()
-        })
-        .flatten()
-        .collect()
-}
-
 fn has_serde_flag(attrs: &[Attribute], flag: &str) -> bool {
     serde_metas(attrs).iter().any(|m| m.path().is_ident(flag))
-}
-
-fn lit_str(expr: &Expr) -> Option<&LitStr> {
-    match expr {
-        Expr::Lit(l) => match &l.lit {
-            Lit::Str(s) => Some(s),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// The names under which a field can be sent: its renamed (deserialize) name or its ident, and
@@ -144,13 +125,6 @@ fn is_option(ty: &Type) -> bool {
         Type::Paren(p) => is_option(&p.elem),
         _ => false,
     }
-}
-
-/// Whether serde never reads the field from a payload.
-fn skipped(metas: &[Meta]) -> bool {
-    metas
-        .iter()
-        .any(|m| m.path().is_ident("skip") || m.path().is_ident("skip_deserializing"))
 }
 
 /// The kind of a field's value, for the credential-name rule's recognised shapes: a plain
@@ -215,25 +189,6 @@ fn is_string(ty: &Type) -> bool {
         Type::Group(g) => is_string(&g.elem),
         Type::Paren(p) => is_string(&p.elem),
         _ => false,
-    }
-}
-
-/// The `T` of `Option<T>`.
-fn option_of(ty: &Type) -> Option<&Type> {
-    match ty {
-        Type::Path(p) if p.qself.is_none() => {
-            let last = p.path.segments.last().filter(|s| s.ident == "Option")?;
-            match &last.arguments {
-                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
-                    syn::GenericArgument::Type(t) => Some(t),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
-        Type::Group(g) => option_of(&g.elem),
-        Type::Paren(p) => option_of(&p.elem),
-        _ => None,
     }
 }
 

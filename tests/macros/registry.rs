@@ -35,6 +35,59 @@ pub mod actions {
     impl ::escepine_contract::CedarAction for text_stats {
         const ACTION_ID: &'static str = "text_stats";
         const IS_GROUP: bool = false;
+        const CONTEXT: ::escepine_contract::cedar_shape::Shape = ::escepine_contract::cedar_shape::Shape::Record(
+            &[
+                ::escepine_contract::cedar_shape::Attr {
+                    name: "input",
+                    presence: ::escepine_contract::cedar_shape::Presence::Required,
+                    shape: ::escepine_contract::cedar_shape::Shape::Record(
+                        &[
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "text",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::String,
+                            },
+                        ],
+                    ),
+                },
+            ],
+        );
+        const SCHEMA_FILE: &'static str = "tests/macros/registry/policies/schema.cedarschema";
+    }
+    /// `Action::"word_count"`: declared in the `.cedarschema` (the action of a Rust-first tool), in the groups `read-only`.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct word_count;
+    impl ::escepine_contract::CedarAction for word_count {
+        const ACTION_ID: &'static str = "word_count";
+        const IS_GROUP: bool = false;
+        const CONTEXT: ::escepine_contract::cedar_shape::Shape = ::escepine_contract::cedar_shape::Shape::Record(
+            &[
+                ::escepine_contract::cedar_shape::Attr {
+                    name: "input",
+                    presence: ::escepine_contract::cedar_shape::Presence::Required,
+                    shape: ::escepine_contract::cedar_shape::Shape::Record(
+                        &[
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "max_tokens",
+                                presence: ::escepine_contract::cedar_shape::Presence::Optional,
+                                shape: ::escepine_contract::cedar_shape::Shape::Long,
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "mode",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::String,
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "text",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::String,
+                            },
+                        ],
+                    ),
+                },
+            ],
+        );
+        const SCHEMA_FILE: &'static str = "tests/macros/registry/policies/schema.cedarschema";
     }
     /// What `action!` names for an action the schema does not declare, beside the
     /// compile error that says so (a type of its own, so that error is the only one).
@@ -63,10 +116,13 @@ macro_rules! __escepine_action {
     ([$($p:tt)*] text_stats $id:literal $e:ident) => {
         $($p)* ::actions::text_stats
     };
+    ([$($p:tt)*] word_count $id:literal $e:ident) => {
+        $($p)* ::actions::word_count
+    };
     ([$($p:tt)*] $other:ident $id:literal $e:ident) => {
         $($p)* ::actions::__Undeclared < { $e ! (::core::concat!("the Cedar action `",
         $id,
-        "` of this `#[tool]` is not declared in `tests/macros/registry/policies/schema.cedarschema`; declare it there (the actions declared: `text_stats`). `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, which prints the declaration its payload implies."));
+        "` of this `#[tool]` is not declared in `tests/macros/registry/policies/schema.cedarschema`; declare it there (the actions declared: `text_stats`, `word_count`). `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, which prints the declaration its payload implies."));
         0 } >
     };
 }

@@ -196,7 +196,14 @@ pub const fn check(action: &str, schema_file: &str, context: &Shape, input: &Sha
         m.push(" }` (`cargo test` prints the whole declaration)");
         return m;
     };
-    compare(&mut m, action, schema_file, "context.input", &declared.shape, input);
+    compare(
+        &mut m,
+        action,
+        schema_file,
+        "context.input",
+        &declared.shape,
+        input,
+    );
     m
 }
 
@@ -269,11 +276,11 @@ const fn compare(
                         m.push(HINT);
                     }
                     Some(got) => {
-                        let presence_differs = match (want.presence, got.presence) {
+                        let presence_differs = matches!(
+                            (want.presence, got.presence),
                             (Presence::Required, Presence::Optional)
-                            | (Presence::Optional, Presence::Required) => true,
-                            _ => false,
-                        };
+                                | (Presence::Optional, Presence::Required)
+                        );
                         if presence_differs {
                             lead(m, action, schema_file, path);
                             m.push(" declares `");
@@ -330,7 +337,14 @@ const fn compare_inner(
     got: &Attr,
 ) {
     let mut probe = Mismatch::new();
-    compare(&mut probe, action, schema_file, path, &want.shape, &got.shape);
+    compare(
+        &mut probe,
+        action,
+        schema_file,
+        path,
+        &want.shape,
+        &got.shape,
+    );
     if !probe.found() {
         return;
     }
@@ -423,7 +437,12 @@ mod tests {
             shape: Shape::Set(&Shape::Long),
         }]);
         let m = check("a", "f", &tags, &longs);
-        assert!(m.as_str().contains("has `tags: Set<{ text: String }>`, and the input's field is Set<Long>"), "{}", m.as_str());
+        assert!(
+            m.as_str()
+                .contains("has `tags: Set<{ text: String }>`, and the input's field is Set<Long>"),
+            "{}",
+            m.as_str()
+        );
     }
 
     #[test]
@@ -440,7 +459,8 @@ mod tests {
             presence: Presence::Optional,
             shape: Shape::String,
         }]);
-        assert!(message(&optional).contains("declares `text` required, and the input's field is optional"));
+        assert!(message(&optional)
+            .contains("declares `text` required, and the input's field is optional"));
         let extra = Shape::Record(&[
             Attr {
                 name: "text",
@@ -453,10 +473,16 @@ mod tests {
                 shape: Shape::Set(&Shape::String),
             },
         ]);
-        assert!(message(&extra).contains("has no attribute `lang`, and the input has that field (Set<String>)"));
-        assert!(message(&Shape::Record(&[])).contains("declares `text` (String), which the input has no field for"));
+        assert!(message(&extra)
+            .contains("has no attribute `lang`, and the input has that field (Set<String>)"));
+        assert!(message(&Shape::Record(&[]))
+            .contains("declares `text` (String), which the input has no field for"));
         let no_input = check("a", "f", &Shape::Record(&[]), &TEXT);
-        assert!(no_input.as_str().contains("has no `input` attribute"), "{}", no_input.as_str());
+        assert!(
+            no_input.as_str().contains("has no `input` attribute"),
+            "{}",
+            no_input.as_str()
+        );
     }
 
     #[test]

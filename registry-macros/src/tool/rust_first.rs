@@ -130,6 +130,23 @@ pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenS
     let contract = args.contract();
     // The payload types must be payloads; the bound is checked at the user's types.
     let input_bound = quote_spanned!(input_ty.span()=> #input_ty);
+    // The context the `.cedarschema` declares for the action against the shape the input's
+    // fields imply, while the crate compiles (reported at the input's type).
+    let context_check = quote_spanned! {input_ty.span()=>
+        const _: () = {
+            type Action = <#name as ::escepine_contract::Tool>::Action;
+            const MISMATCH: ::escepine_contract::cedar_shape::Mismatch =
+                ::escepine_contract::cedar_shape::check(
+                    <Action as ::escepine_contract::CedarAction>::ACTION_ID,
+                    <Action as ::escepine_contract::CedarAction>::SCHEMA_FILE,
+                    &<Action as ::escepine_contract::CedarAction>::CONTEXT,
+                    &<#input_ty as ::escepine_contract::Payload>::CEDAR_SHAPE,
+                );
+            if MISMATCH.found() {
+                ::core::panic!("{}", MISMATCH.as_str())
+            }
+        };
+    };
     let output_bound = quote_spanned!(output_ty.span()=> #output_ty);
     let body = call_body(func, sig, quote!(input));
 
@@ -187,6 +204,8 @@ pub(crate) fn expand(func: &ItemFn, sig: &Signature, args: &RustFirst) -> TokenS
             !<<#name as ::escepine_contract::Tool>::Action as ::escepine_contract::CedarAction>::IS_GROUP,
             #group_message
         );
+
+        #context_check
 
         #[cfg(test)]
         #[allow(non_snake_case)]

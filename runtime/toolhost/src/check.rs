@@ -43,18 +43,14 @@ pub fn try_rust_first<T: Tool>(_sources: &BuildSources) -> Result<(), String> {
 
 #[cfg(feature = "check")]
 mod imp {
-    use std::collections::BTreeMap;
-    use std::fs;
     use std::path::Path;
 
-    use cedar_policy::SchemaFragment;
     use escepine_contract::{BuildSources, Contract};
-    use escepine_policy::cedar::Binding;
+    use escepine_policy::cedar::{context, Binding};
     use escepine_registry::diagnostic::SourceFile;
     use escepine_registry::record::ToolRecord;
     use escepine_registry::registry::Sources;
     use escepine_registry::rule::Rule;
-    use serde_json::{Map, Value};
 
     pub(super) fn check(contract: &Contract, sources: &BuildSources) -> Result<(), String> {
         let id = contract.id;
@@ -139,46 +135,14 @@ mod imp {
         Ok((binding, record))
     }
 
-    /// The empty namespace of a schema fragment, as JSON.
-    fn namespace(text: &str) -> Result<Value, String> {
-        let (fragment, _) =
-            SchemaFragment::from_cedarschema_str(text).map_err(|e| format!("{e}"))?;
-        let json = fragment.to_json_value().map_err(|e| format!("{e}"))?;
-        Ok(json.get("").cloned().unwrap_or(Value::Null))
-    }
-
     fn context_matches(binding: &Binding, record: &ToolRecord) -> Result<(), String> {
         let action = record.cedar_action();
         let generated_text =
             escepine_policy::cedar::generated_schema_text(std::slice::from_ref(record));
-        let generated = namespace(&generated_text)
+        let expected = context::generated_in(&generated_text, action)
             .map_err(|e| format!("the generated Cedar schema does not parse: {e}"))?;
-        let expected = canon(
-            generated
-                .pointer(&format!("/actions/{}/appliesTo/context", escape(action)))
-                .unwrap_or(&Value::Null),
-            &Map::new(),
-        );
-
-        let mut declared = None;
-        for file in &binding.schema_files {
-            let text = fs::read_to_string(file)
-                .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-            let ns = namespace(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-            if let Some(a) = ns.pointer(&format!("/actions/{}", escape(action))) {
-                let common = ns
-                    .get("commonTypes")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
-                let context = a
-                    .pointer("/appliesTo/context")
-                    .cloned()
-                    .unwrap_or_else(|| serde_json::json!({"type": "Record", "attributes": {}}));
-                declared = Some((file.clone(), canon(&context, &common)));
-            }
-        }
-        let declaration = declaration_of(&generated_text, action);
+        let declared = context::declared(&binding.schema_files, action)?;
+        let declaration = context::declaration_of(&generated_text, action);
         let Some((file, declared)) = declared else {
             return Err(format!(
                 "the action `Action::\"{action}\"` of Rust-first tool `{}` is not declared in a \
@@ -195,112 +159,8 @@ mod imp {
              {declaration}",
             file.display(),
             record.tool_id(),
-            render(&declared),
-            render(&expected)
+            context::render(&declared),
+            context::render(&expected)
         ))
-    }
-
-    /// A canonical type in Cedar schema syntax, on one line.
-    fn render(ty: &Value) -> String {
-        match ty {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => {
-                if let Some(Value::Object(attrs)) = o.get("Record") {
-                    let inner: Vec<String> = attrs
-                        .iter()
-                        .map(|(k, a)| {
-                            let optional = a.get("required") == Some(&Value::Bool(false));
-                            format!(
-                                "{k}{}: {}",
-                                if optional { "?" } else { "" },
-                                render(a.get("type").unwrap_or(&Value::Null))
-                            )
-                        })
-                        .collect();
-                    if inner.is_empty() {
-                        "{}".into()
-                    } else {
-                        format!("{{ {} }}", inner.join(", "))
-                    }
-                } else if let Some(e) = o.get("Set") {
-                    format!("Set<{}>", render(e))
-                } else if let Some(Value::String(e)) = o.get("Entity") {
-                    e.clone()
-                } else {
-                    ty.to_string()
-                }
-            }
-            Value::Null => "(none)".into(),
-            other => other.to_string(),
-        }
-    }
-
-    /// The `action "<id>" … };` block of the generated schema text.
-    fn declaration_of(text: &str, action: &str) -> String {
-        let start = text
-            .find(&format!("action \"{action}\""))
-            .or_else(|| text.find(&format!("action {action} ")));
-        match start {
-            Some(s) => {
-                let end = text[s..].find("};").map_or(text.len(), |e| s + e + 2);
-                text[s..end].to_string()
-            }
-            None => text.to_string(),
-        }
-    }
-
-    fn escape(token: &str) -> String {
-        token.replace('~', "~0").replace('/', "~1")
-    }
-
-    /// A Cedar JSON-schema type in one canonical form: common types resolved, primitive names
-    /// unified, `required` explicit, annotations dropped.
-    fn canon(ty: &Value, common: &Map<String, Value>) -> Value {
-        canon_depth(ty, common, 0)
-    }
-
-    fn canon_depth(ty: &Value, common: &Map<String, Value>, depth: usize) -> Value {
-        if depth > 32 {
-            return Value::String("<too deep>".into());
-        }
-        let kind = ty.get("type").and_then(Value::as_str).unwrap_or("");
-        let name = ty.get("name").and_then(Value::as_str);
-        let named = |n: &str| -> Value {
-            let bare = n.strip_prefix("__cedar::").unwrap_or(n);
-            if let Some(t) = common.get(n) {
-                return canon_depth(t, common, depth + 1);
-            }
-            match bare {
-                "String" => Value::from("String"),
-                "Long" => Value::from("Long"),
-                "Bool" | "Boolean" => Value::from("Bool"),
-                "decimal" | "ipaddr" | "datetime" | "duration" => Value::from(bare),
-                other => serde_json::json!({ "Entity": other }),
-            }
-        };
-        match kind {
-            "Record" => {
-                let mut attrs = BTreeMap::new();
-                if let Some(a) = ty.get("attributes").and_then(Value::as_object) {
-                    for (k, v) in a {
-                        let required = v.get("required").and_then(Value::as_bool).unwrap_or(true);
-                        attrs.insert(
-                            k.clone(),
-                            serde_json::json!({
-                                "required": required,
-                                "type": canon_depth(v, common, depth + 1),
-                            }),
-                        );
-                    }
-                }
-                serde_json::json!({ "Record": attrs })
-            }
-            "Set" => serde_json::json!({
-                "Set": ty.get("element").map_or(Value::Null, |e| canon_depth(e, common, depth + 1))
-            }),
-            "EntityOrCommon" | "Entity" | "Extension" => named(name.unwrap_or("")),
-            "" => Value::Null,
-            other => named(other),
-        }
     }
 }

@@ -39,7 +39,7 @@ pub struct StatsOutput {
 ///
 /// Whitespace separates words.
 #[tool(
-    id = "text_stats",
+    id = "word_count",
     version = "1.2.0",
     side_effect = "read-only",
     timeout_ms = 5000,
@@ -57,7 +57,7 @@ async fn text_stats(input: StatsInput) -> Result<StatsOutput, ToolError> {
 
 fn main() {
     let c = <text_stats as Tool>::CONTRACT;
-    assert_eq!(c.id, "text_stats");
+    assert_eq!(c.id, "word_count");
     assert_eq!(c.version, "1.2.0");
     assert_eq!(
         c.description,
@@ -70,10 +70,10 @@ fn main() {
     );
     assert_eq!(c.egress, ["api.example.com:443", "*.example.org"]);
     assert_eq!(c.secrets, ["X_API_KEY"]);
-    assert_eq!(c.endpoint.args, ["text_stats"]);
+    assert_eq!(c.endpoint.args, ["word_count"]);
     assert_eq!(
         <<text_stats as Tool>::Action as CedarAction>::ACTION_ID,
-        "text_stats"
+        "word_count"
     );
 
     // The schemas come from the payload types, normalised into the subset.
@@ -91,5 +91,5 @@ fn main() {
     assert!(input["$defs"]["Mode"].get("oneOf").is_none());
     let record = <text_stats as Tool>::contract().to_record().unwrap();
     assert_eq!(record["input_schema"], input);
-    assert_eq!(record["cedar_action"], "Action::\"text_stats\"");
+    assert_eq!(record["cedar_action"], "Action::\"word_count\"");
 }

@@ -21,6 +21,7 @@
 //! problem of every file with its line and caret.
 
 pub mod approval;
+pub mod context;
 mod enum_literals;
 pub mod formats;
 mod policies;
