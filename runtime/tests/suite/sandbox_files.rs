@@ -2,7 +2,8 @@
 //! at `/workspace/<name>` and the tool cannot change it; its size and SHA-256 are in the intent;
 //! a file the tool does not declare, a required one left out and one past its bound are refused
 //! before any intent; an executor without a workspace, and an approval (the ledger keeps no
-//! bytes), refuse a call given files.
+//! bytes), refuse a call given files; and the sandbox's init refuses a name that is a path even
+//! when the executor is driven past the governed path.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use escepine_ledger::entry::sha256_hex;
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::record::{Record, WorkspaceFileDigest};
 use escepine_runtime::approval::ApprovalError;
-use escepine_runtime::executor::ProcessExecutor;
+use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::{CallError, CallKind, CallOptions, Runtime};
 use serde_json::json;
 
@@ -245,4 +246,43 @@ async fn a_call_given_files_cannot_be_approved_and_can_be_rejected() {
         .await
         .unwrap();
     assert_eq!(rejected.kind(), CallKind::Rejected);
+}
+
+#[tokio::test]
+async fn the_sandbox_refuses_a_name_that_is_a_path_even_past_the_governed_path() {
+    // An executor driven directly (no input stage): the sandbox's init checks each name again
+    // before it writes anything, so a caller that skips the governed path still cannot write
+    // outside the workspace.
+    let _host = host::shared().await;
+    let run_dir = tempfile::tempdir().unwrap();
+    let tool = testtool();
+    let ex = executor(MapResolver::default(), run_dir.path())
+        .with_process_executor(ProcessExecutor::new().with_bin_dir(tool.parent().unwrap()));
+    let registry = fixtures::registry("files");
+    let record = registry.get("t_file").unwrap();
+    let secrets = std::collections::BTreeMap::new();
+    let payload = json!({"name": "changelog"});
+    for name in ["../escaped", "/etc/escaped", ".hidden", ""] {
+        let files = WorkspaceFiles::new().with(name, "x");
+        let attempted = ex
+            .attempt(escepine_runtime::executor::Invocation {
+                tool: record,
+                payload: &payload,
+                call_id: "call-files",
+                idempotency_key: "idem-files",
+                attempt: 1,
+                timeout: std::time::Duration::from_secs(10),
+                secrets: &secrets,
+                scrubber: &escepine_runtime::scrub::Scrubber::default(),
+                egress: &escepine_contract::EgressGrant::default(),
+                files: &files,
+            })
+            .await;
+        let err = attempted.result.unwrap_err().to_string();
+        assert!(
+            err.contains("not a workspace input name"),
+            "{name:?}: {err}"
+        );
+    }
+    assert!(!std::path::Path::new("/etc/escaped").exists());
 }
