@@ -212,9 +212,11 @@ impl SchemaPlace {
     /// `../../tools/policies/schema.cedarschema`), so that the generated text names no checkout;
     /// as it is when there is no crate directory or the two share no root.
     fn shown(&self, path: &Path) -> String {
+        // The schema files' paths are canonical; so is the directory they are shown from.
         self.manifest_dir
             .as_deref()
-            .and_then(|dir| relative(path, dir))
+            .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()))
+            .and_then(|dir| relative(path, &dir))
             .unwrap_or_else(|| path.to_path_buf())
             .display()
             .to_string()
