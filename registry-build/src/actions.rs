@@ -43,6 +43,9 @@ pub(crate) fn actions_module(
         return Err(BuildError::Name { message });
     }
 
+    // The contexts the `.cedarschema` declares, which `#[tool]` checks its input against.
+    let mut declared = escepine_policy::cedar::context::declared_all(&place.schema_files)
+        .map_err(BuildError::SchemaContext)?;
     let mut items = TokenStream::new();
     for action in actions {
         let name = action_ident(&action.id)?;
@@ -84,21 +87,17 @@ pub(crate) fn actions_module(
                 )
             }
         };
-        // The context a `.cedarschema` declares, which `#[tool]` checks its input against.
-        let declared = if action.is_group {
-            None
-        } else {
-            escepine_policy::cedar::context::declared(&place.schema_files, id)
-                .map_err(BuildError::SchemaContext)?
-        };
-        let context = declared.map(|(file, context)| {
-            let file = place.shown(&file);
-            let shape = shape(&context, c);
-            quote! {
-                const CONTEXT: #c::cedar_shape::Shape = #shape;
-                const SCHEMA_FILE: &'static str = #file;
-            }
-        });
+        let context = declared
+            .remove(id)
+            .filter(|_| !action.is_group)
+            .map(|(file, context)| {
+                let file = place.shown(&file);
+                let shape = shape(&context, c);
+                quote! {
+                    const CONTEXT: #c::cedar_shape::Shape = #shape;
+                    const SCHEMA_FILE: &'static str = #file;
+                }
+            });
         items.extend(quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

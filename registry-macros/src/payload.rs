@@ -1,7 +1,7 @@
 //! `#[derive(Payload)]`: a closed, credential-free struct whose schema comes from `schemars`.
 
 use proc_macro2::TokenStream;
-use quote::{quote, ToTokens};
+use quote::quote;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Data, DeriveInput, Fields, Meta, Token, Type};
 
@@ -12,7 +12,7 @@ use escepine_registry::schema::names::ValueKind;
 use escepine_registry::schema::names::Verdict;
 
 use crate::ctxt::Ctxt;
-use crate::serde_attrs::{lit_str, option_of, serde_metas, skipped};
+use crate::serde_attrs::{lit_str, option_of, schema_changed, serde_metas, skipped};
 
 /// The expansion of `#[derive(Payload)]`, or every problem found.
 pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -132,22 +132,11 @@ fn is_option(ty: &Type) -> bool {
 /// whose `#[schemars]` or `#[serde]` attributes may change its schema (`with`, `schema_with`,
 /// `extend`, `transform`, `serialize_with`, `deserialize_with`) counts as possibly secret.
 fn value_kind(field: &syn::Field, metas: &[Meta]) -> ValueKind {
-    let schemars_changes = field
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("schemars"))
-        .any(|a| {
-            mentions(
-                a.meta.to_token_stream(),
-                &["with", "schema_with", "extend", "transform"],
-            )
-        });
-    let serde_changes = metas.iter().any(|m| {
-        ["with", "serialize_with", "deserialize_with"]
-            .iter()
-            .any(|c| m.path().is_ident(c))
-    });
-    if schemars_changes || serde_changes {
+    if schema_changed(
+        field,
+        metas,
+        &["with", "schema_with", "extend", "transform"],
+    ) {
         return ValueKind::Secret;
     }
     if is_string(&field.ty) || option_of(&field.ty).is_some_and(is_string) {
@@ -155,15 +144,6 @@ fn value_kind(field: &syn::Field, metas: &[Meta]) -> ValueKind {
     } else {
         ValueKind::Other
     }
-}
-
-/// Whether `tokens` hold one of the identifiers `idents`, at any depth.
-fn mentions(tokens: TokenStream, idents: &[&str]) -> bool {
-    tokens.into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(i) => idents.iter().any(|w| i == w),
-        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), idents),
-        _ => false,
-    })
 }
 
 /// Whether `ty` is written `String` (or `std::string::String`, `alloc::string::String`).

@@ -1,6 +1,8 @@
 //! Reading `#[serde(…)]` attributes and field types as written: what `Payload`'s checks and
 //! its Cedar shape both need.
 
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Expr, Lit, LitStr, Meta, Token, Type};
 
@@ -52,4 +54,29 @@ pub(crate) fn skipped(metas: &[Meta]) -> bool {
     metas
         .iter()
         .any(|m| m.path().is_ident("skip") || m.path().is_ident("skip_deserializing"))
+}
+
+/// Whether a `#[serde]` attribute of the field (`with`, `serialize_with`, `deserialize_with`)
+/// or one of the `#[schemars]` keys `schemars_keys` may give it another schema than its type's.
+pub(crate) fn schema_changed(field: &syn::Field, metas: &[Meta], schemars_keys: &[&str]) -> bool {
+    let schemars = field
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("schemars"))
+        .any(|a| mentions(a.meta.to_token_stream(), schemars_keys));
+    let serde = metas.iter().any(|m| {
+        ["with", "serialize_with", "deserialize_with"]
+            .iter()
+            .any(|c| m.path().is_ident(c))
+    });
+    schemars || serde
+}
+
+/// Whether `tokens` hold one of the identifiers `idents`, at any depth.
+fn mentions(tokens: TokenStream, idents: &[&str]) -> bool {
+    tokens.into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => idents.iter().any(|w| i == w),
+        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), idents),
+        _ => false,
+    })
 }

@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Data, DeriveInput, Fields, GenericArgument, Meta, PathArguments, Type};
 
-use crate::serde_attrs::{lit_str, option_of, serde_metas, skipped};
+use crate::serde_attrs::{lit_str, option_of, schema_changed, serde_metas, skipped};
 
 /// The shape of the struct `input`: a record of its fields, or `Unchecked` when its serde
 /// attributes rename or merge fields in ways the fields alone do not show.
@@ -50,7 +50,8 @@ pub(crate) fn of_struct(input: &DeriveInput) -> TokenStream {
             return unchecked;
         };
         let presence = presence(field, &metas, all_default);
-        let shape = if changes_schema(field, &metas) {
+        // `extend` adds keywords, never another type.
+        let shape = if schema_changed(field, &metas, &["with", "schema_with", "transform"]) {
             unchecked.clone()
         } else {
             of_type(option_of(&field.ty).unwrap_or(&field.ty))
@@ -93,26 +94,6 @@ fn presence(field: &syn::Field, metas: &[Meta], all_default: bool) -> TokenStrea
     } else {
         quote!(::escepine_contract::cedar_shape::Presence::Required)
     }
-}
-
-/// Whether an attribute may give the field another schema than its type's.
-fn changes_schema(field: &syn::Field, metas: &[Meta]) -> bool {
-    let serde = metas.iter().any(|m| {
-        ["with", "serialize_with", "deserialize_with"]
-            .iter()
-            .any(|k| m.path().is_ident(k))
-    });
-    let schemars = field.attrs.iter().any(|a| {
-        a.path().is_ident("schemars")
-            && a.meta.require_list().is_ok_and(|l| {
-                let text = l.tokens.to_string();
-                ["with", "schema_with", "transform"].iter().any(|k| {
-                    text.split(|c: char| !c.is_alphanumeric() && c != '_')
-                        .any(|w| w == *k)
-                })
-            })
-    });
-    serde || schemars
 }
 
 /// The shape of a field's type as written (its last path segment).

@@ -63,19 +63,18 @@ impl fmt::Debug for InProcessExecutor {
 
 impl Executor for InProcessExecutor {
     fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
-        let found =
-            super::seam::workspace_files_refused(&inv).map(|()| self.tools.get(inv.tool.tool_id()));
-        let result = match found {
-            Err(e) => Err(e),
-            Ok(Some(f)) => f(inv.payload).map(|output| Execution {
-                output,
-                stderr: String::new(),
-            }),
-            Ok(None) => Err(ExecError::Spawn(format!(
-                "no in-process implementation is registered for `{}`",
-                inv.tool.tool_id()
-            ))),
-        };
+        let result = super::seam::workspace_files_refused(&inv).and_then(|()| {
+            match self.tools.get(inv.tool.tool_id()) {
+                Some(f) => f(inv.payload).map(|output| Execution {
+                    output,
+                    stderr: String::new(),
+                }),
+                None => Err(ExecError::Spawn(format!(
+                    "no in-process implementation is registered for `{}`",
+                    inv.tool.tool_id()
+                ))),
+            }
+        });
         Box::pin(std::future::ready(result))
     }
 }

@@ -32,6 +32,18 @@ fn sandboxed(run_dir: &std::path::Path) -> Runtime {
         .unwrap()
 }
 
+/// The same registry over the process executor, which has no workspace.
+fn unsandboxed() -> Runtime {
+    let tool = testtool();
+    Runtime::builder(fixtures::registry("files"))
+        .ledger(Arc::new(MemoryLedger::new()))
+        .executor(Arc::new(
+            ProcessExecutor::new().with_bin_dir(tool.parent().unwrap()),
+        ))
+        .build()
+        .unwrap()
+}
+
 fn with_files(files: WorkspaceFiles) -> CallOptions {
     CallOptions {
         files,
@@ -190,14 +202,7 @@ async fn undeclared_missing_and_oversized_files_are_refused_before_the_intent() 
 
 #[tokio::test]
 async fn an_executor_without_a_workspace_refuses_files() {
-    let tool = testtool();
-    let rt = Runtime::builder(fixtures::registry("files"))
-        .ledger(Arc::new(MemoryLedger::new()))
-        .executor(Arc::new(
-            ProcessExecutor::new().with_bin_dir(tool.parent().unwrap()),
-        ))
-        .build()
-        .unwrap();
+    let rt = unsandboxed();
     let report = rt
         .call(
             &Principal::agent("alice"),
@@ -217,14 +222,7 @@ async fn an_executor_without_a_workspace_refuses_files() {
 
 #[tokio::test]
 async fn a_call_given_files_cannot_be_approved_and_can_be_rejected() {
-    let tool = testtool();
-    let rt = Runtime::builder(fixtures::registry("files"))
-        .ledger(Arc::new(MemoryLedger::new()))
-        .executor(Arc::new(
-            ProcessExecutor::new().with_bin_dir(tool.parent().unwrap()),
-        ))
-        .build()
-        .unwrap();
+    let rt = unsandboxed();
     let waiting = rt
         .call(
             &Principal::agent("bob"),

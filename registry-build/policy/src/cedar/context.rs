@@ -20,39 +20,40 @@ pub fn declared(
     schema_files: &[PathBuf],
     action: &str,
 ) -> Result<Option<(PathBuf, Value)>, String> {
-    let mut found = None;
+    Ok(declared_all(schema_files)?.remove(action))
+}
+
+/// Every action the `.cedarschema` files declare, by id, with its canonical context and the
+/// file declaring it (the last one, as Cedar merges them): each file read and parsed once. An
+/// action without `context` has the empty record.
+///
+/// # Errors
+/// A file that cannot be read or does not parse.
+pub fn declared_all(
+    schema_files: &[PathBuf],
+) -> Result<BTreeMap<String, (PathBuf, Value)>, String> {
+    let mut found = BTreeMap::new();
     for file in schema_files {
         let text =
             fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        if let Some(context) =
-            declared_in(&text, action).map_err(|e| format!("{}: {e}", file.display()))?
-        {
-            found = Some((file.clone(), context));
+        let ns = namespace(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let common = ns
+            .get("commonTypes")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let Some(actions) = ns.get("actions").and_then(Value::as_object) else {
+            continue;
+        };
+        for (id, a) in actions {
+            let context = a
+                .pointer("/appliesTo/context")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "Record", "attributes": {}}));
+            found.insert(id.clone(), (file.clone(), canon(&context, &common)));
         }
     }
     Ok(found)
-}
-
-/// The canonical context `text` (a `.cedarschema`) declares for `action`, if it declares it (an
-/// action without `context` has the empty record).
-///
-/// # Errors
-/// A schema that does not parse.
-pub fn declared_in(text: &str, action: &str) -> Result<Option<Value>, String> {
-    let ns = namespace(text)?;
-    let Some(a) = ns.pointer(&format!("/actions/{}", escape(action))) else {
-        return Ok(None);
-    };
-    let common = ns
-        .get("commonTypes")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let context = a
-        .pointer("/appliesTo/context")
-        .cloned()
-        .unwrap_or_else(|| serde_json::json!({"type": "Record", "attributes": {}}));
-    Ok(Some(canon(&context, &common)))
 }
 
 /// The canonical context the generated schema text `text` gives `action` (`Null` when it has
