@@ -86,6 +86,7 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
                 deadline_ms: Some(1000),
                 credential_exemptions: Vec::new(),
                 files: Vec::new(),
+                attestation: None,
                 shadow: None,
                 approval: None,
             });

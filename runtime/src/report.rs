@@ -59,10 +59,12 @@ pub enum CallOutcome {
         /// Their `@approval` reasons (the empty ones left out).
         reasons: Vec<String>,
     },
-    /// An approver rejected the waiting call; nothing ran.
+    /// An approver rejected the waiting call, or its requester withdrew it; nothing ran.
     Rejected {
-        /// The approver (`Agent::"id"`).
+        /// The approver (`Agent::"id"`), or the requester that withdrew it.
         approver: String,
+        /// Whether the requester withdrew it (an MCP client cancelled its task).
+        withdrawn: bool,
     },
     /// The call waited past its expiry; nothing ran.
     Expired {
@@ -225,7 +227,14 @@ impl fmt::Display for CallReport {
                 }
                 Ok(())
             }
-            CallOutcome::Rejected { approver } => f.write_str(&rejected_message(approver)),
+            CallOutcome::Rejected {
+                approver,
+                withdrawn: false,
+            } => f.write_str(&rejected_message(approver)),
+            CallOutcome::Rejected {
+                approver,
+                withdrawn: true,
+            } => f.write_str(&withdrawn_message(approver)),
             CallOutcome::Expired { expired_at_ms } => f.write_str(&expired_message(*expired_at_ms)),
         }
     }
@@ -238,6 +247,11 @@ const EVIDENCE: &str = "each attempt's error, stderr and egress requests and ref
 /// `rejected by <approver>: nothing ran`.
 pub(crate) fn rejected_message(approver: &str) -> String {
     format!("rejected by {approver}: nothing ran")
+}
+
+/// `withdrawn by its requester <principal>: nothing ran`.
+pub(crate) fn withdrawn_message(requester: &str) -> String {
+    format!("withdrawn by its requester {requester}: nothing ran")
 }
 
 /// `the approval expired at <time>: nothing ran`.

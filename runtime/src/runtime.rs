@@ -10,7 +10,7 @@ use escepine_policy::BoundRegistry;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::approval::{self, ApprovalError, Verdict};
+use crate::approval::{self, ApprovalError, Decider, Verdict};
 use crate::budget::table::BudgetTable;
 use crate::budget::Budgets;
 use crate::error::CallError;
@@ -264,6 +264,12 @@ impl Runtime {
         &self.inner.ledger
     }
 
+    /// The Cedar authorizer calls are decided by (to check, at start-up, that principals an
+    /// identity provider names can be authorized: [`Authorizer::check_membership`]).
+    pub fn authorizer(&self) -> &Authorizer {
+        &self.inner.authorizer
+    }
+
     /// The JSON entry for proposals made by a planner or an LLM: [`Runtime::call`] with
     /// default options, for the gated output alone.
     ///
@@ -320,7 +326,8 @@ impl Runtime {
         approver: &Principal,
         call_id: &str,
     ) -> Result<CallReport, ApprovalError> {
-        self.decide(approver, call_id, Verdict::Approve).await
+        self.decide(Decider::named(approver), call_id, Verdict::Approve)
+            .await
     }
 
     /// Reject the waiting call `call_id` as `approver`: nothing runs; the `approval` entry
@@ -333,7 +340,8 @@ impl Runtime {
         approver: &Principal,
         call_id: &str,
     ) -> Result<CallReport, ApprovalError> {
-        self.decide(approver, call_id, Verdict::Reject).await
+        self.decide(Decider::named(approver), call_id, Verdict::Reject)
+            .await
     }
 
     /// Record the expiry of the waiting call `call_id` if it is past it (an `approval` entry
@@ -354,14 +362,23 @@ impl Runtime {
         CallView::new(&*self.inner.ledger).state(call_id, escepine_ledger::entry::now_ms())
     }
 
-    async fn decide(
+    /// Decide on the waiting call `call_id`: approve or reject it as an approver (see
+    /// [`Runtime::approve`] and [`Runtime::reject`]), or withdraw it as its requester
+    /// ([`Verdict::Withdraw`]: nothing runs; the `approval` entry `withdrawn` and the outcome
+    /// `rejected` are recorded). The decider's attestation, when a token named it, gives Cedar
+    /// its parents and is recorded in the `approval` entry.
+    ///
+    /// # Errors
+    /// As [`Runtime::approve`]; a withdrawal by anyone but the requester is
+    /// [`ApprovalError::NotRequester`].
+    pub async fn decide(
         &self,
-        approver: &Principal,
+        decider: Decider<'_>,
         call_id: &str,
         verdict: Verdict,
     ) -> Result<CallReport, ApprovalError> {
         let span = tracing::info_span!("approve_tool_call", gen_ai.tool.call.id = %call_id);
-        approval::decide(&self.parts(), approver, call_id, verdict)
+        approval::decide(&self.parts(), decider, call_id, verdict)
             .instrument(span)
             .await
     }

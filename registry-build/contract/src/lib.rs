@@ -39,7 +39,7 @@ pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use origin::{EgressGrant, Origin, OriginHost};
 pub use payload::Payload;
-pub use principal::{Principal, PrincipalParseError};
+pub use principal::{is_entity_type, Attestation, Principal, PrincipalParseError};
 pub use sop::{SopDefinition, SopStep};
 pub use tool::{CedarAction, Invoke, Tool};
 pub use tool_error::{ToolError, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY, EXIT_TRANSIENT};

@@ -435,7 +435,6 @@ fn render_transition(e: &Entry, out: &mut String) {
 }
 
 fn render_call(call: &Call, out: &mut String) {
-    const PAD: &str = "      ";
     match &call.intent {
         Some(Recorded {
             seq,
@@ -457,6 +456,9 @@ fn render_call(call: &Call, out: &mut String) {
             }
             out.push('\n');
             out.push_str(&format!("{PAD}principal  {}\n", i.principal));
+            if let Some(a) = &i.attestation {
+                render_attestation(a, out);
+            }
             let policies = if i.policy_ids.is_empty() {
                 "(none)".to_string()
             } else {
@@ -528,6 +530,9 @@ fn render_call(call: &Call, out: &mut String) {
             iso8601(*at_ms),
             seq
         ));
+        if let Some(att) = &a.attestation {
+            render_attestation(att, out);
+        }
     }
     match &call.outcome {
         Some(Recorded { seq, record: o, .. }) => {
@@ -561,6 +566,23 @@ fn render_call(call: &Call, out: &mut String) {
             "{PAD}ignored    #{} another {} of this call (only the first counts)\n",
             extra.entry.seq, extra.kind
         ));
+    }
+}
+
+/// The indent of a call's detail lines in `ledger show`.
+const PAD: &str = "      ";
+
+/// The lines of an identity provider's attestation: `token      issuer <iss>  jti sha256 <hex>`
+/// and `member of  Team::"editors", …`.
+fn render_attestation(a: &escepine_contract::Attestation, out: &mut String) {
+    out.push_str(&format!("{PAD}token      issuer {}", a.issuer));
+    if let Some(jti) = &a.jti_sha256 {
+        out.push_str(&format!("  jti sha256 {jti}"));
+    }
+    out.push('\n');
+    if !a.parents.is_empty() {
+        let parents: Vec<String> = a.parents.iter().map(ToString::to_string).collect();
+        out.push_str(&format!("{PAD}member of  {}\n", parents.join(", ")));
     }
 }
 

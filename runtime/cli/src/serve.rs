@@ -11,11 +11,21 @@
 //!   to stderr only.
 //! - `--mcp http` serves streamable HTTP at `http://<listen>/mcp` (`--listen`, loopback
 //!   `127.0.0.1:8787` by default; port 0 picks a free one). Every request needs
-//!   `Authorization: Bearer <token>` with a token of `--tokens FILE` (JSON
-//!   `{"<token>": "Agent::\"id\""}`), which gives its principal; others get `401`. Each MCP
-//!   session serves only the principal whose token opened it; another principal naming its
-//!   `Mcp-Session-Id` gets `404` ([`escepine_mcp::sessions`]). Once listening it prints
-//!   `listening on http://<addr>/mcp` on stderr. SIGINT or SIGTERM stops it.
+//!   `Authorization: Bearer <token>`, checked by one of ([`escepine_mcp::auth`]):
+//!   - `--oauth FILE`: an OAuth 2.1 resource server. The token is a JWT access token of an
+//!     issuer the file configures, verified against its JWKS; the principal and its parents
+//!     come from the token's claims ([`escepine_identity::config`] describes the file). The
+//!     file is checked before anything starts: its rules, and that the Cedar schema can hold
+//!     the principals and parents it maps (a type no action accepts, or a parent type the
+//!     principal type cannot be a member of, is an error). An issuer that cannot be reached
+//!     yet is retried in the background; its tokens are answered `503` until then.
+//!   - `--tokens FILE` (development): JSON `{"<token>": "Agent::\"id\""}`.
+//!
+//!   A refused request gets `401` (`403` for a missing scope) with a `WWW-Authenticate`
+//!   challenge. Each 2025-era MCP session serves only the principal whose token opened it;
+//!   another principal naming its `Mcp-Session-Id` gets `404` ([`escepine_mcp::sessions`]).
+//!   Once listening it prints `listening on http://<addr>/mcp` on stderr. SIGINT or SIGTERM
+//!   stops it.
 //!
 //! `--listing partial-eval|scope` chooses how tools are listed ([`escepine_mcp::listing`]; the
 //! default is the most precise one built in).
@@ -29,6 +39,9 @@ use std::time::Duration;
 use escepine_contract::Principal;
 use escepine_registry::endpoint::WorkspaceBins;
 
+use escepine_identity::config::OAuthConfig;
+use escepine_identity::verify::Verifier;
+use escepine_mcp::auth::{Authenticator, OAuth};
 use escepine_mcp::listing::{Analysis, Listing};
 use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
 use escepine_mcp::tokens::Tokens;
@@ -79,9 +92,14 @@ pub(crate) struct Args {
     /// The principal served over stdio, e.g. 'Agent::"researcher"'.
     #[arg(long)]
     principal: Option<String>,
-    /// Bearer tokens for HTTP: JSON {"<token>": "Agent::\"id\""}.
-    #[arg(long, value_name = "FILE")]
+    /// Development bearer tokens for HTTP: JSON {"<token>": "Agent::\"id\""}.
+    #[arg(long, value_name = "FILE", conflicts_with = "oauth")]
     tokens: Option<PathBuf>,
+    /// OAuth 2.1 resource server for HTTP: the resource, its issuers and how their tokens'
+    /// claims map to principals (JSON; see README, "Putting Escepine behind an identity
+    /// provider").
+    #[arg(long, value_name = "FILE")]
+    oauth: Option<PathBuf>,
     /// Where HTTP listens (loopback by default).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
     listen: SocketAddr,
@@ -141,25 +159,35 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         .map(str::parse)
         .transpose()
         .map_err(|e| CliError::new(exit::USAGE, e))?;
-    let tokens = match (args.mcp, &principal, &args.tokens) {
-        (Transport::Stdio, None, _) => {
+    let auth = match (args.mcp, &principal, &args.tokens, &args.oauth) {
+        (Transport::Stdio, None, _, _) => {
             return Err(usage("`--mcp stdio` needs --principal 'Agent::\"id\"'"))
         }
-        (Transport::Http, _, None) => {
+        (Transport::Stdio, Some(_), None, None) => None,
+        (Transport::Stdio, Some(_), _, _) => {
             return Err(usage(
-                "`--mcp http` needs --tokens FILE (JSON {\"<token>\": \"Agent::\\\"id\\\"\"})",
+                "--tokens and --oauth authenticate HTTP requests; over stdio the principal is \
+                 --principal",
             ))
         }
-        (Transport::Http, Some(_), _) => {
+        (Transport::Http, Some(_), _, _) => {
             return Err(usage(
                 "over HTTP each request's principal comes from its bearer token; \
                  --principal is for stdio",
             ))
         }
-        (Transport::Http, None, Some(path)) => Some(Arc::new(
+        (Transport::Http, None, None, None) => {
+            return Err(usage(
+                "`--mcp http` needs --oauth FILE (an OAuth 2.1 resource server) or, for \
+                 development, --tokens FILE (JSON {\"<token>\": \"Agent::\\\"id\\\"\"})",
+            ))
+        }
+        (Transport::Http, None, Some(path), _) => Some(HttpAuth::Tokens(Arc::new(
             Tokens::load(path).map_err(|e| CliError::new(exit::INVALID, e))?,
+        ))),
+        (Transport::Http, None, None, Some(path)) => Some(HttpAuth::OAuth(
+            OAuthConfig::load(path).map_err(|e| CliError::new(exit::INVALID, e))?,
         )),
-        (Transport::Stdio, Some(_), _) => None,
     };
     let analysis = match args.listing {
         None => Analysis::best(),
@@ -194,9 +222,19 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let tools = registry.records().len();
     let result: CliResult = rt.block_on(async {
         let runtime = args.runtime.build(registry, exit::INVALID).await?;
-        let server = GovernedServer::new(runtime, listing);
         let failed = |e: &dyn std::fmt::Display| CliError::new(exit::INVALID, e);
-        match (principal, tokens) {
+        let auth = match auth {
+            None => None,
+            Some(HttpAuth::Tokens(tokens)) => Some(Authenticator::Tokens(tokens)),
+            Some(HttpAuth::OAuth(config)) => {
+                check_mapping(&config, &runtime, args.oauth.as_deref())?;
+                let verifier = Verifier::new(config.clone()).map_err(|e| failed(&e))?;
+                verifier.start();
+                Some(Authenticator::OAuth(OAuth::new(config, verifier)))
+            }
+        };
+        let server = GovernedServer::new(runtime, listing);
+        match (principal, auth) {
             (Some(p), _) => {
                 let _ = writeln!(
                     io.err,
@@ -207,7 +245,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
                     .await
                     .map_err(|e| failed(&e))
             }
-            (None, Some(tokens)) => {
+            (None, Some(auth)) => {
                 let listener = tokio::net::TcpListener::bind(args.listen)
                     .await
                     .map_err(|e| failed(&format!("cannot listen on {}: {e}", args.listen)))?;
@@ -220,13 +258,13 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
                 }
                 let _ = writeln!(
                     io.err,
-                    "escepine serve: {tools} tools over MCP streamable HTTP, {} token(s) \
+                    "escepine serve: {tools} tools over MCP streamable HTTP, {} \
                      (listing: {}); listening on http://{addr}{HTTP_PATH}",
-                    tokens.len(),
+                    auth.describe(),
                     analysis.as_str()
                 );
                 let _ = io.err.flush();
-                server::serve_http(server, listener, tokens, stop_signal())
+                server::serve_http(server, listener, Arc::new(auth), stop_signal())
                     .await
                     .map_err(|e| failed(&e))
             }
@@ -235,6 +273,43 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     });
     rt.shutdown_timeout(Duration::from_secs(2));
     result
+}
+
+/// How HTTP callers are known, as read from the command line (the verifier starts inside the
+/// async runtime).
+enum HttpAuth {
+    Tokens(Arc<Tokens>),
+    OAuth(OAuthConfig),
+}
+
+/// Whether the Cedar schema can hold the principals and parents `config` maps claims to: each
+/// issuer's principal type is a principal type of some action, and can be a member of each of
+/// its parent types.
+fn check_mapping(
+    config: &OAuthConfig,
+    runtime: &escepine_runtime::Runtime,
+    file: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    let file = file.map_or_else(String::new, |f| format!("{}: ", f.display()));
+    let mut problems = Vec::new();
+    for (n, issuer) in config.issuers.iter().enumerate() {
+        let parents: Vec<&str> = issuer
+            .parents
+            .iter()
+            .map(|p| p.entity_type.as_str())
+            .collect();
+        if let Err(e) = runtime
+            .authorizer()
+            .check_membership(&issuer.principal.entity_type, &parents)
+        {
+            problems.push(format!("{file}/issuers/{n}/principal: {e}"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::new(exit::INVALID, problems.join("\n")))
+    }
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -53,6 +53,11 @@ pub struct Intent {
     pub class: SideEffectClass,
     /// The principal (`Agent::"id"`).
     pub principal: String,
+    /// What an identity provider vouched for about the principal, when its access token named
+    /// it (`escepine serve --oauth`): the issuer, a SHA-256 of the token's `jti` (never the
+    /// token) and the parents its claims gave the principal, with which the call was authorized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<escepine_contract::Attestation>,
     /// The canonical payload, secrets scrubbed.
     pub payload: Value,
     /// SHA-256 (hex) of the canonical payload.
@@ -160,9 +165,14 @@ pub struct ApprovalRequest {
 pub struct Approval {
     /// The waiting call.
     pub call_id: String,
-    /// The principal who decided (`Agent::"id"`); `runtime` for an expiry the runtime found.
+    /// The principal who decided (`Agent::"id"`); `runtime` for an expiry the runtime found;
+    /// the requester itself for a withdrawal.
     pub approver: String,
-    /// `approved`, `rejected` or `expired`.
+    /// What an identity provider vouched for about the approver, when its access token named
+    /// it (as an intent's `attestation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<escepine_contract::Attestation>,
+    /// `approved`, `rejected`, `withdrawn` or `expired`.
     pub result: ApprovalResult,
     /// The policies that permitted the approver `Action::"approve"` on the tool (empty for an
     /// expiry).
@@ -177,16 +187,20 @@ pub enum ApprovalResult {
     Approved,
     /// Rejected: nothing ran; an outcome `rejected` follows.
     Rejected,
+    /// Withdrawn by its requester before anyone decided (an MCP client cancelled the call's
+    /// task): nothing ran; an outcome `rejected` follows.
+    Withdrawn,
     /// Past its expiry: nothing ran; an outcome `expired` follows.
     Expired,
 }
 
 impl ApprovalResult {
-    /// `approved`, `rejected` or `expired`.
+    /// `approved`, `rejected`, `withdrawn` or `expired`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Approved => "approved",
             Self::Rejected => "rejected",
+            Self::Withdrawn => "withdrawn",
             Self::Expired => "expired",
         }
     }

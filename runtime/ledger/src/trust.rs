@@ -275,6 +275,7 @@ mod tests {
             deadline_ms: None,
             credential_exemptions: vec![],
             files: Vec::new(),
+            attestation: None,
             shadow: None,
             approval: None,
         })

@@ -3,8 +3,8 @@
 //! Listed by `escepine serve` for every principal (any principal may be an approver; Cedar
 //! decides, on the call's tool, with `Action::"approve"`). Input
 //! `{"call_id": "<32 lower-case hex>", "decision": "approve" | "reject"}` (`decision` defaults
-//! to `approve`). The session's principal is the approver, through [`Runtime::approve`] and
-//! [`Runtime::reject`]:
+//! to `approve`). The caller is the approver (its principal, and the parents its access token
+//! gave it), through [`Runtime::decide`]:
 //!
 //! - a decision taken is a result whose `structuredContent` is
 //!   `{"call_id", "decision": "approved" | "rejected", "kind", "output"?, "error"?}`: `kind` is
@@ -19,8 +19,7 @@
 
 use std::sync::Arc;
 
-use escepine_contract::Principal;
-use escepine_runtime::approval::ApprovalError;
+use escepine_runtime::approval::{ApprovalError, Decider, Verdict};
 use escepine_runtime::{CallOutcome, CallReport, Runtime};
 use rmcp::model::{CallToolResult, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
@@ -30,7 +29,7 @@ use super::results::{refusal_body, report_body, tool_error};
 /// The result of the `approve` tool called by `approver` with `arguments`.
 pub async fn call(
     runtime: &Runtime,
-    approver: &Principal,
+    approver: Decider<'_>,
     arguments: Option<&Map<String, Value>>,
 ) -> CallToolResult {
     match ApproveInput::parse(arguments) {
@@ -174,13 +173,14 @@ pub fn tool() -> Tool {
 /// Decide `input` as `approver`: the result of the `approve` tool.
 pub async fn decide(
     runtime: &Runtime,
-    approver: &Principal,
+    approver: Decider<'_>,
     input: &ApproveInput,
 ) -> CallToolResult {
-    let decided = match input.decision {
-        Decision::Approve => runtime.approve(approver, &input.call_id).await,
-        Decision::Reject => runtime.reject(approver, &input.call_id).await,
+    let verdict = match input.decision {
+        Decision::Approve => Verdict::Approve,
+        Decision::Reject => Verdict::Reject,
     };
+    let decided = runtime.decide(approver, &input.call_id, verdict).await;
     match decided {
         Ok(report) => CallToolResult::structured(decided_body(input.decision, &report)),
         Err(ApprovalError::Call(e)) => tool_error(e.to_string(), refusal_body(&e)),
@@ -217,6 +217,7 @@ pub fn reason(e: &ApprovalError) -> &'static str {
         ApprovalError::AlreadyDecided { .. } => "already_decided",
         ApprovalError::Expired { .. } => "expired",
         ApprovalError::SelfApproval { .. } => "self_approval",
+        ApprovalError::NotRequester { .. } => "not_requester",
         ApprovalError::FilesNotKept { .. } => "files_not_kept",
         ApprovalError::NotPermitted { .. } => "not_permitted",
         ApprovalError::Untrusted { .. } => "untrusted_entry",

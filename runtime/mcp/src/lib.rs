@@ -5,8 +5,10 @@
 //!   principal the tools some request of theirs could be permitted to call (decided from the
 //!   policies, [`listing::Listing`]), in exactly the form `escepine export --format mcp` writes
 //!   ([`escepine_export::mcp`]); `tools/call` runs the governed path. Over HTTP
-//!   (streamable HTTP, loopback by default) the principal comes from a bearer token
-//!   ([`tokens`]), and each session serves only the principal that opened it ([`sessions`]).
+//!   (streamable HTTP, loopback by default) the caller comes from a bearer token ([`auth`]: a
+//!   development token file, [`tokens`], or an OAuth 2.1 access token whose claims give the
+//!   principal and its parents), and each 2025-era session serves only the principal that
+//!   opened it ([`sessions`]).
 //! - [`tasks`] and [`approve`]: a call waiting for approval is an MCP task (its state read from
 //!   the ledger) or an `awaiting_approval` tool error; the built-in tool `approve` decides it.
 //! - [`import`]: `escepine import mcp -- <command …>` reads an existing server's `tools/list` and
@@ -20,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod approve;
+pub mod auth;
 pub mod import;
 pub mod listing;
 pub mod results;

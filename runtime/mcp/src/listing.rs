@@ -34,7 +34,7 @@ use std::str::FromStr;
 
 use cedar_policy::{
     Effect, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, PrincipalConstraint,
-    ResourceConstraint,
+    ResourceConstraint, Schema,
 };
 use escepine_contract::Principal;
 use escepine_policy::cedar::RESOURCE_TYPE;
@@ -136,6 +136,9 @@ struct ToolView {
 pub struct Listing {
     tools: Vec<ToolView>,
     entities: Entities,
+    /// The schema the entities conform to: a principal's parents from its token are checked
+    /// against it, as the authorizer does.
+    schema: Schema,
     analysis: Analysis,
 }
 
@@ -189,6 +192,7 @@ impl Listing {
         Ok(Self {
             tools,
             entities: store,
+            schema: schema.clone(),
             analysis: Analysis::best(),
         })
     }
@@ -206,22 +210,59 @@ impl Listing {
 
     /// The tool ids listed for `principal`, in registry order.
     pub fn visible(&self, principal: &Principal) -> Vec<&str> {
+        self.visible_as(principal, &[])
+    }
+
+    /// The tool ids listed for `principal` when an identity provider vouched for its membership
+    /// in `parents` (its access token's claims): decided with the principal in those parents,
+    /// as its calls are authorized. Nothing is listed when the schema refuses such a parent
+    /// (every call would be denied).
+    pub fn visible_as(&self, principal: &Principal, parents: &[Principal]) -> Vec<&str> {
+        let Ok((uid, entities)) = self.member(principal, parents) else {
+            return Vec::new();
+        };
         self.tools
             .iter()
-            .filter(|t| self.decide(t, principal).is_listed())
+            .filter(|t| self.decide(t, principal, &uid, &entities).is_listed())
             .map(|t| t.tool_id.as_str())
             .collect()
     }
 
     /// Whether `tool_id` is listed for `principal` (`None` for an unknown tool).
     pub fn visibility(&self, principal: &Principal, tool_id: &str) -> Option<Visibility> {
-        self.tools
-            .iter()
-            .find(|t| t.tool_id == tool_id)
-            .map(|t| self.decide(t, principal))
+        let tool = self.tools.iter().find(|t| t.tool_id == tool_id)?;
+        Some(match self.member(principal, &[]) {
+            Ok((uid, entities)) => self.decide(tool, principal, &uid, &entities),
+            Err(reason) => Visibility::hidden(reason, Vec::new()),
+        })
     }
 
-    fn decide(&self, tool: &ToolView, principal: &Principal) -> Visibility {
+    /// The principal's uid, and the store its requests are decided with (the principal in
+    /// `parents`, [`escepine_policy::authorize::with_parents`]).
+    fn member(
+        &self,
+        principal: &Principal,
+        parents: &[Principal],
+    ) -> Result<(EntityUid, std::borrow::Cow<'_, Entities>), String> {
+        let ty = EntityTypeName::from_str(&principal.entity_type).map_err(|e| {
+            format!(
+                "`{}` is not a Cedar entity type: {e}",
+                principal.entity_type
+            )
+        })?;
+        let uid = EntityUid::from_type_name_and_id(ty, EntityId::new(&principal.id));
+        let entities =
+            escepine_policy::authorize::with_parents(&self.entities, &self.schema, &uid, parents)?;
+        Ok((uid, entities))
+    }
+
+    fn decide(
+        &self,
+        tool: &ToolView,
+        principal: &Principal,
+        uid: &EntityUid,
+        entities: &Entities,
+    ) -> Visibility {
         if !tool.principal_types.contains(&principal.entity_type) {
             return Visibility::hidden(
                 format!(
@@ -232,110 +273,89 @@ impl Listing {
                 Vec::new(),
             );
         }
-        let uid = match EntityTypeName::from_str(&principal.entity_type) {
-            Ok(ty) => EntityUid::from_type_name_and_id(ty, EntityId::new(&principal.id)),
-            Err(e) => {
-                return Visibility::hidden(
-                    format!(
-                        "`{}` is not a Cedar entity type: {e}",
-                        principal.entity_type
-                    ),
-                    Vec::new(),
-                )
-            }
-        };
         match self.analysis {
             #[cfg(feature = "mcp-partial-eval")]
-            Analysis::PartialEval => self.partial(tool, &uid),
-            Analysis::Scope => self.scope(tool, &uid),
+            Analysis::PartialEval => partial(tool, uid, entities),
+            Analysis::Scope => scope(tool, uid, entities),
         }
     }
+}
 
-    #[cfg(feature = "mcp-partial-eval")]
-    fn partial(&self, tool: &ToolView, principal: &EntityUid) -> Visibility {
-        // No context given: the request's context is an unknown.
-        let request = cedar_policy::Request::builder()
-            .principal(principal.clone())
-            .action(tool.action.clone())
-            .resource(tool.resource.clone())
-            .build();
-        let response = cedar_policy::Authorizer::new().is_authorized_partial(
-            &request,
-            &tool.policies,
-            &self.entities,
+#[cfg(feature = "mcp-partial-eval")]
+fn partial(tool: &ToolView, principal: &EntityUid, entities: &Entities) -> Visibility {
+    // No context given: the request's context is an unknown.
+    let request = cedar_policy::Request::builder()
+        .principal(principal.clone())
+        .action(tool.action.clone())
+        .resource(tool.resource.clone())
+        .build();
+    let response =
+        cedar_policy::Authorizer::new().is_authorized_partial(&request, &tool.policies, entities);
+    let errored: Vec<String> = response
+        .definitely_errored()
+        .map(ToString::to_string)
+        .collect();
+    if !errored.is_empty() {
+        return Visibility::hidden(
+            "a policy fails to evaluate for this principal, which denies every call",
+            sorted(errored),
         );
-        let errored: Vec<String> = response
-            .definitely_errored()
-            .map(ToString::to_string)
-            .collect();
-        if !errored.is_empty() {
-            return Visibility::hidden(
-                "a policy fails to evaluate for this principal, which denies every call",
-                sorted(errored),
-            );
-        }
-        match response.decision() {
-            Some(cedar_policy::Decision::Deny) => {
-                let forbids: Vec<String> = response
-                    .definitely_satisfied()
-                    .filter(|p| p.effect() == Effect::Forbid)
-                    .map(|p| p.id().to_string())
-                    .collect();
-                if forbids.is_empty() {
-                    Visibility::hidden("no policy can permit a call", Vec::new())
-                } else {
-                    Visibility::hidden("forbidden whatever the payload", sorted(forbids))
-                }
+    }
+    match response.decision() {
+        Some(cedar_policy::Decision::Deny) => {
+            let forbids: Vec<String> = response
+                .definitely_satisfied()
+                .filter(|p| p.effect() == Effect::Forbid)
+                .map(|p| p.id().to_string())
+                .collect();
+            if forbids.is_empty() {
+                Visibility::hidden("no policy can permit a call", Vec::new())
+            } else {
+                Visibility::hidden("forbidden whatever the payload", sorted(forbids))
             }
-            _ => Visibility::Listed,
+        }
+        _ => Visibility::Listed,
+    }
+}
+
+fn scope(tool: &ToolView, principal: &EntityUid, entities: &Entities) -> Visibility {
+    let is_in = |a: &EntityUid, b: &EntityUid| a == b || entities.is_ancestor_of(b, a);
+    let mut permits = false;
+    let mut forbids = Vec::new();
+    for policy in tool.policies.policies() {
+        let principal_ok = match policy.principal_constraint() {
+            PrincipalConstraint::Any => true,
+            PrincipalConstraint::Eq(u) => u == *principal,
+            PrincipalConstraint::In(u) => is_in(principal, &u),
+            PrincipalConstraint::Is(t) => principal.type_name() == &t,
+            PrincipalConstraint::IsIn(t, u) => principal.type_name() == &t && is_in(principal, &u),
+        };
+        let resource_ok = match policy.resource_constraint() {
+            ResourceConstraint::Any => true,
+            ResourceConstraint::Eq(u) => u == tool.resource,
+            ResourceConstraint::In(u) => is_in(&tool.resource, &u),
+            ResourceConstraint::Is(t) => tool.resource.type_name() == &t,
+            ResourceConstraint::IsIn(t, u) => {
+                tool.resource.type_name() == &t && is_in(&tool.resource, &u)
+            }
+        };
+        if !(principal_ok && resource_ok) {
+            continue;
+        }
+        match policy.effect() {
+            Effect::Permit => permits = true,
+            Effect::Forbid if !policy.has_non_scope_constraint() => {
+                forbids.push(policy.id().to_string());
+            }
+            Effect::Forbid => {}
         }
     }
-
-    fn scope(&self, tool: &ToolView, principal: &EntityUid) -> Visibility {
-        let mut permits = false;
-        let mut forbids = Vec::new();
-        for policy in tool.policies.policies() {
-            let principal_ok = match policy.principal_constraint() {
-                PrincipalConstraint::Any => true,
-                PrincipalConstraint::Eq(u) => u == *principal,
-                PrincipalConstraint::In(u) => self.is_in(principal, &u),
-                PrincipalConstraint::Is(t) => principal.type_name() == &t,
-                PrincipalConstraint::IsIn(t, u) => {
-                    principal.type_name() == &t && self.is_in(principal, &u)
-                }
-            };
-            let resource_ok = match policy.resource_constraint() {
-                ResourceConstraint::Any => true,
-                ResourceConstraint::Eq(u) => u == tool.resource,
-                ResourceConstraint::In(u) => self.is_in(&tool.resource, &u),
-                ResourceConstraint::Is(t) => tool.resource.type_name() == &t,
-                ResourceConstraint::IsIn(t, u) => {
-                    tool.resource.type_name() == &t && self.is_in(&tool.resource, &u)
-                }
-            };
-            if !(principal_ok && resource_ok) {
-                continue;
-            }
-            match policy.effect() {
-                Effect::Permit => permits = true,
-                Effect::Forbid if !policy.has_non_scope_constraint() => {
-                    forbids.push(policy.id().to_string());
-                }
-                Effect::Forbid => {}
-            }
-        }
-        if !forbids.is_empty() {
-            Visibility::hidden("forbidden unconditionally", sorted(forbids))
-        } else if !permits {
-            Visibility::hidden("no permit's scope matches", Vec::new())
-        } else {
-            Visibility::Listed
-        }
-    }
-
-    /// `a in b`, as Cedar reads it (reflexive, through the entity hierarchy).
-    fn is_in(&self, a: &EntityUid, b: &EntityUid) -> bool {
-        a == b || self.entities.is_ancestor_of(b, a)
+    if !forbids.is_empty() {
+        Visibility::hidden("forbidden unconditionally", sorted(forbids))
+    } else if !permits {
+        Visibility::hidden("no permit's scope matches", Vec::new())
+    } else {
+        Visibility::Listed
     }
 }
 

@@ -102,7 +102,10 @@ pub fn report_body(report: &CallReport) -> Value {
             "policy_ids": policy_ids,
             "reasons": reasons,
         }),
-        CallOutcome::Rejected { approver } => json!({ "approver": approver }),
+        CallOutcome::Rejected {
+            approver,
+            withdrawn,
+        } => json!({ "approver": approver, "withdrawn": withdrawn }),
         CallOutcome::Expired { expired_at_ms } => json!({ "expired_at_ms": expired_at_ms }),
     };
     merge(&mut body, extra);

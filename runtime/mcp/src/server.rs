@@ -26,12 +26,20 @@
 //!   principal being the approver ([`super::approve`]); the server never asks for an approval
 //!   through elicitation.
 //! - The principal is fixed for stdio ([`GovernedServer::for_principal`]); over HTTP it is the
-//!   one the request's bearer token maps to ([`super::tokens`]), checked on every request before
-//!   rmcp sees it: a missing or unknown token is refused with `401` and
-//!   `WWW-Authenticate: Bearer`. Each session serves only the principal whose token opened it
-//!   ([`super::sessions`]): a request of another principal naming its `Mcp-Session-Id` — a
-//!   `POST` into it, the `GET` of its event stream, its `DELETE` — gets `404`, as for a session
-//!   that does not exist.
+//!   caller the request's bearer token names ([`super::auth`]: a development token file, or an
+//!   OAuth 2.1 access token whose claims give the principal and its parents), checked on every
+//!   request before rmcp sees it; a refused request gets `401`/`403` with a
+//!   `WWW-Authenticate` challenge and reaches nothing.
+//! - Both protocol eras on one endpoint (rmcp routes each request): a request whose `_meta`
+//!   carries `io.modelcontextprotocol/protocolVersion` `2026-07-28` (and the same
+//!   `MCP-Protocol-Version` header) is served statelessly — no `initialize`, no session id
+//!   minted or read (a stray `Mcp-Session-Id` is dropped before rmcp sees it), `server/discover`
+//!   answers the supported versions, `GET` and `DELETE` are `405`; an `initialize` opens a
+//!   2025-11-25 (or earlier) session. Each such session serves only the principal whose token
+//!   opened it ([`super::sessions`]): a request of another principal naming its
+//!   `Mcp-Session-Id` — a `POST` into it, the `GET` of its event stream, its `DELETE` — gets
+//!   `404`, as for a session that does not exist; its owner's `DELETE` ends it with
+//!   `204 No Content`.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -48,6 +56,7 @@ use rmcp::model::{
     ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::common::http_header::{HEADER_MCP_PROTOCOL_VERSION, HEADER_SESSION_ID};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -56,12 +65,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::approve::{self, APPROVE_TOOL};
+pub use super::auth::Authenticated;
+use super::auth::Authenticator;
 use super::listing::Listing;
 use super::results::{call_id_meta, tool_error};
 pub use super::results::{refusal_body, reply, report_body, Reply, CALL_ID_META, ERROR_META};
 use super::sessions::{named_session, SessionOwners};
 use super::tasks;
-use super::tokens::Tokens;
 use escepine_runtime::CallError;
 use escepine_runtime::CallOptions;
 use escepine_runtime::Runtime;
@@ -80,10 +90,6 @@ pub enum ServeError {
     #[error("HTTP: {0}")]
     Io(#[from] std::io::Error),
 }
-
-/// The principal of an HTTP request, as its bearer token mapped it (a request extension).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Authenticated(pub Principal);
 
 /// The MCP server handler over a [`Runtime`]. Cheap to clone (one per HTTP session).
 #[derive(Clone)]
@@ -124,11 +130,12 @@ impl GovernedServer {
         &self.runtime
     }
 
-    /// The `tools/list` entries for `principal`, in registry order.
-    pub fn tools_for(&self, principal: &Principal) -> Vec<Tool> {
+    /// The `tools/list` entries for `caller`, in registry order: the tools its principal, in
+    /// the parents its token names, could be permitted to call.
+    pub fn tools_for(&self, caller: &Authenticated) -> Vec<Tool> {
         let registry = self.runtime.registry();
         self.listing
-            .visible(principal)
+            .visible_as(&caller.principal, caller.parents())
             .into_iter()
             .filter_map(|id| registry.get(id))
             .filter_map(|record| {
@@ -157,20 +164,20 @@ impl GovernedServer {
             .collect()
     }
 
-    /// One `tools/call` for `principal`: the governed path, its end as an MCP result (see
+    /// One `tools/call` for `caller`: the governed path, its end as an MCP result (see
     /// [`reply`] for which end becomes what); a call waiting for approval is a tool error of
     /// kind `awaiting_approval` with its call id. The reserved tool [`APPROVE_TOOL`] decides a
-    /// waiting call with `principal` as the approver ([`approve`]).
+    /// waiting call with `caller` as the approver ([`approve`]).
     ///
     /// # Errors
     /// An [`ErrorData`] (invalid params) for a tool the registry does not hold.
     pub async fn call_for(
         &self,
-        principal: &Principal,
+        caller: &Authenticated,
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
-        match self.respond_for(principal, name, arguments, false).await? {
+        match self.respond_for(caller, name, arguments, false).await? {
             CallToolResponse::Complete(result) => Ok(result),
             other => Err(ErrorData::internal_error(
                 format!("a `{name}` call gave an unexpected response: {other:?}"),
@@ -187,20 +194,26 @@ impl GovernedServer {
     /// As [`Self::call_for`].
     pub async fn respond_for(
         &self,
-        principal: &Principal,
+        caller: &Authenticated,
         name: &str,
         arguments: Option<Map<String, Value>>,
         tasks: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         if name == APPROVE_TOOL {
-            return Ok(approve::call(&self.runtime, principal, arguments.as_ref())
-                .await
-                .into());
+            return Ok(
+                approve::call(&self.runtime, caller.decider(), arguments.as_ref())
+                    .await
+                    .into(),
+            );
         }
         let payload = Value::Object(arguments.unwrap_or_default());
+        let opts = CallOptions {
+            attestation: caller.attestation.clone(),
+            ..CallOptions::default()
+        };
         let result = self
             .runtime
-            .call(principal, name, payload, CallOptions::default())
+            .call(&caller.principal, name, payload, opts)
             .await;
         if let (true, Ok(report)) = (tasks, &result) {
             if let CallOutcome::AwaitingApproval { expires_at_ms, .. } = report.outcome() {
@@ -238,14 +251,14 @@ impl GovernedServer {
         }
     }
 
-    fn principal_of(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+    fn caller_of(&self, ctx: &RequestContext<RoleServer>) -> Result<Authenticated, ErrorData> {
         if let Some(p) = &self.principal {
-            return Ok(p.clone());
+            return Ok(Authenticated::named(p.clone()));
         }
         ctx.extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Authenticated>())
-            .map(|a| a.0.clone())
+            .cloned()
             .ok_or_else(|| ErrorData::invalid_request("no authenticated principal", None))
     }
 }
@@ -271,8 +284,8 @@ impl ServerHandler for GovernedServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let principal = self.principal_of(&context)?;
-        Ok(ListToolsResult::with_all_items(self.tools_for(&principal)))
+        let caller = self.caller_of(&context)?;
+        Ok(ListToolsResult::with_all_items(self.tools_for(&caller)))
     }
 
     async fn call_tool(
@@ -280,11 +293,11 @@ impl ServerHandler for GovernedServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let principal = self.principal_of(&context)?;
+        let caller = self.caller_of(&context)?;
         let tasks = context
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
-        self.respond_for(&principal, &request.name, request.arguments, tasks)
+        self.respond_for(&caller, &request.name, request.arguments, tasks)
             .await
     }
 
@@ -293,8 +306,8 @@ impl ServerHandler for GovernedServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let principal = self.principal_of(&context)?;
-        tasks::get(&self.runtime, &principal, &request.task_id)
+        let caller = self.caller_of(&context)?;
+        tasks::get(&self.runtime, &caller.principal, &request.task_id)
     }
 
     async fn update_task(
@@ -308,9 +321,10 @@ impl ServerHandler for GovernedServer {
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Err(tasks::cancel_refused(&request.task_id))
+        let caller = self.caller_of(&context)?;
+        tasks::cancel(&self.runtime, caller.decider(), &request.task_id).await
     }
 }
 
@@ -359,12 +373,12 @@ where
     Ok(())
 }
 
-/// The HTTP application: streamable HTTP MCP at [`HTTP_PATH`], behind bearer-token
-/// authentication. `allowed_hosts` are the `Host` values accepted (rmcp's DNS-rebinding guard;
-/// loopback names by default).
+/// The HTTP application: streamable HTTP MCP at [`HTTP_PATH`], behind `auth` (and, for OAuth,
+/// the protected resource metadata, served without a token). `allowed_hosts` are the `Host`
+/// values accepted (rmcp's DNS-rebinding guard; loopback names by default).
 pub fn http_router(
     server: GovernedServer,
-    tokens: Arc<Tokens>,
+    auth: Arc<Authenticator>,
     allowed_hosts: Vec<String>,
     ct: CancellationToken,
 ) -> axum::Router {
@@ -376,25 +390,53 @@ pub fn http_router(
     let service: StreamableHttpService<GovernedServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
     // The last layer added runs first: authentication, then the session's owner, then rmcp.
-    axum::Router::new()
+    let mcp = axum::Router::new()
         .nest_service(HTTP_PATH, service)
         .layer(middleware::from_fn_with_state(owners, bind_sessions))
-        .layer(middleware::from_fn_with_state(tokens, authenticate))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&auth),
+            authenticate,
+        ));
+    match auth.metadata() {
+        None => mcp,
+        Some((paths, document)) => {
+            let document = Arc::new(document.to_string());
+            paths.into_iter().fold(mcp, |router, path| {
+                let document = Arc::clone(&document);
+                router.route(
+                    &path,
+                    axum::routing::get(move || {
+                        let document = Arc::clone(&document);
+                        async move {
+                            (
+                                [
+                                    (header::CONTENT_TYPE, "application/json"),
+                                    (header::CACHE_CONTROL, "max-age=300"),
+                                ],
+                                document.as_str().to_owned(),
+                            )
+                        }
+                    }),
+                )
+            })
+        }
+    }
 }
 
-/// Serve `server` over streamable HTTP on `listener` until `shutdown` completes.
+/// Serve `server` over streamable HTTP on `listener`, callers known by `auth`, until
+/// `shutdown` completes.
 ///
 /// # Errors
 /// [`ServeError::Io`] when the listener fails.
 pub async fn serve_http(
     server: GovernedServer,
     listener: TcpListener,
-    tokens: Arc<Tokens>,
+    auth: Arc<Authenticator>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr()?;
     let ct = CancellationToken::new();
-    let app = http_router(server, tokens, allowed_hosts(addr), ct.clone());
+    let app = http_router(server, auth, allowed_hosts(addr), ct.clone());
     let stop = ct.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -421,36 +463,53 @@ pub fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
     hosts
 }
 
-/// Bearer-token authentication of every request: the principal goes into the request's
-/// extensions, or the request is refused with `401`.
-async fn authenticate(State(tokens): State<Arc<Tokens>>, mut req: Request, next: Next) -> Response {
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer);
-    let Some(token) = presented else {
-        return refuse("a bearer token is required (Authorization: Bearer <token>)");
-    };
-    let Some(principal) = tokens.principal(token) else {
-        return refuse("the bearer token is not valid");
-    };
-    req.extensions_mut()
-        .insert(Authenticated(principal.clone()));
-    next.run(req).await
-}
-
-/// Sessions bound to their principals ([`super::sessions`]): a request naming a session reaches
-/// it only for the principal that opened it, others get `404`, as for a session that does not
-/// exist; the answer's effect on sessions (opened, ended) is recorded.
-async fn bind_sessions(
-    State(owners): State<Arc<SessionOwners>>,
-    req: Request,
+/// Authentication of every request to the MCP endpoint: the caller goes into the request's
+/// extensions, or the request is refused ([`Authenticator::refuse`]) before rmcp sees it.
+async fn authenticate(
+    State(auth): State<Arc<Authenticator>>,
+    mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>().cloned() else {
-        return refuse("a bearer token is required (Authorization: Bearer <token>)");
+    match auth.authenticate(req.headers()).await {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// Whether a request speaks the stateless revision (2026-07-28 or later), by its
+/// `MCP-Protocol-Version` header — which rmcp requires to equal the version in the body's
+/// `_meta`, so a request cannot be stateless in its body and legacy in its header.
+fn is_modern(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(HEADER_MCP_PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.len() == 10 && v >= MODERN_VERSION)
+}
+
+/// The first stateless revision.
+const MODERN_VERSION: &str = "2026-07-28";
+
+/// Sessions bound to their principals ([`super::sessions`]), for the 2025-era requests: a
+/// request naming a session reaches it only for the principal that opened it, others get
+/// `404`, as for a session that does not exist; the answer's effect on sessions (opened, ended)
+/// is recorded, and the owner's `DELETE` is answered `204 No Content`. A request of the
+/// stateless revision has no session: any `Mcp-Session-Id` it carries is dropped unread.
+async fn bind_sessions(
+    State(owners): State<Arc<SessionOwners>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if is_modern(req.headers()) {
+        req.headers_mut().remove(HEADER_SESSION_ID);
+        return next.run(req).await;
+    }
+    let Some(caller) = req.extensions().get::<Authenticated>().cloned() else {
+        return (StatusCode::UNAUTHORIZED, "no authenticated caller").into_response();
     };
+    let principal = caller.principal;
     let named = match named_session(req.headers()) {
         Ok(named) => named,
         Err(e) => {
@@ -467,35 +526,21 @@ async fn bind_sessions(
             return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }
     }
-    let response = next.run(req).await;
+    let delete = req.method() == http::Method::DELETE;
+    let mut response = next.run(req).await;
     owners
         .observe(&principal, named.as_deref(), response.headers())
         .await;
+    // rmcp answers a session's end `202 Accepted`; the 2025 SDKs expect `200` or `204`.
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     response
-}
-
-/// The token of an `Authorization` value of the `Bearer` scheme (case-insensitive).
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-fn refuse(why: &str) -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [
-            (header::WWW_AUTHENTICATE, "Bearer realm=\"escepine\""),
-            (header::CONTENT_TYPE, "application/json"),
-        ],
-        json!({ "error": why }).to_string(),
-    )
-        .into_response()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{bearer, refusal_body, reply, Reply};
+    use super::{is_modern, refusal_body, reply, Reply};
     use escepine_runtime::{CallError, CallKind};
 
     #[test]
@@ -520,11 +565,16 @@ mod tests {
     }
 
     #[test]
-    fn bearer_values() {
-        assert_eq!(bearer("Bearer abc"), Some("abc"));
-        assert_eq!(bearer("bearer  abc "), Some("abc"));
-        assert_eq!(bearer("Basic abc"), None);
-        assert_eq!(bearer("Bearer"), None);
-        assert_eq!(bearer("Bearer "), None);
+    fn the_stateless_revision_is_read_from_the_header() {
+        let headers = |v: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert("mcp-protocol-version", v.parse().unwrap());
+            h
+        };
+        assert!(is_modern(&headers("2026-07-28")));
+        assert!(is_modern(&headers("2027-01-01")));
+        assert!(!is_modern(&headers("2025-11-25")));
+        assert!(!is_modern(&headers("2026-07-2")));
+        assert!(!is_modern(&http::HeaderMap::new()));
     }
 }

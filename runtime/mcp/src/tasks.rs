@@ -13,20 +13,24 @@
 //! | decided, outcome not yet recorded | `working` | message: approved by whom, running |
 //! | ended with a result | `completed` | the `tools/call` result the call would have had: the gated output (as scrubbed in the ledger) as `structuredContent`, or a tool error (`isError`) of the outcome's kind |
 //! | rejected | `failed` | error `{code: -32000, message, data: {"kind": "rejected", "call_id"}}` |
+//! | withdrawn (its task cancelled) | `cancelled` | — |
 //! | expired (recorded, or past its expiry) | `failed` | error `{code: -32000, message, data: {"kind": "expired", "call_id", "expired_at_ms"?}}` |
 //!
 //! `working`, not `input_required`: what a waiting call needs is an approver's decision, which
 //! the requester's client cannot give (`input_required` asks the client for input). A task is
-//! its requester's: another principal asking for it is told it does not exist. `tasks/cancel`
-//! is refused — only an approver decides a waiting call (the `approve` tool, `"decision":
-//! "reject"`), and a requester cannot withdraw it through its task — and so is `tasks/update`:
-//! a waiting call asks its client for no input.
+//! its requester's: another principal asking for it — to read or to cancel it — is told it
+//! does not exist. `tasks/cancel` by the requester withdraws a call that still waits ([`cancel`]:
+//! the `approval` entry `withdrawn` and the outcome `rejected` are recorded, nothing runs); a
+//! call already decided, running or ended is left as it is (the extension's cancellation is
+//! cooperative: the task reaches its own terminal status), and one past its expiry has its
+//! expiry recorded. `tasks/update` is refused: a waiting call asks its client for no input.
 
 use escepine_contract::Principal;
 use escepine_ledger::calls::{state::CallState, Call, CallView};
 use escepine_ledger::entry::{iso8601, now_ms};
-use escepine_ledger::record::{CallResult, Outcome};
+use escepine_ledger::record::{ApprovalResult, CallResult, Outcome};
 use escepine_ledger::trust;
+use escepine_runtime::approval::{ApprovalError, Decider, Verdict};
 use escepine_runtime::{CallKind, CallReport, Runtime};
 use rmcp::model::{
     CallToolResult, CreateTaskResult, DetailedTask, ErrorCode, GetTaskResult, JsonObject, Task,
@@ -106,17 +110,61 @@ pub fn task_of(call: &Call, principal: &Principal, now: u64) -> Option<DetailedT
             "the call waited past its expiry: nothing ran",
             json!({ "kind": CallKind::Expired.as_str(), "call_id": call_id, "expired_at_ms": w.expires_at_ms }),
         ),
+        CallState::Ended(_) if withdrawn(call) => {
+            DetailedTask::new(task(TaskStatus::Cancelled), TaskPayload::Cancelled)
+        }
         CallState::Ended(outcome) => ended(task(TaskStatus::Completed), &outcome),
     })
 }
 
-/// The refusal of `tasks/cancel`: only an approver decides a waiting call.
-pub fn cancel_refused(task_id: &str) -> ErrorData {
-    ErrorData::invalid_request(
-        "a call waiting for approval is decided by an approver (the `approve` tool; \
-         \"decision\": \"reject\" rejects it); its task cannot be cancelled",
-        Some(json!({ "kind": "approval_refused", "reason": "cancel", "call_id": task_id })),
-    )
+/// Whether the call's approval entry is its requester's withdrawal.
+fn withdrawn(call: &Call) -> bool {
+    call.approval
+        .as_ref()
+        .is_some_and(|a| a.record.result == ApprovalResult::Withdrawn)
+}
+
+/// `tasks/cancel` by `requester`: the call of task `task_id`, if it still waits, is withdrawn
+/// (recorded; nothing runs); one past its expiry has its expiry recorded; one decided, running
+/// or ended is left as it is. The acknowledgement is the same in every case.
+///
+/// # Errors
+/// Invalid params for a task that does not exist or is another principal's; an internal error
+/// when the ledger cannot be read or written.
+pub async fn cancel(
+    runtime: &Runtime,
+    requester: Decider<'_>,
+    task_id: &str,
+) -> Result<(), ErrorData> {
+    let call = CallView::new(&**runtime.ledger())
+        .call(task_id)
+        .map_err(|e| ErrorData::internal_error(format!("ledger: {e}"), None))?
+        .ok_or_else(|| unknown(task_id))?;
+    let owned = call
+        .intent
+        .as_ref()
+        .is_some_and(|i| i.record.principal == requester.principal.to_string());
+    if !owned {
+        return Err(unknown(task_id));
+    }
+    let withdrawn = match call.state(now_ms()) {
+        CallState::Waiting(_) => runtime
+            .decide(requester, task_id, Verdict::Withdraw)
+            .await
+            .map(drop),
+        CallState::Expired(_) => runtime.expire(task_id).await.map(drop),
+        _ => return Ok(()),
+    };
+    match withdrawn {
+        // Decided by someone else meanwhile, or expired: the task shows how it ended.
+        Ok(()) | Err(ApprovalError::AlreadyDecided { .. }) | Err(ApprovalError::Expired { .. }) => {
+            Ok(())
+        }
+        Err(e) => Err(ErrorData::internal_error(
+            format!("the task `{task_id}` could not be cancelled: {e}"),
+            None,
+        )),
+    }
 }
 
 /// The refusal of `tasks/update`: a waiting call asks its client for no input.

@@ -1,11 +1,13 @@
 //! Deciding on a waiting call: the checks (in this order: the call waits, the approver is not
 //! the requester, Cedar permits the approver, the wait has not expired, the store's claim),
-//! then the `approval` entry, then the approved call or the rejection's outcome.
+//! then the `approval` entry, then the approved call or the rejection's outcome. A withdrawal
+//! (the requester cancelling its own request) checks instead that the decider *is* the
+//! requester, asks Cedar nothing, and ends the call as a rejection does.
 
-use escepine_contract::Principal;
+use escepine_contract::{Attestation, Principal};
 
 use super::error::ApprovalError;
-use crate::report::{expired_message, rejected_message, CallOutcome, CallReport};
+use crate::report::{expired_message, CallOutcome, CallReport};
 use crate::stages::{self, CallIds, CallOptions, Parts};
 use escepine_ledger::calls::state::{CallState, Waiting};
 use escepine_ledger::calls::CallView;
@@ -14,42 +16,82 @@ use escepine_ledger::record::{Approval, ApprovalResult, CallResult, Outcome, Rec
 use escepine_ledger::store::Ledger;
 use escepine_ledger::trust::{self, Trust};
 
-/// What the approver decides.
+/// What is decided on a waiting call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Run the call.
+pub enum Verdict {
+    /// An approver runs the call.
     Approve,
-    /// Run nothing.
+    /// An approver runs nothing.
     Reject,
+    /// Its requester withdraws it (cancels its MCP task): nothing runs.
+    Withdraw,
+}
+
+/// Who decides on a waiting call: a principal, and what an identity provider vouched for about
+/// it (its parents, with which Cedar is asked; recorded in the `approval` entry).
+#[derive(Debug, Clone, Copy)]
+pub struct Decider<'a> {
+    /// The approver (or, for a withdrawal, the requester).
+    pub principal: &'a Principal,
+    /// Its attestation, when a token named it.
+    pub attestation: Option<&'a Attestation>,
+}
+
+impl<'a> Decider<'a> {
+    /// A principal named without a token (the command line, a development bearer token).
+    pub fn named(principal: &'a Principal) -> Self {
+        Self {
+            principal,
+            attestation: None,
+        }
+    }
+
+    fn parents(&self) -> &'a [Principal] {
+        self.attestation.map_or(&[], |a| a.parents.as_slice())
+    }
 }
 
 /// The approver recorded for an expiry the runtime found.
 const RUNTIME: &str = "runtime";
 
-/// Approve or reject `call_id` as `approver`.
+/// Approve, reject or withdraw `call_id` as `decider`.
 pub(crate) async fn decide(
     parts: &Parts<'_>,
-    approver: &Principal,
+    decider: Decider<'_>,
     call_id: &str,
     verdict: Verdict,
 ) -> Result<CallReport, ApprovalError> {
+    let approver = decider.principal;
     let (waiting, expired) = waiting(parts.ledger, parts.trust, call_id)?;
-    if approver.to_string() == waiting.principal {
-        return Err(ApprovalError::SelfApproval {
-            call_id: call_id.to_string(),
-            principal: waiting.principal,
-        });
-    }
-    let decision = parts
-        .authorizer
-        .authorize_approval(approver, &waiting.tool_id);
-    if !decision.allowed() {
-        return Err(ApprovalError::NotPermitted {
-            approver: approver.to_string(),
-            tool: waiting.tool_id,
-            reasons: decision.reasons().to_vec(),
-        });
-    }
+    let is_requester = approver.to_string() == waiting.principal;
+    let policy_ids = if verdict == Verdict::Withdraw {
+        if !is_requester {
+            return Err(ApprovalError::NotRequester {
+                call_id: call_id.to_string(),
+                principal: approver.to_string(),
+            });
+        }
+        Vec::new()
+    } else {
+        if is_requester {
+            return Err(ApprovalError::SelfApproval {
+                call_id: call_id.to_string(),
+                principal: waiting.principal,
+            });
+        }
+        let decision =
+            parts
+                .authorizer
+                .authorize_approval_as(approver, decider.parents(), &waiting.tool_id);
+        if !decision.allowed() {
+            return Err(ApprovalError::NotPermitted {
+                approver: approver.to_string(),
+                tool: waiting.tool_id,
+                reasons: decision.reasons().to_vec(),
+            });
+        }
+        decision.policy_ids().to_vec()
+    };
     if expired {
         record_expiry(parts.ledger, &waiting).await?;
         return Err(ApprovalError::Expired {
@@ -84,14 +126,16 @@ pub(crate) async fn decide(
     let result = match verdict {
         Verdict::Approve => ApprovalResult::Approved,
         Verdict::Reject => ApprovalResult::Rejected,
+        Verdict::Withdraw => ApprovalResult::Withdrawn,
     };
     parts
         .ledger
         .append(Record::Approval(Approval {
             call_id: call_id.to_string(),
             approver: approver.to_string(),
+            attestation: decider.attestation.cloned(),
             result,
-            policy_ids: decision.policy_ids().to_vec(),
+            policy_ids,
         }))
         .await?;
     match verdict {
@@ -111,19 +155,28 @@ pub(crate) async fn decide(
             )
             .await?)
         }
-        Verdict::Reject => {
-            let error = rejected_message(&approver.to_string());
-            end(
-                parts.ledger,
-                &waiting,
-                CallResult::Rejected,
-                error,
-                CallOutcome::Rejected {
-                    approver: approver.to_string(),
-                },
-            )
-            .await
+        Verdict::Reject | Verdict::Withdraw => {
+            let outcome = CallOutcome::Rejected {
+                approver: approver.to_string(),
+                withdrawn: verdict == Verdict::Withdraw,
+            };
+            let error = outcome_text(&outcome);
+            end(parts.ledger, &waiting, CallResult::Rejected, error, outcome).await
         }
+    }
+}
+
+/// The error an outcome that ran nothing records: what its report says.
+fn outcome_text(outcome: &CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Rejected {
+            approver,
+            withdrawn: true,
+        } => crate::report::withdrawn_message(approver),
+        CallOutcome::Rejected { approver, .. } => crate::report::rejected_message(approver),
+        CallOutcome::Expired { expired_at_ms } => expired_message(*expired_at_ms),
+        // Only a rejection, a withdrawal or an expiry ends a waiting call without running it.
+        other => other.kind().as_str().to_string(),
     }
 }
 
@@ -203,20 +256,16 @@ async fn record_expiry(
         .append(Record::Approval(Approval {
             call_id: waiting.call_id.clone(),
             approver: RUNTIME.to_string(),
+            attestation: None,
             result: ApprovalResult::Expired,
             policy_ids: Vec::new(),
         }))
         .await?;
-    end(
-        ledger,
-        waiting,
-        CallResult::Expired,
-        expired_message(waiting.expires_at_ms),
-        CallOutcome::Expired {
-            expired_at_ms: waiting.expires_at_ms,
-        },
-    )
-    .await
+    let outcome = CallOutcome::Expired {
+        expired_at_ms: waiting.expires_at_ms,
+    };
+    let error = outcome_text(&outcome);
+    end(ledger, waiting, CallResult::Expired, error, outcome).await
 }
 
 /// The outcome of a call that ran nothing (rejected or expired).
@@ -271,5 +320,8 @@ fn options(waiting: &Waiting) -> CallOptions {
         openai_strict_nulls: false,
         // An approved call has none: `decide` refuses to approve a call that was given any.
         files: escepine_contract::WorkspaceFiles::new(),
+        // The requester's parents as its token gave them when it asked: the approved call is
+        // authorized again with them.
+        attestation: waiting.intent.attestation.clone(),
     }
 }

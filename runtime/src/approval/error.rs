@@ -50,6 +50,14 @@ pub enum ApprovalError {
         /// The requester.
         principal: String,
     },
+    /// A withdrawal by a principal other than the one who asked for the call.
+    #[error("only the principal who asked for call `{call_id}` can withdraw it, not {principal}")]
+    NotRequester {
+        /// The call.
+        call_id: String,
+        /// Who tried.
+        principal: String,
+    },
     /// Cedar does not permit the approver `Action::"approve"` on the call's tool.
     #[error("{approver} may not approve calls of `{tool}`: {}", reasons.join("; "))]
     NotPermitted {

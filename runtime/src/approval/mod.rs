@@ -17,6 +17,7 @@
 mod decide;
 mod error;
 
+pub use decide::{Decider, Verdict};
 pub use error::ApprovalError;
 
-pub(crate) use decide::{decide, expire, Verdict};
+pub(crate) use decide::{decide, expire};

@@ -18,7 +18,12 @@ pub(crate) fn authorize(
     authorizer: &Authorizer,
     payload: &Value,
 ) -> Decision {
-    let decision = authorizer.authorize(cx.principal, cx.tool.record.tool_id(), payload);
+    let decision = authorizer.authorize_as(
+        cx.principal,
+        cx.parents(),
+        cx.tool.record.tool_id(),
+        payload,
+    );
     let span = tracing::Span::current();
     span.record("escepine.decision", decision.as_str());
     span.record(
@@ -39,7 +44,12 @@ pub(crate) fn shadow(
     payload: &Value,
     decision: &Decision,
 ) -> Option<ShadowDecision> {
-    let candidate = shadow?.authorize(cx.principal, cx.tool.record.tool_id(), payload);
+    let candidate = shadow?.authorize_as(
+        cx.principal,
+        cx.parents(),
+        cx.tool.record.tool_id(),
+        payload,
+    );
     disagreement(decision, &candidate)
 }
 

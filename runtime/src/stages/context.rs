@@ -42,6 +42,10 @@ pub struct CallOptions {
     /// The workspace files the caller gives (each declared by the tool's
     /// `sandbox_profile.workspace_inputs`), placed read-only at `/workspace/<name>`.
     pub files: escepine_contract::WorkspaceFiles,
+    /// What an identity provider vouched for about the principal (its parents, the token's
+    /// issuer and `jti` digest): the call is authorized with the principal in those parents,
+    /// and the intent records all three.
+    pub attestation: Option<escepine_contract::Attestation>,
 }
 
 /// Identity of one call.
@@ -86,6 +90,15 @@ pub(crate) struct CallContext<'a> {
 }
 
 impl<'a> CallContext<'a> {
+    /// The entities an identity provider vouched the principal is a member of (none without
+    /// an attestation).
+    pub(crate) fn parents(&self) -> &'a [Principal] {
+        self.opts
+            .attestation
+            .as_ref()
+            .map_or(&[], |a| a.parents.as_slice())
+    }
+
     /// The context of a call of `tool`, its secrets read from `source`.
     pub(crate) fn new(
         ids: CallIds,

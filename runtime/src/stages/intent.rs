@@ -53,6 +53,7 @@ fn intent(
         tool_version: record.version().to_string(),
         class: record.side_effect_class(),
         principal: cx.principal.to_string(),
+        attestation: cx.opts.attestation.clone(),
         payload: recorded,
         payload_hash: sha256_hex(canonical.as_bytes()),
         decision: crate::decision::recorded(decision),

@@ -189,8 +189,13 @@ async fn finish(
     let (attempts, ended) = match authorize::admit(cx, decision) {
         Err(denied) => (Vec::new(), denied),
         Ok(()) => {
-            let entities = parts.authorizer.entities();
-            match budget::reserve(cx, parts.budgets, entities, parts.ledger).await {
+            // The principal in the parents its token names, as Cedar saw it (the call was
+            // allowed, so the store builds).
+            let entities = parts
+                .authorizer
+                .entities_as(cx.principal, cx.parents())
+                .unwrap_or(std::borrow::Cow::Borrowed(parts.authorizer.entities()));
+            match budget::reserve(cx, parts.budgets, &entities, parts.ledger).await {
                 // 5
                 Err(exceeded) => (Vec::new(), exceeded),
                 Ok(held) => {

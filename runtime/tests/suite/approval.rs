@@ -11,7 +11,7 @@ use escepine_ledger::entry::Entry;
 use escepine_ledger::record::{CallResult, Record};
 use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::{Durability, Ledger};
-use escepine_runtime::approval::ApprovalError;
+use escepine_runtime::approval::{ApprovalError, Decider, Verdict};
 use escepine_runtime::executor::process::ProcessExecutor;
 use escepine_runtime::{CallKind, CallOptions, CallOutcome, CallReport, Runtime};
 use escepine_testkit::bins::workspace_root;
@@ -340,4 +340,170 @@ async fn a_trusted_checkpoint_refuses_an_approval_of_a_rewritten_intent() {
     assert_eq!(store.applied().len(), 1, "the rewritten write never ran");
     assert!(!store.items().contains_key("evil"));
     assert_eq!(ledger.entries().unwrap().len(), before, "nothing recorded");
+}
+
+/// What an identity provider vouched for: `principal` in `parents` (a token of issuer `iss`).
+fn attested(parents: &[&str]) -> escepine_contract::Attestation {
+    escepine_contract::Attestation {
+        issuer: "http://127.0.0.1:9/".into(),
+        jti_sha256: Some(escepine_ledger::entry::sha256_hex(b"jti-1")),
+        parents: parents
+            .iter()
+            .map(|id| Principal {
+                entity_type: "Team".into(),
+                id: (*id).into(),
+            })
+            .collect(),
+    }
+}
+
+/// A principal that no entity file knows — `erin`, a writer by her token's claims — asks for a
+/// write: Cedar sees her in `Team::"writers"`, so the call waits (without the attestation it is
+/// denied); `carol`, a reviewer by her token, approves it (without the attestation she is not
+/// permitted); the approved call is authorized again with erin's recorded parents and runs
+/// once. Both attestations are in the ledger, the tokens themselves nowhere.
+#[tokio::test]
+async fn the_parents_a_token_names_decide_the_call_its_approval_and_the_approved_run() {
+    let _host = host::shared().await;
+    let store = Store::start();
+    let rt = runtime(
+        &store,
+        Arc::new(escepine_ledger::memory::MemoryLedger::new()),
+    );
+    let erin = Principal::agent("erin");
+    let carol = Principal::agent("carol");
+
+    let bare = rt
+        .call(
+            &erin,
+            "s_put",
+            item(&store, "k", "v1"),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bare.kind(), CallKind::Denied, "{bare}");
+
+    let writer = CallOptions {
+        attestation: Some(attested(&["writers"])),
+        ..CallOptions::default()
+    };
+    let waiting = rt
+        .call(&erin, "s_put", item(&store, "k", "v1"), writer)
+        .await
+        .unwrap();
+    let CallOutcome::AwaitingApproval { policy_ids, .. } = waiting.outcome() else {
+        panic!("waits: {waiting}");
+    };
+    assert_eq!(policy_ids, &["writers-write-with-approval"]);
+    let id = waiting.call_id().to_string();
+
+    let refused = rt.approve(&carol, &id).await.unwrap_err();
+    assert!(
+        matches!(refused, ApprovalError::NotPermitted { .. }),
+        "{refused}"
+    );
+    let reviewer = attested(&["reviewers"]);
+    let approved = rt
+        .decide(
+            Decider {
+                principal: &carol,
+                attestation: Some(&reviewer),
+            },
+            &id,
+            Verdict::Approve,
+        )
+        .await
+        .unwrap();
+    assert_eq!(approved.kind(), CallKind::Ok, "{approved}");
+    assert_eq!(store.applied().get(waiting.idempotency_key()), Some(&1));
+
+    let entries = rt.ledger().entries().unwrap();
+    let intent = entries
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Intent(i) if i.call_id == id => Some(i),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(intent.attestation, Some(attested(&["writers"])));
+    let approval = entries
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Approval(a) if a.call_id == id => Some(a),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(approval.approver, "Agent::\"carol\"");
+    assert_eq!(approval.attestation.as_ref(), Some(&reviewer));
+    assert_eq!(approval.policy_ids, ["reviewers-approve"]);
+    escepine_ledger::verify::verify_entries(&entries, None).unwrap();
+}
+
+/// The requester withdraws its own waiting call: recorded (`withdrawn` by the requester, the
+/// outcome `rejected`), nothing runs, and nobody can approve it afterwards; no one else can
+/// withdraw it, and a call that already ran is not withdrawn.
+#[tokio::test]
+async fn only_the_requester_withdraws_a_waiting_call_and_then_nothing_runs() {
+    let _host = host::shared().await;
+    let store = Store::start();
+    let rt = runtime(
+        &store,
+        Arc::new(escepine_ledger::memory::MemoryLedger::new()),
+    );
+    let alice = Principal::agent("alice");
+    let bob = Principal::agent("bob");
+    let waiting = put(&rt, &store, "w").await;
+    let id = waiting.call_id().to_string();
+
+    let by_bob = rt
+        .decide(Decider::named(&bob), &id, Verdict::Withdraw)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(by_bob, ApprovalError::NotRequester { .. }),
+        "{by_bob}"
+    );
+    let withdrawn = rt
+        .decide(Decider::named(&alice), &id, Verdict::Withdraw)
+        .await
+        .unwrap();
+    assert_eq!(withdrawn.kind(), CallKind::Rejected, "{withdrawn}");
+    assert!(withdrawn.to_string().contains("withdrawn by its requester"));
+    let late = rt.approve(&bob, &id).await.unwrap_err();
+    assert!(
+        matches!(late, ApprovalError::AlreadyDecided { .. }),
+        "{late}"
+    );
+    assert!(store.applied().is_empty());
+    let entries = rt.ledger().entries().unwrap();
+    let of_call: Vec<String> = entries
+        .iter()
+        .filter(|e| e.record.call_id() == Some(id.as_str()))
+        .map(|e| match &e.record {
+            Record::Approval(a) => format!("approval {} by {}", a.result.as_str(), a.approver),
+            Record::Outcome(o) => format!("outcome {}", o.result.as_str()),
+            other => other.kind().to_string(),
+        })
+        .collect();
+    assert_eq!(
+        of_call,
+        [
+            "intent",
+            "approval withdrawn by Agent::\"alice\"",
+            "outcome rejected"
+        ]
+    );
+
+    let ran = put(&rt, &store, "r").await;
+    rt.approve(&bob, ran.call_id()).await.unwrap();
+    let again = rt
+        .decide(Decider::named(&alice), ran.call_id(), Verdict::Withdraw)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(again, ApprovalError::AlreadyDecided { .. }),
+        "{again}"
+    );
+    assert_eq!(store.applied().len(), 1);
 }

@@ -30,6 +30,7 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         credential_exemptions: vec![],
         files: Vec::new(),
         egress_origins: vec![],
+        attestation: None,
         shadow: None,
         approval: None,
     })

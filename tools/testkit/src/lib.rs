@@ -6,6 +6,8 @@
 //! - [`registry`]: a real OCI registry on loopback.
 //! - [`fixtures`]: the installed MCP servers and SDKs.
 //! - [`mcp`]: the workspace's MCP servers and the MCP fixtures.
+//! - [`mcp_clients`]: the official MCP SDKs' clients (Python 2.x, TypeScript 1.x), driven by a
+//!   plan, their events read line by line.
 //! - `ledger` (feature `ledger`): records for the ledger's tests and benchmarks.
 //! - `sop` (feature `runtime`): the SOP engine's loopback store, fixtures and runtimes.
 //! - `image` (feature `image`): OCI image layouts built in tests, and `sample_images` built
@@ -18,6 +20,7 @@
 pub mod bins;
 pub mod fixtures;
 pub mod mcp;
+pub mod mcp_clients;
 pub mod server;
 pub mod testtool;
 

@@ -53,6 +53,7 @@ use escepine_registry::record::ToolRecord;
 use escepine_registry::urls::{per_url, PerUrl};
 
 pub use context::Unrepresentable;
+pub use entities::with_parents;
 pub use error::AuthorizeError;
 pub use url_facts::{UrlError, UrlFacts};
 
@@ -312,6 +313,17 @@ impl Authorizer {
     /// approver is the principal who asked is not Cedar's question: the runtime refuses that
     /// before asking.
     pub fn authorize_approval(&self, approver: &Principal, tool_id: &str) -> Decision {
+        self.authorize_approval_as(approver, &[], tool_id)
+    }
+
+    /// [`Self::authorize_approval`] for an approver an identity provider vouched is a member of
+    /// `parents` ([`with_parents`]).
+    pub fn authorize_approval_as(
+        &self,
+        approver: &Principal,
+        parents: &[Principal],
+        tool_id: &str,
+    ) -> Decision {
         let Some(tool) = self.tools.get(tool_id) else {
             return Decision::denied(format!("unknown tool `{tool_id}`"));
         };
@@ -323,6 +335,10 @@ impl Authorizer {
         let principal = match type_name(&approver.entity_type) {
             Ok(t) => EntityUid::from_type_name_and_id(t, EntityId::new(&approver.id)),
             Err(e) => return Decision::denied(e.to_string()),
+        };
+        let entities = match with_parents(&self.entities, &self.schema, &principal, parents) {
+            Ok(e) => e,
+            Err(e) => return Decision::denied(e),
         };
         let request = match Request::new(
             principal,
@@ -336,7 +352,7 @@ impl Authorizer {
                 return Decision::denied(format!("the approval request cannot be built: {e}"))
             }
         };
-        let response = self.cedar.is_authorized(&request, policies, &self.entities);
+        let response = self.cedar.is_authorized(&request, policies, &entities);
         let mut tally = Tally {
             requests: 1,
             ..Tally::default()
@@ -366,6 +382,47 @@ impl Authorizer {
         tally.finish(&HashMap::new())
     }
 
+    /// Whether principals of type `principal_type`, vouched for by a token, can be authorized
+    /// at all: the type is a principal type of some tool's action, and a principal of it can be
+    /// a member of entities of each of `parent_types` (the schema's `memberOfTypes`) without
+    /// attributes the token cannot give. Checked once at start-up, so that a mapping of claims
+    /// the schema cannot hold fails there, not as a denial of every call.
+    ///
+    /// # Errors
+    /// A sentence naming the type and what the schema refuses.
+    pub fn check_membership(
+        &self,
+        principal_type: &str,
+        parent_types: &[&str],
+    ) -> Result<(), String> {
+        if !self
+            .tools
+            .values()
+            .any(|t| t.principal_types.iter().any(|(n, _)| n == principal_type))
+        {
+            return Err(format!(
+                "`{principal_type}` is not a principal type of any tool's action in the Cedar \
+                 schema (declare it, e.g. `entity {principal_type};` and \
+                 `appliesTo {{ principal: [{principal_type}] … }}`)"
+            ));
+        }
+        let ty = type_name(principal_type).map_err(|e| e.to_string())?;
+        let probe = EntityUid::from_type_name_and_id(ty, EntityId::new("escepine-probe"));
+        for parent in parent_types {
+            let parents = [Principal {
+                entity_type: (*parent).to_string(),
+                id: "escepine-probe".to_string(),
+            }];
+            with_parents(&self.entities, &self.schema, &probe, &parents).map_err(|e| {
+                format!(
+                    "a `{principal_type}` cannot be a member of a `{parent}` under the Cedar \
+                     schema (declare `entity {principal_type} in [{parent}]`): {e}"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
     /// How many policies a tool's requests are evaluated against (`None` for an unknown
     /// tool).
     pub fn policy_count(&self, tool_id: &str) -> Option<usize> {
@@ -385,9 +442,42 @@ impl Authorizer {
         &self.entities
     }
 
+    /// The entity store requests of `principal` are evaluated against when an identity
+    /// provider vouched for its membership in `parents` ([`with_parents`]): the store itself
+    /// when there are none.
+    ///
+    /// # Errors
+    /// As [`with_parents`].
+    pub fn entities_as(
+        &self,
+        principal: &Principal,
+        parents: &[Principal],
+    ) -> Result<std::borrow::Cow<'_, Entities>, String> {
+        if parents.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&self.entities));
+        }
+        let ty = type_name(&principal.entity_type).map_err(|e| e.to_string())?;
+        let uid = EntityUid::from_type_name_and_id(ty, EntityId::new(&principal.id));
+        with_parents(&self.entities, &self.schema, &uid, parents)
+    }
+
     /// Authorize one call of `tool_id` by `principal` with `payload` (a payload that passed
     /// the input gate). Never panics; anything unexpected is a deny with its reason.
     pub fn authorize(&self, principal: &Principal, tool_id: &str, payload: &Value) -> Decision {
+        self.authorize_as(principal, &[], tool_id, payload)
+    }
+
+    /// [`Self::authorize`] for a principal an identity provider vouched is a member of
+    /// `parents` (an access token's claims): every request of the call is evaluated with the
+    /// principal in those parents ([`with_parents`]); a parent the schema does not allow
+    /// denies the call, naming it.
+    pub fn authorize_as(
+        &self,
+        principal: &Principal,
+        parents: &[Principal],
+        tool_id: &str,
+        payload: &Value,
+    ) -> Decision {
         let Some(tool) = self.tools.get(tool_id) else {
             return Decision::denied(format!("unknown tool `{tool_id}`"));
         };
@@ -404,6 +494,11 @@ impl Authorizer {
         };
         let principal =
             EntityUid::from_type_name_and_id(principal_type.clone(), EntityId::new(&principal.id));
+        let entities = match with_parents(&self.entities, &self.schema, &principal, parents) {
+            Ok(e) => e,
+            Err(e) => return Decision::denied(e),
+        };
+        let entities = &*entities;
         let input = match context::to_expression(payload, &tool.input) {
             Ok(e) => e,
             Err(e) => return Decision::denied(e.to_string()),
@@ -428,14 +523,13 @@ impl Authorizer {
                 }
             },
         };
-        self.evaluate(
+        let request = RequestOf {
             tool,
-            &principal,
-            &input,
-            whole_url.as_ref(),
-            Label::Call,
-            &mut tally,
-        );
+            principal: &principal,
+            input: &input,
+            entities,
+        };
+        self.evaluate(&request, whole_url.as_ref(), Label::Call, &mut tally);
 
         for each in &tool.per_url.each {
             let pointer = each.list.as_str();
@@ -458,7 +552,7 @@ impl Authorizer {
                     // An element without its (optional) URL: nothing to fetch, and its request
                     // carries no `url`.
                     None if each.item_url.is_some() => {
-                        self.evaluate(tool, &principal, &input, None, label, &mut tally);
+                        self.evaluate(&request, None, label, &mut tally);
                         continue;
                     }
                     _ => {
@@ -468,7 +562,7 @@ impl Authorizer {
                 };
                 match UrlFacts::parse(raw) {
                     Ok(facts) => {
-                        self.evaluate(tool, &principal, &input, Some(&facts), label, &mut tally);
+                        self.evaluate(&request, Some(&facts), label, &mut tally);
                     }
                     Err(e) => tally.deny(format!("{}: {e}", label.render(raw))),
                 }
@@ -480,13 +574,17 @@ impl Authorizer {
     /// Evaluate one request and add its outcome to `tally`.
     fn evaluate(
         &self,
-        tool: &ToolAuth,
-        principal: &EntityUid,
-        input: &RestrictedExpression,
+        of: &RequestOf<'_>,
         url: Option<&UrlFacts>,
         label: Label<'_>,
         tally: &mut Tally,
     ) {
+        let RequestOf {
+            tool,
+            principal,
+            input,
+            entities,
+        } = *of;
         // Rendered only when there is something to report.
         let label = || label.render(url.map_or("", |f| f.raw.as_str()));
         let mut pairs = Vec::with_capacity(2);
@@ -512,9 +610,7 @@ impl Authorizer {
         if let Some(f) = url {
             tally.origins.insert(f.origin());
         }
-        let response = self
-            .cedar
-            .is_authorized(&request, &tool.policies, &self.entities);
+        let response = self.cedar.is_authorized(&request, &tool.policies, entities);
         let diagnostics = response.diagnostics();
         let mut errored = false;
         for error in diagnostics.errors() {
@@ -562,6 +658,16 @@ const NO_POLICY_PERMITS: &str = "no policy permits it";
 /// The reason a default deny of the call's own request (without a URL) records: what a report's
 /// headline `denied: no policy permits it` already says.
 pub const CALL_DEFAULT_DENY: &str = "the call: no policy permits it";
+
+/// What every request of one call shares: the tool, the principal, `context.input` and the
+/// entity store (the principal in the parents its token names, if any).
+#[derive(Clone, Copy)]
+struct RequestOf<'a> {
+    tool: &'a ToolAuth,
+    principal: &'a EntityUid,
+    input: &'a RestrictedExpression,
+    entities: &'a Entities,
+}
 
 /// Which request of a call, for reasons.
 #[derive(Clone, Copy)]

@@ -12,6 +12,7 @@ mod export_cli;
 mod export_providers;
 mod ledger_checkpoints;
 mod mcp_approval;
+mod mcp_edge;
 mod mcp_export;
 mod mcp_import;
 mod mcp_serve_http;

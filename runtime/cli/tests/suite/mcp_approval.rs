@@ -1,7 +1,8 @@
 //! Approval over MCP (`escepine serve --mcp http`, rmcp's streamable HTTP client, two bearer
 //! tokens): a call needing approval becomes a task whose id is the call id for a client that
 //! declares the tasks extension, and a tool error `awaiting_approval` carrying the call id for
-//! one that does not; the requester's `approve` is refused; the approver's runs the call once
+//! one that does not; the requester's `approve` is refused, and another principal can neither
+//! read nor cancel the task; the approver's runs the call once
 //! (a host file counts runs); `tasks/get` reads the completed result from the ledger, also after
 //! `escepine serve` restarts on the same ledger.
 
@@ -155,7 +156,7 @@ async fn a_task_waits_for_the_approver_and_its_result_survives_a_restart() {
     assert_eq!(task.task.status(), TaskStatus::Working);
     assert_eq!(task.task.task.task_id, call_id);
 
-    // The requester cannot approve, nor cancel; another principal does not see the task.
+    // The requester cannot approve; another principal neither sees nor cancels the task.
     let own = alice
         .call_tool(params("approve", json!({ "call_id": call_id })))
         .await
@@ -164,15 +165,15 @@ async fn a_task_waits_for_the_approver_and_its_result_survives_a_restart() {
     assert_eq!(own["error"]["kind"], "approval_refused");
     assert_eq!(own["error"]["reason"], "self_approval");
     assert_eq!(own["error"]["call_id"], call_id.as_str());
-    alice
-        .cancel_task(CancelTaskParams::new(call_id.clone()))
-        .await
-        .expect_err("the requester cannot cancel a waiting call");
     let carol = tasks_client(&server.url, CAROL).await;
     carol
         .get_task(GetTaskParams::new(call_id.clone()))
         .await
         .expect_err("another principal's task is unknown");
+    carol
+        .cancel_task(CancelTaskParams::new(call_id.clone()))
+        .await
+        .expect_err("another principal cannot cancel the task");
     let not_permitted = carol
         .call_tool(params("approve", json!({ "call_id": call_id })))
         .await

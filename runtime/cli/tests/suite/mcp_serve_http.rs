@@ -204,14 +204,27 @@ async fn request(
 }
 
 /// A raw HTTP/1.1 request to the MCP endpoint with this `Authorization` header (if any), naming
-/// `session` if given. A `GET` returns once its headers are in (an event stream does not end);
-/// other verbs read to the end.
+/// `session` if given, as a 2025-06-18 client. A `GET` returns once its headers are in (an event
+/// stream does not end); other verbs read to the end.
 async fn send(
     url: &str,
     method: &str,
     authorization: Option<&str>,
     session: Option<&str>,
     body: Option<&str>,
+) -> Reply {
+    let version = [("MCP-Protocol-Version", "2025-06-18")];
+    send_with(url, method, authorization, session, body, &version).await
+}
+
+/// [`send`] with these headers instead of the protocol version.
+async fn send_with(
+    url: &str,
+    method: &str,
+    authorization: Option<&str>,
+    session: Option<&str>,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
 ) -> Reply {
     let authority = url
         .trim_start_matches("http://")
@@ -225,8 +238,11 @@ async fn send(
     };
     let mut req = format!(
         "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\n\
-         Accept: {accept}\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n"
+         Accept: {accept}\r\nConnection: close\r\n"
     );
+    for (name, value) in headers {
+        req.push_str(&format!("{name}: {value}\r\n"));
+    }
     if let Some(a) = authorization {
         req.push_str(&format!("Authorization: {a}\r\n"));
     }
@@ -351,9 +367,10 @@ async fn a_session_serves_only_the_principal_that_opened_it() {
     let list = request(url, "POST", BOB, Some(&bobs), Some(LIST)).await;
     assert_eq!(list.status, 200, "{}", list.headers);
 
-    // Alice ends her session; it then serves nobody, Alice included.
+    // Alice ends her session (`204`, which the 2025 SDKs expect); it then serves nobody, Alice
+    // included.
     let r = request(url, "DELETE", ALICE, Some(&alices), None).await;
-    assert!((200..300).contains(&r.status), "{}", r.headers);
+    assert_eq!(r.status, 204, "{}", r.headers);
     for token in [ALICE, BOB] {
         let r = request(url, "POST", token, Some(&alices), Some(LIST)).await;
         assert_eq!(r.status, 404, "{}", r.headers);
@@ -373,4 +390,177 @@ fn http_needs_a_token_file() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tokens"));
+}
+
+/// A request of the stateless revision: `_meta` with the version and capabilities, and the
+/// headers SEP-2243 asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), which `extra`
+/// may replace.
+async fn modern(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    method: &str,
+    params: Value,
+    extra: &[(&str, &str)],
+) -> Reply {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+    });
+    let name = params["name"].as_str().map(str::to_string);
+    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params }).to_string();
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(n) = &name {
+        headers.push(("Mcp-Name", n));
+    }
+    for (k, v) in extra {
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+        if !v.is_empty() {
+            headers.push((k, v));
+        }
+    }
+    let authorization = format!("Bearer {token}");
+    send_with(
+        url,
+        "POST",
+        Some(&authorization),
+        session,
+        Some(&body),
+        &headers,
+    )
+    .await
+}
+
+/// The JSON-RPC message of an answer (plain JSON, or the `data:` of an event stream).
+fn message(r: &Reply) -> Value {
+    let text = r
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .unwrap_or(&r.body);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {}", r.body))
+}
+
+#[tokio::test]
+async fn the_stateless_revision_mints_and_reads_no_session() {
+    let server = start();
+    let url = &server.serve.url;
+
+    let discover = modern(url, ALICE, None, "server/discover", json!({}), &[]).await;
+    assert_eq!(discover.status, 200, "{}", discover.headers);
+    assert!(discover.session_id().is_none(), "{}", discover.headers);
+    let result = &message(&discover)["result"];
+    assert_eq!(result["resultType"], "complete");
+    let versions = result["supportedVersions"].as_array().expect("versions");
+    for v in ["2026-07-28", "2025-11-25"] {
+        assert!(versions.contains(&json!(v)), "{result}");
+    }
+    assert!(
+        result["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{result}"
+    );
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "escepine"
+    );
+
+    // A 2025 session of Alice's exists; Bob names it in stateless requests: it is not read
+    // (no 404, Bob's own listing), and none is minted.
+    let alices = open_session(url, ALICE).await;
+    let list = modern(url, BOB, Some(&alices), "tools/list", json!({}), &[]).await;
+    assert_eq!(list.status, 200, "{}", list.headers);
+    assert!(list.session_id().is_none(), "{}", list.headers);
+    let result = &message(&list)["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(
+        result["cacheScope"], "private",
+        "listings differ per principal"
+    );
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"m_echo") && !names.contains(&"m_note"),
+        "{names:?}"
+    );
+    let call = modern(
+        url,
+        ALICE,
+        None,
+        "tools/call",
+        json!({ "name": "m_echo", "arguments": { "text": "stateless" } }),
+        &[],
+    )
+    .await;
+    let result = &message(&call)["result"];
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(result["structuredContent"]["echo"]["text"], "stateless");
+
+    // GET and DELETE do not exist in this revision, whatever session they name.
+    let v = [("MCP-Protocol-Version", "2026-07-28")];
+    let bearer = format!("Bearer {ALICE}");
+    for verb in ["GET", "DELETE"] {
+        let r = send_with(url, verb, Some(&bearer), Some(&alices), None, &v).await;
+        assert_eq!(r.status, 405, "{verb}: {}", r.headers);
+    }
+    let alive = request(url, "POST", ALICE, Some(&alices), Some(LIST)).await;
+    assert_eq!(
+        alive.status, 200,
+        "the 2025 session lives on: {}",
+        alive.headers
+    );
+
+    // The routing headers must say what the body says (SEP-2243): -32020, 400.
+    let params = json!({ "name": "m_echo", "arguments": { "text": "x" } });
+    for (what, extra) in [
+        ("another name", vec![("Mcp-Name", "m_note")]),
+        ("another method", vec![("Mcp-Method", "tools/list")]),
+        ("no method header", vec![("Mcp-Method", "")]),
+        ("no name header", vec![("Mcp-Name", "")]),
+        (
+            "another version",
+            vec![("MCP-Protocol-Version", "2025-11-25")],
+        ),
+    ] {
+        let r = modern(url, ALICE, None, "tools/call", params.clone(), &extra).await;
+        assert_eq!(r.status, 400, "{what}: {}\n{}", r.headers, r.body);
+        assert_eq!(message(&r)["error"]["code"], -32020, "{what}: {}", r.body);
+    }
+    // A version the server does not know, in the header and in `_meta`: -32022, naming the
+    // versions it supports.
+    let body = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "1900-01-01",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}})
+    .to_string();
+    let r = send_with(
+        url,
+        "POST",
+        Some(&bearer),
+        None,
+        Some(&body),
+        &[
+            ("MCP-Protocol-Version", "1900-01-01"),
+            ("Mcp-Method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}\n{}", r.headers, r.body);
+    let error = &message(&r)["error"];
+    assert_eq!(error["code"], -32022, "{}", r.body);
+    assert!(
+        error["data"]["supported"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{}",
+        r.body
+    );
 }

@@ -31,6 +31,7 @@ fn intent(call_id: &str, waits_until: Option<u64>) -> Record {
         deadline_ms: None,
         credential_exemptions: vec![],
         files: Vec::new(),
+        attestation: None,
         shadow: None,
         approval: waits_until.map(|expires_at_ms| ApprovalRequest {
             expires_at_ms,
@@ -43,6 +44,7 @@ fn approval(call_id: &str, result: ApprovalResult) -> Record {
     Record::Approval(Approval {
         call_id: call_id.into(),
         approver: r#"Agent::"bob""#.into(),
+        attestation: None,
         result,
         policy_ids: vec!["approvers".into()],
     })
