@@ -251,7 +251,10 @@ pub struct IssuerKeys {
     min_refresh: Duration,
     keys: RwLock<Option<Arc<KeySet>>>,
     jwks_uri: RwLock<Option<Url>>,
-    last_fetch: Mutex<Option<Instant>>,
+    /// When a token last made the cache fetch (an unknown `kid`, or no keys yet): such
+    /// fetches happen at most once per `min_refresh`. The start-up fetch and its retries do not
+    /// count.
+    last_refresh: Mutex<Option<Instant>>,
     last_error: RwLock<Option<String>>,
     /// One fetch at a time; those waiting re-check the cache when it is their turn.
     flight: tokio::sync::Mutex<()>,
@@ -267,7 +270,7 @@ impl IssuerKeys {
             min_refresh: issuer.jwks_min_refresh,
             keys: RwLock::new(None),
             jwks_uri: RwLock::new(None),
-            last_fetch: Mutex::new(None),
+            last_refresh: Mutex::new(None),
             last_error: RwLock::new(None),
             flight: tokio::sync::Mutex::new(()),
             fetches: AtomicU64::new(0),
@@ -289,8 +292,9 @@ impl IssuerKeys {
         self.fetches.load(Ordering::Relaxed)
     }
 
-    /// Fetch the key set unless a fetch happened within `min_refresh` (or `wanted`, a `kid`,
-    /// is held by the time it is this caller's turn). Returns the set held afterwards.
+    /// Fetch the key set for a token — unless a token made it fetch within `min_refresh`, or
+    /// `wanted`, a `kid`, is held by the time it is this caller's turn. Returns the set held
+    /// afterwards.
     pub(crate) async fn refresh(
         &self,
         fetcher: &Fetcher,
@@ -303,14 +307,14 @@ impl IssuerKeys {
                 return held;
             }
         }
-        let recent = self
-            .last_fetch
-            .lock()
-            .ok()
-            .and_then(|t| *t)
-            .is_some_and(|at| at.elapsed() < self.min_refresh);
-        if recent {
-            return held;
+        {
+            let Ok(mut last) = self.last_refresh.lock() else {
+                return held;
+            };
+            if last.is_some_and(|at| at.elapsed() < self.min_refresh) {
+                return held;
+            }
+            *last = Some(Instant::now());
         }
         self.fetch(fetcher).await;
         self.current()
@@ -323,9 +327,6 @@ impl IssuerKeys {
     }
 
     async fn fetch(&self, fetcher: &Fetcher) -> bool {
-        if let Ok(mut at) = self.last_fetch.lock() {
-            *at = Some(Instant::now());
-        }
         match self.load(fetcher).await {
             Ok(set) => {
                 if let Ok(mut k) = self.keys.write() {

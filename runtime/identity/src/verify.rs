@@ -159,6 +159,16 @@ impl Verifier {
         }
     }
 
+    /// Whether the keys of `issuer` are held (`None` for an issuer not configured): a
+    /// readiness check.
+    pub fn has_keys(&self, issuer: &str) -> Option<bool> {
+        self.inner
+            .issuers
+            .iter()
+            .find(|(c, _)| c.issuer == issuer)
+            .map(|(_, k)| k.current().is_some())
+    }
+
     /// How many times the key set of `issuer` was fetched.
     pub fn jwks_fetches(&self, issuer: &str) -> Option<u64> {
         self.inner
