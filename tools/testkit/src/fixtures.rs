@@ -5,8 +5,9 @@
 //! `/var/tmp/escepine-fixtures`):
 //! - `py/`: a virtualenv of Debian's `/usr/bin/python3.11` with the official MCP Python SDK
 //!   (`mcp`), `mcp-server-time` and `mcp-server-git`;
-//! - `node/node_modules/`: the official TypeScript SDK (`@modelcontextprotocol/sdk`), `zod` and
-//!   `@modelcontextprotocol/server-memory`;
+//! - `node/node_modules/`: the official TypeScript SDK (`@modelcontextprotocol/sdk`), `zod`,
+//!   `@modelcontextprotocol/server-memory` and `oidc-provider` (the OAuth tests' authorization
+//!   server, [`crate::oidc`]);
 //! - `versions.txt`, written last.
 //!
 //! The fixture servers written with the two SDKs live in the repository, under

@@ -15,6 +15,8 @@
 //! - `postgres` (feature `postgres`): a fresh database per test on the machine's PostgreSQL.
 //! - `bench` (feature `bench`): what the runtime's benchmarks share.
 //! - `python_probe` (feature `sandbox`): the host's python probed in a sandbox.
+//! - `oidc` (feature `oidc`): a real authorization server (oidc-provider) issuing JWT access
+//!   tokens, driven over HTTP.
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
@@ -57,3 +59,6 @@ pub mod bench;
 
 #[cfg(feature = "sandbox")]
 pub mod python_probe;
+
+#[cfg(feature = "oidc")]
+pub mod oidc;

@@ -415,8 +415,9 @@ impl Authorizer {
             }];
             with_parents(&self.entities, &self.schema, &probe, &parents).map_err(|e| {
                 format!(
-                    "a `{principal_type}` cannot be a member of a `{parent}` under the Cedar \
-                     schema (declare `entity {principal_type} in [{parent}]`): {e}"
+                    "an entity of type `{principal_type}` cannot be a member of one of type \
+                     `{parent}` under the Cedar schema (declare `entity {principal_type} in \
+                     [{parent}];` in a `.cedarschema` beside the policies): {e}"
                 )
             })?;
         }

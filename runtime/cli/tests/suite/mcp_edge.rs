@@ -182,6 +182,22 @@ fn the_python_sdk_lands_on_2026_07_28_over_stdio() {
     let dir = tempfile::tempdir().expect("tempdir");
     let counter = dir.path().join("counter");
     let ledger = dir.path().join("ledger.db");
+    let command = stdio_command(&ledger);
+    let client = SdkClient::start(
+        Sdk::Python,
+        &json!({ "transport": "stdio", "command": command, "steps": steps(&counter) }),
+    );
+    drive(
+        client,
+        "2026-07-28",
+        &["e_count", "e_echo", "approve"],
+        &counter,
+        |id| decide("approve", id, "Agent::\"bob\"", &ledger, &[]),
+    );
+}
+
+/// The command line of `escepine serve --mcp stdio` for alice on `ledger`.
+fn stdio_command(ledger: &Path) -> Vec<String> {
     let mut command = vec![
         env!("CARGO_BIN_EXE_escepine").to_string(),
         "serve".into(),
@@ -201,13 +217,23 @@ fn the_python_sdk_lands_on_2026_07_28_over_stdio() {
             .get_args()
             .map(|a| a.to_string_lossy().into_owned()),
     );
+    command
+}
+
+/// The TypeScript SDK 1.x over stdio: an `initialize` selects 2025-11-25 on the same server.
+#[test]
+fn the_typescript_sdk_speaks_2025_11_25_over_stdio() {
+    testtool();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let counter = dir.path().join("counter");
+    let ledger = dir.path().join("ledger.db");
     let client = SdkClient::start(
-        Sdk::Python,
-        &json!({ "transport": "stdio", "command": command, "steps": steps(&counter) }),
+        Sdk::TypeScript,
+        &json!({ "transport": "stdio", "command": stdio_command(&ledger), "steps": steps(&counter) }),
     );
     drive(
         client,
-        "2026-07-28",
+        "2025-11-25",
         &["e_count", "e_echo", "approve"],
         &counter,
         |id| decide("approve", id, "Agent::\"bob\"", &ledger, &[]),

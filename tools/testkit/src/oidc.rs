@@ -1,0 +1,496 @@
+//! A real authorization server for the tests: `oidc-provider` (npm, pinned in `.ci/node`),
+//! started from `runtime/tests/fixtures/oauth/provider.mjs` on loopback, issuing JWT access
+//! tokens for resource indicators through the client-credentials grant
+//! ([`Provider::client_credentials`]) and authorization code with PKCE, whose login and consent
+//! forms this module fills over HTTP ([`Provider::authorization_code`]). It counts the requests
+//! for its key set ([`Provider::jwks_fetches`]), and its signing keys are test-only PEM files
+//! (`runtime/identity/tests/keys/`), so tests can forge tokens with them ([`Provider::forge`]).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::fixtures;
+
+/// Which test-only key set an issuer signs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// `test-only-a-rs256.pem`, kid `a-rs256`.
+    A,
+    /// `test-only-b-rs256.pem`, kid `b-rs256`.
+    B,
+}
+
+impl Keys {
+    /// The private key file.
+    pub fn pem(self) -> PathBuf {
+        crate::bins::workspace_root()
+            .join("runtime/identity/tests/keys")
+            .join(match self {
+                Self::A => "test-only-a-rs256.pem",
+                Self::B => "test-only-b-rs256.pem",
+            })
+    }
+
+    /// The public key file (PEM).
+    pub fn public_pem(self) -> PathBuf {
+        self.pem().with_extension("pub.pem")
+    }
+
+    /// Its `kid`.
+    pub fn kid(self) -> &'static str {
+        match self {
+            Self::A => "a-rs256",
+            Self::B => "b-rs256",
+        }
+    }
+}
+
+/// What an authorization server is started with.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The key set it signs with.
+    pub keys: Keys,
+    /// The resources it issues tokens for, each with the scopes it accepts.
+    pub resources: BTreeMap<String, String>,
+    /// Its clients (oidc-provider client metadata).
+    pub clients: Vec<Value>,
+    /// The logins of the authorization-code flow, each with its groups.
+    pub accounts: BTreeMap<String, Vec<String>>,
+    /// The groups of each client's client-credentials tokens.
+    pub client_groups: BTreeMap<String, Vec<String>>,
+    /// The access tokens' lifetime, in seconds.
+    pub access_token_ttl_s: u64,
+}
+
+impl ProviderConfig {
+    /// A provider for `resource` (scope `mcp:tools`) signing with `keys`, no client yet.
+    pub fn new(keys: Keys, resource: &str) -> Self {
+        Self {
+            keys,
+            resources: BTreeMap::from([(resource.to_string(), "mcp:tools".to_string())]),
+            clients: Vec::new(),
+            accounts: BTreeMap::new(),
+            client_groups: BTreeMap::new(),
+            access_token_ttl_s: 300,
+        }
+    }
+
+    /// Add a confidential client of the client-credentials grant whose tokens carry `groups`.
+    pub fn client(mut self, id: &str, secret: &str, groups: &[&str]) -> Self {
+        self.clients.push(json!({
+            "client_id": id,
+            "client_secret": secret,
+            "grant_types": ["client_credentials"],
+            "response_types": [],
+            "redirect_uris": [],
+            "scope": "mcp:tools",
+            "token_endpoint_auth_method": "client_secret_basic",
+        }));
+        self.client_groups.insert(
+            id.to_string(),
+            groups.iter().map(|g| g.to_string()).collect(),
+        );
+        self
+    }
+
+    /// Add a public client of the authorization-code grant (PKCE) redirecting to
+    /// `redirect_uri`.
+    pub fn app(mut self, id: &str, redirect_uri: &str) -> Self {
+        self.clients.push(json!({
+            "client_id": id,
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+            "redirect_uris": [redirect_uri],
+            "scope": "openid mcp:tools",
+            "token_endpoint_auth_method": "none",
+        }));
+        self
+    }
+
+    /// Add a login of the authorization-code flow, member of `groups`.
+    pub fn account(mut self, login: &str, groups: &[&str]) -> Self {
+        self.accounts.insert(
+            login.to_string(),
+            groups.iter().map(|g| g.to_string()).collect(),
+        );
+        self
+    }
+}
+
+/// A running authorization server (killed on drop).
+#[derive(Debug)]
+pub struct Provider {
+    child: Child,
+    /// Its issuer identifier, `http://127.0.0.1:PORT`.
+    pub issuer: String,
+    keys: Keys,
+    _config: tempfile::NamedTempFile,
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP agent that follows no redirect and reports every status as a response.
+fn agent() -> ureq::Agent {
+    ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(20)))
+            .build(),
+    )
+}
+
+impl Provider {
+    /// Start `config`'s server and wait for its issuer line.
+    ///
+    /// # Panics
+    /// When `oidc-provider` is not installed (run `.ci/fixtures`) or it does not start.
+    pub fn start(config: &ProviderConfig) -> Self {
+        let modules = fixtures::node_modules().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            modules.join("oidc-provider").is_dir(),
+            "oidc-provider is not installed in {} (run .ci/fixtures)",
+            modules.display()
+        );
+        let mut file = tempfile::NamedTempFile::new().expect("a config file");
+        let doc = json!({
+            "port": 0,
+            "keys": [{ "pem": config.keys.pem(), "kid": config.keys.kid(), "alg": "RS256" }],
+            "resources": config.resources,
+            "clients": config.clients,
+            "accounts": config.accounts,
+            "client_groups": config.client_groups,
+            "access_token_ttl_s": config.access_token_ttl_s,
+        });
+        std::io::Write::write_all(&mut file, doc.to_string().as_bytes()).expect("write");
+        let script =
+            crate::bins::workspace_root().join("runtime/tests/fixtures/oauth/provider.mjs");
+        let mut child = Command::new(fixtures::NODE)
+            .env("NODE_PATH", &modules)
+            .arg(script)
+            .arg(file.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn node");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !line.contains("WARNING") {
+                    eprintln!("[oidc-provider] {line}");
+                }
+            }
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(issuer) = line.strip_prefix("issuer ") {
+                    let _ = tx.send(issuer.trim().to_string());
+                }
+            }
+        });
+        let issuer = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("oidc-provider prints its issuer");
+        Self {
+            child,
+            issuer,
+            keys: config.keys,
+            _config: file,
+        }
+    }
+
+    /// A JWT access token for `resource` by the client-credentials grant.
+    ///
+    /// # Panics
+    /// When the server refuses (see [`Self::try_client_credentials`]).
+    pub fn client_credentials(
+        &self,
+        id: &str,
+        secret: &str,
+        resource: &str,
+        scope: &str,
+    ) -> String {
+        self.try_client_credentials(id, secret, resource, scope)
+            .unwrap_or_else(|e| panic!("client credentials of {id}: {e}"))
+    }
+
+    /// A JWT access token for `resource` by the client-credentials grant, or the server's
+    /// refusal (`status: body`).
+    pub fn try_client_credentials(
+        &self,
+        id: &str,
+        secret: &str,
+        resource: &str,
+        scope: &str,
+    ) -> Result<String, String> {
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+        let response = agent()
+            .post(format!("{}/token", self.issuer))
+            .header("Authorization", format!("Basic {basic}"))
+            .send_form([
+                ("grant_type", "client_credentials"),
+                ("scope", scope),
+                ("resource", resource),
+            ])
+            .map_err(|e| e.to_string())?;
+        token_of(response)
+    }
+
+    /// A JWT access token for `resource` by the authorization-code grant with PKCE (S256),
+    /// `login` signing in and consenting through the development forms.
+    ///
+    /// # Panics
+    /// When a step of the flow does not answer as oidc-provider does.
+    pub fn authorization_code(
+        &self,
+        client_id: &str,
+        redirect_uri: &str,
+        resource: &str,
+        scope: &str,
+        login: &str,
+    ) -> String {
+        let verifier = {
+            let bytes: [u8; 32] = rand::random();
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        };
+        let challenge =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&verifier));
+        let agent = agent();
+        let mut jar = Jar::default();
+        let query = [
+            ("client_id", client_id),
+            ("response_type", "code"),
+            ("redirect_uri", redirect_uri),
+            ("scope", scope),
+            ("resource", resource),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("state", "escepine-test"),
+        ];
+        let mut request = agent.get(format!("{}/auth", self.issuer));
+        for (k, v) in query {
+            request = request.query(k, v);
+        }
+        let mut response = jar.call(request);
+        let mut code = None;
+        for _ in 0..12 {
+            if let Some(location) = location(&response) {
+                if location.starts_with(redirect_uri) {
+                    code = query_param(&location, "code");
+                    break;
+                }
+                response = jar.call(agent.get(self.absolute(&location)));
+                continue;
+            }
+            let page = response.body_mut().read_to_string().expect("a page");
+            let action = attribute(&page, "action=\"").expect("a form on the interaction page");
+            let prompt = attribute(&page, "name=\"prompt\" value=\"").expect("the form's prompt");
+            let mut fields = vec![("prompt".to_string(), prompt.clone())];
+            if prompt == "login" {
+                fields.push(("login".into(), login.to_string()));
+                fields.push(("password".into(), "any".into()));
+            }
+            response = jar.post_form(agent.post(self.absolute(&action)), &fields);
+        }
+        let code = code.expect("the flow ends at the redirect URI with a code");
+        let response = agent
+            .post(format!("{}/token", self.issuer))
+            .send_form([
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("redirect_uri", redirect_uri),
+                ("client_id", client_id),
+                ("code_verifier", verifier.as_str()),
+                ("resource", resource),
+            ])
+            .expect("the token request");
+        token_of(response).unwrap_or_else(|e| panic!("the code exchange: {e}"))
+    }
+
+    /// How many times its key set was requested.
+    pub fn jwks_fetches(&self) -> u64 {
+        let mut response = agent()
+            .get(format!("{}/test/jwks-count", self.issuer))
+            .call()
+            .expect("jwks count");
+        let body: Value = response.body_mut().read_json().expect("json");
+        body["count"].as_u64().expect("a count")
+    }
+
+    /// A token with `header` fields over the default ones (`alg: RS256`, `kid` of its keys)
+    /// and `claims`, signed with its private key (or `keys`' when given): to forge what the
+    /// issuer itself never would.
+    pub fn forge(&self, header: &Value, claims: &Value, keys: Option<Keys>) -> String {
+        let keys = keys.unwrap_or(self.keys);
+        let pem = std::fs::read(keys.pem()).expect("the key");
+        let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).expect("an RSA key");
+        let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        h.kid = Some(keys.kid().to_string());
+        if let Some(kid) = header.get("kid") {
+            h.kid = kid.as_str().map(str::to_string);
+        }
+        if let Some(typ) = header.get("typ").and_then(Value::as_str) {
+            h.typ = Some(typ.to_string());
+        }
+        jsonwebtoken::encode(&h, claims, &key).expect("sign")
+    }
+
+    /// A token with `alg: none` and no signature: what no issuer should ever be trusted for.
+    pub fn forge_unsigned(&self, claims: &Value) -> String {
+        let b64 =
+            |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        format!(
+            "{}.{}.",
+            b64(&json!({"alg": "none", "typ": "at+jwt"})),
+            b64(claims)
+        )
+    }
+
+    /// A token signed HS256 with the issuer's *public* key (PEM) as the shared secret, under
+    /// its `kid`: the algorithm-confusion attack.
+    pub fn forge_hmac(&self, claims: &Value) -> String {
+        let public = std::fs::read(self.keys.public_pem()).expect("the public key");
+        let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+        h.kid = Some(self.keys.kid().to_string());
+        let key = jsonwebtoken::EncodingKey::from_secret(&public).expect("a secret");
+        jsonwebtoken::encode(&h, claims, &key).expect("sign")
+    }
+
+    /// The signing key set.
+    pub fn keys(&self) -> Keys {
+        self.keys
+    }
+
+    fn absolute(&self, location: &str) -> String {
+        if location.starts_with("http") {
+            location.to_string()
+        } else {
+            format!("{}{location}", self.issuer)
+        }
+    }
+}
+
+/// The cookies of one browser session (names and values; paths are not needed here).
+#[derive(Default)]
+struct Jar(BTreeMap<String, String>);
+
+impl Jar {
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// `request` with the jar's cookies; the answer's cookies kept.
+    fn call(
+        &mut self,
+        request: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
+    ) -> ureq::http::Response<ureq::Body> {
+        let response = request
+            .header("Cookie", self.header())
+            .call()
+            .expect("an answer");
+        self.keep(&response);
+        response
+    }
+
+    /// `request` posting `fields` as a form, with the jar's cookies; the answer's kept.
+    fn post_form(
+        &mut self,
+        request: ureq::RequestBuilder<ureq::typestate::WithBody>,
+        fields: &[(String, String)],
+    ) -> ureq::http::Response<ureq::Body> {
+        let response = request
+            .header("Cookie", self.header())
+            .send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .expect("an answer");
+        self.keep(&response);
+        response
+    }
+
+    fn keep(&mut self, response: &ureq::http::Response<ureq::Body>) {
+        for value in response.headers().get_all("set-cookie") {
+            if let Some((name, rest)) = value.to_str().ok().and_then(|v| v.split_once('=')) {
+                let value = rest.split(';').next().unwrap_or("");
+                self.0.insert(name.trim().to_string(), value.to_string());
+            }
+        }
+    }
+}
+
+fn location(response: &ureq::http::Response<ureq::Body>) -> Option<String> {
+    response.status().is_redirection().then(|| {
+        response
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    })
+}
+
+fn query_param(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| v.to_string())
+    })
+}
+
+/// The value after `prefix` up to the next `"` in `page`.
+fn attribute(page: &str, prefix: &str) -> Option<String> {
+    let start = page.find(prefix)? + prefix.len();
+    let end = page[start..].find('"')?;
+    Some(page[start..start + end].replace("&amp;", "&"))
+}
+
+fn token_of(mut response: ureq::http::Response<ureq::Body>) -> Result<String, String> {
+    let status = response.status();
+    let body = response
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("{status}: {body}"));
+    }
+    let doc: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    doc["access_token"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("no access_token in {body}"))
+}
+
+/// The claims of a JWT, unverified (for assertions).
+pub fn claims_of(token: &str) -> Value {
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    serde_json::from_slice(&bytes).expect("json claims")
+}
+
+/// A free port on 127.0.0.1 (bound, read, released: a server started right after can take
+/// it; another process could too, which the tests accept).
+pub fn free_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
