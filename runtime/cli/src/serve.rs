@@ -44,7 +44,7 @@ use escepine_identity::verify::Verifier;
 use escepine_mcp::auth::{Authenticator, OAuth};
 use escepine_mcp::listing::{Analysis, Listing};
 use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
-use escepine_mcp::tokens::Tokens;
+use escepine_identity::tokens::Tokens;
 
 use crate::args::{async_runtime, RuntimeArgs};
 use crate::error::{CliError, CliResult};

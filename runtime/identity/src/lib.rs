@@ -1,5 +1,6 @@
-//! Who calls Escepine's HTTP edges (`escepine serve --mcp http --oauth FILE`): an OAuth 2.1
-//! resource server.
+//! Who calls Escepine's HTTP edges (`escepine serve --mcp http`): an OAuth 2.1 resource server
+//! (`--oauth FILE`), or, for development, a file of static bearer tokens (`--tokens FILE`,
+//! [`tokens`]).
 //!
 //! - [`config`]: the file that names the resource, its issuers and how their tokens' claims map
 //!   to Cedar principals, every rule checked at once.
@@ -28,4 +29,5 @@ mod fetch;
 pub mod jwks;
 pub mod metadata;
 pub mod origin_rule;
+pub mod tokens;
 pub mod verify;

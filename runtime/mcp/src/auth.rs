@@ -31,7 +31,7 @@ use escepine_runtime::approval::Decider;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::json;
 
-use super::tokens::Tokens;
+use escepine_identity::tokens::Tokens;
 
 /// The caller of one HTTP request (a request extension set by the authentication layer).
 #[derive(Debug, Clone, PartialEq, Eq)]

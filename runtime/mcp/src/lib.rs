@@ -6,7 +6,7 @@
 //!   policies, [`listing::Listing`]), in exactly the form `escepine export --format mcp` writes
 //!   ([`escepine_export::mcp`]); `tools/call` runs the governed path. Over HTTP
 //!   (streamable HTTP, loopback by default) the caller comes from a bearer token ([`auth`]: a
-//!   development token file, [`tokens`], or an OAuth 2.1 access token whose claims give the
+//!   development token file, [`escepine_identity::tokens`], or an OAuth 2.1 access token whose claims give the
 //!   principal and its parents), and each 2025-era session serves only the principal that
 //!   opened it ([`sessions`]).
 //! - [`tasks`] and [`approve`]: a call waiting for approval is an MCP task (its state read from
@@ -29,4 +29,3 @@ pub mod results;
 pub mod server;
 pub mod sessions;
 pub mod tasks;
-pub mod tokens;
