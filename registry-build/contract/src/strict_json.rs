@@ -96,6 +96,19 @@ pub fn from_slice(bytes: &[u8]) -> Result<Value, StrictJsonError> {
     read(&mut serde_json::Deserializer::from_slice(bytes))
 }
 
+/// How a JSON value is named in messages: `null`, `a boolean`, `a number`, `a string`,
+/// `a list`, `an object`.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// A JSON file that cannot be read strictly.
 #[derive(Debug)]
 pub struct FileError {

@@ -94,17 +94,6 @@ pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) ->
         .map(|(_, c)| c)
 }
 
-/// How a JSON value is named in messages (`a string`, `an object`).
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
 
 /// A view of one JSON object of a document, reporting at its pointers.
 #[derive(Clone)]
@@ -193,7 +182,7 @@ impl<'a> Object<'a> {
         let found = self
             .map
             .get(key)
-            .map_or(String::new(), |v| format!(", not {}", kind(v)));
+            .map_or(String::new(), |v| format!(", not {}", escepine_contract::strict_json::kind(v)));
         diags.push(Diagnostic::at(
             self.vocabulary.wrong_type,
             self.src,

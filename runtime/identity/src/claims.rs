@@ -63,7 +63,7 @@ pub fn parents(
             Some(other) => {
                 return Err(format!(
                     "the claim `{claim}` must be a string or a list of strings, not {}",
-                    kind(other)
+                    escepine_contract::strict_json::kind(other)
                 ))
             }
         };
@@ -118,16 +118,6 @@ fn entity_id(id: &str, claim: &str) -> Result<String, String> {
     Ok(id.to_string())
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
 
 #[cfg(test)]
 mod tests {

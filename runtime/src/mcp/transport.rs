@@ -194,7 +194,7 @@ where
     if !payload.is_object() {
         return Err(SessionError::Protocol(format!(
             "MCP arguments must be an object, not {}",
-            kind(payload)
+            escepine_contract::strict_json::kind(payload)
         )));
     }
     // Dropping the client (at the end of this block) closes the server's stdin.
@@ -417,16 +417,6 @@ pub(crate) fn classify(
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 #[cfg(test)]
 mod tests {

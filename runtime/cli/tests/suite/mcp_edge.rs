@@ -368,12 +368,17 @@ fn another_principals_task_does_not_exist_for_them() {
         }
     }
     // Still waiting: the requester's poll times out, it was neither cancelled nor run.
-    let events = alice.finish(Duration::from_secs(30));
+    assert_still_waiting(alice, &counter);
+}
+
+/// `requester`'s task poll ends timed out on a task still `working`, and nothing ran.
+pub(crate) fn assert_still_waiting(requester: SdkClient, counter: &Path) {
+    let events = requester.finish(Duration::from_secs(30));
     assert!(
         events_named(&events, "error").any(|e| e["message"]
             .as_str()
             .is_some_and(|m| m.contains("still working"))),
         "{events:#?}"
     );
-    assert_eq!(runs(&counter), 0);
+    assert_eq!(runs(counter), 0);
 }

@@ -26,7 +26,7 @@ use escepine_testkit::mcp_clients::{events_named, Sdk, SdkClient};
 use escepine_testkit::oidc::{claims_of, free_loopback_port, Keys, Provider, ProviderConfig};
 use escepine_testkit::testtool::testtool;
 
-use crate::mcp_edge::{drive, registry_args, runs, steps};
+use crate::mcp_edge::{assert_still_waiting, drive, registry_args, runs, steps};
 
 const CC_SECRET: &str = "cc-secret-0123456789";
 const APP_REDIRECT: &str = "http://127.0.0.1:1/callback";
@@ -237,18 +237,7 @@ fn the_python_sdks_oauth_client_finds_the_metadata_gets_a_token_and_is_governed(
         "2026-07-28",
         &["e_count", "e_echo", "approve"],
         &counter,
-        |call_id| {
-            let events = SdkClient::start(
-                Sdk::Python,
-                &json!({
-                    "transport": "http", "url": edge.serve.url, "bearer": approver,
-                    "steps": [{ "op": "call", "tool": "approve", "arguments": { "call_id": call_id } }],
-                }),
-            )
-            .finish(Duration::from_secs(60));
-            let approved = events_named(&events, "call").next().expect("approve");
-            assert_eq!(approved["structured"]["decision"], "approved", "{approved}");
-        },
+        |call_id| approve_over_mcp(Sdk::Python, &edge.serve.url, &approver, call_id),
     );
     let shown = edge.shown();
     assert!(
@@ -284,6 +273,20 @@ fn the_python_sdks_oauth_client_finds_the_metadata_gets_a_token_and_is_governed(
     assert_eq!(runs(&counter), 1);
 }
 
+/// `sdk`'s client, with the approver's `token`, approves `call_id` with the `approve` tool.
+fn approve_over_mcp(sdk: Sdk, url: &str, token: &str, call_id: &str) {
+    let events = SdkClient::start(
+        sdk,
+        &json!({
+            "transport": "http", "url": url, "bearer": token,
+            "steps": [{ "op": "call", "tool": "approve", "arguments": { "call_id": call_id } }],
+        }),
+    )
+    .finish(Duration::from_secs(60));
+    let approved = events_named(&events, "call").next().expect("approve");
+    assert_eq!(approved["structured"]["decision"], "approved", "{approved}");
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -305,18 +308,7 @@ fn the_typescript_sdk_with_a_providers_token_speaks_2025_11_25() {
         "2025-11-25",
         &["e_count", "e_echo", "approve"],
         &counter,
-        |call_id| {
-            let events = SdkClient::start(
-                Sdk::TypeScript,
-                &json!({
-                    "transport": "http", "url": edge.serve.url, "bearer": approver,
-                    "steps": [{ "op": "call", "tool": "approve", "arguments": { "call_id": call_id } }],
-                }),
-            )
-            .finish(Duration::from_secs(60));
-            let approved = events_named(&events, "call").next().expect("approve");
-            assert_eq!(approved["structured"]["decision"], "approved", "{approved}");
-        },
+        |call_id| approve_over_mcp(Sdk::TypeScript, &edge.serve.url, &approver, call_id),
     );
 }
 
@@ -566,14 +558,7 @@ fn two_principals_cannot_touch_each_others_sessions_or_tasks() {
             "{sdk:?}: {refused}"
         );
     }
-    let events = waiting.finish(Duration::from_secs(30));
-    assert!(
-        events_named(&events, "error").any(|e| e["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("still working"))),
-        "{events:#?}"
-    );
-    assert_eq!(runs(&counter), 0);
+    assert_still_waiting(waiting, &counter);
 
     // A 2025 session opened with the writer's token is the writer's: another principal naming
     // its id is told it does not exist, while the writer goes on using it.
