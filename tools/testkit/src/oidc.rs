@@ -5,6 +5,14 @@
 //! forms this module fills over HTTP ([`Provider::authorization_code`]). It counts the requests
 //! for its key set ([`Provider::jwks_fetches`]), and its signing keys are test-only PEM files
 //! (`runtime/identity/tests/keys/`), so tests can forge tokens with them ([`Provider::forge`]).
+//!
+//! Every call blocks (plain HTTP, no runtime of its own): a tokio test makes its calls through
+//! `tokio::task::spawn_blocking` or from a thread of its own. [`Provider`] is `Send` and `Sync`.
+//!
+//! The claims of its access tokens (oidc-provider's JWT format, header `typ: at+jwt` and the
+//! `kid`): `iss`, `aud` (the resource), `sub` (the login; the client id for client credentials),
+//! `client_id`, `scope` (the requested scopes the resource accepts; absent when none is left),
+//! `jti`, `iat`, `exp`, and `groups` (the account's or the client's; `[]` when it has none).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -188,10 +196,17 @@ impl Provider {
             .expect("spawn node");
         let stdout = child.stdout.take().expect("stdout");
         let stderr = child.stderr.take().expect("stderr");
+        // Its log, echoed, and kept for the message of a failed start.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if !line.contains("WARNING") {
                     eprintln!("[oidc-provider] {line}");
+                }
+                if let Ok(mut kept) = kept.lock() {
+                    kept.push_str(&line);
+                    kept.push('\n');
                 }
             }
         });
@@ -203,9 +218,17 @@ impl Provider {
                 }
             }
         });
-        let issuer = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("oidc-provider prints its issuer");
+        let issuer = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(issuer) => issuer,
+            Err(e) => {
+                let _ = child.kill();
+                let status = child.wait();
+                // The stderr reader takes the last lines.
+                std::thread::sleep(Duration::from_millis(200));
+                let log = log.lock().map(|l| l.clone()).unwrap_or_default();
+                panic!("oidc-provider printed no issuer ({e}; {status:?}); its log:\n{log}");
+            }
+        };
         Self {
             child,
             issuer,
@@ -255,7 +278,7 @@ impl Provider {
     /// `login` signing in and consenting through the development forms.
     ///
     /// # Panics
-    /// When a step of the flow does not answer as oidc-provider does.
+    /// When the server refuses (see [`Self::try_authorization_code`]).
     pub fn authorization_code(
         &self,
         client_id: &str,
@@ -264,6 +287,28 @@ impl Provider {
         scope: &str,
         login: &str,
     ) -> String {
+        self.try_authorization_code(client_id, redirect_uri, resource, scope, login)
+            .unwrap_or_else(|e| panic!("authorization code of {client_id} for {login}: {e}"))
+    }
+
+    /// A JWT access token for `resource` by the authorization-code grant, or the server's
+    /// refusal: the `error` and `error_description` of its redirect to `redirect_uri` (such as
+    /// `access_denied` for a login not in the accounts table, `invalid_target` for an unknown
+    /// resource), or the token endpoint's `status: body`. `GET /auth` → the login form (posted
+    /// with `login` and any password) → the consent form (posted) → the redirect to
+    /// `redirect_uri`, read from its `Location` (nothing connects there) → `POST /token` with
+    /// the `code_verifier` and `resource`.
+    ///
+    /// # Panics
+    /// When a step of the flow does not answer as oidc-provider does.
+    pub fn try_authorization_code(
+        &self,
+        client_id: &str,
+        redirect_uri: &str,
+        resource: &str,
+        scope: &str,
+        login: &str,
+    ) -> Result<String, String> {
         let verifier = {
             let bytes: [u8; 32] = rand::random();
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
@@ -291,6 +336,11 @@ impl Provider {
         for _ in 0..12 {
             if let Some(location) = location(&response) {
                 if location.starts_with(redirect_uri) {
+                    if let Some(error) = query_param(&location, "error") {
+                        let description =
+                            query_param(&location, "error_description").unwrap_or_default();
+                        return Err(format!("{error}: {description}"));
+                    }
                     code = query_param(&location, "code");
                     break;
                 }
@@ -298,8 +348,10 @@ impl Provider {
                 continue;
             }
             let page = response.body_mut().read_to_string().expect("a page");
-            let action = attribute(&page, "action=\"").expect("a form on the interaction page");
-            let prompt = attribute(&page, "name=\"prompt\" value=\"").expect("the form's prompt");
+            let action = attribute(&page, "action=\"")
+                .unwrap_or_else(|| panic!("a form on the interaction page: {page}"));
+            let prompt = attribute(&page, "name=\"prompt\" value=\"")
+                .unwrap_or_else(|| panic!("the form's prompt: {page}"));
             let mut fields = vec![("prompt".to_string(), prompt.clone())];
             if prompt == "login" {
                 fields.push(("login".into(), login.to_string()));
@@ -319,10 +371,11 @@ impl Provider {
                 ("resource", resource),
             ])
             .expect("the token request");
-        token_of(response).unwrap_or_else(|e| panic!("the code exchange: {e}"))
+        token_of(response).map_err(|e| format!("the code exchange: {e}"))
     }
 
-    /// How many times its key set was requested.
+    /// How many times its key set was requested (since it started, or since
+    /// [`Self::reset_jwks_fetches`]).
     pub fn jwks_fetches(&self) -> u64 {
         let mut response = agent()
             .get(format!("{}/test/jwks-count", self.issuer))
@@ -330,6 +383,25 @@ impl Provider {
             .expect("jwks count");
         let body: Value = response.body_mut().read_json().expect("json");
         body["count"].as_u64().expect("a count")
+    }
+
+    /// Set the count of [`Self::jwks_fetches`] to 0.
+    pub fn reset_jwks_fetches(&self) {
+        let response = agent()
+            .post(format!("{}/test/jwks-count/reset", self.issuer))
+            .send_empty()
+            .expect("reset the jwks count");
+        assert_eq!(response.status(), 200, "POST /test/jwks-count/reset");
+    }
+
+    /// The PEM file of its signing key (PKCS#8, RS256), to forge hostile tokens.
+    pub fn signing_key_pem(&self) -> PathBuf {
+        self.keys.pem()
+    }
+
+    /// The `kid` of its signing key, in its key set and its tokens' header.
+    pub fn signing_kid(&self) -> String {
+        self.keys.kid().to_string()
     }
 
     /// A token with `header` fields over the default ones (`alg: RS256`, `kid` of its keys)
@@ -446,12 +518,40 @@ fn location(response: &ureq::http::Response<ureq::Body>) -> Option<String> {
     })
 }
 
+/// The value of the query parameter `name` of `url`, form-decoded.
 fn query_param(url: &str, name: &str) -> Option<String> {
     let query = url.split_once('?')?.1;
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
-        (k == name).then(|| v.to_string())
+        (k == name).then(|| form_decode(v))
     })
+}
+
+/// `+` as a space and `%XX` as its byte (a malformed escape is kept as it is).
+fn form_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok());
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The value after `prefix` up to the next `"` in `page`.
@@ -479,11 +579,25 @@ fn token_of(mut response: ureq::http::Response<ureq::Body>) -> Result<String, St
 
 /// The claims of a JWT, unverified (for assertions).
 pub fn claims_of(token: &str) -> Value {
-    let payload = token.split('.').nth(1).expect("a JWT");
+    part_of(token, 1)
+}
+
+/// The header of a JWT, unverified (for assertions).
+pub fn header_of(token: &str) -> Value {
+    part_of(token, 0)
+}
+
+/// Part `n` of a JWT (0: header, 1: claims), decoded.
+fn part_of(token: &str, n: usize) -> Value {
+    let part = token
+        .split('.')
+        .nth(n)
+        .unwrap_or_else(|| panic!("a JWT has a part {n}: {token}"));
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .expect("base64url");
-    serde_json::from_slice(&bytes).expect("json claims")
+        .decode(part)
+        .unwrap_or_else(|e| panic!("part {n} of the JWT is base64url ({e}): {token}"));
+    serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("part {n} of the JWT is JSON ({e}): {token}"))
 }
 
 /// A free port on 127.0.0.1 (bound, read, released: a server started right after can take

@@ -1,7 +1,8 @@
 //! With `ESCEPINE_FIXTURES` naming an empty folder, every fixture path is refused with an error
-//! that names the missing path and says to run `.ci/fixtures`. The variable is read for the
-//! whole process, so the check runs in a child: this test program re-run with the variable set
-//! and `--exact` naming the ignored child test alone.
+//! that names the missing path and says to run `.ci/fixtures`, and the authorization server of
+//! the OAuth tests does not start, saying so too. The variable is read for the whole process,
+//! so the check runs in a child: this test program re-run with the variable set and `--exact`
+//! naming the ignored child test alone.
 
 use std::process::Command;
 
@@ -63,4 +64,18 @@ fn with_an_empty_fixtures_folder() {
             "{err:?}"
         );
     }
+
+    // The authorization server of the OAuth tests fails, naming the script, rather than skip.
+    let started = std::panic::catch_unwind(|| {
+        escepine_testkit::oidc::Provider::start(&escepine_testkit::oidc::ProviderConfig::new(
+            escepine_testkit::oidc::Keys::A,
+            "http://127.0.0.1:1/mcp",
+        ))
+    });
+    let panic = started.expect_err("no authorization server without node_modules");
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains(&modules.display().to_string()) && text.contains("run .ci/fixtures"),
+        "{text}"
+    );
 }
