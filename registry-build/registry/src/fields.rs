@@ -94,7 +94,6 @@ pub fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) ->
         .map(|(_, c)| c)
 }
 
-
 /// A view of one JSON object of a document, reporting at its pointers.
 #[derive(Clone)]
 pub(crate) struct Object<'a> {
@@ -179,10 +178,9 @@ impl<'a> Object<'a> {
 
     /// Report the member `key` as not being `expected` (`a string`).
     pub fn wrong(&self, key: &str, expected: &str, diags: &mut Diagnostics) {
-        let found = self
-            .map
-            .get(key)
-            .map_or(String::new(), |v| format!(", not {}", escepine_contract::strict_json::kind(v)));
+        let found = self.map.get(key).map_or(String::new(), |v| {
+            format!(", not {}", escepine_contract::strict_json::kind(v))
+        });
         diags.push(Diagnostic::at(
             self.vocabulary.wrong_type,
             self.src,

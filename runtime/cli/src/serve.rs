@@ -40,11 +40,11 @@ use escepine_contract::Principal;
 use escepine_registry::endpoint::WorkspaceBins;
 
 use escepine_identity::config::OAuthConfig;
+use escepine_identity::tokens::Tokens;
 use escepine_identity::verify::Verifier;
 use escepine_mcp::auth::{Authenticator, OAuth};
 use escepine_mcp::listing::{Analysis, Listing};
 use escepine_mcp::server::{self, GovernedServer, HTTP_PATH};
-use escepine_identity::tokens::Tokens;
 
 use crate::args::{async_runtime, RuntimeArgs};
 use crate::error::{CliError, CliResult};

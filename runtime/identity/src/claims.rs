@@ -118,7 +118,6 @@ fn entity_id(id: &str, claim: &str) -> Result<String, String> {
     Ok(id.to_string())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,8 +140,9 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("tokio");
-    let pem = std::fs::read(workspace_root().join("runtime/identity/tests/keys/test-only-a-rs256.pem"))
-        .expect("the test key");
+    let pem =
+        std::fs::read(workspace_root().join("runtime/identity/tests/keys/test-only-a-rs256.pem"))
+            .expect("the test key");
     let key = EncodingKey::from_rsa_pem(&pem).expect("rsa");
     let mut jwk = Jwk::from_encoding_key(&key, Algorithm::RS256).expect("jwk");
     jwk.common.key_id = Some("bench".into());

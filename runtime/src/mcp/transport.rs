@@ -417,7 +417,6 @@ pub(crate) fn classify(
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
