@@ -24,7 +24,7 @@ use escepine_identity::tokens::Tokens;
 use escepine_identity::verify::Verifier;
 use escepine_mcp::auth::{Authenticator, OAuth};
 use escepine_mcp::listing::Listing;
-use escepine_mcp::server::{allowed_hosts, http_router, GovernedServer};
+use escepine_mcp::server::{allowed_hosts, http_router, nodelay, GovernedServer};
 use escepine_runtime::executor::InProcessExecutor;
 use escepine_runtime::Runtime;
 use escepine_testkit::bins::workspace_root;
@@ -73,7 +73,7 @@ async fn serve(port: u16, auth: Authenticator, entities: Option<Value>) -> Strin
         CancellationToken::new(),
     );
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(nodelay(listener), app).await;
     });
     format!("http://{addr}/mcp")
 }

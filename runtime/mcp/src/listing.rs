@@ -139,6 +139,8 @@ pub struct Listing {
     /// The schema the entities conform to: a principal's parents from its token are checked
     /// against it, as the authorizer does.
     schema: Schema,
+    /// The stores of principals vouched into parents, built once each.
+    members: escepine_policy::authorize::Members,
     analysis: Analysis,
 }
 
@@ -193,6 +195,7 @@ impl Listing {
             tools,
             entities: store,
             schema: schema.clone(),
+            members: Default::default(),
             analysis: Analysis::best(),
         })
     }
@@ -243,7 +246,7 @@ impl Listing {
         &self,
         principal: &Principal,
         parents: &[Principal],
-    ) -> Result<(EntityUid, std::borrow::Cow<'_, Entities>), String> {
+    ) -> Result<(EntityUid, escepine_policy::authorize::Store<'_>), String> {
         let ty = EntityTypeName::from_str(&principal.entity_type).map_err(|e| {
             format!(
                 "`{}` is not a Cedar entity type: {e}",
@@ -251,8 +254,9 @@ impl Listing {
             )
         })?;
         let uid = EntityUid::from_type_name_and_id(ty, EntityId::new(&principal.id));
-        let entities =
-            escepine_policy::authorize::with_parents(&self.entities, &self.schema, &uid, parents)?;
+        let entities = self
+            .members
+            .store(&self.entities, &self.schema, &uid, parents)?;
         Ok((uid, entities))
     }
 

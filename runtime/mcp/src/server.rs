@@ -438,7 +438,7 @@ pub async fn serve_http(
     let ct = CancellationToken::new();
     let app = http_router(server, auth, allowed_hosts(addr), ct.clone());
     let stop = ct.clone();
-    axum::serve(listener, app)
+    axum::serve(nodelay(listener), app)
         .with_graceful_shutdown(async move {
             shutdown.await;
             stop.cancel();
@@ -446,6 +446,18 @@ pub async fn serve_http(
         .await?;
     ct.cancel();
     Ok(())
+}
+
+/// `listener` with Nagle's algorithm off on every connection it accepts: an answer is an event
+/// stream written in several small pieces, which must not wait for the client's delayed ACK
+/// (about 40 ms a call on Linux otherwise).
+pub fn nodelay(listener: TcpListener) -> impl axum::serve::Listener<Addr = SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+    })
 }
 
 /// The `Host` values accepted for a listener on `addr`: the loopback names, plus the address

@@ -194,7 +194,9 @@ async fn finish(
             let entities = parts
                 .authorizer
                 .entities_as(cx.principal, cx.parents())
-                .unwrap_or(std::borrow::Cow::Borrowed(parts.authorizer.entities()));
+                .unwrap_or(escepine_policy::authorize::Store::Base(
+                    parts.authorizer.entities(),
+                ));
             match budget::reserve(cx, parts.budgets, &entities, parts.ledger).await {
                 // 5
                 Err(exceeded) => (Vec::new(), exceeded),

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use cedar_policy::{Entities, Entity, EntityUid, RestrictedExpression, Schema};
 use serde_json::Value;
@@ -44,9 +45,81 @@ pub fn build(
         .map_err(|e| AuthorizeError::Entities(e.to_string()))
 }
 
+/// The stores of principals an identity provider vouched into parents, each built once per
+/// principal and parents ([`with_parents`]) and kept: tokens of one principal repeat, and
+/// building a store clones the base and recomputes its transitive closure. At most
+/// [`Members::CAPACITY`] stores are kept; when full, all are dropped and the next ones rebuilt.
+#[derive(Debug, Default)]
+pub struct Members {
+    stores:
+        std::sync::Mutex<HashMap<(EntityUid, Vec<escepine_contract::Principal>), Arc<Entities>>>,
+}
+
+/// A store requests are evaluated with: the base one, or a principal's with its parents.
+#[derive(Debug, Clone)]
+pub enum Store<'a> {
+    /// The base store (no parents vouched for).
+    Base(&'a Entities),
+    /// The base store with the principal in its parents.
+    Member(Arc<Entities>),
+}
+
+impl std::ops::Deref for Store<'_> {
+    type Target = Entities;
+
+    fn deref(&self) -> &Entities {
+        match self {
+            Self::Base(e) => e,
+            Self::Member(e) => e,
+        }
+    }
+}
+
+impl Members {
+    /// How many stores are kept at most.
+    pub const CAPACITY: usize = 256;
+
+    /// The store of `principal` in `parents` over `base` ([`with_parents`]), built once.
+    ///
+    /// # Errors
+    /// As [`with_parents`] (a refused store is not kept).
+    pub fn store<'a>(
+        &self,
+        base: &'a Entities,
+        schema: &Schema,
+        principal: &EntityUid,
+        parents: &[escepine_contract::Principal],
+    ) -> Result<Store<'a>, String> {
+        if parents.is_empty() {
+            return Ok(Store::Base(base));
+        }
+        let key = (principal.clone(), parents.to_vec());
+        if let Some(hit) = self.lock().get(&key) {
+            return Ok(Store::Member(Arc::clone(hit)));
+        }
+        let built = Arc::new(with_parents(base, schema, principal, parents)?);
+        let mut stores = self.lock();
+        if stores.len() >= Self::CAPACITY {
+            stores.clear();
+        }
+        stores.insert(key, Arc::clone(&built));
+        Ok(Store::Member(built))
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        HashMap<(EntityUid, Vec<escepine_contract::Principal>), Arc<Entities>>,
+    > {
+        // The map holds no invariant a panic could break halfway.
+        self.stores.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The store a request of `principal` is evaluated with when an identity provider vouched for
 /// its membership in `parents` (an access token's claims, [`escepine_contract::Attestation`]):
-/// `base` itself when there are no parents; otherwise a copy in which the principal's entity —
+/// a copy of `base` in which the principal's entity —
 /// the one `base` holds, with its attributes and parents, or a new one without attributes — is
 /// also a member of each parent, validated against `schema` (a parent type the schema does not
 /// allow the principal's type to be a member of is refused) and with the transitive closure
@@ -54,15 +127,12 @@ pub fn build(
 ///
 /// # Errors
 /// A sentence naming the principal and what Cedar refused.
-pub fn with_parents<'a>(
-    base: &'a Entities,
+pub fn with_parents(
+    base: &Entities,
     schema: &Schema,
     principal: &EntityUid,
     parents: &[escepine_contract::Principal],
-) -> Result<std::borrow::Cow<'a, Entities>, String> {
-    if parents.is_empty() {
-        return Ok(std::borrow::Cow::Borrowed(base));
-    }
+) -> Result<Entities, String> {
     let mut ancestors = HashSet::with_capacity(parents.len());
     for parent in parents {
         let ty = cedar_policy::EntityTypeName::from_str(&parent.entity_type)
@@ -80,10 +150,86 @@ pub fn with_parents<'a>(
         None => (HashMap::new(), HashSet::new()),
     };
     ancestors.extend(held);
-    let entity = Entity::new(principal.clone(), attrs, ancestors)
-        .map_err(|e| format!("{principal} with the parents its token names: {e}"))?;
+    let refused = |e: &dyn std::error::Error| {
+        let mut why = format!("{principal} with the parents its token names: {e}");
+        let mut source = e.source();
+        while let Some(cause) = source {
+            why.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        why
+    };
+    let entity = Entity::new(principal.clone(), attrs, ancestors).map_err(|e| refused(&e))?;
     base.clone()
         .upsert_entities([entity], Some(schema))
-        .map(std::borrow::Cow::Owned)
-        .map_err(|e| format!("{principal} with the parents its token names: {e}"))
+        .map_err(|e| refused(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use escepine_contract::Principal;
+
+    fn team(id: &str) -> Principal {
+        Principal {
+            entity_type: "Team".into(),
+            id: id.into(),
+        }
+    }
+
+    #[test]
+    fn a_members_store_is_built_once_and_holds_the_parents_ancestors() {
+        let (schema, _) = Schema::from_cedarschema_str(
+            "entity Org; entity Region; entity Team in [Org]; entity Agent in [Team];",
+        )
+        .unwrap();
+        let base = Entities::from_json_value(
+            serde_json::json!([
+                {"uid": {"type": "Org", "id": "acme"}, "attrs": {}, "parents": []},
+                {"uid": {"type": "Team", "id": "ops"}, "attrs": {}, "parents": [{"type": "Org", "id": "acme"}]},
+            ]),
+            Some(&schema),
+        )
+        .unwrap();
+        let alice: EntityUid = r#"Agent::"alice""#.parse().unwrap();
+        let acme: EntityUid = r#"Org::"acme""#.parse().unwrap();
+        let members = Members::default();
+        let Store::Member(first) = members
+            .store(&base, &schema, &alice, &[team("ops")])
+            .unwrap()
+        else {
+            panic!("a member store")
+        };
+        assert!(
+            first.is_ancestor_of(&acme, &alice),
+            "a parent's ancestors hold"
+        );
+        let Store::Member(again) = members
+            .store(&base, &schema, &alice, &[team("ops")])
+            .unwrap()
+        else {
+            panic!("a member store")
+        };
+        assert!(Arc::ptr_eq(&first, &again), "built once");
+        let Store::Member(other) = members
+            .store(&base, &schema, &alice, &[team("dev")])
+            .unwrap()
+        else {
+            panic!("a member store")
+        };
+        assert!(!other.is_ancestor_of(&acme, &alice));
+        assert!(matches!(
+            members.store(&base, &schema, &alice, &[]).unwrap(),
+            Store::Base(_)
+        ));
+        // A parent type the schema does not allow (no ancestor type of `Agent`) is refused.
+        let region = Principal {
+            entity_type: "Region".into(),
+            id: "eu".into(),
+        };
+        let refused = members
+            .store(&base, &schema, &alice, &[region])
+            .unwrap_err();
+        assert!(refused.contains("Region"), "{refused}");
+    }
 }

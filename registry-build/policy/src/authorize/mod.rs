@@ -53,7 +53,7 @@ use escepine_registry::record::ToolRecord;
 use escepine_registry::urls::{per_url, PerUrl};
 
 pub use context::Unrepresentable;
-pub use entities::with_parents;
+pub use entities::{with_parents, Members, Store};
 pub use error::AuthorizeError;
 pub use url_facts::{UrlError, UrlFacts};
 
@@ -173,6 +173,8 @@ pub struct Authorizer {
     /// `Action::"approve"` and the policies that can apply to it (`None` when the schema
     /// declares no such action: then nobody can approve).
     approve: Option<(EntityUid, Arc<PolicySet>)>,
+    /// The stores of principals vouched into parents, built once each.
+    members: Members,
 }
 
 impl Authorizer {
@@ -305,6 +307,7 @@ impl Authorizer {
             cedar: cedar_policy::Authorizer::new(),
             schema: schema.clone(),
             approve,
+            members: Members::default(),
         })
     }
 
@@ -336,7 +339,10 @@ impl Authorizer {
             Ok(t) => EntityUid::from_type_name_and_id(t, EntityId::new(&approver.id)),
             Err(e) => return Decision::denied(e.to_string()),
         };
-        let entities = match with_parents(&self.entities, &self.schema, &principal, parents) {
+        let entities = match self
+            .members
+            .store(&self.entities, &self.schema, &principal, parents)
+        {
             Ok(e) => e,
             Err(e) => return Decision::denied(e),
         };
@@ -453,13 +459,14 @@ impl Authorizer {
         &self,
         principal: &Principal,
         parents: &[Principal],
-    ) -> Result<std::borrow::Cow<'_, Entities>, String> {
+    ) -> Result<Store<'_>, String> {
         if parents.is_empty() {
-            return Ok(std::borrow::Cow::Borrowed(&self.entities));
+            return Ok(Store::Base(&self.entities));
         }
         let ty = type_name(&principal.entity_type).map_err(|e| e.to_string())?;
         let uid = EntityUid::from_type_name_and_id(ty, EntityId::new(&principal.id));
-        with_parents(&self.entities, &self.schema, &uid, parents)
+        self.members
+            .store(&self.entities, &self.schema, &uid, parents)
     }
 
     /// Authorize one call of `tool_id` by `principal` with `payload` (a payload that passed
@@ -495,7 +502,10 @@ impl Authorizer {
         };
         let principal =
             EntityUid::from_type_name_and_id(principal_type.clone(), EntityId::new(&principal.id));
-        let entities = match with_parents(&self.entities, &self.schema, &principal, parents) {
+        let entities = match self
+            .members
+            .store(&self.entities, &self.schema, &principal, parents)
+        {
             Ok(e) => e,
             Err(e) => return Decision::denied(e),
         };
