@@ -362,6 +362,8 @@ fn linked_contract(id: &'static str) -> escepine_contract::Contract {
             sha256: None,
             image: None,
             definition_sha256: None,
+            url: None,
+            tool: None,
         },
         secrets: &[],
         egress: &[],

@@ -467,6 +467,7 @@ async fn call(
         scrubber: &scrubber,
         egress: &escepine_contract::EgressGrant::default(),
         files: &escepine_contract::WorkspaceFiles::new(),
+        caller_token: None,
     };
     Ok(ex.execute(inv).await?.output)
 }

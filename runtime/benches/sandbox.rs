@@ -160,6 +160,7 @@ fn main() {
                     ),
                     egress: &egress,
                     files: &escepine_contract::WorkspaceFiles::new(),
+                    caller_token: None,
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the no-op runs");
@@ -223,6 +224,7 @@ fn main() {
                     ),
                     egress: &EgressGrant::default(),
                     files: &escepine_contract::WorkspaceFiles::new(),
+                    caller_token: None,
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the probe answers");
@@ -262,6 +264,7 @@ fn main() {
                     scrubber: &scrubber,
                     egress: &proxy_egress,
                     files: &files,
+                    caller_token: None,
                 })
             });
             let outs = futures::future::join_all(calls).await;

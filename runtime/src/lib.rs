@@ -20,6 +20,9 @@
 //!   the ledger's, forwarded).
 //! - `mcp-stdio` (default): the `mcp-stdio` endpoint transport and the raw MCP client (`mcp`).
 //!   Without it, a call to an `mcp-stdio` tool fails with a message naming the feature.
+//! - `mcp-http` (default, implies `mcp-stdio`): remote MCP servers over streamable HTTP as
+//!   endpoints ([`remote`]), with the tokens the runtime obtains for them. Without it, a call to
+//!   an `mcp-http` tool fails with a message naming the feature.
 //! - `postgres`: the PostgreSQL evidence ledger (`escepine_ledger::postgres`) and run leases held
 //!   in the database (the ledger's feature, forwarded); the `escepine` binary turns it on.
 //! - `in-process`: in-process execution, for tests and benchmarks only.
@@ -42,6 +45,8 @@ mod kind;
 #[cfg(feature = "mcp-stdio")]
 pub mod mcp;
 pub mod overlay;
+#[cfg(feature = "mcp-http")]
+pub mod remote;
 pub mod replay;
 mod report;
 mod runtime;

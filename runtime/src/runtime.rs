@@ -50,6 +50,10 @@ pub enum BuildError {
     /// No ledger or executor was configured.
     #[error("missing {0}: every runtime needs a ledger and an executor")]
     Missing(&'static str),
+    /// The client of remote endpoints could not be built (a CA file of the envelope).
+    #[cfg(feature = "mcp-http")]
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
 }
 
 /// Builds a [`Runtime`] from a loaded [`BoundRegistry`].
@@ -57,6 +61,7 @@ pub struct RuntimeBuilder {
     registry: BoundRegistry,
     ledger: Option<Arc<dyn Ledger>>,
     executor: Option<Arc<dyn Executor>>,
+    remote: Option<Arc<dyn Executor>>,
     secrets: Arc<dyn SecretSource>,
     entities: Option<Value>,
     overlay: Overlay,
@@ -97,6 +102,14 @@ impl RuntimeBuilder {
     /// What runs each attempt (required): the sandbox, or the process executor.
     pub fn executor(mut self, executor: Arc<dyn Executor>) -> Self {
         self.executor = Some(executor);
+        self
+    }
+
+    /// What runs each attempt of a remote (`mcp-http`) tool: by default a
+    /// [`crate::remote::RemoteExecutor`] trusting the system's roots and the envelope's
+    /// `remote_ca_files`, built with the runtime (its tokens live as long as the runtime).
+    pub fn remote_executor(mut self, executor: Arc<dyn Executor>) -> Self {
+        self.remote = Some(executor);
         self
     }
 
@@ -190,6 +203,10 @@ impl RuntimeBuilder {
                 },
             );
         }
+        let remote = match self.remote {
+            Some(r) => r,
+            None => default_remote(&reg)?,
+        };
         Ok(Runtime {
             inner: Arc::new(Inner {
                 tools,
@@ -198,6 +215,7 @@ impl RuntimeBuilder {
                 budgets,
                 ledger: self.ledger.ok_or(BuildError::Missing("ledger"))?,
                 executor: self.executor.ok_or(BuildError::Missing("executor"))?,
+                remote,
                 secrets: self.secrets,
                 approval_ttl: self.approval_ttl,
                 trust: self.trust,
@@ -208,6 +226,23 @@ impl RuntimeBuilder {
     }
 }
 
+/// The executor of remote tools when the builder was given none: the HTTP MCP client, trusting
+/// the system's roots and the CA files the envelope names.
+#[cfg(feature = "mcp-http")]
+fn default_remote(reg: &BoundRegistry) -> Result<Arc<dyn Executor>, BuildError> {
+    let ca_files = reg
+        .envelope()
+        .map(|e| e.remote_ca_files.clone())
+        .unwrap_or_default();
+    Ok(Arc::new(crate::remote::RemoteExecutor::new(&ca_files)?))
+}
+
+/// Without `mcp-http`, a remote tool's attempt fails naming the feature.
+#[cfg(not(feature = "mcp-http"))]
+fn default_remote(_: &BoundRegistry) -> Result<Arc<dyn Executor>, BuildError> {
+    Ok(Arc::new(crate::executor::seam::NoRemote))
+}
+
 struct Inner {
     tools: HashMap<String, LoadedTool>,
     authorizer: Authorizer,
@@ -215,6 +250,7 @@ struct Inner {
     budgets: BudgetTable,
     ledger: Arc<dyn Ledger>,
     executor: Arc<dyn Executor>,
+    remote: Arc<dyn Executor>,
     secrets: Arc<dyn SecretSource>,
     approval_ttl: Duration,
     trust: Trust,
@@ -238,6 +274,7 @@ impl Runtime {
             registry,
             ledger: None,
             executor: None,
+            remote: None,
             secrets: Arc::new(EnvSecrets),
             entities: None,
             overlay: Overlay::default(),
@@ -392,6 +429,7 @@ impl Runtime {
             budgets: &inner.budgets,
             ledger: &*inner.ledger,
             executor: &*inner.executor,
+            remote: &*inner.remote,
             secrets: &*inner.secrets,
             approval_ttl: inner.approval_ttl,
             trust: &inner.trust,

@@ -190,6 +190,10 @@ pub enum Transport {
     /// An MCP server over stdio: `initialize`, `tools/call`, shut down.
     #[serde(rename = "mcp-stdio")]
     McpStdio,
+    /// A remote MCP server over streamable HTTP, called by the runtime's own MCP client (no
+    /// local process, so no sandbox): `endpoint.url` and `endpoint.tool` name it.
+    #[serde(rename = "mcp-http")]
+    McpHttp,
 }
 
 impl Transport {
@@ -198,12 +202,13 @@ impl Transport {
         match self {
             Self::StdioJson => "stdio-json",
             Self::McpStdio => "mcp-stdio",
+            Self::McpHttp => "mcp-http",
         }
     }
 
     /// Parse the record spelling.
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::StdioJson, Self::McpStdio]
+        [Self::StdioJson, Self::McpStdio, Self::McpHttp]
             .into_iter()
             .find(|t| t.as_str() == s)
     }
@@ -239,8 +244,13 @@ pub struct Endpoint {
     /// The OCI image the sandbox runs on, as written (pinned by digest; [`crate::ImageRef`]
     /// parses it).
     pub image: Option<&'static str>,
-    /// For `mcp-stdio`: SHA-256 (lower-case hex) of the tool definition the server listed.
+    /// For `mcp-stdio` and `mcp-http`: SHA-256 (lower-case hex) of the tool definition the
+    /// server listed.
     pub definition_sha256: Option<&'static str>,
+    /// For `mcp-http`: the remote server's URL (`https://…`, plain `http` only on loopback).
+    pub url: Option<&'static str>,
+    /// For `mcp-http`: the server's name for the tool.
+    pub tool: Option<&'static str>,
 }
 
 impl Endpoint {
@@ -253,6 +263,8 @@ impl Endpoint {
         sha256: None,
         image: None,
         definition_sha256: None,
+        url: None,
+        tool: None,
     };
 }
 
@@ -445,6 +457,8 @@ mod tests {
             sha256: None,
             image: None,
             definition_sha256: None,
+            url: None,
+            tool: None,
         },
         secrets: &[],
         egress: &[],

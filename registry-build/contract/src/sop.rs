@@ -23,7 +23,7 @@
 //! #     cedar_action: "s", action_groups: &[], class: SideEffectClass::ReadOnly, compensation: None,
 //! #     timeout_ms: 1, retry: RetryPolicy { max_attempts: 1, backoff_ms: 0 }, on_failure: &[],
 //! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None,
-//! #         image: None, definition_sha256: None },
+//! #         image: None, definition_sha256: None, url: None, tool: None },
 //! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, read_only: &[], input_schema: "{}",
 //! #     output_schema: "{}" };
 //! # #[derive(Clone, Copy)] struct SearchStep;
@@ -53,7 +53,7 @@
 //! #     cedar_action: "s", action_groups: &[], class: SideEffectClass::ReadOnly, compensation: None,
 //! #     timeout_ms: 1, retry: RetryPolicy { max_attempts: 1, backoff_ms: 0 }, on_failure: &[],
 //! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None,
-//! #         image: None, definition_sha256: None },
+//! #         image: None, definition_sha256: None, url: None, tool: None },
 //! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, read_only: &[], input_schema: "{}",
 //! #     output_schema: "{}" };
 //! # #[derive(Clone, Copy)] struct SearchStep;

@@ -66,6 +66,10 @@ pub struct ContractTokens {
     pub image: Option<String>,
     /// The MCP tool definition's SHA-256.
     pub definition_sha256: Option<String>,
+    /// A remote endpoint's URL.
+    pub url: Option<String>,
+    /// A remote endpoint's name for the tool.
+    pub remote_tool: Option<String>,
     /// The secret names.
     pub secrets: Vec<String>,
     /// The egress entries, as written.
@@ -106,6 +110,8 @@ impl ContractTokens {
             sha256: record.endpoint.sha256.clone(),
             image: record.endpoint.image.as_ref().map(|i| i.raw.clone()),
             definition_sha256: record.endpoint.definition_sha256.clone(),
+            url: record.endpoint.remote.as_ref().map(|r| r.url.to_string()),
+            remote_tool: record.endpoint.remote.as_ref().map(|r| r.tool.clone()),
             secrets: record.secrets.clone(),
             egress: record
                 .sandbox_profile
@@ -164,6 +170,7 @@ fn transport_variant(transport: Transport) -> Ident {
     ident(match transport {
         Transport::StdioJson => "StdioJson",
         Transport::McpStdio => "McpStdio",
+        Transport::McpHttp => "McpHttp",
     })
 }
 
@@ -198,6 +205,8 @@ impl ContractTokens {
                 "definition_sha256",
                 some_str(self.definition_sha256.as_deref()),
             ),
+            ("url", some_str(self.url.as_deref())),
+            ("tool", some_str(self.remote_tool.as_deref())),
         ];
         for (field, value) in optional {
             if let Some(v) = value {
@@ -303,6 +312,8 @@ mod tests {
             sha256: None,
             image: None,
             definition_sha256: None,
+            url: None,
+            remote_tool: None,
             secrets: vec![],
             egress: vec!["api.example.com:443".into()],
             read_only: vec![],

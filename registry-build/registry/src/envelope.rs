@@ -24,6 +24,9 @@
 //!   A descriptor declaring more is refused before any byte of it is fetched. (Every blob is
 //!   also bounded by its descriptor's size and by the free space of the cache's filesystem.)
 //! - `read_only`: host path prefixes a sandbox may bind read-only.
+//! - `remote_ca_files` (optional): PEM files of CA certificates that the TLS servers of remote
+//!   endpoints (`mcp-http`) and their token endpoints are also verified against, besides the
+//!   system's roots (an organisation's own CA).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -47,6 +50,7 @@ const FIELDS: &[&str] = &[
     "image_blob_hosts",
     "image_limits",
     "read_only",
+    "remote_ca_files",
 ];
 
 /// The fields of `image_limits`.
@@ -72,6 +76,9 @@ pub struct Envelope {
     pub image_limits: ImageLimits,
     /// Host path prefixes a sandbox may bind read-only (empty: none).
     pub read_only: Vec<PathBuf>,
+    /// PEM files of CA certificates remote endpoints (`mcp-http`) are also verified against,
+    /// besides the system's roots (absolute, lexically normal paths).
+    pub remote_ca_files: Vec<PathBuf>,
 }
 
 /// The envelope's `image_limits` (`{"max_blob_bytes": N}`).
@@ -282,6 +289,16 @@ impl Envelope {
                 )
             })
         });
+        let remote_ca_files = list(src, obj, "remote_ca_files", &mut diags, |text| {
+            host_path::parse(text).map_err(|e| {
+                (
+                    Rule::EnvelopeRemoteCa,
+                    format!(
+                        "a `remote_ca_files` entry must be an absolute, lexically normal path: {e}"
+                    ),
+                )
+            })
+        });
         if diags.is_empty() {
             Ok(Self {
                 source: src.path.clone(),
@@ -291,6 +308,7 @@ impl Envelope {
                 image_blob_hosts,
                 image_limits,
                 read_only,
+                remote_ca_files,
             })
         } else {
             Err(diags)

@@ -31,6 +31,7 @@ pub mod host_path;
 pub mod locate;
 pub mod record;
 pub mod registry;
+pub mod remote;
 pub mod rule;
 pub mod rules;
 pub mod rust_names;

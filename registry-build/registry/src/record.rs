@@ -80,6 +80,8 @@ pub struct EndpointSpec {
     pub definition_sha256: Option<String>,
     /// How the command resolved at registration.
     pub resolved: ResolvedCommand,
+    /// For `mcp-http`: the remote server, the tool's name there, and how to authenticate.
+    pub remote: Option<crate::remote::RemoteSpec>,
 }
 
 /// Where an endpoint's command was found at registration.
@@ -99,6 +101,8 @@ pub enum ResolvedCommand {
     /// the image or a bare name on the image's `PATH`; `None` when the image's `Entrypoint` and
     /// `Cmd` apply.
     InImage(Option<String>),
+    /// No command: a remote server (`mcp-http`) the runtime's own MCP client calls.
+    Remote,
 }
 
 /// The sandbox profile: egress allowlist and file-system access.
@@ -281,6 +285,14 @@ impl ToolRecord {
         }
         if let Some(d) = &self.endpoint.definition_sha256 {
             ep.insert("definition_sha256".into(), Value::from(d.clone()));
+        }
+        if let Some(remote) = &self.endpoint.remote {
+            ep.remove("command");
+            ep.insert("url".into(), Value::from(remote.url.to_string()));
+            ep.insert("tool".into(), Value::from(remote.tool.clone()));
+            if let Some(auth) = crate::remote::auth_json(&remote.auth) {
+                ep.insert("auth".into(), auth);
+            }
         }
         m.insert("endpoint".into(), Value::Object(ep));
         m.insert(

@@ -105,6 +105,22 @@ rules! {
     /// `endpoint.definition_sha256` is not 64 lower-case hex digits, or is given on a transport
     /// other than `mcp-stdio`.
     EndpointDefinitionDigest = "endpoint/definition-sha256",
+    /// An `mcp-http` endpoint's `url` (or a token endpoint) is not `https` (plain `http` only
+    /// on loopback), carries user information or a fragment, or is missing.
+    EndpointRemoteUrl = "endpoint/remote-url",
+    /// An `mcp-http` endpoint has no `tool` (the server's name for it), or a field of a local
+    /// endpoint (`command`, `args`, `sha256`, `image`), or a local endpoint has `url`, `tool`
+    /// or `auth`.
+    EndpointRemoteFields = "endpoint/remote-fields",
+    /// `endpoint.auth` is not exactly one of `bearer`, `oauth`, `token_exchange`, well formed,
+    /// or names a secret the record's `auth.secrets` does not declare.
+    EndpointRemoteAuth = "endpoint/remote-auth",
+    /// The origin of an `mcp-http` endpoint's URL (or of its token endpoint) is not covered by
+    /// the record's `sandbox_profile.egress`.
+    EndpointRemoteEgress = "endpoint/remote-egress",
+    /// An `mcp-http` endpoint with `sandbox_profile.read_only` or `workspace_inputs`: no local
+    /// code runs, so there is no sandbox to give them to.
+    EndpointRemoteSandbox = "endpoint/remote-sandbox",
     /// A script endpoint (`#!`) with neither an image nor `sandbox_profile.read_only`: its
     /// sandbox holds only the interpreter (a warning).
     EndpointScriptRuntime = "endpoint/script-runtime",
@@ -189,6 +205,8 @@ rules! {
     EnvelopeImages = "envelope/images",
     /// An envelope `read_only` entry is not an absolute, lexically normal path.
     EnvelopeReadOnly = "envelope/read-only",
+    /// An envelope `remote_ca_files` entry is not an absolute, lexically normal path.
+    EnvelopeRemoteCa = "envelope/remote-ca-files",
     /// The user `.cedarschema` does not parse or merge.
     CedarSchema = "cedar/schema",
     /// A `.cedar` file does not parse.

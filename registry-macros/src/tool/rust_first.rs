@@ -99,6 +99,8 @@ impl RustFirst {
             sha256: None,
             image: None,
             definition_sha256: None,
+            url: None,
+            remote_tool: None,
             secrets: self.secrets.clone(),
             egress: self.egress.clone(),
             read_only: Vec::new(),

@@ -287,6 +287,24 @@ pub struct Attempt {
     /// (`GET host:port/path?query`; a tunnel, `CONNECT host:port`), scrubbed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress_requests: Vec<String>,
+    /// The credential the runtime presented to a remote endpoint (`mcp-http`) in this attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<CredentialUse>,
+}
+
+/// What the ledger keeps of a credential the runtime presented to a remote endpoint: never the
+/// token or the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialUse {
+    /// `bearer`, `client_credentials` or `token_exchange`.
+    pub grant: String,
+    /// SHA-256 (hex) of the token endpoint's URL that issued the token (OAuth grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_sha256: Option<String>,
+    /// The `sub` the token was issued for, as the token says (OAuth grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
 }
 
 /// How a call ended.

@@ -323,5 +323,8 @@ fn options(waiting: &Waiting) -> CallOptions {
         // The requester's parents as its token gave them when it asked: the approved call is
         // authorized again with them.
         attestation: waiting.intent.attestation.clone(),
+        // The requester's token is not kept while the call waits: an approved call to a remote
+        // endpoint that exchanges the caller's token fails, saying so.
+        caller_token: None,
     }
 }

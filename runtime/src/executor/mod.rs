@@ -12,4 +12,4 @@ pub mod spawn;
 #[cfg(feature = "in-process")]
 pub use inprocess::InProcessExecutor;
 pub use process::{ProcessExecutor, Program};
-pub use seam::{Attempted, Egress, ExecError, Execution, Executor, Invocation};
+pub use seam::{Attempted, CallerToken, Egress, ExecError, Execution, Executor, Invocation};

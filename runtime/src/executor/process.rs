@@ -306,6 +306,11 @@ impl ProcessExecutor {
             Transport::McpStdio => crate::mcp::transport::run(command, &inv, deadline).await,
             #[cfg(not(feature = "mcp-stdio"))]
             Transport::McpStdio => Err(super::seam::mcp_stdio_unavailable(inv.tool)),
+            // The runtime hands remote tools to its remote executor, never to this one.
+            Transport::McpHttp => Err(ExecError::Spawn(format!(
+                "tool `{}` is a remote endpoint (`mcp-http`): no process runs it",
+                inv.tool.tool_id()
+            ))),
         }
     }
 }

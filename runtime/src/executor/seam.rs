@@ -38,6 +38,33 @@ pub struct Invocation<'a> {
     /// sandbox places read-only at `/workspace/<name>`; an executor without a workspace refuses
     /// a call that has any.
     pub files: &'a escepine_contract::WorkspaceFiles,
+    /// The caller's own access token, when an identity provider authenticated the caller: what
+    /// a remote endpoint's token exchange trades for one meant for its server (never recorded,
+    /// never given to a tool).
+    pub caller_token: Option<&'a CallerToken>,
+}
+
+/// A caller's access token, carried from the edge that verified it to the remote endpoint that
+/// exchanges it. Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallerToken(std::sync::Arc<str>);
+
+impl CallerToken {
+    /// The token `token`.
+    pub fn new(token: impl Into<std::sync::Arc<str>>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself: for the token request only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for CallerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallerToken(…)")
+    }
 }
 
 impl Invocation<'_> {
@@ -67,6 +94,9 @@ pub struct Egress {
     pub requests: Vec<String>,
     /// Requests it refused, each with the rule that refused it.
     pub refusals: Vec<String>,
+    /// The credential the runtime presented to a remote endpoint in this attempt (never the
+    /// token: its grant, a digest of the endpoint that issued it, the `sub` it names).
+    pub credential: Option<escepine_ledger::record::CredentialUse>,
 }
 
 /// One attempt's result with its egress evidence: a failed attempt's requests and refusals are
@@ -98,6 +128,16 @@ pub enum ExecError {
         /// The tool's stderr.
         stderr: String,
     },
+    /// A remote server is busy or unreachable (HTTP 429 or 503, a failed connection):
+    /// transient, retried after the server's `Retry-After` when it gave one (within the call's
+    /// deadline), else after the policy's backoff.
+    #[error("transient failure: {message}")]
+    Unavailable {
+        /// What went wrong.
+        message: String,
+        /// How long the server asked to wait.
+        retry_after: Option<Duration>,
+    },
     /// The attempt outlived its timeout; its whole process tree was killed.
     #[error("timed out after {0:?}")]
     TimedOut(Duration),
@@ -112,17 +152,28 @@ pub enum ExecError {
 impl ExecError {
     /// Whether the retry policy may try again.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Transient { .. } | Self::TimedOut(_))
+        matches!(
+            self,
+            Self::Transient { .. } | Self::Unavailable { .. } | Self::TimedOut(_)
+        )
     }
 
     /// The error class recorded in the ledger.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Transient { .. } => ErrorClass::Transient,
+            Self::Transient { .. } | Self::Unavailable { .. } => ErrorClass::Transient,
             Self::Permanent { .. } => ErrorClass::Permanent,
             Self::TimedOut(_) => ErrorClass::Timeout,
             Self::Protocol(_) => ErrorClass::Protocol,
             Self::Spawn(_) => ErrorClass::Spawn,
+        }
+    }
+
+    /// How long the failing side asked to wait before another attempt (`Retry-After`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 
@@ -177,4 +228,21 @@ pub(crate) fn mcp_stdio_unavailable(tool: &ToolRecord) -> ExecError {
          escepine-runtime's `mcp-stdio` feature",
         tool.tool_id()
     ))
+}
+
+/// The executor of remote (`mcp-http`) tools in a program built without the `mcp-http`
+/// feature: the record is valid, this program cannot call it.
+#[cfg(not(feature = "mcp-http"))]
+pub(crate) struct NoRemote;
+
+#[cfg(not(feature = "mcp-http"))]
+impl Executor for NoRemote {
+    fn execute<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Result<Execution, ExecError>> {
+        let message = format!(
+            "tool `{}` has an `mcp-http` endpoint, and this program was built without \
+             escepine-runtime's `mcp-http` feature",
+            inv.tool.tool_id()
+        );
+        Box::pin(async move { Err(ExecError::Spawn(message)) })
+    }
 }

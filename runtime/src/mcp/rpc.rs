@@ -48,6 +48,15 @@ pub enum SessionError {
     /// one object. The whole listing is refused (no `tools/call` follows it).
     #[error("{0}")]
     Ambiguous(String),
+    /// A remote server is busy or unreachable (HTTP 429 or 503, a failed connection): worth
+    /// another attempt, after `retry_after` when the server said (`Retry-After`).
+    #[error("{message}")]
+    Unavailable {
+        /// What happened.
+        message: String,
+        /// How long the server asked the client to wait.
+        retry_after: Option<std::time::Duration>,
+    },
     /// The tool reported an error (`isError: true`).
     #[error("the MCP tool reported an error: {message}")]
     Tool {
@@ -122,56 +131,12 @@ where
         self.initialized.get("serverInfo")
     }
 
-    /// Every tool of `tools/list` (all pages, following `nextCursor`), each as the server
-    /// wrote it. Each page is also read strictly: a key given twice in one object, or a tool
-    /// name given twice across the pages, refuses the whole listing.
+    /// Every tool of `tools/list`: see [`list_tools`].
     ///
     /// # Errors
-    /// As [`RawClient::request`]; [`SessionError::Protocol`] for a result without a `tools`
-    /// list, or more than [`MAX_LIST_PAGES`] pages; [`SessionError::Ambiguous`] for a repeated
-    /// key or tool name (see the module documentation).
+    /// As [`list_tools`].
     pub async fn list_tools(&mut self) -> Result<Vec<Value>, SessionError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for page_no in 1..=MAX_LIST_PAGES {
-            let params = match &cursor {
-                Some(c) => json!({ "cursor": c }),
-                None => json!({}),
-            };
-            let (mut page, line) = self.exchange("tools/list", params).await?;
-            let first = tools.len();
-            match page.get_mut("tools").map(Value::take) {
-                Some(Value::Array(listed)) => tools.extend(listed),
-                _ => {
-                    return Err(SessionError::Protocol(
-                        "the MCP server's tools/list result holds no `tools` list".into(),
-                    ))
-                }
-            }
-            match strict_json::from_slice(&line) {
-                Ok(_) => {}
-                Err(StrictJsonError::DuplicateKey(d)) => {
-                    return Err(repeated_key(&d, &tools, first, page_no))
-                }
-                Err(StrictJsonError::Syntax(e)) => {
-                    return Err(SessionError::Protocol(format!(
-                        "the MCP server's tools/list answer is not JSON: {e}"
-                    )))
-                }
-            }
-            cursor = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .filter(|c| !c.is_empty())
-                .map(str::to_string);
-            if cursor.is_none() {
-                refuse_repeated_names(&tools)?;
-                return Ok(tools);
-            }
-        }
-        Err(SessionError::Protocol(format!(
-            "the MCP server's tools/list did not end within {MAX_LIST_PAGES} pages"
-        )))
+        list_tools(self).await
     }
 
     /// Send the request `method` with `params` and wait for its answer: the `result`.
@@ -235,14 +200,7 @@ where
                 return Ok((result, line));
             }
             let error = message.remove("error").unwrap_or(Value::Null);
-            return Err(SessionError::Refused(format!(
-                "the MCP server answered {method} with error {}: {}",
-                error.get("code").map_or("?".into(), ToString::to_string),
-                error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(no message)")
-            )));
+            return Err(error_answer(method, &error));
         }
     }
 
@@ -275,6 +233,98 @@ where
             }
         }
     }
+}
+
+impl<R, W> Exchange for RawClient<R, W>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    async fn exchange(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<(Value, Vec<u8>), SessionError> {
+        RawClient::exchange(self, method, params).await
+    }
+}
+
+/// One request/answer of an MCP client, whatever carries it (a server's stdio, streamable
+/// HTTP): the `result`, with the answer's bytes as the server wrote them (for a strict reading).
+pub trait Exchange {
+    /// Send the request `method` with `params`; its `result` and the answer's bytes.
+    ///
+    /// # Errors
+    /// [`SessionError`]: an error answer is [`SessionError::Refused`].
+    fn exchange(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> impl std::future::Future<Output = Result<(Value, Vec<u8>), SessionError>>;
+}
+
+/// Every tool of `tools/list` (all pages, following `nextCursor`), each as the server wrote
+/// it. Each page is also read strictly: a key given twice in one object, or a tool name given
+/// twice across the pages, refuses the whole listing.
+///
+/// # Errors
+/// As [`Exchange::exchange`]; [`SessionError::Protocol`] for a result without a `tools` list,
+/// or more than [`MAX_LIST_PAGES`] pages; [`SessionError::Ambiguous`] for a repeated key or
+/// tool name (see the module documentation).
+pub async fn list_tools<E: Exchange>(client: &mut E) -> Result<Vec<Value>, SessionError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page_no in 1..=MAX_LIST_PAGES {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let (mut page, line) = client.exchange("tools/list", params).await?;
+        let first = tools.len();
+        match page.get_mut("tools").map(Value::take) {
+            Some(Value::Array(listed)) => tools.extend(listed),
+            _ => {
+                return Err(SessionError::Protocol(
+                    "the MCP server's tools/list result holds no `tools` list".into(),
+                ))
+            }
+        }
+        match strict_json::from_slice(&line) {
+            Ok(_) => {}
+            Err(StrictJsonError::DuplicateKey(d)) => {
+                return Err(repeated_key(&d, &tools, first, page_no))
+            }
+            Err(StrictJsonError::Syntax(e)) => {
+                return Err(SessionError::Protocol(format!(
+                    "the MCP server's tools/list answer is not JSON: {e}"
+                )))
+            }
+        }
+        cursor = page
+            .get("nextCursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        if cursor.is_none() {
+            refuse_repeated_names(&tools)?;
+            return Ok(tools);
+        }
+    }
+    Err(SessionError::Protocol(format!(
+        "the MCP server's tools/list did not end within {MAX_LIST_PAGES} pages"
+    )))
+}
+
+/// The refusal of an error answer to `method` (a JSON-RPC `error` object).
+pub(crate) fn error_answer(method: &str, error: &Value) -> SessionError {
+    SessionError::Refused(format!(
+        "the MCP server answered {method} with error {}: {}",
+        error.get("code").map_or("?".into(), ToString::to_string),
+        error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(no message)")
+    ))
 }
 
 /// The refusal of a listing page that gives a key twice: named in the listing (`/tools/<i>…`,

@@ -74,8 +74,8 @@ use tokio::time::Instant;
 
 use super::definition;
 use super::names::tool_id_for;
-use super::rpc::RawClient;
 pub use super::rpc::SessionError;
+use super::rpc::{list_tools, Exchange, RawClient};
 use crate::executor::bounded::{read_stderr, with_stderr_tail};
 use crate::executor::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::seam::{ExecError, Execution, Invocation};
@@ -191,31 +191,68 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    // Dropping the client (at the end of this block) closes the server's stdin.
+    let mut client = RawClient::connect(read, write, max_line).await?;
+    call_listed(&mut client, record, Choose::ByToolId, payload).await
+}
+
+/// How the tool to call is chosen in a server's listing.
+#[derive(Debug, Clone, Copy)]
+pub enum Choose<'a> {
+    /// By the record's tool id: [`pick_tool`] (an `mcp-stdio` server).
+    ByToolId,
+    /// By the server's exact name for it (a remote endpoint's `tool`).
+    Exactly(&'a str),
+}
+
+/// The tool call of a session already open on `client`: `tools/list` (see
+/// [`super::rpc::list_tools`]), the tool chosen by `choose`, its definition compared with the
+/// record's pin (none differing: no `tools/call` is sent), `tools/call` with `payload`, and the
+/// output of the result (see the module documentation), `null`s of optional output properties
+/// removed.
+///
+/// # Errors
+/// [`SessionError`].
+pub async fn call_listed<E: Exchange>(
+    client: &mut E,
+    record: &ToolRecord,
+    choose: Choose<'_>,
+    payload: &Value,
+) -> Result<Value, SessionError> {
     if !payload.is_object() {
         return Err(SessionError::Protocol(format!(
             "MCP arguments must be an object, not {}",
             escepine_contract::strict_json::kind(payload)
         )));
     }
-    // Dropping the client (at the end of this block) closes the server's stdin.
-    let result = {
-        let mut client = RawClient::connect(read, write, max_line).await?;
-        let tools = client.list_tools().await?;
-        let name_of = |t: &Value| t.get("name").and_then(Value::as_str).map(str::to_string);
-        let names: Vec<String> = tools.iter().filter_map(name_of).collect();
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let name = pick_tool(&refs, record.tool_id())?;
-        if let Some(pin) = &record.endpoint().definition_sha256 {
-            if let Some(listed) = tools.iter().find(|t| name_of(t).as_deref() == Some(&name)) {
-                if let Some(why) = definition::changed(record, listed, pin) {
-                    return Err(SessionError::Changed(why));
+    let tools = list_tools(client).await?;
+    let name_of = |t: &Value| t.get("name").and_then(Value::as_str).map(str::to_string);
+    let names: Vec<String> = tools.iter().filter_map(name_of).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let name = match choose {
+        Choose::ByToolId => pick_tool(&refs, record.tool_id())?,
+        Choose::Exactly(n) if refs.contains(&n) => n.to_string(),
+        Choose::Exactly(n) => {
+            return Err(SessionError::Refused(format!(
+                "the MCP server offers no tool `{n}` (its tools: {})",
+                if refs.is_empty() {
+                    "none".to_string()
+                } else {
+                    refs.join(", ")
                 }
+            )))
+        }
+    };
+    if let Some(pin) = &record.endpoint().definition_sha256 {
+        if let Some(listed) = tools.iter().find(|t| name_of(t).as_deref() == Some(&name)) {
+            if let Some(why) = definition::changed(record, listed, pin) {
+                return Err(SessionError::Changed(why));
             }
         }
-        client
-            .request("tools/call", json!({ "name": name, "arguments": payload }))
-            .await?
-    };
+    }
+    let (result, _) = client
+        .exchange("tools/call", json!({ "name": name, "arguments": payload }))
+        .await?;
     let result: ToolResult = serde_json::from_value(result).map_err(|e| {
         SessionError::Protocol(format!(
             "the MCP tools/call result is not a CallToolResult: {e}"
@@ -399,6 +436,14 @@ pub(crate) fn classify(
         Err(SessionError::Protocol(message)) => {
             Err(ExecError::Protocol(format!("`{tool}`: {message}")))
         }
+        // Only a remote server is "unavailable"; a local one that is said so may be retried.
+        Err(SessionError::Unavailable {
+            message,
+            retry_after,
+        }) => Err(ExecError::Unavailable {
+            message: format!("`{tool}`: {message}"),
+            retry_after,
+        }),
         Err(SessionError::Connection(why)) => {
             let ended = match status {
                 Some(s) => format!("it {s}"),

@@ -390,6 +390,7 @@ impl SandboxExecutor {
                 let egress = Egress {
                     requests: std::mem::take(&mut out.egress_requests),
                     refusals: std::mem::take(&mut out.egress_refusals),
+                    credential: None,
                 };
                 Attempted {
                     result: classify(tool, out, self.stdout_limit, &self.limits, &inv.scrubber()),
@@ -450,6 +451,7 @@ fn egress_of(teardown: Teardown) -> Egress {
     Egress {
         requests: teardown.egress_requests,
         refusals: teardown.egress_refusals,
+        credential: None,
     }
 }
 

@@ -46,6 +46,9 @@ pub struct CallOptions {
     /// issuer and `jti` digest): the call is authorized with the principal in those parents,
     /// and the intent records all three.
     pub attestation: Option<escepine_contract::Attestation>,
+    /// The caller's own access token (from `serve --oauth`), for a remote endpoint whose
+    /// `auth` exchanges it (RFC 8693); never recorded.
+    pub caller_token: Option<crate::executor::CallerToken>,
 }
 
 /// Identity of one call.

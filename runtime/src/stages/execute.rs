@@ -78,6 +78,7 @@ pub(crate) async fn execute(
             scrubber: &cx.scrubber,
             egress: &cx.egress,
             files: &cx.opts.files,
+            caller_token: cx.opts.caller_token.as_ref(),
         };
         let start_ms = escepine_ledger::entry::now_ms();
         let started = Instant::now();
@@ -131,6 +132,7 @@ fn attempt_record(
         stderr: (!stderr.is_empty()).then(|| scrub(stderr)),
         egress_refusals: refusals.iter().map(|r| scrub(r)).collect(),
         egress_requests: requests.iter().map(|r| scrub(r)).collect(),
+        credential: attempted.egress.credential.clone(),
     }
 }
 

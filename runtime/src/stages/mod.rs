@@ -86,6 +86,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) ledger: &'a dyn Ledger,
     /// What runs each attempt.
     pub(crate) executor: &'a dyn Executor,
+    /// What runs each attempt of a remote (`mcp-http`) tool.
+    pub(crate) remote: &'a dyn Executor,
     /// Where secret values come from.
     pub(crate) secrets: &'a dyn SecretSource,
     /// How long a call allowed only with approval waits.
@@ -201,7 +203,11 @@ async fn finish(
                 // 5
                 Err(exceeded) => (Vec::new(), exceeded),
                 Ok(held) => {
-                    let executed = execute::execute(cx, parts.executor, payload).await; // 6
+                    let executor = match cx.tool.record.endpoint().transport {
+                        escepine_contract::Transport::McpHttp => parts.remote,
+                        _ => parts.executor,
+                    };
+                    let executed = execute::execute(cx, executor, payload).await; // 6
                     budget::release(cx, parts.ledger, held).await;
                     let ended = match executed.result {
                         Ok(output) => output::gate(cx, output), // 7

@@ -55,7 +55,8 @@ impl Retry {
 ///
 /// The delay is [`RetryPolicy::base_delay_ms`] (exponential from `backoff_ms`, capped) times a
 /// jitter factor in `[1, RetryPolicy::JITTER_MAX)`, so it is never shorter than the declared
-/// backoff nor longer than [`RetryPolicy::max_delay_ms`], the figure a call's deadline counts.
+/// backoff nor longer than [`RetryPolicy::max_delay_ms`], the figure a call's deadline counts —
+/// unless the error carries a `Retry-After` ([`ExecError::retry_after`]): then at least that.
 fn next_delay(policy: &RetryPolicy, attempt: u32, error: &ExecError) -> Option<Duration> {
     if !error.is_transient() || attempt >= policy.max_attempts {
         return None;
@@ -63,7 +64,9 @@ fn next_delay(policy: &RetryPolicy, attempt: u32, error: &ExecError) -> Option<D
     let base = policy.base_delay_ms(attempt);
     let jitter: f64 = rand::rng().random_range(1.0..RetryPolicy::JITTER_MAX);
     let ms = ((base as f64 * jitter) as u64).min(policy.max_delay_ms(attempt));
-    Some(Duration::from_millis(ms))
+    // A server that said how long to wait (`Retry-After`) is not asked sooner; the deadline
+    // check in [`Retry::retry`] still decides whether that wait fits.
+    Some(Duration::from_millis(ms).max(error.retry_after().unwrap_or_default()))
 }
 
 #[cfg(test)]

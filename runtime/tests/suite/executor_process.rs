@@ -41,6 +41,7 @@ async fn run_with(
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress: &escepine_contract::EgressGrant::default(),
         files: &escepine_contract::WorkspaceFiles::new(),
+        caller_token: None,
     };
     executor.execute(inv).await
 }

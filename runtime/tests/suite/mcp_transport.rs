@@ -270,6 +270,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
             egress: &escepine_contract::EgressGrant::default(),
             files: &escepine_contract::WorkspaceFiles::new(),
+            caller_token: None,
         })
         .await
         .map(|e| e.output)

@@ -614,6 +614,8 @@ mod typed {
                 sha256: None,
                 image: None,
                 definition_sha256: None,
+                url: None,
+                tool: None,
             },
             secrets: &[],
             egress: &[],

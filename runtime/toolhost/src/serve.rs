@@ -330,6 +330,8 @@ mod tests {
                 sha256: None,
                 image: None,
                 definition_sha256: None,
+                url: None,
+                tool: None,
             },
             secrets: &[],
             egress: &[],

@@ -56,7 +56,7 @@ mod registry {
                     args: &["echo"],
                     sha256: None,
                     image: None,
-                    definition_sha256: None,
+                    definition_sha256: None, url: None, tool: None,
                 },
                 secrets: &[],
                 egress: &[],

@@ -63,6 +63,7 @@ pub fn outcome(n: usize) -> Record {
                 stderr: Some("busy\n".into()),
                 egress_refusals: vec![],
                 egress_requests: vec![],
+                credential: None,
             },
             Attempt {
                 start_ms: 1_700_000_000_100,
@@ -72,6 +73,7 @@ pub fn outcome(n: usize) -> Record {
                 stderr: None,
                 egress_refusals: vec![],
                 egress_requests: vec![],
+                credential: None,
             },
         ],
         output_hash: Some(sha256_hex(canonical_json(&output))),

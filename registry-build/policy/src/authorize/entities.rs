@@ -51,9 +51,11 @@ pub fn build(
 /// [`Members::CAPACITY`] stores are kept; when full, all are dropped and the next ones rebuilt.
 #[derive(Debug, Default)]
 pub struct Members {
-    stores:
-        std::sync::Mutex<HashMap<(EntityUid, Vec<escepine_contract::Principal>), Arc<Entities>>>,
+    stores: std::sync::Mutex<MemberStores>,
 }
+
+/// The kept stores, by principal and the parents it was vouched into.
+type MemberStores = HashMap<(EntityUid, Vec<escepine_contract::Principal>), Arc<Entities>>;
 
 /// A store requests are evaluated with: the base one, or a principal's with its parents.
 #[derive(Debug, Clone)]
@@ -106,12 +108,7 @@ impl Members {
         Ok(Store::Member(built))
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<
-        '_,
-        HashMap<(EntityUid, Vec<escepine_contract::Principal>), Arc<Entities>>,
-    > {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemberStores> {
         // The map holds no invariant a panic could break halfway.
         self.stores.lock().unwrap_or_else(|p| p.into_inner())
     }

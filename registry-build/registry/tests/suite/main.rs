@@ -5,4 +5,5 @@ mod credential_names;
 mod egress_rules;
 mod image_rules;
 mod record_schema;
+mod remote_rules;
 mod rules;

@@ -62,6 +62,7 @@ fn outcome(call_id: &str, result: CallResult) -> Record {
             stderr: None,
             egress_refusals: vec![],
             egress_requests: vec![],
+            credential: None,
         }],
         output_hash: None,
         output: None,

@@ -81,6 +81,10 @@ pub(super) fn locate(tool: &ToolRecord, dirs: &SearchDirs) -> Result<PathBuf, Ex
                 .as_ref()
                 .map_or_else(String::new, ToString::to_string)
         ))),
+        ResolvedCommand::Remote => Err(ExecError::Spawn(format!(
+            "`{}` is a remote endpoint (`mcp-http`): it has no binary",
+            tool.tool_id()
+        ))),
     }
 }
 

@@ -244,6 +244,7 @@ pub async fn attempt_granted(
         scrubber: &escepine_runtime::scrub::Scrubber::new(secrets.values().map(String::as_str)),
         egress,
         files: &escepine_contract::WorkspaceFiles::new(),
+        caller_token: None,
     };
     executor.attempt(inv).await
 }

@@ -7,6 +7,7 @@ use escepine_contract::{ImageRef, ImageRefError, ImageSource, Transport};
 use serde_json::Value;
 
 use super::context::{Completeness, Context};
+use super::remote;
 use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::endpoint;
 use crate::fields::Object;
@@ -25,6 +26,27 @@ pub(super) fn check(
     diags: &mut Diagnostics,
 ) -> Option<EndpointSpec> {
     let src = e.src;
+    let transport = e.string("transport", diags).and_then(|t| {
+        let parsed = Transport::parse(t);
+        if parsed.is_none() {
+            diags.push(Diagnostic::at(
+                Rule::EndpointTransport,
+                src,
+                "/endpoint/transport",
+                format!("`{t}` is not a transport; use stdio-json, mcp-stdio or mcp-http"),
+            ));
+        }
+        parsed
+    });
+    if transport == Some(Transport::McpHttp) {
+        let definition_sha256 = digest_field(
+            e,
+            "definition_sha256",
+            Rule::EndpointDefinitionDigest,
+            diags,
+        );
+        return remote::check(e, definition_sha256, diags);
+    }
     e.closed(
         &[
             "transport",
@@ -33,22 +55,16 @@ pub(super) fn check(
             "args",
             "sha256",
             "definition_sha256",
+            "url",
+            "tool",
+            "auth",
         ],
         "`endpoint`",
         diags,
     );
-    let transport = e.string("transport", diags).and_then(|t| {
-        let parsed = Transport::parse(t);
-        if parsed.is_none() {
-            diags.push(Diagnostic::at(
-                Rule::EndpointTransport,
-                src,
-                "/endpoint/transport",
-                format!("`{t}` is not a transport; use stdio-json or mcp-stdio"),
-            ));
-        }
-        parsed
-    });
+    if let Some(t) = transport {
+        remote::no_remote_fields(e, t, diags);
+    }
     let image = match e.map.get("image") {
         None => Some(None),
         Some(Value::String(raw)) => check_image(e, raw, ctx, diags).map(Some),
@@ -157,9 +173,9 @@ pub(super) fn check(
                     src,
                     "/endpoint/definition_sha256",
                     "`definition_sha256` pins the tool an MCP server lists; it applies \
-                             only to the `mcp-stdio` transport",
+                             only to the `mcp-stdio` and `mcp-http` transports",
                 )
-                .help("remove it, or use the `mcp-stdio` transport"),
+                .help("remove it, or use an MCP transport"),
             );
             return None;
         }
@@ -173,6 +189,7 @@ pub(super) fn check(
         image: image?,
         definition_sha256: definition_sha256?,
         resolved: resolved?,
+        remote: None,
     })
 }
 

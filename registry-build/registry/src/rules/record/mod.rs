@@ -16,6 +16,7 @@ mod cross;
 mod endpoint;
 mod identity;
 mod limits;
+mod remote;
 mod sandbox;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -287,6 +288,9 @@ fn check_one(
         .object("sandbox_profile", diags)
         .and_then(|p| sandbox::profile(&p, ctx, diags));
 
+    if let (Some(e), Some(p), Some(s)) = (&endpoint, &sandbox_profile, &secrets) {
+        remote::cross(&rec, e, p, s, diags);
+    }
     if let (Some(e), Some(p)) = (&endpoint, &sandbox_profile) {
         endpoint::script_runtime(src, e, p, diags);
         sandbox::workspace_inputs_need_a_fresh_sandbox(src, e, p, diags);

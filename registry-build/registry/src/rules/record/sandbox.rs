@@ -408,7 +408,13 @@ pub(super) fn workspace_inputs_need_a_fresh_sandbox(
     profile: &SandboxProfile,
     diags: &mut Diagnostics,
 ) {
-    if profile.workspace_inputs.is_empty() || endpoint.transport == Transport::StdioJson {
+    // A remote endpoint has no sandbox at all: `endpoint/remote-sandbox` says so.
+    if profile.workspace_inputs.is_empty()
+        || matches!(
+            endpoint.transport,
+            Transport::StdioJson | Transport::McpHttp
+        )
+    {
         return;
     }
     diags.push(
