@@ -34,6 +34,13 @@
 //! JSON pointer — in its `$comment` and on stdout. Existing drafts are kept unless `--force`
 //! (which also removes a draft of the same tool from the other folder).
 //!
+//! With `--url URL` the server is remote (streamable HTTP: `https`, or plain `http` on a
+//! loopback address; no envelope is needed): it is listed by the runtime's own MCP client
+//! ([`crate::import_remote`]), authenticated with a bearer secret (`--bearer-secret NAME`) or a
+//! client-credentials token (`--oauth-client FILE`), the values from `--secrets FILE` or the
+//! environment; the drafts name `"transport": "mcp-http"`, the URL, the server's tool name,
+//! the pin and the `auth` with secret names only, and list the origins in their egress.
+//!
 //! Exit status: 0 the server was listed and every tool drafted (decisions may remain); 1
 //! nothing written (a draft exists, two tools map to one id, a file cannot be written); 2
 //! usage (no command and no image, an image reference not pinned by digest, `--image` with
@@ -79,17 +86,17 @@ enum Source {
 }
 
 #[derive(Debug, clap::Args)]
-struct McpArgs {
+pub(crate) struct McpArgs {
     /// Directory the drafts are written to (created if missing); drafts needing a decision go
     /// to its `needs-decision` folder.
     #[arg(long, value_name = "DIR")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Overwrite existing draft files.
     #[arg(long)]
     force: bool,
     /// How long the server gets to start and list its tools.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
-    timeout_ms: u64,
+    pub(crate) timeout_ms: u64,
     /// A host path the server needs, bound read-only at its own path in the sandbox and
     /// written into every draft's `sandbox_profile.read_only` (repeatable).
     #[arg(long = "read-only", value_name = "PATH")]
@@ -105,10 +112,32 @@ struct McpArgs {
     image_cache: Option<PathBuf>,
     /// The deployment envelope the drafts are checked against (coverage rules).
     #[arg(long, value_name = "FILE")]
-    envelope: Option<PathBuf>,
+    pub(crate) envelope: Option<PathBuf>,
     /// Run the server as a host process instead of in a sandbox (cleared environment).
     #[arg(long)]
     unsandboxed: bool,
+    /// A remote server's MCP endpoint (streamable HTTP; `https`, or plain `http` on a loopback
+    /// address) to import instead of a command: the drafts name `"transport": "mcp-http"`.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["image", "unsandboxed", "read_only"])]
+    url: Option<String>,
+    /// With `--url`: the name of the secret holding a bearer token for the server (its value
+    /// from `--secrets FILE`, else the environment variable of that name).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "url",
+        conflicts_with = "oauth_client"
+    )]
+    pub(crate) bearer_secret: Option<String>,
+    /// With `--url`: a JSON file holding the drafts' `endpoint.auth.oauth` object
+    /// (`token_endpoint`, `client_id`, `client_secret` — a secret's name —, `scopes`,
+    /// `resource`): the listing authenticates with a client-credentials token.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub(crate) oauth_client: Option<PathBuf>,
+    /// With `--url`: a file of secret values (`NAME=value` lines, as `call --secrets`), read
+    /// before the environment.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub(crate) secrets: Option<PathBuf>,
     /// The server's command and arguments, after `--` (optional with `--image`).
     #[arg(last = true, num_args = 0.., value_name = "COMMAND")]
     command: Vec<String>,
@@ -143,6 +172,12 @@ fn folder(out: &Path, d: &Draft) -> PathBuf {
 
 fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
     let usage = |msg: String| Err(CliError::new(exit::USAGE, msg));
+    if let Some(url) = &a.url {
+        if !a.command.is_empty() {
+            return usage("--url imports a remote server; give no command after `--`".into());
+        }
+        return crate::import_remote::import(a, url, io);
+    }
     let image = match &a.image {
         None => None,
         Some(_) if a.unsandboxed => {
@@ -220,25 +255,44 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
         read_only: &read_only,
     };
     let listed = list(a, &server).map_err(|e| CliError::new(SERVER_FAILED, e))?;
+    finish(
+        a,
+        &listed,
+        &endpoint,
+        &shown,
+        envelope.as_ref(),
+        workspace.as_deref(),
+        io,
+    )
+}
+
+/// Draft every tool of `listed` for `endpoint`, check each draft by the registry's rules, and
+/// write the drafts.
+pub(crate) fn finish(
+    a: &McpArgs,
+    listed: &ServerTools,
+    endpoint: &EndpointDraft,
+    read_only: &[String],
+    envelope: Option<&Envelope>,
+    workspace: Option<&Path>,
+    io: &mut Io<'_>,
+) -> CliResult {
     if listed.tools.is_empty() {
         return Err(CliError::new(
             SERVER_FAILED,
             "the MCP server lists no tools; nothing to import",
         ));
     }
-    let bins = workspace
-        .as_deref()
-        .map(WorkspaceBins::discover)
-        .unwrap_or_default();
+    let bins = workspace.map(WorkspaceBins::discover).unwrap_or_default();
     let ctx = record_rules::Context {
-        envelope: envelope.as_ref(),
+        envelope,
         bins: &bins,
     };
     let drafts: Vec<Draft> = listed
         .tools
         .iter()
         .map(|t| {
-            let mut d = draft(t, &listed, &endpoint, &shown);
+            let mut d = draft(t, listed, endpoint, read_only);
             for decision in rule_decisions(&d, &a.out, &ctx) {
                 d.decide(decision);
             }

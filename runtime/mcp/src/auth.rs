@@ -28,6 +28,7 @@ use escepine_identity::config::OAuthConfig;
 use escepine_identity::verify::{Identity, Rejection, Verifier};
 use escepine_identity::{challenge, metadata};
 use escepine_runtime::approval::Decider;
+use escepine_runtime::executor::CallerToken;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::json;
 
@@ -40,6 +41,9 @@ pub struct Authenticated {
     pub principal: Principal,
     /// What the identity provider vouched for (none for a development token).
     pub attestation: Option<Attestation>,
+    /// The caller's access token, kept for the call it makes (a remote endpoint that exchanges
+    /// it, RFC 8693), never recorded; none for a development token.
+    pub token: Option<CallerToken>,
 }
 
 impl Authenticated {
@@ -48,6 +52,7 @@ impl Authenticated {
         Self {
             principal,
             attestation: None,
+            token: None,
         }
     }
 
@@ -76,6 +81,7 @@ impl From<Identity> for Authenticated {
                 jti_sha256: id.jti_sha256,
                 parents: id.parents,
             }),
+            token: None,
         }
     }
 }
@@ -139,7 +145,10 @@ impl Authenticator {
                     ))
                 }),
             Self::OAuth(oauth) => match oauth.verifier.verify(token).await {
-                Ok(identity) => Ok(identity.into()),
+                Ok(identity) => Ok(Authenticated {
+                    token: Some(CallerToken::new(token)),
+                    ..identity.into()
+                }),
                 Err(rejection) => {
                     tracing::info!(
                         status = rejection.status().as_u16(),

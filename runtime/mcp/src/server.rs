@@ -209,6 +209,7 @@ impl GovernedServer {
         let payload = Value::Object(arguments.unwrap_or_default());
         let opts = CallOptions {
             attestation: caller.attestation.clone(),
+            caller_token: caller.token.clone(),
             ..CallOptions::default()
         };
         let result = self

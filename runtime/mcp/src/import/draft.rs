@@ -80,10 +80,17 @@ pub fn draft(
             .unwrap_or_default()
     )];
     if tool_id != mcp_name {
-        notes.push(format!(
-            "CHANGED /tool_id: `{mcp_name}` is not a tool id; `{tool_id}` maps to it (the \
-             mcp-stdio transport calls the MCP tool whose name maps to the tool id)"
-        ));
+        notes.push(if endpoint.remote.is_some() {
+            format!(
+                "CHANGED /tool_id: `{mcp_name}` is not a tool id; `{tool_id}` is the record's \
+                 id (`endpoint.tool` names the server's tool)"
+            )
+        } else {
+            format!(
+                "CHANGED /tool_id: `{mcp_name}` is not a tool id; `{tool_id}` maps to it (the \
+                 mcp-stdio transport calls the MCP tool whose name maps to the tool id)"
+            )
+        });
     }
 
     let version = match server.version.as_deref() {
@@ -221,6 +228,31 @@ pub fn draft(
     );
     record.insert("on_failure".into(), json!(["halt"]));
     let mut ep = Map::new();
+    if let Some(remote) = &endpoint.remote {
+        ep.insert("transport".into(), Value::from("mcp-http"));
+        ep.insert("url".into(), Value::from(remote.url.clone()));
+        ep.insert("tool".into(), Value::from(mcp_name.clone()));
+        ep.insert(
+            "definition_sha256".into(),
+            Value::from(definition_sha256(tool)),
+        );
+        if let Some(auth) = &remote.auth {
+            ep.insert("auth".into(), auth.clone());
+        }
+        record.insert("endpoint".into(), Value::Object(ep));
+        record.insert("auth".into(), json!({ "secrets": remote.secrets }));
+        record.insert(
+            "sandbox_profile".into(),
+            json!({ "egress": remote.egress, "filesystem": "workspace" }),
+        );
+        return Draft {
+            mcp_name,
+            tool_id,
+            record: Value::Object(record),
+            notes,
+            decisions,
+        };
+    }
     ep.insert("transport".into(), Value::from("mcp-stdio"));
     if let Some(image) = &endpoint.image {
         ep.insert("image".into(), Value::from(image.clone()));
@@ -272,6 +304,7 @@ mod tests {
             command: "/bin/demo".into(),
             args: vec!["--stdio".into()],
             absolute_args: Vec::new(),
+            remote: None,
         }
     }
 

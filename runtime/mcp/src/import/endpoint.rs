@@ -44,6 +44,35 @@ pub struct EndpointDraft {
     pub args: Vec<String>,
     /// The arguments made absolute (see the module documentation), in order.
     pub absolute_args: Vec<AbsoluteArg>,
+    /// A remote server (`escepine import mcp --url`): no command, no arguments.
+    pub remote: Option<RemoteDraft>,
+}
+
+/// The endpoint of a remote server a draft names (`"transport": "mcp-http"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteDraft {
+    /// `endpoint.url`.
+    pub url: String,
+    /// `endpoint.auth`, when the server needs a credential (secret names only).
+    pub auth: Option<serde_json::Value>,
+    /// The secret names `auth` uses (`auth.secrets` of the record).
+    pub secrets: Vec<String>,
+    /// `sandbox_profile.egress`: the server's origin, then the token endpoint's, as
+    /// `host:port`.
+    pub egress: Vec<String>,
+}
+
+impl EndpointDraft {
+    /// The endpoint of a remote server.
+    pub fn remote(remote: RemoteDraft) -> Self {
+        Self {
+            image: None,
+            command: String::new(),
+            args: Vec::new(),
+            absolute_args: Vec::new(),
+            remote: Some(remote),
+        }
+    }
 }
 
 /// An argument of the server's command that named an existing path relative to the working
@@ -119,6 +148,7 @@ impl EndpointDraft {
             command: cmd,
             args: drafted,
             absolute_args,
+            remote: None,
         })
     }
 
@@ -145,6 +175,7 @@ impl EndpointDraft {
             command: program.to_string(),
             args: args.to_vec(),
             absolute_args: Vec::new(),
+            remote: None,
         }
     }
 }

@@ -58,6 +58,12 @@
 //!   image ([`listing::list_in_image`]) gets `endpoint.image` and the command inside the image
 //!   exactly as given (none: the image's `Entrypoint` and `Cmd`).
 //!
+//! - **A remote server** (`escepine import mcp --url URL`): listed over streamable HTTP by the
+//!   runtime's own client (`escepine_runtime::remote`), authenticated as asked; its drafts name
+//!   `"transport": "mcp-http"`, the URL, the server's name for the tool (`endpoint.tool`), the
+//!   pin, and `endpoint.auth` with the secret names it uses (declared in `auth.secrets`); the
+//!   profile's `egress` lists the server's origin (and the token endpoint's).
+//!
 //! Every note goes into the draft's top-level `$comment` (a list of strings; records allow
 //! `$comment`), `DRAFT`/`CHANGED`/`REVIEW`/`DECIDE`-prefixed, so the file says what was decided
 //! for it and what is left to decide.
@@ -69,5 +75,5 @@ mod model;
 pub mod schema;
 
 pub use draft::{draft, Draft};
-pub use endpoint::{AbsoluteArg, EndpointDraft};
+pub use endpoint::{AbsoluteArg, EndpointDraft, RemoteDraft};
 pub use model::{Decision, ImportError, ServerTools, DRAFT_TIMEOUT_MS, NEEDS_DECISION_DIR};
