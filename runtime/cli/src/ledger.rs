@@ -604,6 +604,20 @@ fn render_attempt(n: usize, a: &Attempt, out: &mut String) {
     for r in &a.egress_refusals {
         out.push_str(&format!("        egress refused {r}\n"));
     }
+    if let Some(c) = &a.credential {
+        let mut line = format!("        credential {}", c.grant);
+        if let Some(sub) = &c.sub {
+            line.push_str(&format!(" for sub {sub:?}"));
+        }
+        if let Some(te) = &c.token_endpoint_sha256 {
+            line.push_str(&format!(
+                " from token endpoint sha256:{}",
+                &te[..te.len().min(16)]
+            ));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
     if let Some(stderr) = &a.stderr {
         for line in stderr_tail(stderr) {
             out.push_str(&format!("        stderr | {line}\n"));
