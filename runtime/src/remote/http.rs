@@ -57,6 +57,8 @@ pub(crate) struct HttpSession {
     pub(crate) requests: Vec<String>,
     /// Whether the server answered 401 (the token was refused).
     pub(crate) unauthorized: bool,
+    /// What the server said of itself (`serverInfo`), from `server/discover` or `initialize`.
+    pub(crate) server_info: Option<Value>,
 }
 
 impl HttpSession {
@@ -79,6 +81,7 @@ impl HttpSession {
             max_bytes,
             requests: Vec::new(),
             unauthorized: false,
+            server_info: None,
         };
         let outcome = match era {
             Some(Era::Modern) => Ok(()),
@@ -105,10 +108,16 @@ impl HttpSession {
     async fn discover(&mut self) -> Result<bool, SessionError> {
         self.era = Era::Modern;
         match self.exchange("server/discover", json!({})).await {
-            Ok((result, _)) => Ok(result
-                .get("supportedVersions")
-                .and_then(Value::as_array)
-                .is_some_and(|v| v.iter().any(|v| v == MODERN))),
+            Ok((result, _)) => {
+                self.server_info = result
+                    .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+                    .or_else(|| result.get("serverInfo"))
+                    .cloned();
+                Ok(result
+                    .get("supportedVersions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|v| v.iter().any(|v| v == MODERN)))
+            }
             Err(e @ (SessionError::Unavailable { .. } | SessionError::Changed(_))) => Err(e),
             Err(e) if self.unauthorized => Err(e),
             Err(SessionError::Refused(why)) if why.starts_with(FORBIDDEN) => {
@@ -127,6 +136,7 @@ impl HttpSession {
             "clientInfo": { "name": "escepine", "version": env!("CARGO_PKG_VERSION") },
         });
         let (result, _) = self.exchange("initialize", params).await?;
+        self.server_info = result.get("serverInfo").cloned();
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)

@@ -28,7 +28,7 @@
 pub mod http;
 pub mod tokens;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +36,7 @@ use std::time::Duration;
 use escepine_contract::EgressGrant;
 use escepine_ledger::record::CredentialUse;
 use escepine_ledger::store::BoxFuture;
-use escepine_registry::remote::{RemoteAuth, RemoteSpec, RemoteUrl};
+use escepine_registry::remote::{RemoteAuth, RemoteUrl};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
@@ -44,7 +44,7 @@ use self::http::{Era, HttpSession};
 use self::tokens::{Ask, GrantKind, TokenCache};
 use crate::executor::group::DEFAULT_STDOUT_LIMIT;
 use crate::executor::seam::{Attempted, Egress, ExecError, Execution, Executor, Invocation};
-use crate::mcp::rpc::SessionError;
+use crate::mcp::rpc::{list_tools, SessionError};
 use crate::mcp::transport::{call_listed, classify, Choose};
 use crate::scrub::Scrubber;
 
@@ -175,7 +175,14 @@ impl RemoteExecutor {
         let mut outcome = Err(SessionError::Refused("no attempt".into()));
         for round in 0..2 {
             let bearer = match self
-                .credential(remote, inv, round > 0, egress, &mut scrub_values)
+                .credential(
+                    &remote.auth,
+                    inv.secrets,
+                    inv.caller_token.map(|t| t.expose()),
+                    round > 0,
+                    egress,
+                    &mut scrub_values,
+                )
                 .await
             {
                 Ok(b) => b,
@@ -242,20 +249,21 @@ impl RemoteExecutor {
     /// The bearer token of an attempt, and what the evidence keeps of it.
     async fn credential(
         &self,
-        remote: &RemoteSpec,
-        inv: &Invocation<'_>,
+        auth: &RemoteAuth,
+        secrets: &BTreeMap<String, String>,
+        caller_token: Option<&str>,
         fresh: bool,
         egress: &mut Egress,
         scrub_values: &mut Vec<Arc<str>>,
     ) -> Result<Option<Arc<str>>, SessionError> {
         let secret = |name: &str| {
-            inv.secrets.get(name).cloned().ok_or_else(|| {
+            secrets.get(name).cloned().ok_or_else(|| {
                 SessionError::Refused(format!(
                     "the secret `{name}` the endpoint's `auth` names has no value"
                 ))
             })
         };
-        let (kind, grant) = match &remote.auth {
+        let (kind, grant) = match auth {
             RemoteAuth::None => return Ok(None),
             RemoteAuth::Bearer { secret: name } => {
                 egress.credential = Some(CredentialUse {
@@ -273,7 +281,7 @@ impl RemoteExecutor {
             kind,
             grant,
             client_secret: &client_secret,
-            subject_token: inv.caller_token.map(|t| t.expose()),
+            subject_token: caller_token,
             fresh,
         };
         let issued = self
@@ -290,6 +298,57 @@ impl RemoteExecutor {
         });
         Ok(Some(issued.token))
     }
+
+    /// Every tool a remote server lists, with what it says of itself: what `escepine import
+    /// mcp --url` drafts records from. The session authenticates as `auth` says, with the
+    /// values of `secrets`; nothing is recorded.
+    ///
+    /// # Errors
+    /// [`SessionError`]; tokens and secrets are scrubbed from its message.
+    pub async fn list(
+        &self,
+        url: &RemoteUrl,
+        auth: &RemoteAuth,
+        secrets: &BTreeMap<String, String>,
+    ) -> Result<Listing, SessionError> {
+        let mut egress = Egress::default();
+        let mut tokens = Vec::new();
+        let listed = async {
+            let bearer = self
+                .credential(auth, secrets, None, false, &mut egress, &mut tokens)
+                .await?;
+            let mut session =
+                HttpSession::open(self.http.clone(), url.clone(), bearer, None, self.max_bytes)
+                    .await
+                    .map_err(|(_, e)| e)?;
+            let tools = list_tools(&mut session).await;
+            let info = session.server_info.take();
+            session.close();
+            Ok(Listing {
+                tools: tools?,
+                server_info: info,
+            })
+        }
+        .await;
+        listed.map_err(|e: SessionError| {
+            let scrubber = Scrubber::new(
+                secrets
+                    .values()
+                    .map(String::as_str)
+                    .chain(tokens.iter().map(|t| &**t)),
+            );
+            SessionError::Refused(scrubber.text(&e.to_string()))
+        })
+    }
+}
+
+/// What a remote server lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// Its tools, as it wrote them.
+    pub tools: Vec<serde_json::Value>,
+    /// Its `serverInfo` (`name`, `version`), when it gave one.
+    pub server_info: Option<serde_json::Value>,
 }
 
 /// Whether the call's grant admits the origin of `url` (its static entries, or the origins its
