@@ -62,3 +62,5 @@ pub mod python_probe;
 
 #[cfg(feature = "oidc")]
 pub mod oidc;
+#[cfg(feature = "oidc")]
+pub mod remote_servers;

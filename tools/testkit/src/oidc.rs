@@ -60,6 +60,9 @@ impl Keys {
     }
 }
 
+/// The grant type of RFC 8693 token exchange.
+pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
 /// What an authorization server is started with.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
@@ -105,6 +108,49 @@ impl ProviderConfig {
             id.to_string(),
             groups.iter().map(|g| g.to_string()).collect(),
         );
+        self
+    }
+
+    /// Add a resource (a remote server's) it issues tokens for, accepting `scopes`
+    /// (space-separated).
+    pub fn resource(mut self, uri: &str, scopes: &str) -> Self {
+        self.resources.insert(uri.to_string(), scopes.to_string());
+        self
+    }
+
+    /// Add a confidential client of the client-credentials grant that may ask for `scope`
+    /// (space-separated; the scopes of other resources than the first), its tokens carrying
+    /// no groups.
+    pub fn service(mut self, id: &str, secret: &str, scope: &str) -> Self {
+        self.clients.push(json!({
+            "client_id": id,
+            "client_secret": secret,
+            "grant_types": ["client_credentials"],
+            "response_types": [],
+            "redirect_uris": [],
+            "scope": scope,
+            "token_endpoint_auth_method": "client_secret_basic",
+        }));
+        self
+    }
+
+    /// Add a confidential client allowed the token-exchange grant (RFC 8693) for `scope`.
+    pub fn exchanger(mut self, id: &str, secret: &str, scope: &str) -> Self {
+        self.clients.push(json!({
+            "client_id": id,
+            "client_secret": secret,
+            "grant_types": [TOKEN_EXCHANGE],
+            "response_types": [],
+            "redirect_uris": [],
+            "scope": scope,
+            "token_endpoint_auth_method": "client_secret_basic",
+        }));
+        self
+    }
+
+    /// Set the access tokens' lifetime.
+    pub fn access_token_ttl_s(mut self, ttl: u64) -> Self {
+        self.access_token_ttl_s = ttl;
         self
     }
 
@@ -383,6 +429,44 @@ impl Provider {
             .expect("jwks count");
         let body: Value = response.body_mut().read_json().expect("json");
         body["count"].as_u64().expect("a count")
+    }
+
+    /// The access tokens issued so far, by grant: `{"client_credentials": N,
+    /// "token_exchange": N, "authorization_code": N}`.
+    pub fn token_counts(&self) -> Value {
+        let mut response = agent()
+            .get(format!("{}/test/token-count", self.issuer))
+            .call()
+            .expect("token count");
+        response.body_mut().read_json().expect("json")
+    }
+
+    /// An access token for `resource` exchanged (RFC 8693) for `subject_token` by the client
+    /// `id`, or the server's refusal (`status: body`).
+    pub fn try_token_exchange(
+        &self,
+        id: &str,
+        secret: &str,
+        subject_token: &str,
+        resource: &str,
+        scope: &str,
+    ) -> Result<String, String> {
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+        let response = agent()
+            .post(format!("{}/token", self.issuer))
+            .header("Authorization", format!("Basic {basic}"))
+            .send_form([
+                ("grant_type", TOKEN_EXCHANGE),
+                ("subject_token", subject_token),
+                (
+                    "subject_token_type",
+                    "urn:ietf:params:oauth:token-type:access_token",
+                ),
+                ("resource", resource),
+                ("scope", scope),
+            ])
+            .map_err(|e| e.to_string())?;
+        token_of(response)
     }
 
     /// Set the count of [`Self::jwks_fetches`] to 0.

@@ -5,3 +5,4 @@ mod fixtures;
 mod fixtures_missing;
 mod modes;
 mod oidc;
+mod remote_servers;
