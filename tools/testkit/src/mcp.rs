@@ -35,6 +35,14 @@ pub struct HttpServe {
     child: std::process::Child,
     /// Where it serves: `http://127.0.0.1:<port>/mcp`.
     pub url: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpServe {
+    /// What it wrote on stderr so far (its logs).
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
 }
 
 impl Drop for HttpServe {
@@ -61,9 +69,15 @@ pub fn serve_http(mut serve: std::process::Command) -> HttpServe {
         .expect("spawn escepine serve");
     let stderr = child.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("[serve] {line}");
+            if let Ok(mut kept) = kept.lock() {
+                kept.push_str(&line);
+                kept.push('\n');
+            }
             if let Some(at) = line.find("listening on ") {
                 let _ = tx.send(line[at + "listening on ".len()..].trim().to_string());
             }
@@ -72,5 +86,5 @@ pub fn serve_http(mut serve: std::process::Command) -> HttpServe {
     let url = rx
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("the server prints where it listens");
-    HttpServe { child, url }
+    HttpServe { child, url, log }
 }

@@ -16,6 +16,7 @@ mod mcp_edge;
 mod mcp_export;
 mod mcp_import;
 mod mcp_oauth;
+mod mcp_remote;
 mod mcp_serve_http;
 mod mcp_serve_stdio;
 mod policy_prove;
