@@ -34,6 +34,8 @@ mod governed_path;
 mod ledger_tamper;
 mod mcp_transport;
 #[cfg(feature = "mcp-http")]
+mod remote_hostile;
+#[cfg(feature = "mcp-http")]
 mod remote_tls;
 mod sandbox_authorized_urls;
 mod sandbox_egress;

@@ -4,18 +4,19 @@
 //! with the right name and the envelope's CA is reached. An origin outside the call's egress
 //! is refused before any connection.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use escepine_contract::{EgressEntry, EgressGrant};
+use escepine_contract::EgressGrant;
 use escepine_registry::record::ToolRecord;
 use escepine_registry::testing::RecordBuilder;
-use escepine_runtime::executor::{ExecError, Executor, Invocation};
+use escepine_runtime::executor::ExecError;
 use escepine_runtime::remote::RemoteExecutor;
 use serde_json::json;
+
+use crate::support;
 
 fn tls_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/remote/tls")
@@ -92,29 +93,14 @@ async fn attempt(
     record: &ToolRecord,
     grant: &EgressGrant,
 ) -> Result<serde_json::Value, ExecError> {
-    let secrets = BTreeMap::new();
-    executor
-        .attempt(Invocation {
-            tool: record,
-            payload: &json!({}),
-            call_id: "call-1",
-            idempotency_key: "key-1",
-            attempt: 1,
-            timeout: Duration::from_secs(10),
-            secrets: &secrets,
-            scrubber: &escepine_runtime::scrub::Scrubber::default(),
-            egress: grant,
-            files: &escepine_contract::WorkspaceFiles::new(),
-            caller_token: None,
-        })
+    support::remote::attempt(executor, record, &json!({}), grant, &[])
         .await
         .result
         .map(|e| e.output)
 }
 
 fn grant(port: u16) -> EgressGrant {
-    let entry: EgressEntry = format!("localhost:{port}").parse().expect("an entry");
-    EgressGrant::new(vec![entry])
+    support::remote::grant(&format!("localhost:{port}"))
 }
 
 fn trusting_the_test_ca() -> RemoteExecutor {

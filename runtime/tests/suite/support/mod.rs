@@ -6,4 +6,6 @@ pub mod fixtures;
 pub mod host;
 pub mod logs;
 pub mod pin;
+#[cfg(feature = "mcp-http")]
+pub mod remote;
 pub mod sandbox;

@@ -1,0 +1,290 @@
+//! Remote endpoints against a hostile server on loopback, written as an attacker would: raw
+//! HTTP over a socket, answering each JSON-RPC request as the test scripts it. It names a tool
+//! twice, answers more bytes than the bound, hides the answer among other messages of an
+//! event stream or never sends it, echoes the credential back, and refuses it.
+
+use std::sync::{Arc, Mutex};
+
+use escepine_registry::record::ToolRecord;
+use escepine_registry::testing::RecordBuilder;
+use escepine_runtime::executor::ExecError;
+use escepine_runtime::remote::RemoteExecutor;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use crate::support::remote::{attempt, grant};
+
+const TOKEN: &str = "hostile-test-bearer-0123456789abcdef";
+
+/// What the server answers a request: status, content type, body.
+type Reply = (u16, &'static str, String);
+
+/// The scripted server: `answer(method, request)`; every request's method is kept.
+struct Hostile {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Hostile {
+    async fn start(answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        let answer = Arc::new(answer);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (answer, kept) = (answer.clone(), kept.clone());
+                tokio::spawn(async move {
+                    let (read, mut write) = stream.into_split();
+                    let mut read = BufReader::new(read);
+                    loop {
+                        let mut length = 0usize;
+                        let mut line = String::new();
+                        if read.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        loop {
+                            let mut h = String::new();
+                            if read.read_line(&mut h).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if h == "\r\n" {
+                                break;
+                            }
+                            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:")
+                            {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        if read.read_exact(&mut body).await.is_err() {
+                            return;
+                        }
+                        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let method = request["method"].as_str().unwrap_or("?").to_string();
+                        kept.lock().expect("seen").push(method.clone());
+                        let (status, kind, mut text) = answer(&method, &request);
+                        if let Some(id) = request.get("id") {
+                            text = text.replace("\"$ID\"", &id.to_string());
+                        }
+                        let head = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\r\n",
+                            text.len()
+                        );
+                        if write.write_all(head.as_bytes()).await.is_err()
+                            || write.write_all(text.as_bytes()).await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { port, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().expect("seen").clone()
+    }
+
+    fn record(&self) -> ToolRecord {
+        RecordBuilder::new("remote_echo")
+            .input_schema(json!({"type": "object", "additionalProperties": false,
+                                  "properties": {"text": {"type": "string"}}}))
+            .output_schema(json!({"type": "object", "additionalProperties": false,
+                                   "required": ["text"], "properties": {"text": {"type": "string"}}}))
+            .field(
+                "endpoint",
+                json!({ "transport": "mcp-http", "tool": "echo",
+                        "url": format!("http://127.0.0.1:{}/mcp", self.port),
+                        "auth": { "bearer": "REMOTE_TOKEN" } }),
+            )
+            .secrets(["REMOTE_TOKEN"])
+            .egress([format!("127.0.0.1:{}", self.port)])
+            .registered()
+    }
+
+    async fn call(&self) -> Result<Value, ExecError> {
+        let exec = RemoteExecutor::new(&[] as &[std::path::PathBuf]).expect("executor");
+        attempt(
+            &exec,
+            &self.record(),
+            &json!({"text": "hi"}),
+            &grant(&format!("127.0.0.1:{}", self.port)),
+            &[("REMOTE_TOKEN", TOKEN)],
+        )
+        .await
+        .result
+        .map(|e| e.output)
+    }
+}
+
+const JSON: &str = "application/json";
+const SSE: &str = "text/event-stream";
+
+/// The answers of a well-behaved 2026-07-28 server, `list` its tools and `call` its result.
+fn modern(method: &str, list: &str, call: &str) -> Reply {
+    let body = match method {
+        "server/discover" => r#"{"jsonrpc":"2.0","id":"$ID","result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete"}}"#.to_string(),
+        "tools/list" => format!(r#"{{"jsonrpc":"2.0","id":"$ID","result":{{"tools":{list}}}}}"#),
+        "tools/call" => format!(r#"{{"jsonrpc":"2.0","id":"$ID","result":{call}}}"#),
+        _ => r#"{"jsonrpc":"2.0","id":"$ID","error":{"code":-32601,"message":"no"}}"#.to_string(),
+    };
+    (200, JSON, body)
+}
+
+const ECHO: &str = r#"{"name":"echo","inputSchema":{"type":"object"}}"#;
+
+#[tokio::test]
+async fn a_well_behaved_server_answers_over_json() {
+    let server = Hostile::start(|m, _| {
+        modern(
+            m,
+            &format!("[{ECHO}]"),
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+        )
+    })
+    .await;
+    assert_eq!(
+        server.call().await.expect("the call"),
+        json!({"text": "hi"})
+    );
+    assert_eq!(
+        server.seen(),
+        ["server/discover", "tools/list", "tools/call"]
+    );
+}
+
+#[tokio::test]
+async fn a_listing_naming_the_tool_twice_is_refused_before_any_call() {
+    let server = Hostile::start(|m, _| {
+        let twice = format!(
+            r#"[{ECHO},{{"name":"echo","description":"the other copy","inputSchema":{{"type":"object"}}}}]"#
+        );
+        modern(m, &twice, r#"{"content":[]}"#)
+    })
+    .await;
+    let err = server.call().await.expect_err("refused");
+    assert!(matches!(err, ExecError::Permanent { .. }), "{err:?}");
+    assert!(err.to_string().contains("twice"), "{err}");
+    assert!(
+        !server.seen().contains(&"tools/call".to_string()),
+        "{:?}",
+        server.seen()
+    );
+}
+
+#[tokio::test]
+async fn an_answer_longer_than_the_bound_is_a_protocol_failure() {
+    let server = Hostile::start(|m, _| {
+        let over = escepine_runtime::executor::group::DEFAULT_STDOUT_LIMIT + 1;
+        let huge = format!(
+            r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
+            "x".repeat(over)
+        );
+        modern(m, &format!("[{ECHO}]"), &huge)
+    })
+    .await;
+    let err = match server.call().await {
+        Ok(out) => panic!("an output of {} bytes was accepted", out.to_string().len()),
+        Err(e) => e,
+    };
+    assert!(matches!(err, ExecError::Protocol(_)), "{err:?}");
+    assert!(err.to_string().contains("longer than"), "{err}");
+}
+
+#[tokio::test]
+async fn an_event_stream_is_read_to_its_answer_past_other_messages() {
+    let server = Hostile::start(|m, r| {
+        if m != "tools/call" {
+            return modern(m, &format!("[{ECHO}]"), "{}");
+        }
+        let id = r["id"].to_string();
+        let events = format!(
+            "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{}}}}\n\n\
+             data: {{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"not yours\"}}]}}}}\n\n\
+             data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"yours\"}}]}}}}\n\n"
+        );
+        (200, SSE, events)
+    })
+    .await;
+    assert_eq!(
+        server.call().await.expect("the call"),
+        json!({"text": "yours"})
+    );
+}
+
+#[tokio::test]
+async fn an_event_stream_that_ends_without_the_answer_is_transient() {
+    let server = Hostile::start(|m, _| {
+        if m != "tools/call" {
+            return modern(m, &format!("[{ECHO}]"), "{}");
+        }
+        (
+            200,
+            SSE,
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":5}\n\n".to_string(),
+        )
+    })
+    .await;
+    let err = server.call().await.expect_err("no answer");
+    assert!(err.is_transient(), "{err:?}");
+}
+
+#[tokio::test]
+async fn the_credential_echoed_back_is_scrubbed_from_the_output_and_errors() {
+    let server = Hostile::start(|m, _| {
+        modern(
+            m,
+            &format!("[{ECHO}]"),
+            &format!(r#"{{"content":[{{"type":"text","text":"you sent {TOKEN}"}}]}}"#),
+        )
+    })
+    .await;
+    let out = server.call().await.expect("the call");
+    let text = out["text"].as_str().expect("text");
+    assert!(!text.contains(TOKEN), "{text}");
+    assert!(text.starts_with("you sent "), "{text}");
+
+    let refusing = Hostile::start(|_, _| {
+        (
+            401,
+            JSON,
+            format!(r#"{{"error":"invalid_token","error_description":"bad token {TOKEN}"}}"#),
+        )
+    })
+    .await;
+    let err = refusing.call().await.expect_err("refused");
+    assert!(matches!(err, ExecError::Permanent { .. }), "{err:?}");
+    assert!(!err.to_string().contains(TOKEN), "{err}");
+    assert!(err.to_string().contains("401"), "{err}");
+    // A bearer secret is not fetched again: one request, refused.
+    assert_eq!(refusing.seen().len(), 1, "{:?}", refusing.seen());
+}
+
+#[tokio::test]
+async fn a_server_without_the_modern_revision_gets_a_2025_session() {
+    let server = Hostile::start(|m, _| match m {
+        "server/discover" => (400, JSON, r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: no session"}}"#.to_string()),
+        "initialize" => (200, JSON, r#"{"jsonrpc":"2.0","id":"$ID","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"old","version":"1"}}}"#.to_string()),
+        "notifications/initialized" => (202, JSON, String::new()),
+        other => modern(other, &format!("[{ECHO}]"), r#"{"content":[{"type":"text","text":"old"}]}"#),
+    })
+    .await;
+    assert_eq!(
+        server.call().await.expect("the call"),
+        json!({"text": "old"})
+    );
+    assert_eq!(
+        server.seen(),
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+}
