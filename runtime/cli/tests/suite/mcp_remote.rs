@@ -562,3 +562,70 @@ fn hostile_answers_are_refused_or_retried_as_the_contract_says() {
     assert!(all.contains("egress"), "{all}");
     assert_eq!(remote.server.counts()["requests"], 0);
 }
+
+#[test]
+fn an_import_from_a_bad_url_or_client_file_is_refused_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let import = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_escepine"))
+            .args(["import", "mcp", "--out"])
+            .arg(dir.path().join("out"))
+            .args(args)
+            .output()
+            .expect("import")
+    };
+    // Plain HTTP to a host that is not loopback: refused before any connection.
+    let out = import(&["--url", "http://notes.example.com/mcp"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("loopback"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A client file with a secret's value where its name belongs, under an unknown key.
+    let client = dir.path().join("client.json");
+    std::fs::write(
+        &client,
+        json!({ "token_endpoint": "http://127.0.0.1:1/token", "client_id": "c",
+                "client_secret": "NOTES_SECRET", "client_secret_value": "s3cr3t" })
+        .to_string(),
+    )
+    .expect("client file");
+    let out = import(&[
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--oauth-client",
+        client.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/client_secret_value") && err.contains("client.json"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cr3t"), "{err}");
+    // A secret without a value.
+    std::fs::write(
+        &client,
+        json!({ "token_endpoint": "http://127.0.0.1:1/token", "client_id": "c",
+                "client_secret": "NO_SUCH_SECRET_NAME" })
+        .to_string(),
+    )
+    .expect("client file");
+    let out = import(&[
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--oauth-client",
+        client.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("NO_SUCH_SECRET_NAME"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A command beside --url.
+    let out = import(&["--url", "http://127.0.0.1:1/mcp", "--", "python3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}
