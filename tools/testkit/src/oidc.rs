@@ -196,7 +196,7 @@ impl Drop for Provider {
 }
 
 /// An HTTP agent that follows no redirect and reports every status as a response.
-fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
             .max_redirects(0)
@@ -307,17 +307,15 @@ impl Provider {
         resource: &str,
         scope: &str,
     ) -> Result<String, String> {
-        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-        let response = agent()
-            .post(format!("{}/token", self.issuer))
-            .header("Authorization", format!("Basic {basic}"))
-            .send_form([
+        self.token_request(
+            id,
+            secret,
+            &[
                 ("grant_type", "client_credentials"),
                 ("scope", scope),
                 ("resource", resource),
-            ])
-            .map_err(|e| e.to_string())?;
-        token_of(response)
+            ],
+        )
     }
 
     /// A JWT access token for `resource` by the authorization-code grant with PKCE (S256),
@@ -451,11 +449,10 @@ impl Provider {
         resource: &str,
         scope: &str,
     ) -> Result<String, String> {
-        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-        let response = agent()
-            .post(format!("{}/token", self.issuer))
-            .header("Authorization", format!("Basic {basic}"))
-            .send_form([
+        self.token_request(
+            id,
+            secret,
+            &[
                 ("grant_type", TOKEN_EXCHANGE),
                 ("subject_token", subject_token),
                 (
@@ -464,7 +461,23 @@ impl Provider {
                 ),
                 ("resource", resource),
                 ("scope", scope),
-            ])
+            ],
+        )
+    }
+
+    /// A token request of the confidential client `id` (HTTP Basic) with `form`: the access
+    /// token, or the server's refusal (`status: body`).
+    fn token_request(
+        &self,
+        id: &str,
+        secret: &str,
+        form: &[(&str, &str)],
+    ) -> Result<String, String> {
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+        let response = agent()
+            .post(format!("{}/token", self.issuer))
+            .header("Authorization", format!("Basic {basic}"))
+            .send_form(form.iter().copied())
             .map_err(|e| e.to_string())?;
         token_of(response)
     }

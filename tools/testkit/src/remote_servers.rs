@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::fixtures;
-use crate::oidc::free_loopback_port;
+use crate::oidc::{agent, free_loopback_port};
 
 /// Which SDK the server is written with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,16 +38,6 @@ impl Drop for RemoteServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::new_with_config(
-        ureq::Agent::config_builder()
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(20)))
-            .build(),
-    )
 }
 
 impl RemoteServer {
