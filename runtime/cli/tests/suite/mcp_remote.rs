@@ -502,6 +502,20 @@ fn hostile_answers_are_refused_or_retried_as_the_contract_says() {
     let shown = remote.shown("h.db");
     assert!(shown.contains("429"), "{shown}");
 
+    // A 401 to an OAuth token: one new token, the call made again within the same attempt.
+    remote.server.reset();
+    let before = remote.issued("client_credentials");
+    remote.server.fail_next(401, None, 1);
+    let out = remote.call("whoami", "{}", "u.db");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        remote.issued("client_credentials") - before,
+        2,
+        "the first token, then one more"
+    );
+    let shown = remote.shown("u.db");
+    assert!(!shown.contains("attempt 2"), "{shown}");
+
     // A JSON-RPC error is permanent: one attempt, although three are allowed.
     remote.server.reset();
     remote.server.jsonrpc_error_next(1);
@@ -542,6 +556,37 @@ fn hostile_answers_are_refused_or_retried_as_the_contract_says() {
         counts["tools_list"].as_u64().expect("count") >= 1,
         "{counts}"
     );
+
+    // Imported with a bearer secret instead: the drafts name it, never its value.
+    let bearer =
+        remote
+            .provider
+            .client_credentials("escepine-notes", SECRET, &remote.server.url, "notes");
+    std::fs::write(remote.path("bearer.env"), format!("NOTES_TOKEN={bearer}\n")).expect("secrets");
+    let out = remote
+        .escepine(&[
+            "import",
+            "mcp",
+            "--url",
+            &remote.server.url,
+            "--bearer-secret",
+            "NOTES_TOKEN",
+        ])
+        .arg("--secrets")
+        .arg(remote.path("bearer.env"))
+        .arg("--out")
+        .arg(remote.path("bearer-records"))
+        .output()
+        .expect("import");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let draft = std::fs::read_to_string(remote.path("bearer-records/whoami.json")).expect("draft");
+    let draft: Value = serde_json::from_str(&draft).expect("JSON");
+    assert_eq!(
+        draft["endpoint"]["auth"],
+        json!({ "bearer": "NOTES_TOKEN" })
+    );
+    assert_eq!(draft["auth"]["secrets"], json!(["NOTES_TOKEN"]));
+    assert!(!draft.to_string().contains(&bearer));
 
     // An origin outside the envelope: refused at registration, nothing sent.
     remote.server.reset();
