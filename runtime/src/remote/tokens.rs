@@ -121,6 +121,11 @@ impl TokenCache {
         self.fetches.load(Ordering::Relaxed)
     }
 
+    /// Tokens held now (each still usable when it was last fetched or stored).
+    pub async fn held(&self) -> usize {
+        self.entries.lock().await.len()
+    }
+
     /// A token for `ask`: the cached one while it is fresh, else a new one from the token
     /// endpoint (one request at a time per cache, so concurrent calls share one fetch). Each
     /// request sent is pushed on `requests`.
@@ -150,6 +155,10 @@ impl TokenCache {
         requests.push(request_line("POST", &g.token_endpoint, ask.kind.as_str()));
         let issued = fetch(http, ask).await?;
         self.fetches.fetch_add(1, Ordering::Relaxed);
+        // Tokens past their use are dropped as new ones come: a serve process exchanging the
+        // tokens of many callers keeps only those still usable.
+        let now = Instant::now();
+        entries.retain(|_, i| now < i.refresh_at);
         entries.insert(key, issued.clone());
         Ok(issued)
     }

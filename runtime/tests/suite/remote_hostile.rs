@@ -288,3 +288,61 @@ async fn a_server_without_the_modern_revision_gets_a_2025_session() {
         ]
     );
 }
+
+#[tokio::test]
+async fn tokens_past_their_use_are_fetched_again_and_not_kept() {
+    // The same server is the token endpoint (a form body, so no JSON-RPC method): each token
+    // it issues expires at once.
+    let server = Hostile::start(|m, _| match m {
+        "?" => (
+            200,
+            JSON,
+            r#"{"access_token":"opaque-token-0123456789","token_type":"Bearer","expires_in":0}"#
+                .to_string(),
+        ),
+        other => modern(
+            other,
+            &format!("[{ECHO}]"),
+            r#"{"content":[{"type":"text","text":"ok"}]}"#,
+        ),
+    })
+    .await;
+    let record = RecordBuilder::new("remote_echo")
+        .input_schema(json!({"type": "object", "additionalProperties": false,
+                              "properties": {"text": {"type": "string"}}}))
+        .output_schema(json!({"type": "object", "additionalProperties": false,
+                               "required": ["text"], "properties": {"text": {"type": "string"}}}))
+        .field(
+            "endpoint",
+            json!({ "transport": "mcp-http", "tool": "echo",
+                    "url": format!("http://127.0.0.1:{}/mcp", server.port),
+                    "auth": { "oauth": {
+                        "token_endpoint": format!("http://127.0.0.1:{}/token", server.port),
+                        "client_id": "c", "client_secret": "CLIENT_SECRET" } } }),
+        )
+        .secrets(["CLIENT_SECRET"])
+        .egress([format!("127.0.0.1:{}", server.port)])
+        .registered();
+    let exec = RemoteExecutor::new(&[] as &[std::path::PathBuf]).expect("executor");
+    let grant = grant(&format!("127.0.0.1:{}", server.port));
+    for n in 1..=3u64 {
+        let done = attempt(
+            &exec,
+            &record,
+            &json!({"text": "hi"}),
+            &grant,
+            &[("CLIENT_SECRET", "s")],
+        )
+        .await;
+        assert_eq!(done.result.expect("the call").output, json!({"text": "ok"}));
+        let credential = done.egress.credential.expect("a credential");
+        assert_eq!(credential.grant, "client_credentials");
+        assert_eq!(credential.sub, None, "an opaque token names no sub");
+        assert_eq!(exec.tokens().fetches(), n);
+        assert_eq!(
+            exec.tokens().held().await,
+            1,
+            "the expired ones are dropped"
+        );
+    }
+}
