@@ -268,8 +268,7 @@ impl HttpSession {
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(|v| retry_after(v, std::time::SystemTime::now()));
         let body = excerpt(response).await;
         match status {
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
@@ -291,6 +290,17 @@ impl HttpSession {
             _ => SessionError::Refused(format!("{method}: the MCP server answered {status}{body}")),
         }
     }
+}
+
+/// The wait a `Retry-After` value asks for (RFC 9110 §10.2.3): delay-seconds, or an HTTP date
+/// (the time until it from `now`; a date past is no wait). Anything else is ignored.
+fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or_default())
 }
 
 /// How a refusal of the credential's rights begins (the server knows the caller and refuses).
@@ -446,4 +456,28 @@ async fn answer(
         message: format!("{method}: the MCP server's event stream ended without the answer"),
         retry_after: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use super::retry_after;
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+        assert_eq!(retry_after(" 120 ", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date past is no wait"
+        );
+        assert_eq!(retry_after("soon", SystemTime::now()), None);
+        assert_eq!(retry_after("-5", SystemTime::now()), None);
+    }
 }
