@@ -346,3 +346,89 @@ async fn tokens_past_their_use_are_fetched_again_and_not_kept() {
         );
     }
 }
+
+#[tokio::test]
+async fn cedar_decides_per_url_before_anything_is_sent() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use escepine_contract::Principal;
+    use escepine_runtime::secrets::MapSecrets;
+    use escepine_runtime::{CallOptions, CallOutcome, Runtime};
+
+    let server = Hostile::start(|m, _| {
+        modern(
+            m,
+            r#"[{"name":"fetch","inputSchema":{"type":"object"}}]"#,
+            r#"{"content":[{"type":"text","text":"page"}]}"#,
+        )
+    })
+    .await;
+    let record = RecordBuilder::new("remote_fetch")
+        .input_schema(
+            json!({"type": "object", "additionalProperties": false, "required": ["url"],
+                              "properties": {"url": {"type": "string", "format": "uri"}}}),
+        )
+        .output_schema(json!({"type": "object", "additionalProperties": false,
+                               "required": ["text"], "properties": {"text": {"type": "string"}}}))
+        .field(
+            "endpoint",
+            json!({ "transport": "mcp-http", "tool": "fetch",
+                    "url": format!("http://127.0.0.1:{}/mcp", server.port),
+                    "auth": { "bearer": "REMOTE_TOKEN" } }),
+        )
+        .secrets(["REMOTE_TOKEN"])
+        .egress([format!("127.0.0.1:{}", server.port)])
+        .to_json();
+    let catalog = crate::support::authorize::TempCatalog::new(
+        &[record],
+        "@id(\"fetch\")\npermit(principal, action == Action::\"remote_fetch\", resource);\n\
+         @id(\"no-blocked-host\")\nforbid(principal, action, resource)\n\
+         when { context has url && context.url.host == \"blocked.example\" };\n",
+    );
+    let rt = Runtime::builder(catalog.load())
+        .ledger(Arc::new(escepine_ledger::memory::MemoryLedger::new()))
+        .executor(Arc::new(escepine_runtime::executor::ProcessExecutor::new()))
+        .secrets(Arc::new(MapSecrets(BTreeMap::from([(
+            "REMOTE_TOKEN".to_string(),
+            TOKEN.to_string(),
+        )]))))
+        .build()
+        .expect("runtime");
+    let who = Principal::agent("alice");
+    let denied = rt
+        .call(
+            &who,
+            "remote_fetch",
+            json!({"url": "https://blocked.example/a"}),
+            CallOptions::default(),
+        )
+        .await
+        .expect("a report");
+    assert!(
+        matches!(denied.outcome(), CallOutcome::Denied { policy_ids, .. } if policy_ids == &["no-blocked-host"]),
+        "{:?}",
+        denied.outcome()
+    );
+    assert!(
+        server.seen().is_empty(),
+        "nothing was sent: {:?}",
+        server.seen()
+    );
+    let allowed = rt
+        .call(
+            &who,
+            "remote_fetch",
+            json!({"url": "https://example.com/a"}),
+            CallOptions::default(),
+        )
+        .await
+        .expect("a report");
+    assert_eq!(
+        allowed.output(),
+        Some(&json!({"text": "page"})),
+        "{:?}",
+        allowed.outcome()
+    );
+    assert_eq!(server.seen().last().map(String::as_str), Some("tools/call"));
+}
