@@ -52,23 +52,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use escepine_contract::ImageRef;
-use escepine_registry::diagnostic::SourceFile;
 use escepine_registry::endpoint;
 use escepine_registry::endpoint::WorkspaceBins;
 use escepine_registry::envelope::Envelope;
 use escepine_registry::host_path;
-use escepine_registry::rules::record as record_rules;
 
 use escepine_mcp::import::endpoint::absolute;
 use escepine_mcp::import::listing::{list_in_image, list_sandboxed, list_unsandboxed};
-use escepine_mcp::import::{
-    draft, Decision, Draft, EndpointDraft, ImportError, ServerTools, NEEDS_DECISION_DIR,
-};
+use escepine_mcp::import::{EndpointDraft, ImportError, ServerTools};
 use escepine_runtime::images;
 use escepine_runtime::sandbox::SandboxExecutor;
 
 use crate::error::{CliError, CliResult};
 use crate::exit::{self, SERVER_FAILED};
+use crate::import_drafts::{finish, Output};
 use crate::io::Io;
 use crate::tool_run::image_store;
 
@@ -86,17 +83,17 @@ enum Source {
 }
 
 #[derive(Debug, clap::Args)]
-pub(crate) struct McpArgs {
+struct McpArgs {
     /// Directory the drafts are written to (created if missing); drafts needing a decision go
     /// to its `needs-decision` folder.
     #[arg(long, value_name = "DIR")]
-    pub(crate) out: PathBuf,
+    out: PathBuf,
     /// Overwrite existing draft files.
     #[arg(long)]
     force: bool,
     /// How long the server gets to start and list its tools.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
-    pub(crate) timeout_ms: u64,
+    timeout_ms: u64,
     /// A host path the server needs, bound read-only at its own path in the sandbox and
     /// written into every draft's `sandbox_profile.read_only` (repeatable).
     #[arg(long = "read-only", value_name = "PATH")]
@@ -112,7 +109,7 @@ pub(crate) struct McpArgs {
     image_cache: Option<PathBuf>,
     /// The deployment envelope the drafts are checked against (coverage rules).
     #[arg(long, value_name = "FILE")]
-    pub(crate) envelope: Option<PathBuf>,
+    envelope: Option<PathBuf>,
     /// Run the server as a host process instead of in a sandbox (cleared environment).
     #[arg(long)]
     unsandboxed: bool,
@@ -128,19 +125,29 @@ pub(crate) struct McpArgs {
         requires = "url",
         conflicts_with = "oauth_client"
     )]
-    pub(crate) bearer_secret: Option<String>,
+    bearer_secret: Option<String>,
     /// With `--url`: a JSON file holding the drafts' `endpoint.auth.oauth` object
     /// (`token_endpoint`, `client_id`, `client_secret` — a secret's name —, `scopes`,
     /// `resource`): the listing authenticates with a client-credentials token.
     #[arg(long, value_name = "FILE", requires = "url")]
-    pub(crate) oauth_client: Option<PathBuf>,
+    oauth_client: Option<PathBuf>,
     /// With `--url`: a file of secret values (`NAME=value` lines, as `call --secrets`), read
     /// before the environment.
     #[arg(long, value_name = "FILE", requires = "url")]
-    pub(crate) secrets: Option<PathBuf>,
+    secrets: Option<PathBuf>,
     /// The server's command and arguments, after `--` (optional with `--image`).
     #[arg(last = true, num_args = 0.., value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+impl McpArgs {
+    /// Where the drafts go.
+    fn output(&self) -> Output<'_> {
+        Output {
+            out: &self.out,
+            force: self.force,
+        }
+    }
 }
 
 /// Import from the source.
@@ -160,23 +167,24 @@ fn workspace_for(out: &Path) -> Option<PathBuf> {
     })
 }
 
-/// Where a draft goes: `OUT/` when it passes every rule and leaves nothing to decide, else
-/// `OUT/needs-decision/`.
-fn folder(out: &Path, d: &Draft) -> PathBuf {
-    if d.decisions.is_empty() {
-        out.to_path_buf()
-    } else {
-        out.join(NEEDS_DECISION_DIR)
-    }
-}
-
 fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
     let usage = |msg: String| Err(CliError::new(exit::USAGE, msg));
     if let Some(url) = &a.url {
         if !a.command.is_empty() {
             return usage("--url imports a remote server; give no command after `--`".into());
         }
-        return crate::import_remote::import(a, url, io);
+        return crate::import_remote::import(
+            &crate::import_remote::RemoteImport {
+                url,
+                bearer_secret: a.bearer_secret.as_deref(),
+                oauth_client: a.oauth_client.as_deref(),
+                secrets: a.secrets.as_deref(),
+                envelope: a.envelope.as_deref(),
+                timeout: Duration::from_millis(a.timeout_ms),
+                output: a.output(),
+            },
+            io,
+        );
     }
     let image = match &a.image {
         None => None,
@@ -256,7 +264,7 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
     };
     let listed = list(a, &server).map_err(|e| CliError::new(SERVER_FAILED, e))?;
     finish(
-        a,
+        &a.output(),
         &listed,
         &endpoint,
         &shown,
@@ -264,43 +272,6 @@ fn mcp(a: &McpArgs, io: &mut Io<'_>) -> CliResult {
         workspace.as_deref(),
         io,
     )
-}
-
-/// Draft every tool of `listed` for `endpoint`, check each draft by the registry's rules, and
-/// write the drafts.
-pub(crate) fn finish(
-    a: &McpArgs,
-    listed: &ServerTools,
-    endpoint: &EndpointDraft,
-    read_only: &[String],
-    envelope: Option<&Envelope>,
-    workspace: Option<&Path>,
-    io: &mut Io<'_>,
-) -> CliResult {
-    if listed.tools.is_empty() {
-        return Err(CliError::new(
-            SERVER_FAILED,
-            "the MCP server lists no tools; nothing to import",
-        ));
-    }
-    let bins = workspace.map(WorkspaceBins::discover).unwrap_or_default();
-    let ctx = record_rules::Context {
-        envelope,
-        bins: &bins,
-    };
-    let drafts: Vec<Draft> = listed
-        .tools
-        .iter()
-        .map(|t| {
-            let mut d = draft(t, listed, endpoint, read_only);
-            for decision in rule_decisions(&d, &a.out, &ctx) {
-                d.decide(decision);
-            }
-            d
-        })
-        .collect();
-    refuse_conflicts(&drafts, a)?;
-    write_drafts(&drafts, a, io)
 }
 
 /// Where and how the server to list runs.
@@ -396,119 +367,4 @@ async fn list_image(
         .split_first()
         .map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
     list_in_image(&executor, &root, command, args, server.read_only, timeout).await
-}
-
-/// What the registry's own record rules refuse in the draft `d` (checked as if at its place
-/// in `out`), each as a decision naming the pointer, the rule and why.
-fn rule_decisions(d: &Draft, out: &Path, ctx: &record_rules::Context<'_>) -> Vec<Decision> {
-    let file = SourceFile::new(out.join(d.file_name()), d.text());
-    let (_, diags) = escepine_registry::registry::check_records(&[file], ctx);
-    diags
-        .iter()
-        // Warnings and notes (a script endpoint, an exemption) are printed by `check`; only
-        // what the rules refuse is a decision.
-        .filter(|diag| diag.is_error())
-        .filter(|diag| {
-            // A decision the draft already names (at its pointer or below) is not listed twice.
-            !d.decisions.iter().any(|k| {
-                diag.pointer.as_deref().is_some_and(|p| {
-                    p == k.pointer
-                        || (p.starts_with(k.pointer.as_str())
-                            && p[k.pointer.len()..].starts_with('/'))
-                })
-            })
-        })
-        .map(|diag| {
-            Decision::new(
-                diag.pointer.as_deref().unwrap_or(""),
-                &format!(
-                    "{} (registration rule {})",
-                    diag.message.trim_end(),
-                    diag.rule.id()
-                ),
-            )
-        })
-        .collect()
-}
-
-/// Refuse before writing anything: two tools on one file, or drafts already there.
-fn refuse_conflicts(drafts: &[Draft], a: &McpArgs) -> CliResult {
-    let mut refused = String::new();
-    for (i, d) in drafts.iter().enumerate() {
-        if let Some(first) = drafts[..i].iter().find(|o| o.tool_id == d.tool_id) {
-            refused.push_str(&format!(
-                "error: the MCP tools `{}` and `{}` both map to the tool id `{}`\n",
-                first.mcp_name, d.mcp_name, d.tool_id
-            ));
-        }
-        for dir in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
-            let path = dir.join(d.file_name());
-            if path.exists() && !a.force {
-                refused.push_str(&format!(
-                    "error: {} exists (pass --force to overwrite it)\n",
-                    path.display()
-                ));
-            }
-        }
-    }
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::text(exit::INVALID, refused))
-    }
-}
-
-fn write_drafts(drafts: &[Draft], a: &McpArgs, io: &mut Io<'_>) -> CliResult {
-    let mut pending = 0;
-    for d in drafts {
-        let dir = folder(&a.out, d);
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            CliError::new(
-                exit::INVALID,
-                format!("cannot create {}: {e}", dir.display()),
-            )
-        })?;
-        let path = dir.join(d.file_name());
-        std::fs::write(&path, d.text()).map_err(|e| {
-            CliError::new(
-                exit::INVALID,
-                format!("cannot write {}: {e}", path.display()),
-            )
-        })?;
-        // With --force, the draft of this tool in the other folder is stale.
-        for other in [a.out.clone(), a.out.join(NEEDS_DECISION_DIR)] {
-            let stale = other.join(d.file_name());
-            if other != dir && stale.is_file() {
-                let _ = std::fs::remove_file(&stale);
-            }
-        }
-        let _ = writeln!(
-            io.out,
-            "wrote {} (MCP tool `{}`)",
-            path.display(),
-            d.mcp_name
-        );
-        for note in &d.notes {
-            let _ = writeln!(io.out, "    {note}");
-        }
-        for k in &d.decisions {
-            let _ = writeln!(
-                io.out,
-                "    decide: tool `{}` at {}: {}",
-                d.mcp_name, k.pointer, k.what
-            );
-        }
-        pending += usize::from(!d.decisions.is_empty());
-    }
-    let out_dir = a.out.display();
-    let _ = writeln!(
-        io.out,
-        "ok: {} draft(s) written, {} ready in {out_dir}, {pending} needing a decision in \
-         {out_dir}/{NEEDS_DECISION_DIR}; make the decisions, move each decided draft up to \
-         {out_dir}, then run `escepine check --records {out_dir} --policies <DIR> --envelope \
-         <FILE>`",
-        drafts.len(),
-        drafts.len() - pending
-    );
-    Ok(())
 }

@@ -20,21 +20,40 @@ use serde_json::{json, Value};
 
 use crate::error::{CliError, CliResult};
 use crate::exit::{self, SERVER_FAILED};
-use crate::import::{finish, McpArgs};
+use crate::import_drafts::{finish, Output};
 use crate::io::Io;
 
-/// Import the remote server at `url`.
-pub(crate) fn import(a: &McpArgs, url: &str, io: &mut Io<'_>) -> CliResult {
+/// What `import mcp --url` was asked.
+#[derive(Debug)]
+pub(crate) struct RemoteImport<'a> {
+    /// `--url`.
+    pub(crate) url: &'a str,
+    /// `--bearer-secret NAME`.
+    pub(crate) bearer_secret: Option<&'a str>,
+    /// `--oauth-client FILE`.
+    pub(crate) oauth_client: Option<&'a std::path::Path>,
+    /// `--secrets FILE`.
+    pub(crate) secrets: Option<&'a std::path::Path>,
+    /// `--envelope FILE`.
+    pub(crate) envelope: Option<&'a std::path::Path>,
+    /// `--timeout-ms`.
+    pub(crate) timeout: std::time::Duration,
+    /// Where the drafts go.
+    pub(crate) output: Output<'a>,
+}
+
+/// Import the remote server `a.url`.
+pub(crate) fn import(a: &RemoteImport<'_>, io: &mut Io<'_>) -> CliResult {
     let usage = |msg: String| CliError::new(exit::USAGE, msg);
-    let url = RemoteUrl::parse(url).map_err(|e| usage(format!("--url: {e}")))?;
-    let envelope = match &a.envelope {
+    let url = RemoteUrl::parse(a.url).map_err(|e| usage(format!("--url: {e}")))?;
+    let envelope = match a.envelope {
         None => None,
         Some(path) => Some(Envelope::load(path).map_err(|d| usage(d.render()))?),
     };
-    let (auth, auth_json) = match (&a.bearer_secret, &a.oauth_client) {
+    let (auth, auth_json) = match (a.bearer_secret, a.oauth_client) {
         (Some(name), _) => (
             RemoteAuth::Bearer {
-                secret: name.clone(),
+                secret: name.to_string(),
             },
             Some(json!({ "bearer": name })),
         ),
@@ -47,7 +66,7 @@ pub(crate) fn import(a: &McpArgs, url: &str, io: &mut Io<'_>) -> CliResult {
         }
         (None, None) => (RemoteAuth::None, None),
     };
-    let source: Box<dyn SecretSource> = match &a.secrets {
+    let source: Box<dyn SecretSource> = match a.secrets {
         None => Box::new(EnvSecrets),
         Some(path) => Box::new(ChainSecrets(vec![
             Box::new(MapSecrets::from_file(path).map_err(usage)?),
@@ -61,7 +80,7 @@ pub(crate) fn import(a: &McpArgs, url: &str, io: &mut Io<'_>) -> CliResult {
             "the secret `{missing}` has no value (give it in --secrets FILE or the environment)"
         )));
     }
-    let listed = list(&url, &auth, &values, a, &envelope)?;
+    let listed = list(&url, &auth, &values, a.timeout, &envelope)?;
     let mut egress = vec![url.authority()];
     if let Some(g) = auth.grant() {
         let te = g.token_endpoint.authority();
@@ -75,7 +94,15 @@ pub(crate) fn import(a: &McpArgs, url: &str, io: &mut Io<'_>) -> CliResult {
         secrets: names,
         egress,
     });
-    finish(a, &listed, &endpoint, &[], envelope.as_ref(), None, io)
+    finish(
+        &a.output,
+        &listed,
+        &endpoint,
+        &[],
+        envelope.as_ref(),
+        None,
+        io,
+    )
 }
 
 /// The server's tools, within the import's timeout.
@@ -83,7 +110,7 @@ fn list(
     url: &RemoteUrl,
     auth: &RemoteAuth,
     values: &BTreeMap<String, String>,
-    a: &McpArgs,
+    timeout: std::time::Duration,
     envelope: &Option<Envelope>,
 ) -> Result<ServerTools, CliError> {
     let failed = |why: String| CliError::new(SERVER_FAILED, format!("the MCP server {url}: {why}"));
@@ -96,7 +123,6 @@ fn list(
         .enable_all()
         .build()
         .map_err(|e| failed(format!("cannot start the async runtime: {e}")))?;
-    let timeout = std::time::Duration::from_millis(a.timeout_ms);
     let listed = rt
         .block_on(async { tokio::time::timeout(timeout, client.list(url, auth, values)).await })
         .map_err(|_| failed(format!("it did not list its tools within {timeout:?}")))?

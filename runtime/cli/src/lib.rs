@@ -21,6 +21,7 @@ pub mod exit;
 mod export;
 mod files;
 mod import;
+mod import_drafts;
 mod import_remote;
 mod io;
 mod ledger;
