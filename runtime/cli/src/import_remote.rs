@@ -128,19 +128,7 @@ fn list(
         .map_err(|_| failed(format!("it did not list its tools within {timeout:?}")))?
         .map_err(|e| failed(e.to_string()))?;
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
-    let field = |k: &str| {
-        listed
-            .server_info
-            .as_ref()
-            .and_then(|i| i.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    Ok(ServerTools {
-        name: field("name"),
-        version: field("version"),
-        tools: listed.tools,
-    })
+    Ok(ServerTools::new(listed.server_info.as_ref(), listed.tools))
 }
 
 /// The `--oauth-client` file: the grant, and the object the drafts write.

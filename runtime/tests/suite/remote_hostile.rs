@@ -90,20 +90,15 @@ impl Hostile {
     }
 
     fn record(&self) -> ToolRecord {
-        RecordBuilder::new("remote_echo")
-            .input_schema(json!({"type": "object", "additionalProperties": false,
-                                  "properties": {"text": {"type": "string"}}}))
-            .output_schema(json!({"type": "object", "additionalProperties": false,
-                                   "required": ["text"], "properties": {"text": {"type": "string"}}}))
-            .field(
-                "endpoint",
-                json!({ "transport": "mcp-http", "tool": "echo",
-                        "url": format!("http://127.0.0.1:{}/mcp", self.port),
-                        "auth": { "bearer": "REMOTE_TOKEN" } }),
-            )
-            .secrets(["REMOTE_TOKEN"])
-            .egress([format!("127.0.0.1:{}", self.port)])
-            .registered()
+        remote_record(
+            "remote_echo",
+            self.port,
+            "echo",
+            text_input(),
+            json!({ "bearer": "REMOTE_TOKEN" }),
+            "REMOTE_TOKEN",
+        )
+        .registered()
     }
 
     async fn call(&self) -> Result<Value, ExecError> {
@@ -119,6 +114,35 @@ impl Hostile {
         .result
         .map(|e| e.output)
     }
+}
+
+/// A record of the remote tool `tool` on the loopback server at `port`: `input` its input
+/// schema, `{"text": …}` its output, `auth` its endpoint's authentication using `secret`.
+fn remote_record(
+    id: &str,
+    port: u16,
+    tool: &str,
+    input: Value,
+    auth: Value,
+    secret: &str,
+) -> RecordBuilder {
+    RecordBuilder::new(id)
+        .input_schema(input)
+        .output_schema(json!({"type": "object", "additionalProperties": false,
+                               "required": ["text"], "properties": {"text": {"type": "string"}}}))
+        .field(
+            "endpoint",
+            json!({ "transport": "mcp-http", "tool": tool,
+                    "url": format!("http://127.0.0.1:{port}/mcp"), "auth": auth }),
+        )
+        .secrets([secret])
+        .egress([format!("127.0.0.1:{port}")])
+}
+
+/// The input of a tool taking an optional `text`.
+fn text_input() -> Value {
+    json!({"type": "object", "additionalProperties": false,
+           "properties": {"text": {"type": "string"}}})
 }
 
 const JSON: &str = "application/json";
@@ -307,22 +331,17 @@ async fn tokens_past_their_use_are_fetched_again_and_not_kept() {
         ),
     })
     .await;
-    let record = RecordBuilder::new("remote_echo")
-        .input_schema(json!({"type": "object", "additionalProperties": false,
-                              "properties": {"text": {"type": "string"}}}))
-        .output_schema(json!({"type": "object", "additionalProperties": false,
-                               "required": ["text"], "properties": {"text": {"type": "string"}}}))
-        .field(
-            "endpoint",
-            json!({ "transport": "mcp-http", "tool": "echo",
-                    "url": format!("http://127.0.0.1:{}/mcp", server.port),
-                    "auth": { "oauth": {
-                        "token_endpoint": format!("http://127.0.0.1:{}/token", server.port),
-                        "client_id": "c", "client_secret": "CLIENT_SECRET" } } }),
-        )
-        .secrets(["CLIENT_SECRET"])
-        .egress([format!("127.0.0.1:{}", server.port)])
-        .registered();
+    let record = remote_record(
+        "remote_echo",
+        server.port,
+        "echo",
+        text_input(),
+        json!({ "oauth": {
+            "token_endpoint": format!("http://127.0.0.1:{}/token", server.port),
+            "client_id": "c", "client_secret": "CLIENT_SECRET" } }),
+        "CLIENT_SECRET",
+    )
+    .registered();
     let exec = RemoteExecutor::new(&[] as &[std::path::PathBuf]).expect("executor");
     let grant = grant(&format!("127.0.0.1:{}", server.port));
     for n in 1..=3u64 {
@@ -364,22 +383,16 @@ async fn cedar_decides_per_url_before_anything_is_sent() {
         )
     })
     .await;
-    let record = RecordBuilder::new("remote_fetch")
-        .input_schema(
-            json!({"type": "object", "additionalProperties": false, "required": ["url"],
-                              "properties": {"url": {"type": "string", "format": "uri"}}}),
-        )
-        .output_schema(json!({"type": "object", "additionalProperties": false,
-                               "required": ["text"], "properties": {"text": {"type": "string"}}}))
-        .field(
-            "endpoint",
-            json!({ "transport": "mcp-http", "tool": "fetch",
-                    "url": format!("http://127.0.0.1:{}/mcp", server.port),
-                    "auth": { "bearer": "REMOTE_TOKEN" } }),
-        )
-        .secrets(["REMOTE_TOKEN"])
-        .egress([format!("127.0.0.1:{}", server.port)])
-        .to_json();
+    let record = remote_record(
+        "remote_fetch",
+        server.port,
+        "fetch",
+        json!({"type": "object", "additionalProperties": false, "required": ["url"],
+               "properties": {"url": {"type": "string", "format": "uri"}}}),
+        json!({ "bearer": "REMOTE_TOKEN" }),
+        "REMOTE_TOKEN",
+    )
+    .to_json();
     let catalog = crate::support::authorize::TempCatalog::new(
         &[record],
         "@id(\"fetch\")\npermit(principal, action == Action::\"remote_fetch\", resource);\n\

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::time::Instant;
@@ -36,18 +35,7 @@ where
 {
     let mut client = RawClient::connect(read, write, DEFAULT_STDOUT_LIMIT).await?;
     let tools = client.list_tools().await?;
-    let field = |k: &str| {
-        client
-            .server_info()
-            .and_then(|i| i.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    Ok(ServerTools {
-        name: field("name"),
-        version: field("version"),
-        tools,
-    })
+    Ok(ServerTools::new(client.server_info(), tools))
 }
 
 /// Start `command` as a host process — with a cleared environment: `PATH` (the tools' own,

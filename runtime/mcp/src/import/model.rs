@@ -55,6 +55,24 @@ pub struct ServerTools {
     pub tools: Vec<Value>,
 }
 
+impl ServerTools {
+    /// The tools a server listed, with the `name` and `version` of its `serverInfo` (from
+    /// `initialize` or `server/discover`), when it gave them.
+    pub fn new(server_info: Option<&Value>, tools: Vec<Value>) -> Self {
+        let field = |k: &str| {
+            server_info
+                .and_then(|i| i.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        Self {
+            name: field("name"),
+            version: field("version"),
+            tools,
+        }
+    }
+}
+
 /// One decision a draft leaves to its reviewer: where, and what to decide.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
