@@ -24,6 +24,8 @@
 //!   A descriptor declaring more is refused before any byte of it is fetched. (Every blob is
 //!   also bounded by its descriptor's size and by the free space of the cache's filesystem.)
 //! - `read_only`: host path prefixes a sandbox may bind read-only.
+//! - `labels` (optional): the information-flow labels records may declare in `data_labels`,
+//!   each with a description (`{"untrusted-content": "Text from outside …"}`).
 //! - `remote_ca_files` (optional): PEM files of CA certificates that the TLS servers of remote
 //!   endpoints (`mcp-http`) and their token endpoints are also verified against, besides the
 //!   system's roots (an organisation's own CA).
@@ -51,6 +53,7 @@ const FIELDS: &[&str] = &[
     "image_limits",
     "read_only",
     "remote_ca_files",
+    "labels",
 ];
 
 /// The fields of `image_limits`.
@@ -79,6 +82,9 @@ pub struct Envelope {
     /// PEM files of CA certificates remote endpoints (`mcp-http`) are also verified against,
     /// besides the system's roots (absolute, lexically normal paths).
     pub remote_ca_files: Vec<PathBuf>,
+    /// The information-flow labels records may declare ([`crate::labels`]), each with what it
+    /// means.
+    pub labels: BTreeMap<String, String>,
 }
 
 /// The envelope's `image_limits` (`{"max_blob_bytes": N}`).
@@ -299,6 +305,7 @@ impl Envelope {
                 )
             })
         });
+        let labels = labels(src, obj, &mut diags);
         if diags.is_empty() {
             Ok(Self {
                 source: src.path.clone(),
@@ -309,6 +316,7 @@ impl Envelope {
                 image_limits,
                 read_only,
                 remote_ca_files,
+                labels,
             })
         } else {
             Err(diags)
@@ -363,6 +371,50 @@ impl Envelope {
 
 /// An optional array field of string entries, each parsed by `parse`; problems are reported at
 /// `/<key>/<i>`.
+/// `labels`: label names (lower-case words joined by `-`) to non-empty descriptions.
+fn labels(
+    src: &SourceFile,
+    obj: &serde_json::Map<String, Value>,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    match obj.get("labels") {
+        None => {}
+        Some(Value::Object(m)) => {
+            for (name, v) in m {
+                let ptr = format!("/labels/{}", crate::schema::walk::escape(name));
+                if let Some(why) = crate::labels::name_problem(name) {
+                    diags.push(Diagnostic::at(
+                        Rule::EnvelopeLabels,
+                        src,
+                        &ptr,
+                        format!("`{name}` is not a label name: {why}"),
+                    ));
+                    continue;
+                }
+                match v.as_str().map(str::trim) {
+                    Some(d) if !d.is_empty() => {
+                        out.insert(name.clone(), d.to_string());
+                    }
+                    _ => diags.push(Diagnostic::at(
+                        Rule::EnvelopeLabels,
+                        src,
+                        &ptr,
+                        format!("the label `{name}` needs a description: a non-empty string"),
+                    )),
+                }
+            }
+        }
+        Some(_) => diags.push(Diagnostic::at(
+            Rule::EnvelopeLabels,
+            src,
+            "/labels",
+            "`labels` must be an object of label names to descriptions",
+        )),
+    }
+    out
+}
+
 fn list<T>(
     src: &SourceFile,
     obj: &serde_json::Map<String, Value>,

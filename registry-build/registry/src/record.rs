@@ -51,6 +51,8 @@ pub struct ToolRecord {
     pub(crate) secrets: Vec<String>,
     /// The sandbox profile.
     pub(crate) sandbox_profile: SandboxProfile,
+    /// The information-flow labels the tool's output brings and its reads carry.
+    pub(crate) data_labels: crate::labels::DataLabels,
 }
 
 /// The declared inverse of a compensatable tool.
@@ -202,6 +204,11 @@ impl ToolRecord {
         &self.endpoint
     }
 
+    /// The information-flow labels the tool's output brings and its reads carry.
+    pub fn data_labels(&self) -> &crate::labels::DataLabels {
+        &self.data_labels
+    }
+
     /// Names of the secrets the tool needs.
     pub fn secrets(&self) -> &[String] {
         &self.secrets
@@ -347,6 +354,9 @@ impl ToolRecord {
             profile.insert("workspace_inputs".into(), Value::from(inputs));
         }
         m.insert("sandbox_profile".into(), Value::Object(profile));
+        if let Some(labels) = self.data_labels.to_json() {
+            m.insert("data_labels".into(), labels);
+        }
         Value::Object(m)
     }
 

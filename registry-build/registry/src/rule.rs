@@ -124,6 +124,11 @@ rules! {
     /// A script endpoint (`#!`) with neither an image nor `sandbox_profile.read_only`: its
     /// sandbox holds only the interpreter (a warning).
     EndpointScriptRuntime = "endpoint/script-runtime",
+    /// `data_labels` is not a closed object of `output` and `reads` lists of distinct label
+    /// names (lower-case words joined by `-`).
+    DataLabels = "data-labels/shape",
+    /// A label of `data_labels` the deployment envelope's `labels` does not list.
+    DataLabelUnknown = "data-labels/unknown",
     /// `title` is not a non-empty string.
     Title = "title/non-empty",
     /// `auth` holds anything but secret names.
@@ -205,6 +210,8 @@ rules! {
     EnvelopeImages = "envelope/images",
     /// An envelope `read_only` entry is not an absolute, lexically normal path.
     EnvelopeReadOnly = "envelope/read-only",
+    /// The envelope's `labels` is not an object of label names to non-empty descriptions.
+    EnvelopeLabels = "envelope/labels",
     /// An envelope `remote_ca_files` entry is not an absolute, lexically normal path.
     EnvelopeRemoteCa = "envelope/remote-ca-files",
     /// The user `.cedarschema` does not parse or merge.

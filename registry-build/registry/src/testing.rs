@@ -255,6 +255,19 @@ impl RecordBuilder {
         self.set_in("sandbox_profile", "workspace_inputs", Value::from(inputs))
     }
 
+    /// `data_labels`: the labels the tool's output brings and its reads carry.
+    pub fn data_labels<S: AsRef<str>>(
+        self,
+        output: impl IntoIterator<Item = S>,
+        reads: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let list = |l: Vec<S>| Value::from(l.iter().map(|s| s.as_ref().to_string()).collect::<Vec<_>>());
+        self.set(
+            "data_labels",
+            json!({ "output": list(output.into_iter().collect()), "reads": list(reads.into_iter().collect()) }),
+        )
+    }
+
     /// Set any top-level field of the record file to `value` (`null` removes it): for a
     /// field no setter covers, or a value a rule must refuse.
     pub fn field(mut self, key: &str, value: Value) -> Self {

@@ -17,6 +17,8 @@
 //! - `python_probe` (feature `sandbox`): the host's python probed in a sandbox.
 //! - `oidc` (feature `oidc`): a real authorization server (oidc-provider) issuing JWT access
 //!   tokens, driven over HTTP.
+//! - `remote_servers` (feature `oidc`): remote MCP servers of both SDKs on loopback requiring
+//!   its tokens, with test routes for counts and hostile answers.
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;

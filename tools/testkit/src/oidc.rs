@@ -2,8 +2,11 @@
 //! started from `runtime/tests/fixtures/oauth/provider.mjs` on loopback, issuing JWT access
 //! tokens for resource indicators through the client-credentials grant
 //! ([`Provider::client_credentials`]) and authorization code with PKCE, whose login and consent
-//! forms this module fills over HTTP ([`Provider::authorization_code`]). It counts the requests
-//! for its key set ([`Provider::jwks_fetches`]), and its signing keys are test-only PEM files
+//! forms this module fills over HTTP ([`Provider::authorization_code`]), and exchanging an
+//! access token of its own for one meant for another resource (RFC 8693,
+//! [`Provider::token_exchange`], for the clients [`ProviderConfig::exchanger`] adds). It counts
+//! the requests for its key set ([`Provider::jwks_fetches`]) and the tokens it issued by grant
+//! ([`Provider::token_counts`]), and its signing keys are test-only PEM files
 //! (`runtime/identity/tests/keys/`), so tests can forge tokens with them ([`Provider::forge`]).
 //!
 //! Every call blocks (plain HTTP, no runtime of its own): a tokio test makes its calls through
@@ -13,6 +16,8 @@
 //! `kid`): `iss`, `aud` (the resource), `sub` (the login; the client id for client credentials),
 //! `client_id`, `scope` (the requested scopes the resource accepts; absent when none is left),
 //! `jti`, `iat`, `exp`, and `groups` (the account's or the client's; `[]` when it has none).
+//! An exchanged token has the subject token's `sub` and `groups`, the exchanging client as
+//! `client_id`, and `act: {"sub": <that client>}`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -134,7 +139,8 @@ impl ProviderConfig {
         self
     }
 
-    /// Add a confidential client allowed the token-exchange grant (RFC 8693) for `scope`.
+    /// Add a confidential client allowed the token-exchange grant (RFC 8693) and no other, that
+    /// may ask for `scope` (space-separated).
     pub fn exchanger(mut self, id: &str, secret: &str, scope: &str) -> Self {
         self.clients.push(json!({
             "client_id": id,
@@ -439,8 +445,37 @@ impl Provider {
         response.body_mut().read_json().expect("json")
     }
 
+    /// Set the counts of [`Self::token_counts`] to 0.
+    pub fn reset_token_counts(&self) {
+        let response = agent()
+            .post(format!("{}/test/token-count/reset", self.issuer))
+            .send_empty()
+            .expect("reset the token count");
+        assert_eq!(response.status(), 200, "POST /test/token-count/reset");
+    }
+
+    /// An access token for `resource` exchanged (RFC 8693) for `subject_token` (an access
+    /// token of this issuer) by the client `id`, allowed the grant ([`ProviderConfig::exchanger`]):
+    /// `sub` the subject token's, `aud` `resource`, `client_id` `id`, `act: {"sub": id}`.
+    ///
+    /// # Panics
+    /// When the server refuses (see [`Self::try_token_exchange`]).
+    pub fn token_exchange(
+        &self,
+        id: &str,
+        secret: &str,
+        subject_token: &str,
+        resource: &str,
+        scope: &str,
+    ) -> String {
+        self.try_token_exchange(id, secret, subject_token, resource, scope)
+            .unwrap_or_else(|e| panic!("token exchange of {id} for {resource}: {e}"))
+    }
+
     /// An access token for `resource` exchanged (RFC 8693) for `subject_token` by the client
-    /// `id`, or the server's refusal (`status: body`).
+    /// `id` (`subject_token_type` `…:access_token`; `scope` "" asks for the default), or the
+    /// server's refusal (`status: body`, the body an OAuth error such as `invalid_grant`,
+    /// `invalid_target`, `invalid_scope` or `unauthorized_client`).
     pub fn try_token_exchange(
         &self,
         id: &str,
@@ -463,6 +498,19 @@ impl Provider {
                 ("scope", scope),
             ],
         )
+    }
+
+    /// A token request of the confidential client `id` (HTTP Basic) with `form` (every
+    /// parameter, `grant_type` too): the access token, or the server's refusal
+    /// (`status: body`). For the requests the other helpers do not make, such as a token
+    /// exchange naming its target by `audience`.
+    pub fn try_token_request(
+        &self,
+        id: &str,
+        secret: &str,
+        form: &[(&str, &str)],
+    ) -> Result<String, String> {
+        self.token_request(id, secret, form)
     }
 
     /// A token request of the confidential client `id` (HTTP Basic) with `form`: the access

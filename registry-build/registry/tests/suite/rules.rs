@@ -105,8 +105,9 @@ fn each_fixture_breaks_exactly_its_rule() {
                     // envelope files and remarks (not errors): `tests/image_rules.rs`
                     "envelope/images",
                     "envelope/read-only",
-                    // envelope files: `tests/remote_rules.rs`
+                    // envelope files: `tests/remote_rules.rs`, `tests/label_rules.rs`
                     "envelope/remote-ca-files",
+                    "envelope/labels",
                     "input/credential-exemption",
                     // recognised non-credential shapes (notes): `tests/credential_names.rs`
                     "input/recognised-session-name",

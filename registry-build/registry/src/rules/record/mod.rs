@@ -15,6 +15,7 @@ mod credentials;
 mod cross;
 mod endpoint;
 mod identity;
+mod labels;
 mod limits;
 mod remote;
 mod sandbox;
@@ -55,6 +56,7 @@ pub const FIELDS: &[&str] = &[
     "endpoint",
     "auth",
     "sandbox_profile",
+    "data_labels",
     "$schema",
     "$comment",
 ];
@@ -287,6 +289,7 @@ fn check_one(
     let sandbox_profile = rec
         .object("sandbox_profile", diags)
         .and_then(|p| sandbox::profile(&p, ctx, diags));
+    let data_labels = labels::data_labels(&rec, ctx, diags);
 
     if let (Some(e), Some(p), Some(s)) = (&endpoint, &sandbox_profile, &secrets) {
         remote::cross(&rec, e, p, s, diags);
@@ -323,6 +326,7 @@ fn check_one(
             endpoint: endpoint?,
             secrets: secrets?,
             sandbox_profile: sandbox_profile?,
+            data_labels: data_labels?,
         },
         src: src.clone(),
     })
