@@ -71,6 +71,10 @@ pub(crate) fn actions_module(
             let groups: Vec<String> = action.groups.iter().map(|g| format!("`{g}`")).collect();
             let whose = if own_tool {
                 format!("the action of tool `{id}`")
+            } else if id == escepine_policy::cedar::flow::DECLASSIFY_ACTION {
+                "the action a principal must be permitted on `Flow::\"<id>\"` to remove a \
+                 label from that flow (`escepine flow declassify`)"
+                    .to_string()
             } else if id == escepine_policy::cedar::approval::APPROVE_ACTION {
                 "the action an approver of a call waiting for approval (an `@approval` permit) \
                  must be permitted on the call's tool"
@@ -256,13 +260,14 @@ pub(crate) fn action_macro(
             ([$($p:tt)*] #name $id:literal $e:ident) => { $($p)*::actions::#name };
         });
     }
-    // The tools' actions, not the class groups (plain actions while no tool is in them) or
-    // the approver's action.
+    // The tools' actions, not the class groups (plain actions while no tool is in them), the
+    // approver's action or the declassifier's.
     let declared: Vec<String> = actions
         .iter()
         .filter(|a| {
             !a.is_group
                 && a.id != escepine_policy::cedar::approval::APPROVE_ACTION
+                && a.id != escepine_policy::cedar::flow::DECLASSIFY_ACTION
                 && !SideEffectClass::ALL.iter().any(|c| c.as_str() == a.id)
         })
         .map(|a| format!("`{}`", a.id))

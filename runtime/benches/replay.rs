@@ -89,6 +89,8 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
                 attestation: None,
                 shadow: None,
                 approval: None,
+                flow: None,
+                flow_state: None,
             });
             let outcome = Record::Outcome(Outcome {
                 call_id: format!("call-{n}"),
@@ -102,6 +104,7 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
                 output: d.allowed().then(|| json!({"markdown": "# page"})),
                 error: None,
                 budget: None,
+                entered: None,
             });
             (intent, outcome)
         })

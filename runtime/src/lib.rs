@@ -38,6 +38,7 @@ pub mod budget;
 pub mod decision;
 mod error;
 pub mod executor;
+pub mod flows;
 mod ids;
 #[cfg(feature = "image")]
 pub mod images;

@@ -148,7 +148,14 @@ fn reauthorize(intent: &Intent, candidate: &Authorizer) -> Result<Decision, Skip
         principal: intent.principal.clone(),
         message: e.to_string(),
     })?;
-    Ok(candidate.authorize(&principal, &intent.tool_id, &intent.payload))
+    // The request as it was made: the principal in the parents its token named, and the state
+    // of its flow the intent recorded (an intent written before flows had none: an empty flow).
+    let parents = intent
+        .attestation
+        .as_ref()
+        .map_or(&[][..], |a| a.parents.as_slice());
+    let flow = intent.flow_state.clone().unwrap_or_default();
+    Ok(candidate.authorize_in(&principal, parents, &intent.tool_id, &intent.payload, &flow))
 }
 
 #[cfg(test)]
@@ -216,6 +223,8 @@ mod tests {
             attestation: None,
             shadow: None,
             approval: None,
+            flow: None,
+            flow_state: None,
         });
         Entry::seal(n, GENESIS_PREV.into(), 0, record).expect("sealed")
     }

@@ -219,6 +219,7 @@ impl RuntimeBuilder {
                 secrets: self.secrets,
                 approval_ttl: self.approval_ttl,
                 trust: self.trust,
+                flows: crate::flows::FlowBook::default(),
                 registry: reg,
                 clients_checked: std::sync::Mutex::default(),
             }),
@@ -254,6 +255,8 @@ struct Inner {
     secrets: Arc<dyn SecretSource>,
     approval_ttl: Duration,
     trust: Trust,
+    /// The flows folded from the ledger so far (kept between calls).
+    flows: crate::flows::FlowBook,
     registry: BoundRegistry,
     /// Tool ids whose typed-client contract matched the registry (see `check_client`).
     clients_checked: std::sync::Mutex<std::collections::HashSet<&'static str>>,
@@ -367,6 +370,30 @@ impl Runtime {
             .await
     }
 
+    /// The state of flow `flow` now (folded from the ledger: the entries appended since the
+    /// last read, by this runtime or another on the same store, first).
+    ///
+    /// # Errors
+    /// The ledger cannot be read, or its chain does not link.
+    pub fn flow_state(
+        &self,
+        flow: &escepine_contract::FlowId,
+    ) -> Result<escepine_contract::FlowState, escepine_ledger::error::LedgerError> {
+        self.inner.flows.state(&*self.inner.ledger, flow)
+    }
+
+    /// Remove a label from a flow as `request.principal` ([`crate::flows::declassify`] with
+    /// this runtime's ledger and authorizer).
+    ///
+    /// # Errors
+    /// [`crate::flows::DeclassifyError`]: refused (nothing recorded), or the ledger failed.
+    pub async fn declassify(
+        &self,
+        request: crate::flows::Declassify<'_>,
+    ) -> Result<crate::flows::Declassified, crate::flows::DeclassifyError> {
+        crate::flows::declassify(&*self.inner.ledger, &self.inner.authorizer, request).await
+    }
+
     /// Reject the waiting call `call_id` as `approver`: nothing runs; the `approval` entry
     /// (`rejected`) and the outcome `rejected` are recorded.
     ///
@@ -433,6 +460,7 @@ impl Runtime {
             secrets: &*inner.secrets,
             approval_ttl: inner.approval_ttl,
             trust: &inner.trust,
+            flows: &inner.flows,
         }
     }
 }

@@ -38,6 +38,40 @@ pub mod actions {
         const CONTEXT: ::escepine_contract::cedar_shape::Shape = ::escepine_contract::cedar_shape::Shape::Record(
             &[
                 ::escepine_contract::cedar_shape::Attr {
+                    name: "flow",
+                    presence: ::escepine_contract::cedar_shape::Presence::Required,
+                    shape: ::escepine_contract::cedar_shape::Shape::Record(
+                        &[
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "calls",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Long,
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "labels",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Set(
+                                    &::escepine_contract::cedar_shape::Shape::String,
+                                ),
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "origins",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Set(
+                                    &::escepine_contract::cedar_shape::Shape::String,
+                                ),
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "tools",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Set(
+                                    &::escepine_contract::cedar_shape::Shape::String,
+                                ),
+                            },
+                        ],
+                    ),
+                },
+                ::escepine_contract::cedar_shape::Attr {
                     name: "input",
                     presence: ::escepine_contract::cedar_shape::Presence::Required,
                     shape: ::escepine_contract::cedar_shape::Shape::Record(
@@ -62,6 +96,40 @@ pub mod actions {
         const IS_GROUP: bool = false;
         const CONTEXT: ::escepine_contract::cedar_shape::Shape = ::escepine_contract::cedar_shape::Shape::Record(
             &[
+                ::escepine_contract::cedar_shape::Attr {
+                    name: "flow",
+                    presence: ::escepine_contract::cedar_shape::Presence::Required,
+                    shape: ::escepine_contract::cedar_shape::Shape::Record(
+                        &[
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "calls",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Long,
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "labels",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Set(
+                                    &::escepine_contract::cedar_shape::Shape::String,
+                                ),
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "origins",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Set(
+                                    &::escepine_contract::cedar_shape::Shape::String,
+                                ),
+                            },
+                            ::escepine_contract::cedar_shape::Attr {
+                                name: "tools",
+                                presence: ::escepine_contract::cedar_shape::Presence::Required,
+                                shape: ::escepine_contract::cedar_shape::Shape::Set(
+                                    &::escepine_contract::cedar_shape::Shape::String,
+                                ),
+                            },
+                        ],
+                    ),
+                },
                 ::escepine_contract::cedar_shape::Attr {
                     name: "input",
                     presence: ::escepine_contract::cedar_shape::Presence::Required,

@@ -55,7 +55,7 @@ fn calls(entries: &[Entry]) -> Calls {
             Record::Outcome(o) => {
                 outcomes.insert(o.call_id.clone(), (e.clone(), o.clone()));
             }
-            Record::Transition(_) | Record::Approval(_) => {}
+            Record::Transition(_) | Record::Approval(_) | Record::Declassification(_) => {}
         }
     }
     Calls { intents, outcomes }

@@ -17,6 +17,7 @@ mod contract;
 pub mod egress;
 pub mod embedded;
 pub mod files;
+pub mod flow;
 mod host;
 pub mod image;
 pub mod linked;
@@ -35,6 +36,7 @@ pub use contract::{
 pub use egress::{EgressEntry, EgressError, EgressHost};
 pub use embedded::{EmbeddedFile, EmbeddedRegistry};
 pub use files::{WorkspaceFile, WorkspaceFiles, WorkspaceInput};
+pub use flow::{FlowId, FlowIdError, FlowState};
 pub use host::{BuildSources, CallContext, LocalBoxFuture, SameType, ToolFn};
 pub use image::{ImageRef, ImageRefError, ImageSource};
 pub use origin::{EgressGrant, Origin, OriginHost};

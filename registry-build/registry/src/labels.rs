@@ -80,7 +80,17 @@ mod tests {
         for ok in ["private", "untrusted-content", "a-b-c"] {
             assert_eq!(name_problem(ok), None, "{ok}");
         }
-        for bad in ["", "Private", "untrusted_content", "-a", "a-", "a--b", "ü", "a1", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "Private",
+            "untrusted_content",
+            "-a",
+            "a-",
+            "a--b",
+            "ü",
+            "a1",
+            &"a".repeat(65),
+        ] {
             assert!(name_problem(bad).is_some(), "{bad}");
         }
     }

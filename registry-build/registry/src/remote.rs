@@ -91,6 +91,11 @@ impl RemoteUrl {
         }
     }
 
+    /// The origin as flows and egress grants spell it: `scheme://host:port`.
+    pub fn origin(&self) -> String {
+        format!("{}://{}", self.scheme, self.authority())
+    }
+
     /// Whether `entries` admit this URL's origin.
     pub fn admitted_by(&self, entries: &[EgressEntry]) -> bool {
         entries.iter().any(|e| e.admits(&self.host, self.port))

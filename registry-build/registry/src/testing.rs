@@ -261,7 +261,8 @@ impl RecordBuilder {
         output: impl IntoIterator<Item = S>,
         reads: impl IntoIterator<Item = S>,
     ) -> Self {
-        let list = |l: Vec<S>| Value::from(l.iter().map(|s| s.as_ref().to_string()).collect::<Vec<_>>());
+        let list =
+            |l: Vec<S>| Value::from(l.iter().map(|s| s.as_ref().to_string()).collect::<Vec<_>>());
         self.set(
             "data_labels",
             json!({ "output": list(output.into_iter().collect()), "reads": list(reads.into_iter().collect()) }),

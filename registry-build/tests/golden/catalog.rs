@@ -666,12 +666,26 @@ pub mod error {
 /// does not compile.
 #[allow(dead_code, non_camel_case_types)]
 pub mod actions {
+    /// `Action::"approve"`: the action an approver of a call waiting for approval (an `@approval` permit) must be permitted on the call's tool.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct approve;
+    impl ::escepine_contract::CedarAction for approve {
+        const ACTION_ID: &'static str = "approve";
+        const IS_GROUP: bool = false;
+    }
     /// `Action::"compensatable"`: an action group (tools: `note_publish`).
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct compensatable;
     impl ::escepine_contract::CedarAction for compensatable {
         const ACTION_ID: &'static str = "compensatable";
         const IS_GROUP: bool = true;
+    }
+    /// `Action::"declassify"`: the action a principal must be permitted on `Flow::"<id>"` to remove a label from that flow (`escepine flow declassify`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct declassify;
+    impl ::escepine_contract::CedarAction for declassify {
+        const ACTION_ID: &'static str = "declassify";
+        const IS_GROUP: bool = false;
     }
     /// `Action::"deliverable_assemble"`: the action of tool `deliverable_assemble`, in the groups `supersede`.
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -772,8 +786,14 @@ pub mod actions {
 #[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __escepine_action {
+    ([$($p:tt)*] approve $id:literal $e:ident) => {
+        $($p)* ::actions::approve
+    };
     ([$($p:tt)*] compensatable $id:literal $e:ident) => {
         $($p)* ::actions::compensatable
+    };
+    ([$($p:tt)*] declassify $id:literal $e:ident) => {
+        $($p)* ::actions::declassify
     };
     ([$($p:tt)*] deliverable_assemble $id:literal $e:ident) => {
         $($p)* ::actions::deliverable_assemble
@@ -1292,6 +1312,7 @@ pub const REGISTRY: ::escepine_contract::EmbeddedRegistry = ::escepine_contract:
     policies: &[
         ::escepine_contract::embed_file!("/../../tools/policies/schema.cedarschema"),
         ::escepine_contract::embed_file!("/../../tools/policies/bulk_fetch.cedar"),
+        ::escepine_contract::embed_file!("/../../tools/policies/flows.cedar"),
         ::escepine_contract::embed_file!("/../../tools/policies/page_read.cedar"),
         ::escepine_contract::embed_file!("/../../tools/policies/publishing.cedar"),
         ::escepine_contract::embed_file!("/../../tools/policies/read_only.cedar"),

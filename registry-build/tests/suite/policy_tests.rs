@@ -60,10 +60,20 @@ fn every_catalog_policy_determines_some_case() {
     let registry = catalog(&workspace().join("tools/policies"));
     let tests = policy_tests::load(&registry, &tests_dir()).unwrap_or_else(|e| panic!("{e}"));
     let report = tests.run();
+    // A case is a call of a tool: the policies on the generated actions that are not a tool's
+    // (who may approve a waiting call, who may declassify a flow's label) are exercised by the
+    // runtime's flow and approval tests instead.
+    let on_tools = |p: &&cedar_policy::Policy| match p.action_constraint() {
+        cedar_policy::ActionConstraint::Eq(uid) => {
+            !matches!(uid.id().unescaped(), "approve" | "declassify")
+        }
+        _ => true,
+    };
     let untested: Vec<String> = registry
         .cedar()
         .policies
         .policies()
+        .filter(on_tools)
         .map(|p| p.id().to_string())
         .filter(|id| !report.determining().contains(id))
         .collect();

@@ -27,6 +27,10 @@ pub(crate) struct Args {
     /// Accept the OpenAI-strict dialect: `null` for an optional field means absent.
     #[arg(long)]
     openai_strict: bool,
+    /// The flow the call is in (created on first use): its state is `context.flow` for
+    /// Cedar. Without it, the principal's default flow.
+    #[arg(long, value_name = "ID")]
+    flow: Option<String>,
     /// A workspace input of the tool, NAME=PATH (repeatable): the regular file at PATH copied
     /// read-only to `/workspace/NAME` of the call's sandbox, its SHA-256 in the intent.
     #[arg(long = "file", value_name = "NAME=PATH")]
@@ -41,6 +45,12 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         .map_err(|e| CliError::new(exit::USAGE, e))?;
     let payload = escepine_contract::strict_json::from_str(&args.input)
         .map_err(|e| CliError::new(exit::call(CallKind::InputRejected), format!("--input: {e}")))?;
+    let flow = args
+        .flow
+        .as_deref()
+        .map(escepine_contract::FlowId::named)
+        .transpose()
+        .map_err(|e| CliError::new(exit::USAGE, format!("--flow: {e}")))?;
     let files = crate::files::read(&args.files)
         .map_err(|e| CliError::new(exit::call(CallKind::InputRejected), e))?;
     let registry = args.registry.load()?;
@@ -55,6 +65,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         let opts = CallOptions {
             openai_strict_nulls: args.openai_strict,
             files,
+            flow,
             ..CallOptions::default()
         };
         runtime

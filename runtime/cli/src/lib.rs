@@ -20,6 +20,7 @@ mod error;
 pub mod exit;
 mod export;
 mod files;
+mod flow;
 mod import;
 mod import_drafts;
 mod import_remote;
@@ -74,6 +75,10 @@ enum Command {
     Import(import::Args),
     /// Work with SOP files: `sop graph` draws one as Mermaid or DOT.
     Sop(sop::Args),
+    /// Flows: `flow show` prints a flow's state and the calls that brought each label; `flow
+    /// declassify` removes a label, as an approver (exit 3 when refused).
+    #[command(subcommand_required = true)]
+    Flow(flow::Args),
     /// Work with a policy set before deploying it: `policy test` runs its test cases,
     /// `policy replay` re-authorizes recorded requests against it, `policy prove` proves its
     /// properties.
@@ -132,5 +137,6 @@ fn exec(command: Command, io: &mut Io<'_>) -> CliResult {
         Command::Serve(a) => serve::exec(&a, io),
         Command::Import(a) => import::exec(&a, io),
         Command::Policy(a) => policy::exec(&a, io),
+        Command::Flow(a) => flow::exec(&a, io),
     }
 }

@@ -12,6 +12,7 @@
 //! - [`verify`]: the chain recomputed and the first tampered entry named; [`merkle`],
 //!   [`proof`] and [`checkpoint`]: RFC 6962 trees, inclusion and consistency proofs, signed
 //!   checkpoints; [`trust`]: an entry checked before a runtime acts on it.
+//! - [`flows`]: flows folded from the chain (labels, origins, tools), kept incrementally.
 //! - [`lease`]: one driver per SOP run; [`budget`]: budget uses kept beside the chain.
 //! - [`location`]: a ledger named on a command line (a SQLite file or a PostgreSQL URL);
 //!   [`redact`]: a URL's password hidden.
@@ -31,6 +32,7 @@ pub mod calls;
 pub mod checkpoint;
 pub mod entry;
 pub mod error;
+pub mod flows;
 pub mod lease;
 pub mod location;
 pub mod memory;

@@ -106,6 +106,17 @@ impl Ledger for MemoryLedger {
         Ok(entry)
     }
 
+    fn entries_after(&self, seq: u64) -> Result<Vec<Entry>, LedgerError> {
+        let chain = self.lock()?;
+        let from = usize::try_from(seq)
+            .unwrap_or(usize::MAX)
+            .min(chain.entries.len());
+        let entries: Vec<Entry> = chain.entries[from..].to_vec();
+        drop(chain);
+        self.read(entries.len());
+        Ok(entries)
+    }
+
     /// The entries the index names for `call_id`: nothing else is read.
     fn entries_for_call(&self, call_id: &str) -> Result<Vec<Entry>, LedgerError> {
         let chain = self.lock()?;

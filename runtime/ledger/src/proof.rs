@@ -323,7 +323,7 @@ impl LedgerTree {
                 Record::Intent(i) => i.call_id == call_id,
                 Record::Outcome(o) => o.call_id == call_id,
                 Record::Approval(a) => a.call_id == call_id,
-                Record::Transition(_) => false,
+                Record::Transition(_) | Record::Declassification(_) => false,
             };
             if !of_call {
                 continue;

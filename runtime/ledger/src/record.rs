@@ -26,6 +26,8 @@ pub enum Record {
     Approval(Approval),
     /// An SOP run's state-machine event (start, transition, end, superseded, …).
     Transition(Transition),
+    /// A label removed from a flow by an approver Cedar permitted to declassify it.
+    Declassification(Declassification),
 }
 
 /// The intent of one call: who asked for what, and what Cedar decided.
@@ -102,6 +104,13 @@ pub struct Intent {
     /// of the `@approval` permits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalRequest>,
+    /// The flow the call belongs to (an SOP run, the id the caller named, or its principal's
+    /// default flow). Absent only in entries written before flows existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<escepine_contract::FlowId>,
+    /// The flow's state Cedar decided on (`context.flow`): what replay re-authorizes with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_state: Option<escepine_contract::FlowState>,
 }
 
 /// One workspace file of a call, as its intent records it.
@@ -370,6 +379,44 @@ pub struct Outcome {
     /// `budget_exceeded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
+    /// What the call brought into its flow: present when it ran (at least one attempt),
+    /// whatever its result, since a failed call's error can carry what it read too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entered: Option<FlowEntry>,
+}
+
+/// What one call that ran brought into its flow, as its outcome records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowEntry {
+    /// The flow.
+    pub flow: escepine_contract::FlowId,
+    /// The tool that ran.
+    pub tool_id: String,
+    /// The principal that called it (`Agent::"id"`).
+    pub principal: String,
+    /// The labels of the tool's output and of what it reads (its record's `data_labels`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The origins it reached: those of the URLs Cedar authorized, and a remote endpoint's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<String>,
+}
+
+/// A label removed from a flow: by whom, why, and on which policies' word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declassification {
+    /// The flow.
+    pub flow: escepine_contract::FlowId,
+    /// The label removed.
+    pub label: String,
+    /// The approver (`Agent::"id"`).
+    pub principal: String,
+    /// Why, as the approver gave it.
+    pub reason: String,
+    /// The policies that permitted it.
+    pub policy_ids: Vec<String>,
 }
 
 /// An SOP run event (issue: SOP engine). Kept open-ended: `event` names it, `data` holds it.
@@ -413,7 +460,7 @@ impl Record {
             Record::Intent(i) => Some(&i.call_id),
             Record::Outcome(o) => Some(&o.call_id),
             Record::Approval(a) => Some(&a.call_id),
-            Record::Transition(_) => None,
+            Record::Transition(_) | Record::Declassification(_) => None,
         }
     }
 
@@ -424,18 +471,20 @@ impl Record {
     pub fn run_id(&self) -> Option<&str> {
         match self {
             Record::Intent(i) => i.run_id.as_deref(),
-            Record::Outcome(_) | Record::Approval(_) => None,
+            Record::Outcome(_) | Record::Approval(_) | Record::Declassification(_) => None,
             Record::Transition(t) => Some(&t.run_id),
         }
     }
 
-    /// The record's `kind` tag: `intent`, `outcome`, `approval` or `transition`.
+    /// The record's `kind` tag: `intent`, `outcome`, `approval`, `transition` or
+    /// `declassification`.
     pub fn kind(&self) -> &'static str {
         match self {
             Record::Intent(_) => "intent",
             Record::Outcome(_) => "outcome",
             Record::Approval(_) => "approval",
             Record::Transition(_) => "transition",
+            Record::Declassification(_) => "declassification",
         }
     }
 }

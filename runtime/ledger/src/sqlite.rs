@@ -64,6 +64,8 @@ const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries ORDER
 const SELECT_ALL_INDEXED: &str =
     "SELECT seq, prev, hash, at_ms, body, call_id FROM entries ORDER BY seq";
 const SELECT_ONE: &str = "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq = ?1";
+const SELECT_AFTER: &str =
+    "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq > ?1 ORDER BY seq";
 const SELECT_CALL: &str =
     "SELECT seq, prev, hash, at_ms, body FROM entries WHERE call_id = ?1 ORDER BY seq";
 
@@ -348,6 +350,25 @@ impl Ledger for SqliteLedger {
             let entry = stored_row(r).map_err(read)?.to_entry()?;
             self.count(1);
             Ok(Some(entry))
+        })
+    }
+
+    fn entries_after(&self, seq: u64) -> Result<Vec<Entry>, LedgerError> {
+        let Ok(seq) = i64::try_from(seq) else {
+            return Ok(Vec::new());
+        };
+        self.read(|conn| {
+            let read = |e: rusqlite::Error| {
+                LedgerError::failed(format!("cannot read the entries after {seq}"), e)
+            };
+            let mut stmt = conn.prepare_cached(SELECT_AFTER).map_err(read)?;
+            let mut rows = stmt.query([seq]).map_err(read)?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next().map_err(read)? {
+                out.push(stored_row(r).map_err(read)?.to_entry()?);
+            }
+            self.count(out.len());
+            Ok(out)
         })
     }
 

@@ -39,6 +39,17 @@ pub trait Ledger: Send + Sync + 'static {
         Ok(self.entries()?.into_iter().nth(index))
     }
 
+    /// The entries after entry `seq` (all of them for 0), in chain order: what a reader that has
+    /// folded the chain up to `seq` has not seen. The default reads every entry; the ledgers of
+    /// this crate read only those rows (by the `seq` key).
+    fn entries_after(&self, seq: u64) -> Result<Vec<Entry>, LedgerError> {
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|e| e.seq > seq)
+            .collect())
+    }
+
     /// The entries that name call `call_id` (its intent, approval and outcome), in chain order.
     ///
     /// The default reads every entry; the ledgers of this crate read only the call's entries,

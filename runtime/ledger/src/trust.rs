@@ -278,6 +278,8 @@ mod tests {
             attestation: None,
             shadow: None,
             approval: None,
+            flow: None,
+            flow_state: None,
         })
     }
 

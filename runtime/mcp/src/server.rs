@@ -177,7 +177,10 @@ impl GovernedServer {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
-        match self.respond_for(caller, name, arguments, false).await? {
+        match self
+            .respond_for(caller, name, arguments, None, false)
+            .await?
+        {
             CallToolResponse::Complete(result) => Ok(result),
             other => Err(ErrorData::internal_error(
                 format!("a `{name}` call gave an unexpected response: {other:?}"),
@@ -197,6 +200,7 @@ impl GovernedServer {
         caller: &Authenticated,
         name: &str,
         arguments: Option<Map<String, Value>>,
+        flow: Option<escepine_contract::FlowId>,
         tasks: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         if name == APPROVE_TOOL {
@@ -210,6 +214,7 @@ impl GovernedServer {
         let opts = CallOptions {
             attestation: caller.attestation.clone(),
             caller_token: caller.token.clone(),
+            flow,
             ..CallOptions::default()
         };
         let result = self
@@ -298,7 +303,16 @@ impl ServerHandler for GovernedServer {
         let tasks = context
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
-        self.respond_for(&caller, &request.name, request.arguments, tasks)
+        // rmcp moves the request's `_meta` into the context; read the request's too.
+        let flow = flow_of(
+            context
+                .meta
+                .0
+                 .0
+                .get(FLOW_META)
+                .or_else(|| request.meta.as_ref().and_then(|m| m.0 .0.get(FLOW_META))),
+        )?;
+        self.respond_for(&caller, &request.name, request.arguments, flow, tasks)
             .await
     }
 
@@ -589,5 +603,26 @@ mod tests {
         assert!(!is_modern(&headers("2025-11-25")));
         assert!(!is_modern(&headers("2026-07-2")));
         assert!(!is_modern(&http::HeaderMap::new()));
+    }
+}
+
+/// The `_meta` key of a `tools/call` request naming the flow the call is in (created on first
+/// use); without it, the caller's default flow.
+pub const FLOW_META: &str = "dev.escepine/flow";
+
+/// The flow a request's `_meta` names: a string that is a flow id, or nothing.
+///
+/// # Errors
+/// Invalid params naming the key and the rule broken.
+fn flow_of(value: Option<&Value>) -> Result<Option<escepine_contract::FlowId>, ErrorData> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) => escepine_contract::FlowId::named(id)
+            .map(Some)
+            .map_err(|e| ErrorData::invalid_params(format!("_meta[\"{FLOW_META}\"]: {e}"), None)),
+        Some(other) => Err(ErrorData::invalid_params(
+            format!("_meta[\"{FLOW_META}\"] must be a string, not {other}"),
+            None,
+        )),
     }
 }

@@ -285,6 +285,8 @@ async fn end(
             output: None,
             error: Some(error),
             budget: None,
+            // Nothing ran: nothing entered the flow.
+            entered: None,
         }))
         .await?;
     Ok(CallReport {
@@ -326,5 +328,8 @@ fn options(waiting: &Waiting) -> CallOptions {
         // The requester's token is not kept while the call waits: an approved call to a remote
         // endpoint that exchanges the caller's token fails, saying so.
         caller_token: None,
+        // The flow the intent recorded: the approved call is authorized again in that flow's
+        // state as it is when approved.
+        flow: waiting.intent.flow.clone(),
     }
 }

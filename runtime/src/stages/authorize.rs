@@ -18,11 +18,12 @@ pub(crate) fn authorize(
     authorizer: &Authorizer,
     payload: &Value,
 ) -> Decision {
-    let decision = authorizer.authorize_as(
+    let decision = authorizer.authorize_in(
         cx.principal,
         cx.parents(),
         cx.tool.record.tool_id(),
         payload,
+        &cx.flow_state,
     );
     let span = tracing::Span::current();
     span.record("escepine.decision", decision.as_str());
@@ -44,11 +45,12 @@ pub(crate) fn shadow(
     payload: &Value,
     decision: &Decision,
 ) -> Option<ShadowDecision> {
-    let candidate = shadow?.authorize_as(
+    let candidate = shadow?.authorize_in(
         cx.principal,
         cx.parents(),
         cx.tool.record.tool_id(),
         payload,
+        &cx.flow_state,
     );
     disagreement(decision, &candidate)
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use escepine_contract::{EgressGrant, Principal};
+use escepine_contract::{EgressGrant, FlowId, FlowState, Principal};
 use escepine_registry::record::ToolRecord;
 
 use crate::ids::random_id;
@@ -49,6 +49,18 @@ pub struct CallOptions {
     /// The caller's own access token (from `serve --oauth`), for a remote endpoint whose
     /// `auth` exchanges it (RFC 8693); never recorded.
     pub caller_token: Option<crate::executor::CallerToken>,
+    /// The flow the call is in; without one, its SOP run's (`run_id`), else its principal's
+    /// default flow.
+    pub flow: Option<escepine_contract::FlowId>,
+}
+
+/// The flow a call is in: the one it names, else its SOP run's, else its principal's default.
+fn flow_of(opts: &CallOptions, principal: &Principal) -> FlowId {
+    match (&opts.flow, &opts.run_id) {
+        (Some(flow), _) => flow.clone(),
+        (None, Some(run)) => FlowId::of_run(run),
+        (None, None) => FlowId::default_of(principal),
+    }
 }
 
 /// Identity of one call.
@@ -90,6 +102,13 @@ pub(crate) struct CallContext<'a> {
     /// What the call's sandbox may reach: the tool's grant, plus the origins its authorization
     /// allowed (`authorize::egress`, fixed before the intent and before any sandbox starts).
     pub(crate) egress: EgressGrant,
+    /// The flow the call is in.
+    pub(crate) flow: FlowId,
+    /// The flow's state before the call (what Cedar sees as `context.flow`), read just before
+    /// authorization.
+    pub(crate) flow_state: FlowState,
+    /// The origins of the URLs Cedar authorized (what the call reaches, for its flow).
+    pub(crate) reached: Vec<String>,
 }
 
 impl<'a> CallContext<'a> {
@@ -120,6 +139,9 @@ impl<'a> CallContext<'a> {
             secrets,
             scrubber,
             egress: tool.egress.clone(),
+            flow: flow_of(opts, principal),
+            flow_state: FlowState::default(),
+            reached: Vec::new(),
         }
     }
 }

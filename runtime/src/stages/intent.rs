@@ -86,6 +86,8 @@ fn intent(
             .collect(),
         shadow,
         approval,
+        flow: Some(cx.flow.clone()),
+        flow_state: Some(cx.flow_state.clone()),
     }
 }
 

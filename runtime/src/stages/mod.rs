@@ -9,7 +9,8 @@
 //!    [`CallContext`] is built from it: ids, principal, options, the tool, its secrets and
 //!    their scrubber.
 //! 2. [`input::gate`]: the payload against the input schema (deviation → refused).
-//! 3. [`authorize::authorize`]: Cedar; a DENY is a decision, recorded, never retried.
+//! 3. [`authorize::authorize`]: Cedar, with the state of the call's flow (`crate::flows`)
+//!    as `context.flow`; a DENY is a decision, recorded, never retried.
 //!    [`authorize::shadow`] evaluates the candidate policy set, if any, on the very same
 //!    request; it is never enforced, and only a disagreement is kept, for the intent.
 //!    [`authorize::egress`] then fixes what the call's sandbox may reach (for a profile with
@@ -27,7 +28,8 @@
 //!    wrapper, repeated as the [`retry::Retry`] policy decides, within the call's deadline.
 //!    [`budget::release`] then ends the call's budget uses.
 //! 7. [`output::gate`]: the output scrubbed, then checked against the output schema.
-//! 8. [`outcome::record`]: the outcome is committed before control returns.
+//! 8. [`outcome::record`]: the outcome is committed before control returns; for a call that
+//!    ran, it records what the call brought into its flow.
 //!
 //! # One shape
 //!
@@ -94,6 +96,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) approval_ttl: Duration,
     /// What entries read back from the ledger are checked against before they are acted on.
     pub(crate) trust: &'a Trust,
+    /// The flows folded from the ledger so far.
+    pub(crate) flows: &'a crate::flows::FlowBook,
 }
 
 /// One governed call: the stages in the order above. The span of the call (see [`span`]) is
@@ -107,7 +111,7 @@ pub(crate) async fn run(
     ids: CallIds,
 ) -> Result<CallReport, CallError> {
     let (mut cx, payload) = gated(parts, principal, name, payload, opts, ids)?; // 1, 2
-    let decision = authorized(parts, &mut cx, &payload); // 3
+    let decision = authorized(parts, &mut cx, &payload)?; // 3
     let shadow = authorize::shadow(&cx, parts.shadow, &payload, &decision);
     let waits = wait::request(&decision, parts.approval_ttl);
     let intent = intent::record(
@@ -142,7 +146,7 @@ pub(crate) async fn approved(
     intent: Committed,
 ) -> Result<CallReport, CallError> {
     let (mut cx, payload) = gated(parts, principal, name, payload, opts, ids)?;
-    let decision = authorized(parts, &mut cx, &payload);
+    let decision = authorized(parts, &mut cx, &payload)?;
     finish(parts, &cx, &payload, &decision, intent).await
 }
 
@@ -173,11 +177,19 @@ fn gated<'a>(
     Ok((cx, payload))
 }
 
-/// Step 3: Cedar's decision on the gated payload, and the egress it fixes for the call.
-fn authorized(parts: &Parts<'_>, cx: &mut CallContext<'_>, payload: &Value) -> Decision {
+/// Step 3: the state of the call's flow read from the ledger (one that cannot be read refuses
+/// the call), Cedar's decision on the gated payload in that flow, and the egress and the
+/// origins it fixes for the call.
+fn authorized(
+    parts: &Parts<'_>,
+    cx: &mut CallContext<'_>,
+    payload: &Value,
+) -> Result<Decision, CallError> {
+    cx.flow_state = parts.flows.state(parts.ledger, &cx.flow)?;
     let decision = authorize::authorize(cx, parts.authorizer, payload);
     cx.egress = authorize::egress(cx, &decision);
-    decision
+    cx.reached = decision.origins().iter().map(ToString::to_string).collect();
+    Ok(decision)
 }
 
 /// Steps 5 to 8, after the intent: admission, budgets, execution, the output gate, the outcome.

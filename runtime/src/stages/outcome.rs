@@ -23,7 +23,10 @@ pub(crate) async fn record(
             ),
         ));
     };
+    let entered = (!attempts.is_empty())
+        .then(|| crate::flows::entered(&cx.flow, &cx.tool.record, cx.principal, &cx.reached));
     let outcome = Outcome {
+        entered,
         call_id: cx.ids.call_id.clone(),
         result,
         attempts,

@@ -204,13 +204,13 @@ fn the_payload_and_facts_never_panic() {
 fn slicing_keeps_only_the_policies_of_each_action() {
     let r = catalog();
     let a = authorizer(&r);
-    assert_eq!(r.cedar().policies.policies().count(), 7);
-    // firecrawl_scrape: read-only-tools and page-read-no-linkedin.
-    assert_eq!(a.policy_count("firecrawl_scrape"), Some(2));
+    assert_eq!(r.cedar().policies.policies().count(), 10);
+    // firecrawl_scrape: read-only-tools, page-read-no-linkedin and flow-trifecta-new-origin.
+    assert_eq!(a.policy_count("firecrawl_scrape"), Some(3));
     // web_fetch_exa: those and its three bulk-fetch forbids.
-    assert_eq!(a.policy_count("web_fetch_exa"), Some(5));
-    // tavily_crawl reads its start page: read-only-tools and page-read-no-linkedin.
-    assert_eq!(a.policy_count("tavily_crawl"), Some(2));
+    assert_eq!(a.policy_count("web_fetch_exa"), Some(6));
+    // tavily_crawl reads its start page: the three page-read policies.
+    assert_eq!(a.policy_count("tavily_crawl"), Some(3));
     assert_eq!(a.policy_count("note_publish"), Some(1));
     assert_eq!(a.policy_count("web_search"), Some(1));
     // url_normalize: read-only-tools and its own url-normalize-web-only.

@@ -137,7 +137,7 @@ fn sigkill_while_64_governed_calls_are_in_flight() {
             Record::Outcome(o) => {
                 outcomes.insert(o.call_id.clone());
             }
-            Record::Transition(_) | Record::Approval(_) => {}
+            Record::Transition(_) | Record::Approval(_) | Record::Declassification(_) => {}
         }
     }
     for id in &returned {

@@ -29,6 +29,8 @@ mod catalog_path;
 #[cfg(feature = "in-process")]
 mod executor_inprocess;
 mod executor_process;
+#[cfg(feature = "in-process")]
+mod flows;
 mod governed_crash;
 mod governed_path;
 mod ledger_tamper;

@@ -33,6 +33,8 @@ pub fn intent(n: usize, run: Option<&str>) -> Record {
         attestation: None,
         shadow: None,
         approval: None,
+        flow: None,
+        flow_state: None,
     })
 }
 
@@ -80,6 +82,7 @@ pub fn outcome(n: usize) -> Record {
         output: Some(output),
         error: None,
         budget: None,
+        entered: None,
     })
 }
 
@@ -93,6 +96,7 @@ pub fn denied_outcome(n: usize) -> Record {
         output: None,
         error: Some("denied by no-linkedin".into()),
         budget: None,
+        entered: None,
     })
 }
 

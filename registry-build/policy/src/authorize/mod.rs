@@ -33,6 +33,7 @@ mod error;
 mod url_facts;
 
 pub use crate::cedar::approval::{APPROVAL_ANNOTATION, APPROVE_ACTION, AWAITING_APPROVAL};
+pub use crate::cedar::flow::{DECLASSIFY_ACTION, FLOW_TYPE};
 pub use crate::cedar::slice;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -44,9 +45,10 @@ use cedar_policy::{
     AuthorizationError, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
     RestrictedExpression, Schema, SchemaFragment,
 };
-use escepine_contract::{Origin, Principal};
+use escepine_contract::{FlowId, FlowState, Origin, Principal};
 use serde_json::Value;
 
+use crate::cedar::flow::FLOW_ATTRIBUTE;
 use crate::cedar::types::{input_type, CedarType};
 use crate::cedar::{generated_schema_text, url_scope, Binding, RESOURCE_TYPE};
 use escepine_registry::record::ToolRecord;
@@ -156,6 +158,9 @@ struct ToolAuth {
     policies: Arc<PolicySet>,
     /// The policies of `policies` annotated `@approval`, with the annotation's value.
     approval: HashMap<String, String>,
+    /// Whether the action's context holds `flow` (every generated one does; an action the
+    /// user's `.cedarschema` declares, only if it declares it).
+    flow: bool,
     /// Whether requests are validated against the schema: only when the action's declared
     /// context is not the generated one (a user-declared action), so the construction alone
     /// does not guarantee conformance.
@@ -173,6 +178,9 @@ pub struct Authorizer {
     /// `Action::"approve"` and the policies that can apply to it (`None` when the schema
     /// declares no such action: then nobody can approve).
     approve: Option<(EntityUid, Arc<PolicySet>)>,
+    /// `Action::"declassify"` and the policies that can apply to it (`None` when the schema
+    /// declares no such action: then nobody can declassify).
+    declassify: Option<(EntityUid, Arc<PolicySet>)>,
     /// The stores of principals vouched into parents, built once each.
     members: Members,
 }
@@ -223,6 +231,7 @@ impl Authorizer {
         let declared: HashSet<EntityUid> = schema.actions().cloned().collect();
         let whole = Arc::new(binding.policies.clone());
         let conforming = generated_contexts(records, &binding.schema_text);
+        let with_flow = flow_contexts(&binding.schema_text);
 
         let mut uids = Vec::with_capacity(records.len());
         let mut tools = HashMap::with_capacity(records.len());
@@ -276,37 +285,41 @@ impl Authorizer {
                     url_constrained,
                     policies,
                     approval,
+                    flow: with_flow.contains(record.cedar_action()),
                     validate,
                 },
             );
         }
         let entities = entities::build(schema, &uids, entities)?;
-        let approve_uid =
-            EntityUid::from_type_name_and_id(action_type, EntityId::new(APPROVE_ACTION));
-        let approve = if declared.contains(&approve_uid) {
-            let matching = url_scope::matching_actions(&action_entities, &approve_uid);
-            let policies = if sliced {
-                Arc::new(
-                    slice::slice(&binding.policies, &approve_uid, &matching).map_err(
+        // The generated actions that are not a tool's: each with the policies that can apply.
+        let special = |id: &str| -> Result<Option<(EntityUid, Arc<PolicySet>)>, AuthorizeError> {
+            let uid = EntityUid::from_type_name_and_id(action_type.clone(), EntityId::new(id));
+            if !declared.contains(&uid) {
+                return Ok(None);
+            }
+            let matching = url_scope::matching_actions(&action_entities, &uid);
+            let policies =
+                if sliced {
+                    Arc::new(slice::slice(&binding.policies, &uid, &matching).map_err(
                         |message| AuthorizeError::Slice {
-                            tool: APPROVE_ACTION.to_string(),
+                            tool: id.to_string(),
                             message,
                         },
-                    )?,
-                )
-            } else {
-                whole
-            };
-            Some((approve_uid, policies))
-        } else {
-            None
+                    )?)
+                } else {
+                    Arc::clone(&whole)
+                };
+            Ok(Some((uid, policies)))
         };
+        let approve = special(APPROVE_ACTION)?;
+        let declassify = special(DECLASSIFY_ACTION)?;
         Ok(Self {
             tools,
             entities,
             cedar: cedar_policy::Authorizer::new(),
             schema: schema.clone(),
             approve,
+            declassify,
             members: Members::default(),
         })
     }
@@ -335,6 +348,71 @@ impl Authorizer {
                 "the schema declares no `Action::\"{APPROVE_ACTION}\"`"
             ));
         };
+        self.decide_special(
+            approver,
+            parents,
+            (action, policies),
+            tool.resource.clone(),
+            Context::empty(),
+            &format!("approve calls of `{tool_id}`"),
+        )
+    }
+
+    /// Whether `principal` may remove `label` from flow `flow`, whose state is `state`: the
+    /// request `(principal, Action::"declassify", Flow::"<flow>")` with `context.flow` and
+    /// `context.label`. Whether the principal's own calls brought the label is not Cedar's
+    /// question: the runtime refuses that before asking.
+    pub fn authorize_declassify(
+        &self,
+        principal: &Principal,
+        parents: &[Principal],
+        flow: &FlowId,
+        label: &str,
+        state: &FlowState,
+    ) -> Decision {
+        let Some((action, policies)) = &self.declassify else {
+            return Decision::denied(format!(
+                "the schema declares no `Action::\"{DECLASSIFY_ACTION}\"` (no policy names it)"
+            ));
+        };
+        let resource = match type_name(FLOW_TYPE) {
+            Ok(t) => EntityUid::from_type_name_and_id(t, EntityId::new(flow.as_str())),
+            Err(e) => return Decision::denied(e.to_string()),
+        };
+        let context = match Context::from_pairs([
+            (
+                FLOW_ATTRIBUTE.to_string(),
+                crate::cedar::flow::to_expression(state),
+            ),
+            (
+                "label".to_string(),
+                RestrictedExpression::new_string(label.to_string()),
+            ),
+        ]) {
+            Ok(c) => c,
+            Err(e) => return Decision::denied(format!("the context cannot be built: {e}")),
+        };
+        self.decide_special(
+            principal,
+            parents,
+            (action, policies),
+            resource,
+            context,
+            &format!("declassify `{label}` in flow `{flow}`"),
+        )
+    }
+
+    /// One request of a generated action that is not a tool's (`approve`, `declassify`) by
+    /// `approver` on `resource`; `what` completes the reasons ("… permits `X` to <what>").
+    fn decide_special(
+        &self,
+        approver: &Principal,
+        parents: &[Principal],
+        (action, policies): (&EntityUid, &PolicySet),
+        resource: EntityUid,
+        context: Context,
+        what: &str,
+    ) -> Decision {
         let principal = match type_name(&approver.entity_type) {
             Ok(t) => EntityUid::from_type_name_and_id(t, EntityId::new(&approver.id)),
             Err(e) => return Decision::denied(e.to_string()),
@@ -349,13 +427,13 @@ impl Authorizer {
         let request = match Request::new(
             principal,
             action.clone(),
-            tool.resource.clone(),
-            Context::empty(),
+            resource,
+            context,
             Some(&self.schema),
         ) {
             Ok(r) => r,
             Err(e) => {
-                return Decision::denied(format!("the approval request cannot be built: {e}"))
+                return Decision::denied(format!("the request to {what} cannot be built: {e}"))
             }
         };
         let response = self.cedar.is_authorized(&request, policies, &entities);
@@ -367,7 +445,7 @@ impl Authorizer {
         for error in diagnostics.errors() {
             let AuthorizationError::PolicyEvaluationError(e) = error;
             tally.deny_ids.insert(e.policy_id().to_string());
-            tally.deny(format!("the approval: {error}"));
+            tally.deny(format!("the request to {what}: {error}"));
         }
         let ids: BTreeSet<String> = diagnostics.reason().map(ToString::to_string).collect();
         match response.decision() {
@@ -375,10 +453,10 @@ impl Authorizer {
             cedar_policy::Decision::Allow => {}
             cedar_policy::Decision::Deny => {
                 tally.deny(if ids.is_empty() {
-                    format!("no policy permits `{approver}` to approve calls of `{tool_id}`")
+                    format!("no policy permits `{approver}` to {what}")
                 } else {
                     format!(
-                        "`{approver}` is forbidden to approve calls of `{tool_id}` by {}",
+                        "`{approver}` is forbidden to {what} by {}",
                         ids.iter().cloned().collect::<Vec<_>>().join(", ")
                     )
                 });
@@ -486,6 +564,19 @@ impl Authorizer {
         tool_id: &str,
         payload: &Value,
     ) -> Decision {
+        self.authorize_in(principal, parents, tool_id, payload, &FlowState::default())
+    }
+
+    /// [`Self::authorize_as`] for a call in a flow whose state is `flow`: every request of the
+    /// call carries it as `context.flow` (when the action's context declares it).
+    pub fn authorize_in(
+        &self,
+        principal: &Principal,
+        parents: &[Principal],
+        tool_id: &str,
+        payload: &Value,
+        flow: &FlowState,
+    ) -> Decision {
         let Some(tool) = self.tools.get(tool_id) else {
             return Decision::denied(format!("unknown tool `{tool_id}`"));
         };
@@ -534,10 +625,12 @@ impl Authorizer {
                 }
             },
         };
+        let flow = tool.flow.then(|| crate::cedar::flow::to_expression(flow));
         let request = RequestOf {
             tool,
             principal: &principal,
             input: &input,
+            flow: flow.as_ref(),
             entities,
         };
         self.evaluate(&request, whole_url.as_ref(), Label::Call, &mut tally);
@@ -594,14 +687,18 @@ impl Authorizer {
             tool,
             principal,
             input,
+            flow,
             entities,
         } = *of;
         // Rendered only when there is something to report.
         let label = || label.render(url.map_or("", |f| f.raw.as_str()));
-        let mut pairs = Vec::with_capacity(2);
+        let mut pairs = Vec::with_capacity(3);
         pairs.push(("input".to_string(), input.clone()));
         if let Some(f) = url {
             pairs.push(("url".to_string(), f.to_expression()));
+        }
+        if let Some(flow) = flow {
+            pairs.push((FLOW_ATTRIBUTE.to_string(), flow.clone()));
         }
         let context = match Context::from_pairs(pairs) {
             Ok(c) => c,
@@ -670,13 +767,14 @@ const NO_POLICY_PERMITS: &str = "no policy permits it";
 /// headline `denied: no policy permits it` already says.
 pub const CALL_DEFAULT_DENY: &str = "the call: no policy permits it";
 
-/// What every request of one call shares: the tool, the principal, `context.input` and the
-/// entity store (the principal in the parents its token names, if any).
+/// What every request of one call shares: the tool, the principal, `context.input`,
+/// `context.flow` and the entity store (the principal in the parents its token names, if any).
 #[derive(Clone, Copy)]
 struct RequestOf<'a> {
     tool: &'a ToolAuth,
     principal: &'a EntityUid,
     input: &'a RestrictedExpression,
+    flow: Option<&'a RestrictedExpression>,
     entities: &'a Entities,
 }
 
@@ -793,6 +891,32 @@ fn generated_contexts(records: &[ToolRecord], schema_text: &str) -> HashSet<Stri
         .filter(|(id, ctx)| merged.get(id) == Some(ctx))
         .map(|(id, _)| id)
         .collect()
+}
+
+/// The actions whose context in the merged schema (`schema_text`) declares `flow`. Empty when
+/// the schema cannot be read as a fragment (then no request carries the flow, and a policy that
+/// reads it was refused by strict validation).
+fn flow_contexts(schema_text: &str) -> HashSet<String> {
+    let Ok((fragment, _)) = SchemaFragment::from_cedarschema_str(schema_text) else {
+        return HashSet::new();
+    };
+    let Ok(json) = fragment.to_json_value() else {
+        return HashSet::new();
+    };
+    json.get("")
+        .and_then(|ns| ns.get("actions"))
+        .and_then(Value::as_object)
+        .map(|actions| {
+            actions
+                .iter()
+                .filter(|(_, a)| {
+                    a.pointer(&format!("/appliesTo/context/attributes/{FLOW_ATTRIBUTE}"))
+                        .is_some()
+                })
+                .map(|(id, _)| id.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn type_name(name: &str) -> Result<EntityTypeName, AuthorizeError> {

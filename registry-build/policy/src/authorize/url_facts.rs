@@ -144,7 +144,8 @@ impl UrlFacts {
         }
     }
 
-    /// The facts as the Cedar record `{ raw, scheme, host, port, path }`.
+    /// The facts as the Cedar record `{ raw, scheme, host, port, path, origin, public, ip? }`
+    /// (`origin` as the egress grant spells it: `scheme://host:port`).
     pub fn to_expression(&self) -> RestrictedExpression {
         let fields = [
             ("raw", RestrictedExpression::new_string(self.raw.clone())),
@@ -155,6 +156,10 @@ impl UrlFacts {
             ("host", RestrictedExpression::new_string(self.host.clone())),
             ("port", RestrictedExpression::new_long(i64::from(self.port))),
             ("path", RestrictedExpression::new_string(self.path.clone())),
+            (
+                "origin",
+                RestrictedExpression::new_string(self.origin().to_string()),
+            ),
             ("public", RestrictedExpression::new_bool(self.public)),
         ];
         let ip = self.ip.map(|ip| {

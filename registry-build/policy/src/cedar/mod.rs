@@ -23,6 +23,7 @@
 pub mod approval;
 pub mod context;
 mod enum_literals;
+pub mod flow;
 pub mod formats;
 mod policies;
 mod report;
@@ -150,8 +151,11 @@ pub fn bind_files(records: &[ToolRecord], files: &PolicyFiles) -> Result<Binding
     let user = user_schema::parse(&files.schemas, &mut diags);
     let policy_files: Vec<PathBuf> = files.policies.iter().map(|s| s.path.clone()).collect();
 
-    let approve = approval::uses_approval(&files.policies);
-    let (generated, typing) = schema_gen::generate(records, &user.declared, approve);
+    let extra = schema_gen::Extra {
+        approve: approval::uses_approval(&files.policies),
+        declassify: flow::uses_declassify(&files.policies),
+    };
+    let (generated, typing) = schema_gen::generate(records, &user.declared, extra);
     let typing_failed = !typing.is_empty();
     diags.extend(typing);
     let generated = SourceFile::new(user_schema::GENERATED, generated);

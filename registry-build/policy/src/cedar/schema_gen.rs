@@ -9,7 +9,9 @@
 //! naming `Action::"approve"` in its scope), `Action::"approve"` (in no group, with an empty
 //! context), the action an approver of a waiting call must be permitted on the call's tool. It
 //! is left out otherwise, so a policy whose action scope is unconstrained may read
-//! `context.input` without a guard.
+//! `context.input` without a guard. Every tool's context also holds `flow`, the state of the
+//! call's flow ([`crate::cedar::flow`]); `Action::"declassify"` on `Flow` entities is declared
+//! only when a policy names it.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -19,6 +21,7 @@ use escepine_contract::SideEffectClass;
 use serde_json::Value;
 
 use crate::cedar::approval::APPROVE_ACTION;
+use crate::cedar::flow::{self, DECLASSIFY_ACTION, FLOW_ATTRIBUTE, FLOW_TYPE};
 use crate::cedar::syntax::quote;
 use crate::cedar::types::{self, input_type, Attribute, CedarType, TypingError};
 use escepine_registry::diagnostic::{Diagnostic, Diagnostics, SourceFile};
@@ -110,7 +113,7 @@ fn sorted(records: &[ToolRecord]) -> Vec<&ToolRecord> {
 /// has no `input` and a comment says why. [`try_generated_schema_text`] reports that as an
 /// error instead.
 pub fn generated_schema_text(records: &[ToolRecord]) -> String {
-    generate(records, &Declared::default(), false).0
+    generate(records, &Declared::default(), Extra::default()).0
 }
 
 /// The generated Cedar schema, or a [`Rule::CedarSchema`] diagnostic (naming the record file
@@ -119,7 +122,7 @@ pub fn generated_schema_text(records: &[ToolRecord]) -> String {
 /// # Errors
 /// One diagnostic per record whose input schema cannot be typed.
 pub fn try_generated_schema_text(records: &[ToolRecord]) -> Result<String, Diagnostics> {
-    let (text, diags) = generate(records, &Declared::default(), false);
+    let (text, diags) = generate(records, &Declared::default(), Extra::default());
     if diags.is_empty() {
         Ok(text)
     } else {
@@ -127,13 +130,23 @@ pub fn try_generated_schema_text(records: &[ToolRecord]) -> Result<String, Diagn
     }
 }
 
+/// The actions generated only when the policies use them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Extra {
+    /// `Action::"approve"` (the policies use approval).
+    pub approve: bool,
+    /// `Action::"declassify"` and `entity Flow` (a policy names the action).
+    pub declassify: bool,
+}
+
 /// The schema text leaving out what the user declares, and a diagnostic per untypable input;
-/// with `approve`, the action `Action::"approve"` too (the policies use approval).
+/// with `extra`, the actions the policies use.
 pub(crate) fn generate(
     records: &[ToolRecord],
     declared: &Declared,
-    approve: bool,
+    extra: Extra,
 ) -> (String, Diagnostics) {
+    let approve = extra.approve;
     let mut diags = Diagnostics::new();
     let mut out = String::from(
         "// The Cedar schema generated from the tool records (`escepine cedar-schema`).\n\n",
@@ -170,6 +183,34 @@ pub(crate) fn generate(
             "action {} appliesTo {{\n  principal: [{PRINCIPAL_TYPE}],\n  resource: [{RESOURCE_TYPE}],\n  context: {{}},\n}};",
             quote(APPROVE_ACTION)
         );
+    }
+    if extra.declassify && !declared.actions.contains(DECLASSIFY_ACTION) {
+        out.push_str("\n// Removing a label from a flow (`escepine flow declassify`).\n");
+        if !declared.entity_types.contains(FLOW_TYPE) {
+            let _ = writeln!(out, "entity {FLOW_TYPE};");
+        }
+        let _ = write!(
+            out,
+            "action {} appliesTo {{\n  principal: [{PRINCIPAL_TYPE}],\n  resource: [{FLOW_TYPE}],\n  context: ",
+            quote(DECLASSIFY_ACTION)
+        );
+        types::write_record(
+            &mut out,
+            &[
+                Attribute {
+                    name: FLOW_ATTRIBUTE.to_string(),
+                    required: true,
+                    ty: flow::flow_type(),
+                },
+                Attribute {
+                    name: "label".to_string(),
+                    required: true,
+                    ty: CedarType::String,
+                },
+            ],
+            2,
+        );
+        out.push_str(",\n};\n");
     }
     let custom: Vec<String> = custom_groups(records)
         .into_iter()
@@ -227,6 +268,11 @@ fn write_action(out: &mut String, record: &ToolRecord, input: Option<CedarType>)
             ty: types::url_type(),
         });
     }
+    context.push(Attribute {
+        name: FLOW_ATTRIBUTE.to_string(),
+        required: true,
+        ty: flow::flow_type(),
+    });
     let groups: Vec<String> = groups_of(record).iter().map(|g| quote(g)).collect();
     let _ = writeln!(
         out,

@@ -297,6 +297,7 @@ pub fn url_type() -> CedarType {
             ("host", CedarType::String, true),
             ("port", CedarType::Long, true),
             ("path", CedarType::String, true),
+            ("origin", CedarType::String, true),
             ("ip", CedarType::IpAddr, false),
             ("public", CedarType::Bool, true),
         ]

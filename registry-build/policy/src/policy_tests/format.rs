@@ -5,7 +5,14 @@
 //!             "tool": "firecrawl_scrape", "input": {"url": "https://www.linkedin.com/in/x"},
 //!             "expect": "deny", "policies": ["page-read-no-linkedin"]}]}
 //! ```
+//!
+//! A case may give the state of the call's flow (`context.flow`; an empty flow otherwise):
+//! `"flow": {"labels": ["untrusted-content"], "origins": ["https://a.example:443"],
+//! "tools": ["web_search"], "calls": 1}`.
 
+use std::collections::BTreeSet;
+
+use escepine_contract::FlowState;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -32,12 +39,45 @@ pub struct Case {
     /// Cedar entities JSON (principals, their attributes and parents); none when absent.
     #[serde(default)]
     pub entities: Option<Value>,
+    /// The state of the call's flow (`context.flow`); an empty flow when absent.
+    #[serde(default)]
+    pub flow: Option<FlowCase>,
     /// The decision the call must get.
     pub expect: Expect,
     /// The determining policies the decision must have (compared as a set); not compared when
     /// absent.
     #[serde(default)]
     pub policies: Option<Vec<String>>,
+}
+
+/// A flow's state as a case gives it: what `context.flow` holds.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowCase {
+    /// The labels that have entered the flow.
+    #[serde(default)]
+    pub labels: BTreeSet<String>,
+    /// The origins (`scheme://host:port`) the flow has reached.
+    #[serde(default)]
+    pub origins: BTreeSet<String>,
+    /// The tools the flow has called.
+    #[serde(default)]
+    pub tools: BTreeSet<String>,
+    /// How many calls ran in the flow.
+    #[serde(default)]
+    pub calls: u64,
+}
+
+impl FlowCase {
+    /// The state (each tool counted once).
+    pub fn state(&self) -> FlowState {
+        FlowState {
+            labels: self.labels.clone(),
+            origins: self.origins.clone(),
+            tools: self.tools.iter().map(|t| (t.clone(), 1)).collect(),
+            calls: self.calls,
+        }
+    }
 }
 
 /// An expected decision.

@@ -56,6 +56,8 @@ pub(super) struct Prepared {
     /// The tool's input gate.
     pub gate: Arc<SchemaGate>,
     pub input: Value,
+    /// The state of the call's flow.
+    pub flow: escepine_contract::FlowState,
     /// Index into [`PolicyTests::authorizers`].
     pub authorizer: usize,
     pub expect: Expect,
@@ -190,6 +192,7 @@ pub fn load(registry: &BoundRegistry, path: &Path) -> Result<PolicyTests, Policy
                 tool: case.tool.clone(),
                 gate,
                 input: case.input.clone(),
+                flow: case.flow.as_ref().map(|f| f.state()).unwrap_or_default(),
                 authorizer,
                 expect: case.expect,
                 policies: case.policies.as_ref().map(|p| p.iter().cloned().collect()),

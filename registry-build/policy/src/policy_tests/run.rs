@@ -35,7 +35,8 @@ impl PolicyTests {
             .check(&case.input)
             .map_err(Problem::InputRejected)?;
         let authorizer = &self.authorizers[case.authorizer];
-        let decision = authorizer.authorize(&case.principal, &case.tool, &case.input);
+        let decision =
+            authorizer.authorize_in(&case.principal, &[], &case.tool, &case.input, &case.flow);
         determining.extend(decision.policy_ids().iter().cloned());
         let expected = case.expect;
         if decision.as_str() != expected.as_str() {

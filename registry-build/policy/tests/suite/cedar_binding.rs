@@ -300,6 +300,9 @@ fn the_catalog_policies_validate_strictly() {
             "bulk-fetch-https-only",
             "bulk-fetch-no-internal-addresses",
             "bulk-fetch-no-internal-hosts",
+            "flow-reviewers-approve",
+            "flow-reviewers-declassify",
+            "flow-trifecta-new-origin",
             "page-read-no-linkedin",
             "publishing-editors",
             "read-only-tools",
@@ -521,11 +524,29 @@ impl Authz {
     }
 
     fn decide(&self, principal: &str, tool: &str, context: Value) -> (Decision, Vec<String>) {
+        /// The context completed as the runtime completes it: an empty flow, and the URL's
+        /// origin spelled from its scheme, host and port.
+        fn with_flow(mut context: Value) -> Value {
+            if let Some(obj) = context.as_object_mut() {
+                obj.entry("flow")
+                    .or_insert(json!({"calls": 0, "labels": [], "origins": [], "tools": []}));
+                if let Some(url) = obj.get_mut("url").and_then(Value::as_object_mut) {
+                    let origin = format!(
+                        "{}://{}:{}",
+                        url["scheme"].as_str().unwrap_or_default(),
+                        url["host"].as_str().unwrap_or_default(),
+                        url["port"]
+                    );
+                    url.entry("origin").or_insert(Value::String(origin));
+                }
+            }
+            context
+        }
         let schema = &self.binding.schema;
         let action = EntityUid::from_str(&format!("Action::\"{tool}\"")).expect("action");
         let principal = EntityUid::from_str(&format!("Agent::\"{principal}\"")).expect("agent");
         let resource = EntityUid::from_str(&format!("Tool::\"{tool}\"")).expect("tool");
-        let context = Context::from_json_value(context, Some((schema, &action)))
+        let context = Context::from_json_value(with_flow(context), Some((schema, &action)))
             .unwrap_or_else(|e| panic!("context: {e}"));
         let request = Request::new(principal, action, resource, context, Some(schema))
             .unwrap_or_else(|e| panic!("request: {e}"));

@@ -25,13 +25,22 @@ fn declared_labels_register_within_the_envelope_and_read_back() {
     assert_eq!(rec.data_labels().output, ["untrusted-content"]);
     assert!(rec.data_labels().reads.is_empty());
     let again = rec.to_json();
-    assert_eq!(again["data_labels"], json!({ "output": ["untrusted-content"] }));
+    assert_eq!(
+        again["data_labels"],
+        json!({ "output": ["untrusted-content"] })
+    );
     let bins = WorkspaceBins {
         names: ["page_read".to_string()].into(),
         ..WorkspaceBins::default()
     };
     let files = [SourceFile::new("records/page_read.json", again.to_string())];
-    let (records, diags) = check_records(&files, &Context { envelope: Some(&env), bins: &bins });
+    let (records, diags) = check_records(
+        &files,
+        &Context {
+            envelope: Some(&env),
+            bins: &bins,
+        },
+    );
     assert!(!diags.has_errors(), "{}", diags.render());
     assert_eq!(records[0].data_labels(), rec.data_labels());
     // No labels: the field is left out.

@@ -98,6 +98,7 @@ fn records(cli: &SopCli) -> Vec<String> {
             ),
             Record::Outcome(o) => format!("outcome {} {}", o.call_id, o.result.as_str()),
             Record::Transition(t) => format!("transition {}", t.event),
+            Record::Declassification(d) => format!("declassification {} {}", d.flow, d.label),
         })
         .collect()
 }

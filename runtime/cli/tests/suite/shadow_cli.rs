@@ -90,8 +90,10 @@ fn run_all(shadow: bool) -> Vec<Ran> {
 
 /// Keys whose values differ between two runs by construction (random ids, times, hashes of
 /// records naming them), and the shadow field itself.
-const VARYING: [&str; 11] = [
+const VARYING: [&str; 12] = [
     "call_id",
+    // An SOP step's flow is its run.
+    "flow",
     "idempotency_key",
     "run_id",
     "compensates",

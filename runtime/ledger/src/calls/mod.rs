@@ -73,7 +73,7 @@ impl Call {
             Record::Intent(i) => put(&mut self.intent, parts, i),
             Record::Approval(a) => put(&mut self.approval, parts, a),
             Record::Outcome(o) => put(&mut self.outcome, parts, o),
-            Record::Transition(_) => true,
+            Record::Transition(_) | Record::Declassification(_) => true,
         };
         if !taken {
             self.ignored.push(ignored);

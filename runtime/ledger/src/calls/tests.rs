@@ -37,6 +37,8 @@ fn intent(call_id: &str, waits_until: Option<u64>) -> Record {
             expires_at_ms,
             reasons: vec!["a person looks".into()],
         }),
+        flow: None,
+        flow_state: None,
     })
 }
 
@@ -68,6 +70,7 @@ fn outcome(call_id: &str, result: CallResult) -> Record {
         output: None,
         error: None,
         budget: None,
+        entered: None,
     })
 }
 

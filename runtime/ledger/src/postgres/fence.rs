@@ -78,6 +78,7 @@ impl Fences {
             Record::Outcome(o) => self.calls.remove(&o.call_id)?,
             // An approval is fenced only when this process drives the call's run.
             Record::Approval(a) => self.calls.get(&a.call_id)?.clone(),
+            Record::Declassification(_) => return None,
         };
         let (key, pid) = *self.runs.get(&run_id)?;
         Some(Fence { run_id, key, pid })

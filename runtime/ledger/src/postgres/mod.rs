@@ -324,6 +324,27 @@ impl Ledger for PostgresLedger {
         Ok(entry)
     }
 
+    fn entries_after(&self, seq: u64) -> Result<Vec<Entry>, LedgerError> {
+        let Ok(seq) = i64::try_from(seq) else {
+            return Ok(Vec::new());
+        };
+        let pool = self.pool.clone();
+        let rows = self
+            .worker
+            .block(async move {
+                let client = pool.get().await.map_err(|e| PgError::Pool(e.to_string()))?;
+                let rows = client
+                    .query(schema::SELECT_AFTER, &[&seq])
+                    .await
+                    .map_err(pg("read the entries after a sequence number"))?;
+                rows.iter().map(stored_row).collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|e| e.at(&self.location))?;
+        let entries = to_entries(&rows)?;
+        self.count(entries.len());
+        Ok(entries)
+    }
+
     fn entries_for_run(&self, run_id: &str) -> Result<Vec<Entry>, LedgerError> {
         Ok(select_run(&self.entries()?, run_id))
     }

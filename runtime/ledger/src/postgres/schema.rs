@@ -47,6 +47,10 @@ pub const SELECT_ALL: &str = "SELECT seq, prev, hash, at_ms, body FROM entries O
 /// Every row with its `call_id` column, in chain order (for verification, which checks it).
 pub const SELECT_ALL_INDEXED: &str =
     "SELECT seq, prev, hash, at_ms, body, call_id FROM entries ORDER BY seq";
+/// The entries after a sequence number, in chain order.
+pub const SELECT_AFTER: &str =
+    "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq > $1 ORDER BY seq";
+
 /// One entry, by its position.
 pub const SELECT_ONE: &str = "SELECT seq, prev, hash, at_ms, body FROM entries WHERE seq = $1";
 

@@ -30,7 +30,10 @@ pub(super) fn data_labels(
         return None;
     };
     let before = diags.error_count();
-    for key in map.keys().filter(|k| !["output", "reads"].contains(&k.as_str())) {
+    for key in map
+        .keys()
+        .filter(|k| !["output", "reads"].contains(&k.as_str()))
+    {
         diags.push(
             Diagnostic::at(
                 Rule::DataLabels,
@@ -49,7 +52,12 @@ pub(super) fn data_labels(
                 for (i, item) in items.iter().enumerate() {
                     let ptr = format!("/data_labels/{key}/{i}");
                     let Some(name) = item.as_str() else {
-                        diags.push(Diagnostic::at(Rule::DataLabels, src, &ptr, "a label must be a string"));
+                        diags.push(Diagnostic::at(
+                            Rule::DataLabels,
+                            src,
+                            &ptr,
+                            "a label must be a string",
+                        ));
                         continue;
                     };
                     if let Some(why) = name_problem(name) {
