@@ -54,6 +54,7 @@ use serde_json::{json, Value};
 
 mod corpus;
 mod executor;
+mod injection;
 mod planner;
 mod progress;
 mod report;
@@ -259,6 +260,7 @@ async fn research(
     let run_ms = ms(run_started.elapsed());
     let traffic = services.traffic();
     let live_notes = services.live_notes();
+    let services_collector = services.collector().to_string();
     services.stop().await;
 
     // The outputs.
@@ -325,6 +327,16 @@ async fn research(
             d.intent
         );
     }
+    for i in &notebook.injections {
+        println!(
+            "injected instruction on {}: the notes to {} — {} by [{}]; the collector received {} request(s)",
+            i.page,
+            services_collector,
+            i.outcome,
+            i.policy_ids.join(", "),
+            traffic.collected.len()
+        );
+    }
     println!(
         "services: {} page(s) served, {} search(es), notes published {:?}, live {:?}",
         traffic.pages.len(),
@@ -386,9 +398,13 @@ async fn research(
         "denied": notebook.denied.iter().map(|d| json!({
             "url": d.url, "call_id": d.call_id, "policy_ids": d.policy_ids})).collect::<Vec<_>>(),
         "failed_reads": notebook.failed,
+        "injections": notebook.injections.iter().map(|i| json!({
+            "page": i.page, "url": i.url, "call_id": i.call_id, "outcome": i.outcome,
+            "policy_ids": i.policy_ids})).collect::<Vec<_>>(),
         "services": {"pages_served": traffic.pages, "searches": traffic.searches,
                      "published": traffic.published, "retracted": traffic.retracted,
-                     "not_found": traffic.not_found},
+                     "not_found": traffic.not_found, "collector": services_collector,
+                     "collected": traffic.collected},
         "timing": timing,
     });
     let summary_path = out.join("summary.json");

@@ -107,7 +107,10 @@ pub fn print_calls(rows: &[CallRow]) {
             n + 1,
             r.tool,
             r.step.as_deref().unwrap_or("(planner)"),
-            r.result.as_deref().unwrap_or("?"),
+            r.result.as_deref().unwrap_or(match r.decision {
+                Decision::AwaitingApproval => "held",
+                _ => "?",
+            }),
             r.policy_ids.join(","),
             r.attempts,
             r.attempt_us as f64 / 1000.0,

@@ -10,6 +10,10 @@
 //!   `page-read-no-linkedin` whose outcome is `denied` with no attempt, no page-read outcome
 //!   holding it, and nothing of it in the deliverable. (Its URL does appear in the search step's
 //!   outcome: that is how the agent found it.)
+//! - a page carrying instructions to AI agents leads the (gullible, scripted) planner to try
+//!   sending the notes to a collector: the flow policies hold that read for an approver, with
+//!   the policy named, nothing reaches the collector, and a later process naming the run's flow
+//!   is held the same way.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -185,6 +189,9 @@ fn the_deliverable_cites_a_ledger_that_verifies_and_the_forbidden_page_is_only_d
     assert_eq!(summary["status"], "completed");
     assert_eq!(summary["verify"]["ok"], true);
     assert_eq!(summary["verify"]["head"], Value::from(report.head));
+    // The clean pages give the agent no instruction: nothing is held, nothing collected.
+    assert_eq!(summary["injections"], serde_json::json!([]), "{summary:#}");
+    assert_eq!(summary["services"]["collected"], serde_json::json!([]));
 }
 
 #[test]
@@ -484,4 +491,157 @@ fn replaying_the_research_ledger_lists_exactly_the_requests_a_policy_change_flip
     let (code, stdout, stderr) = replay(&broken, &widened, &entities, &[]);
     assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
     assert!(stderr.contains(&format!("entry {seq} changed")), "{stderr}");
+}
+
+/// `escepine ARGS` in process: its exit status, stdout and stderr.
+fn escepine(args: &[String]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = escepine_cli::run(
+        std::iter::once("escepine".to_string()).chain(args.iter().cloned()),
+        &mut escepine_cli::Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+/// The query whose best result is the page carrying injected instructions.
+const INJECTED_QUERY: &str = "lineside inspection rosters";
+
+#[test]
+fn an_injected_page_cannot_send_the_notes_away_not_even_after_a_restart() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path();
+    let run = run(out, &["--query", INJECTED_QUERY]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    let summary = read_json(&out.join("summary.json"));
+    let run_id = summary["run_id"].as_str().expect("a run id").to_string();
+    // The planner obeyed the page: it tried to read the collector's URL with the notes in it.
+    let injections = summary["injections"].as_array().expect("injections");
+    assert_eq!(injections.len(), 1, "{summary:#}");
+    let attempt = &injections[0];
+    assert!(
+        attempt["page"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/corpus/lineside-inspection.html")),
+        "{attempt}"
+    );
+    let collector = summary["services"]["collector"]
+        .as_str()
+        .expect("collector");
+    assert!(
+        attempt["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with(&format!("{collector}/collect?notes=Question"))),
+        "{attempt}"
+    );
+    // Held for an approver by the trifecta policy; nothing reached the collector.
+    assert_eq!(attempt["outcome"], "awaiting_approval", "{attempt}");
+    assert!(
+        attempt["policy_ids"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p == "flow-trifecta-new-origin")),
+        "{attempt}"
+    );
+    assert_eq!(summary["services"]["collected"], serde_json::json!([]));
+    // The rest of the task completed: the note was published and the deliverable assembled.
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(
+        summary["services"]["published"].as_array().map(Vec::len),
+        Some(1)
+    );
+
+    // The ledger: the held call's intent names the run's flow and the state Cedar saw.
+    let ledger = out.join("ledger.db");
+    let entries = read_entries(&ledger).expect("the ledger reads");
+    let all = calls(&entries);
+    let call_id = attempt["call_id"].as_str().expect("call id");
+    let (_, intent) = &all.intents[call_id];
+    assert_eq!(intent.decision, Decision::AwaitingApproval);
+    assert_eq!(
+        intent.flow.as_ref().map(|f| f.as_str()),
+        Some(run_id.as_str())
+    );
+    let state = intent.flow_state.as_ref().expect("the flow's state");
+    assert!(
+        state.labels.contains("private") && state.labels.contains("untrusted-content"),
+        "{state:?}"
+    );
+    assert!(!state.origins.iter().any(|o| o == collector), "{state:?}");
+    assert!(!all.outcomes.contains_key(call_id), "nothing ran");
+
+    // A restart: another process, the same ledger, the same flow named — held again, before
+    // anything is sent.
+    let workspace = workspace();
+    let arg = |s: &str| s.to_string();
+    let path = |p: &Path| p.display().to_string();
+    let again = [
+        arg("call"),
+        arg("--records"),
+        path(&workspace.join("tools/records")),
+        arg("--policies"),
+        path(&workspace.join("tools/policies")),
+        arg("--envelope"),
+        path(&out.join("deployment-envelope.json")),
+        arg("--entities"),
+        path(&out.join("entities.json")),
+        arg("--ledger"),
+        path(&ledger),
+        arg("--principal"),
+        arg("Agent::\"researcher\""),
+        arg("--tool"),
+        arg("firecrawl_scrape"),
+        arg("--input"),
+        serde_json::json!({"url": format!("{collector}/collect?again=1")}).to_string(),
+        arg("--flow"),
+        run_id.clone(),
+        // This test program is no sandbox init; the call is held before any executor runs.
+        arg("--executor"),
+        arg("process"),
+    ];
+    let (code, _, err) = escepine(&again);
+    assert_eq!(code, 8, "{err}");
+    assert!(err.contains("flow-trifecta-new-origin"), "{err}");
+
+    // `flow show` names the calls that brought each label; the researcher cannot declassify
+    // what its own calls brought (exit 3), and nothing is recorded.
+    let (code, shown, err) = escepine(&[arg("flow"), arg("show"), path(&ledger), run_id.clone()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        shown.contains("labels:  private, untrusted-content"),
+        "{shown}"
+    );
+    assert!(shown.contains("`private` brought by:"), "{shown}");
+    assert!(
+        shown.contains("(note_publish, Agent::\"researcher\")"),
+        "{shown}"
+    );
+    let before = read_entries(&ledger).expect("reads").len();
+    let (code, _, err) = escepine(&[
+        arg("flow"),
+        arg("declassify"),
+        path(&ledger),
+        run_id.clone(),
+        arg("private"),
+        arg("--reason"),
+        arg("the notes are mine"),
+        arg("--principal"),
+        arg("Agent::\"researcher\""),
+        arg("--records"),
+        path(&workspace.join("tools/records")),
+        arg("--policies"),
+        path(&workspace.join("tools/policies")),
+        arg("--entities"),
+        path(&out.join("entities.json")),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("its own call"), "{err}");
+    assert_eq!(read_entries(&ledger).expect("reads").len(), before);
 }
