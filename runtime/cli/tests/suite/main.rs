@@ -14,6 +14,7 @@ mod ledger_checkpoints;
 mod mcp_approval;
 mod mcp_edge;
 mod mcp_export;
+mod mcp_flows;
 mod mcp_import;
 mod mcp_oauth;
 mod mcp_remote;
