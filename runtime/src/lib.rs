@@ -60,5 +60,5 @@ mod stages;
 pub use error::CallError;
 pub use kind::CallKind;
 pub use report::{CallOutcome, CallReport, NoOutput};
-pub use runtime::{BuildError, Runtime, RuntimeBuilder, DEFAULT_APPROVAL_TTL};
+pub use runtime::{BuildError, InFlow, Runtime, RuntimeBuilder, DEFAULT_APPROVAL_TTL};
 pub use stages::CallOptions;

@@ -517,7 +517,8 @@ impl Runtime {
 
 /// The generated typed client calls through here: the typed payload is serialised once and
 /// takes exactly the JSON entry's path (the gates still validate bounds the types lost); any
-/// end but `ok` is a [`NoOutput`].
+/// end but `ok` is a [`NoOutput`]. Calls are in the principal's default flow; [`Runtime::in_flow`]
+/// names another.
 impl Invoke for Runtime {
     type Error = NoOutput;
 
@@ -529,30 +530,79 @@ impl Invoke for Runtime {
     ) -> impl std::future::Future<Output = Result<T::Output, Self::Error>> + Send {
         let principal = principal.clone();
         async move {
-            self.check_client::<T>()?;
-            let payload = serde_json::to_value(&input).map_err(|e| {
-                CallError::ClientMismatch(format!(
-                    "the typed payload of `{}` does not serialise: {e}",
-                    T::CONTRACT.id
-                ))
-            })?;
-            let report = self
-                .call(
-                    &principal,
-                    T::CONTRACT.id,
-                    payload,
-                    CallOptions {
-                        files,
-                        ..CallOptions::default()
-                    },
-                )
-                .await?;
-            let call_id = report.call_id().to_string();
-            let output = report.into_output()?;
-            serde_json::from_value(output).map_err(|e| NoOutput::OutputType {
-                call_id,
-                message: e.to_string(),
-            })
+            self.typed_call::<T>(
+                &principal,
+                input,
+                CallOptions {
+                    files,
+                    ..CallOptions::default()
+                },
+            )
+            .await
+        }
+    }
+}
+
+impl Runtime {
+    /// The typed client's calls in flow `flow`: `runtime.in_flow(flow).web_search(&p, input)`.
+    pub fn in_flow(&self, flow: escepine_contract::FlowId) -> InFlow<'_> {
+        InFlow {
+            runtime: self,
+            flow,
+        }
+    }
+
+    /// One call of the typed client: the contract checked, the payload serialised, the output
+    /// read back as `T::Output`.
+    async fn typed_call<T: Tool>(
+        &self,
+        principal: &Principal,
+        input: T::Input,
+        opts: CallOptions,
+    ) -> Result<T::Output, NoOutput> {
+        self.check_client::<T>()?;
+        let payload = serde_json::to_value(&input).map_err(|e| {
+            CallError::ClientMismatch(format!(
+                "the typed payload of `{}` does not serialise: {e}",
+                T::CONTRACT.id
+            ))
+        })?;
+        let report = self.call(principal, T::CONTRACT.id, payload, opts).await?;
+        let call_id = report.call_id().to_string();
+        let output = report.into_output()?;
+        serde_json::from_value(output).map_err(|e| NoOutput::OutputType {
+            call_id,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// A runtime whose typed-client calls are in one flow ([`Runtime::in_flow`]).
+#[derive(Clone)]
+pub struct InFlow<'a> {
+    runtime: &'a Runtime,
+    flow: escepine_contract::FlowId,
+}
+
+impl Invoke for InFlow<'_> {
+    type Error = NoOutput;
+
+    fn invoke_with_files<T: Tool>(
+        &self,
+        principal: &Principal,
+        input: T::Input,
+        files: escepine_contract::WorkspaceFiles,
+    ) -> impl std::future::Future<Output = Result<T::Output, Self::Error>> + Send {
+        let principal = principal.clone();
+        let opts = CallOptions {
+            files,
+            flow: Some(self.flow.clone()),
+            ..CallOptions::default()
+        };
+        async move {
+            self.runtime
+                .typed_call::<T>(&principal, input, opts)
+                .await
         }
     }
 }

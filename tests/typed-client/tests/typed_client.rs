@@ -212,3 +212,47 @@ async fn a_client_compiled_from_another_contract_is_refused_before_anything_runs
         1
     );
 }
+
+#[tokio::test]
+async fn the_typed_client_calls_in_the_flow_it_names() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter").to_str().unwrap().to_string();
+    let alice = Principal::agent("alice");
+    let flow = escepine_contract::FlowId::named("typed-task").unwrap();
+    for _ in 0..2 {
+        let input = t_count::Input {
+            counter: counter.clone(),
+            note: None,
+        };
+        rt.in_flow(flow.clone()).t_count(&alice, input).await.unwrap();
+    }
+    // And one in alice's default flow.
+    let input = t_count::Input {
+        counter: counter.clone(),
+        note: None,
+    };
+    rt.t_count(&alice, input).await.unwrap();
+    let flows: Vec<(String, u64)> = rt
+        .ledger()
+        .entries()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::Intent(i) => Some((
+                i.flow.as_ref().unwrap().to_string(),
+                i.flow_state.as_ref().unwrap().calls,
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        flows,
+        [
+            ("typed-task".to_string(), 0),
+            ("typed-task".to_string(), 1),
+            ("principal:Agent::\"alice\"".to_string(), 0)
+        ]
+    );
+    assert_eq!(rt.flow_state(&flow).unwrap().calls, 2);
+}
