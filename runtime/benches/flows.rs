@@ -9,7 +9,9 @@
 //! - **cold fold**: the first read of the flow's state by a runtime that has just started (it
 //!   folds the whole chain once);
 //! - **call**: then a governed call of the `count` tool of `tests/fixtures/flows` in that flow,
-//!   timed one by one (p50, p99), and its ratio to the same call in an empty flow (N = 0);
+//!   timed one by one (p50, p99), and its ratio to the row N = 0;
+//! - **empty flow**: the same call in a new, empty flow on the same ledger (what the call costs
+//!   there without a flow's history), and the ratio of the two;
 //! - **derive**: the derivation alone, as every call does it: two entries appended since the
 //!   last read (a call's intent and outcome), then the flow's state read (folding them).
 //!
@@ -88,6 +90,7 @@ struct Row {
     cold: Duration,
     call_p50: Duration,
     call_p99: Duration,
+    empty_p50: Duration,
     derive_p50: Duration,
 }
 
@@ -128,6 +131,24 @@ fn row(rt_tokio: &tokio::runtime::Runtime, n: usize, iters: usize) -> Row {
             }
         }
     });
+    // The same call in an empty flow (a new one each time) on the same ledger: what the call
+    // costs there without a flow's history.
+    let mut empty = Vec::with_capacity(iters);
+    rt_tokio.block_on(async {
+        for i in 0..iters {
+            let opts = CallOptions {
+                flow: Some(FlowId::named(&format!("empty-{i}")).expect("id")),
+                ..CallOptions::default()
+            };
+            let started = Instant::now();
+            let report = rt
+                .call(&alice, "count", json!({"n": 1}), opts)
+                .await
+                .expect("recorded");
+            empty.push(started.elapsed());
+            assert!(report.output().is_some(), "{report}");
+        }
+    });
     // The derivation alone: two new entries, then the read that folds them.
     let mut derive = Vec::with_capacity(iters);
     rt_tokio.block_on(async {
@@ -140,12 +161,14 @@ fn row(rt_tokio: &tokio::runtime::Runtime, n: usize, iters: usize) -> Row {
         }
     });
     calls.sort();
+    empty.sort();
     derive.sort();
     Row {
         n,
         cold,
         call_p50: percentile(&calls, 0.5),
         call_p99: percentile(&calls, 0.99),
+        empty_p50: percentile(&empty, 0.5),
         derive_p50: percentile(&derive, 0.5),
     }
 }
@@ -171,17 +194,27 @@ fn main() {
         "flows: a governed call of `count` in a flow with N prior calls (SQLite, synchronous=NORMAL, in-process executor, {iters} calls per row)"
     );
     println!(
-        "{:>8}  {:>12}  {:>10}  {:>10}  {:>12}  {:>10}  {:>12}",
-        "N", "cold fold ms", "call p50 µs", "call p99 µs", "p50 / N=0", "derive µs", "derive/call"
+        "{:>8}  {:>12}  {:>11}  {:>11}  {:>9}  {:>14}  {:>12}  {:>10}  {:>11}",
+        "N",
+        "cold fold ms",
+        "call p50 µs",
+        "call p99 µs",
+        "/ N=0",
+        "empty flow µs",
+        "call / empty",
+        "derive µs",
+        "derive/call"
     );
     for r in &rows {
         println!(
-            "{:>8}  {:>12.2}  {:>10.1}  {:>10.1}  {:>12.2}  {:>10.1}  {:>11.1}%",
+            "{:>8}  {:>12.2}  {:>11.1}  {:>11.1}  {:>9.2}  {:>14.1}  {:>12.2}  {:>10.1}  {:>10.1}%",
             r.n,
             r.cold.as_secs_f64() * 1e3,
             us(r.call_p50),
             us(r.call_p99),
             r.call_p50.as_secs_f64() / base.as_secs_f64(),
+            us(r.empty_p50),
+            r.call_p50.as_secs_f64() / r.empty_p50.as_secs_f64(),
             us(r.derive_p50),
             100.0 * r.derive_p50.as_secs_f64() / r.call_p50.as_secs_f64()
         );

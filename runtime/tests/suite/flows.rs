@@ -508,3 +508,27 @@ proptest! {
         })?;
     }
 }
+
+#[tokio::test]
+async fn a_label_scrubbed_from_the_ledger_file_refuses_calls_instead_of_lowering_the_flow() {
+    let dir = tempfile::tempdir().expect("tmp");
+    {
+        let rt = runtime(sqlite(dir.path()));
+        lethal(&rt, "alice", Some("tampered")).await;
+    }
+    // An attacker with the file removes the `private` label from the notes call's outcome.
+    let db = dir.path().join("ledger.db");
+    let out = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg("UPDATE entries SET body = replace(body, '\"labels\":[\"private\"],', '') WHERE body LIKE '%\"entered\"%private%';")
+        .output()
+        .expect("the sqlite3 command-line tool is needed (apt-get install sqlite3)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rt = runtime(sqlite(dir.path()));
+    let refused = rt
+        .call(&agent("alice"), "fetch_page", page("http://127.0.0.1:8002/c"), in_flow(Some("tampered")))
+        .await
+        .expect_err("the flow cannot be read: refused before the intent");
+    assert_eq!(refused.kind(), escepine_runtime::CallKind::LedgerUnavailable, "{refused}");
+    assert!(refused.to_string().contains("does not recompute"), "{refused}");
+}

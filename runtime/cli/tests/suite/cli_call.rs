@@ -647,3 +647,42 @@ fn a_file_given_with_file_is_in_the_sandbox_and_hostile_paths_are_refused() {
         text(&missing.stderr)
     );
 }
+
+#[test]
+fn a_call_names_its_flow_and_flow_show_prints_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let counter = dir.path().join("counter");
+    let c = counter.to_str().unwrap();
+    let alice = r#"Agent::"alice""#;
+    let input = format!(r#"{{"counter":"{c}"}}"#);
+    // An id no caller may name, or not an id at all: a usage error, nothing recorded.
+    for bad in ["a b", "principal:Agent::\"bob\"", ""] {
+        let o = call(&ledger, alice, "t_count", &input, &["--flow", bad, "--executor", "process"]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("--flow"), "{}", text(&o.stderr));
+    }
+    assert!(!counter.exists(), "nothing ran");
+    for _ in 0..2 {
+        let o = call(&ledger, alice, "t_count", &input, &["--flow", "cli-task", "--executor", "process"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+    let o = call(&ledger, alice, "t_count", &input, PROCESS);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let show = |flow: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_escepine"))
+            .args(["flow", "show", "--json"])
+            .arg(&ledger)
+            .arg(flow)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let named = show("cli-task");
+    assert_eq!(named["state"]["calls"], 2, "{named}");
+    assert_eq!(named["state"]["tools"], serde_json::json!({"t_count": 2}));
+    let default = show("principal:Agent::\"alice\"");
+    assert_eq!(default["state"]["calls"], 1, "{default}");
+    assert_eq!(show("never-used")["state"]["calls"], 0);
+}

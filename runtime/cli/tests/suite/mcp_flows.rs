@@ -76,6 +76,7 @@ fn steps(named: &str, fresh: &str) -> Value {
             json!({ "text": "x" }),
             Some("principal:Agent::\"bob\"")
         ),
+        { "op": "call", "tool": "f_notes", "arguments": { "text": "x" }, "meta": { FLOW_META: 42 } },
     ])
 }
 
@@ -107,13 +108,20 @@ fn drive(sdk: Sdk, revision: &str, flows: (&str, &str)) {
             assert_eq!(a["is_error"], false, "answer {n}: {a}");
         }
     }
-    // The flow id no caller may name: an error of the request, naming the key.
+    // The flow id no caller may name, and one that is no string: errors of the request,
+    // naming the key; nothing is recorded for them.
     let errors: Vec<&Value> = events_named(&events, "error").collect();
-    assert_eq!(errors.len(), 1, "{events:#?}");
+    assert_eq!(errors.len(), 2, "{events:#?}");
     assert!(
         errors[0]["message"]
             .as_str()
             .is_some_and(|m| m.contains(FLOW_META) && m.contains("principal:")),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(FLOW_META) && m.contains("must be a string")),
         "{errors:?}"
     );
     // The ledger: each intent in the flow the request named, or alice's default flow.
