@@ -154,7 +154,10 @@ fn row(rt_tokio: &tokio::runtime::Runtime, n: usize, iters: usize) -> Row {
     rt_tokio.block_on(async {
         for i in 0..iters {
             ledger.append(prior(&flow, n + i)).await.expect("append");
-            ledger.append(prior(&flow, n + i + 1)).await.expect("append");
+            ledger
+                .append(prior(&flow, n + i + 1))
+                .await
+                .expect("append");
             let started = Instant::now();
             let _ = rt.flow_state(&flow).expect("state");
             derive.push(started.elapsed());

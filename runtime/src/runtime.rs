@@ -599,10 +599,6 @@ impl Invoke for InFlow<'_> {
             flow: Some(self.flow.clone()),
             ..CallOptions::default()
         };
-        async move {
-            self.runtime
-                .typed_call::<T>(&principal, input, opts)
-                .await
-        }
+        async move { self.runtime.typed_call::<T>(&principal, input, opts).await }
     }
 }

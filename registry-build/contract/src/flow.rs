@@ -84,7 +84,9 @@ impl FlowId {
         Self(format!("{DEFAULT_PREFIX}{principal}"))
     }
 
-    /// An id read back from the ledger, as recorded.
+    /// An id read back from the ledger, as recorded (or given to a command that reads one, such
+    /// as `escepine flow show`). Not checked: an id a caller names goes through
+    /// [`FlowId::named`].
     pub fn recorded(id: impl Into<String>) -> Self {
         Self(id.into())
     }

@@ -565,6 +565,27 @@ async fn bind_sessions(
     response
 }
 
+/// The `_meta` key of a `tools/call` request naming the flow the call is in (created on first
+/// use); without it, the caller's default flow.
+pub const FLOW_META: &str = "dev.escepine/flow";
+
+/// The flow a request's `_meta` names: a string that is a flow id, or nothing.
+///
+/// # Errors
+/// Invalid params naming the key and the rule broken.
+fn flow_of(value: Option<&Value>) -> Result<Option<escepine_contract::FlowId>, ErrorData> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) => escepine_contract::FlowId::named(id)
+            .map(Some)
+            .map_err(|e| ErrorData::invalid_params(format!("_meta[\"{FLOW_META}\"]: {e}"), None)),
+        Some(other) => Err(ErrorData::invalid_params(
+            format!("_meta[\"{FLOW_META}\"] must be a string, not {other}"),
+            None,
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{is_modern, refusal_body, reply, Reply};
@@ -603,26 +624,5 @@ mod tests {
         assert!(!is_modern(&headers("2025-11-25")));
         assert!(!is_modern(&headers("2026-07-2")));
         assert!(!is_modern(&http::HeaderMap::new()));
-    }
-}
-
-/// The `_meta` key of a `tools/call` request naming the flow the call is in (created on first
-/// use); without it, the caller's default flow.
-pub const FLOW_META: &str = "dev.escepine/flow";
-
-/// The flow a request's `_meta` names: a string that is a flow id, or nothing.
-///
-/// # Errors
-/// Invalid params naming the key and the rule broken.
-fn flow_of(value: Option<&Value>) -> Result<Option<escepine_contract::FlowId>, ErrorData> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(id)) => escepine_contract::FlowId::named(id)
-            .map(Some)
-            .map_err(|e| ErrorData::invalid_params(format!("_meta[\"{FLOW_META}\"]: {e}"), None)),
-        Some(other) => Err(ErrorData::invalid_params(
-            format!("_meta[\"{FLOW_META}\"] must be a string, not {other}"),
-            None,
-        )),
     }
 }

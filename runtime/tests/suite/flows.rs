@@ -523,12 +523,28 @@ async fn a_label_scrubbed_from_the_ledger_file_refuses_calls_instead_of_lowering
         .arg("UPDATE entries SET body = replace(body, '\"labels\":[\"private\"],', '') WHERE body LIKE '%\"entered\"%private%';")
         .output()
         .expect("the sqlite3 command-line tool is needed (apt-get install sqlite3)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rt = runtime(sqlite(dir.path()));
     let refused = rt
-        .call(&agent("alice"), "fetch_page", page("http://127.0.0.1:8002/c"), in_flow(Some("tampered")))
+        .call(
+            &agent("alice"),
+            "fetch_page",
+            page("http://127.0.0.1:8002/c"),
+            in_flow(Some("tampered")),
+        )
         .await
         .expect_err("the flow cannot be read: refused before the intent");
-    assert_eq!(refused.kind(), escepine_runtime::CallKind::LedgerUnavailable, "{refused}");
-    assert!(refused.to_string().contains("does not recompute"), "{refused}");
+    assert_eq!(
+        refused.kind(),
+        escepine_runtime::CallKind::LedgerUnavailable,
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("does not recompute"),
+        "{refused}"
+    );
 }

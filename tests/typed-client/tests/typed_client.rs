@@ -225,7 +225,10 @@ async fn the_typed_client_calls_in_the_flow_it_names() {
             counter: counter.clone(),
             note: None,
         };
-        rt.in_flow(flow.clone()).t_count(&alice, input).await.unwrap();
+        rt.in_flow(flow.clone())
+            .t_count(&alice, input)
+            .await
+            .unwrap();
     }
     // And one in alice's default flow.
     let input = t_count::Input {

@@ -658,13 +658,25 @@ fn a_call_names_its_flow_and_flow_show_prints_it() {
     let input = format!(r#"{{"counter":"{c}"}}"#);
     // An id no caller may name, or not an id at all: a usage error, nothing recorded.
     for bad in ["a b", "principal:Agent::\"bob\"", ""] {
-        let o = call(&ledger, alice, "t_count", &input, &["--flow", bad, "--executor", "process"]);
+        let o = call(
+            &ledger,
+            alice,
+            "t_count",
+            &input,
+            &["--flow", bad, "--executor", "process"],
+        );
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", text(&o.stderr));
         assert!(text(&o.stderr).contains("--flow"), "{}", text(&o.stderr));
     }
     assert!(!counter.exists(), "nothing ran");
     for _ in 0..2 {
-        let o = call(&ledger, alice, "t_count", &input, &["--flow", "cli-task", "--executor", "process"]);
+        let o = call(
+            &ledger,
+            alice,
+            "t_count",
+            &input,
+            &["--flow", "cli-task", "--executor", "process"],
+        );
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     }
     let o = call(&ledger, alice, "t_count", &input, PROCESS);
