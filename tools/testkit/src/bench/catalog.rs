@@ -107,11 +107,14 @@ impl Naive<'_> {
         let url = payload["url"].as_str().expect("url");
         let f = UrlFacts::parse(url).expect("facts");
         let mut url = json!({"raw": f.raw, "scheme": f.scheme, "host": f.host, "port": f.port,
-                             "path": f.path, "public": f.public});
+                             "path": f.path, "origin": f.origin().to_string(),
+                             "public": f.public});
         if let Some(ip) = f.ip {
             url["ip"] = json!({"__extn": {"fn": "ip", "arg": ip.to_string()}});
         }
-        let context = json!({ "input": payload, "url": url });
+        // A call in an empty flow: what the generated schema requires of every context.
+        let flow = json!({"calls": 0, "labels": [], "origins": [], "tools": []});
+        let context = json!({ "input": payload, "url": url, "flow": flow });
         let context = Context::from_json_value(context, Some((schema, &action))).expect("context");
         let request =
             Request::new(principal, action, resource, context, Some(schema)).expect("request");
