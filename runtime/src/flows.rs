@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use escepine_contract::{FlowId, FlowState, Principal};
 use escepine_ledger::error::LedgerError;
-use escepine_ledger::flows::FlowIndex;
+use escepine_ledger::flows::{Flow, FlowIndex};
 use escepine_ledger::record::FlowEntry;
 use escepine_ledger::store::Ledger;
 use escepine_registry::record::ToolRecord;
@@ -25,12 +25,26 @@ pub(crate) struct FlowBook {
 impl FlowBook {
     /// The state of flow `id` now: the entries appended since the last read folded first.
     pub(crate) fn state(&self, ledger: &dyn Ledger, id: &FlowId) -> Result<FlowState, LedgerError> {
+        self.refreshed(ledger, |index| index.state(id))
+    }
+
+    /// Flow `id` now, with the calls that brought its labels.
+    pub(crate) fn flow(&self, ledger: &dyn Ledger, id: &FlowId) -> Result<Flow, LedgerError> {
+        self.refreshed(ledger, |index| index.flow(id))
+    }
+
+    /// `read` of the index once the entries appended since the last read are folded.
+    fn refreshed<T>(
+        &self,
+        ledger: &dyn Ledger,
+        read: impl FnOnce(&FlowIndex) -> T,
+    ) -> Result<T, LedgerError> {
         let mut index = self
             .index
             .lock()
             .map_err(|_| LedgerError::unavailable("the flow index is poisoned"))?;
         index.refresh(ledger)?;
-        Ok(index.state(id))
+        Ok(read(&index))
     }
 }
 
@@ -137,23 +151,23 @@ impl DeclassifyError {
     }
 }
 
-/// Remove `request.label` from `request.flow`, when `authorizer` permits `request.principal`
-/// and none of its calls brought the label: the declassification is appended to `ledger` and
-/// takes effect for every call authorized after it.
+/// Remove `request.label` from `request.flow`, whose state folded from `ledger` is `flow`,
+/// when `authorizer` permits `request.principal` and none of its calls brought the label: the
+/// declassification is appended to `ledger` and takes effect for every call authorized after
+/// it. A runtime passes the flow it keeps ([`crate::Runtime::declassify`]); a reader of the
+/// ledger alone folds it first ([`FlowIndex`]).
 ///
 /// # Errors
 /// [`DeclassifyError`]: refused (nothing recorded), or the ledger failed.
 pub async fn declassify(
     ledger: &dyn Ledger,
     authorizer: &escepine_policy::authorize::Authorizer,
+    flow: Flow,
     request: Declassify<'_>,
 ) -> Result<Declassified, DeclassifyError> {
     if request.reason.trim().is_empty() {
         return Err(DeclassifyError::NoReason);
     }
-    let mut index = FlowIndex::new();
-    index.refresh(ledger)?;
-    let flow = index.flow(request.flow);
     if !flow.state.labels.contains(request.label) {
         return Err(DeclassifyError::NotHeld {
             flow: request.flow.to_string(),

@@ -383,7 +383,7 @@ impl Runtime {
     }
 
     /// Remove a label from a flow as `request.principal` ([`crate::flows::declassify`] with
-    /// this runtime's ledger and authorizer).
+    /// this runtime's ledger, authorizer and the flow it keeps folded).
     ///
     /// # Errors
     /// [`crate::flows::DeclassifyError`]: refused (nothing recorded), or the ledger failed.
@@ -391,7 +391,9 @@ impl Runtime {
         &self,
         request: crate::flows::Declassify<'_>,
     ) -> Result<crate::flows::Declassified, crate::flows::DeclassifyError> {
-        crate::flows::declassify(&*self.inner.ledger, &self.inner.authorizer, request).await
+        let ledger = &*self.inner.ledger;
+        let flow = self.inner.flows.flow(ledger, request.flow)?;
+        crate::flows::declassify(ledger, &self.inner.authorizer, flow, request).await
     }
 
     /// Reject the waiting call `call_id` as `approver`: nothing runs; the `approval` entry

@@ -225,7 +225,7 @@ fn replay(
     extra: &[&str],
 ) -> (i32, String, String) {
     let records = workspace().join("tools/records");
-    let mut args: Vec<String> = ["escepine", "policy", "replay", "--ledger"]
+    let mut args: Vec<String> = ["policy", "replay", "--ledger"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -239,19 +239,7 @@ fn replay(
         args.push(path.display().to_string());
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = escepine_cli::run(
-        args,
-        &mut escepine_cli::Io {
-            out: &mut out,
-            err: &mut err,
-        },
-    );
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
+    escepine(&args)
 }
 
 fn workspace() -> std::path::PathBuf {

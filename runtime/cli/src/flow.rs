@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use escepine_contract::{FlowId, Principal};
-use escepine_ledger::flows::{recompute, Flow};
+use escepine_ledger::flows::{recompute, Flow, FlowIndex};
 use escepine_ledger::location::LedgerLocation;
 use escepine_ledger::store::Durability;
 use escepine_policy::authorize::Authorizer;
@@ -91,10 +91,15 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
                 .open(Durability::Full)
                 .map_err(|e| CliError::new(exit::INVALID, e))?;
             let flow = FlowId::recorded(flow.as_str());
+            let mut index = FlowIndex::new();
+            index
+                .refresh(&*ledger)
+                .map_err(|e| CliError::new(exit::INVALID, e))?;
             let rt = async_runtime(exit::INVALID)?;
             let done = rt.block_on(declassify(
                 &*ledger,
                 &authorizer,
+                index.flow(&flow),
                 Declassify {
                     flow: &flow,
                     label,

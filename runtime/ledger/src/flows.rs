@@ -12,7 +12,7 @@
 //! the entry folded last, its hash recomputes): a chain altered under a running runtime stops the
 //! fold with an error rather than lowering a flow's labels.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use escepine_contract::{FlowId, FlowState};
 
@@ -70,15 +70,6 @@ impl Flow {
         self.state.labels.remove(&d.label);
         self.sources.remove(&d.label);
         self.declassified.push((seq, d.clone()));
-    }
-
-    /// The principals whose calls brought `label` into the flow (since it was last
-    /// declassified).
-    pub fn bringers(&self, label: &str) -> BTreeSet<&str> {
-        self.sources
-            .get(label)
-            .map(|s| s.iter().map(|l| l.principal.as_str()).collect())
-            .unwrap_or_default()
     }
 }
 
@@ -162,16 +153,6 @@ impl FlowIndex {
             .get(id)
             .map(|f| f.state.clone())
             .unwrap_or_default()
-    }
-
-    /// Every flow folded so far.
-    pub fn flows(&self) -> &HashMap<FlowId, Flow> {
-        &self.flows
-    }
-
-    /// The number of the last entry folded (0 before any).
-    pub fn seq(&self) -> u64 {
-        self.seq
     }
 }
 
