@@ -240,6 +240,10 @@ fn bad_files_are_errors_at_their_pointer() {
         json!([{"uid": {"type": "Robot", "id": "x"}, "attrs": {}, "parents": []}]);
     let mut expect = ok.clone();
     expect["expect"] = json!("maybe");
+    let mut flow = ok.clone();
+    flow["flow"] = json!({"labels": ["private"], "lables": ["untrusted-content"]});
+    let mut calls = ok.clone();
+    calls["flow"] = json!({"calls": -1});
     let d = dir(&[
         ("1_syntax.json", "{\"cases\": [".to_string()),
         ("2_unknown.json", cases(json!([ok.clone(), unknown]))),
@@ -249,6 +253,8 @@ fn bad_files_are_errors_at_their_pointer() {
         ("6_entities.json", cases(json!([entities]))),
         ("7_expect.json", cases(json!([expect]))),
         ("8_top.json", json!({"cases": [], "extra": 1}).to_string()),
+        ("9_flow.json", cases(json!([flow]))),
+        ("9_flow_calls.json", cases(json!([calls]))),
     ]);
     let diags = files_error(d.path());
     let found: Vec<(String, Rule, Option<String>)> = diags
@@ -294,6 +300,16 @@ fn bad_files_are_errors_at_their_pointer() {
                 p("/cases/0/expect")
             ),
             ("8_top.json".to_string(), Rule::PolicyTestShape, p("/extra")),
+            (
+                "9_flow.json".to_string(),
+                Rule::PolicyTestShape,
+                p("/cases/0/flow/lables")
+            ),
+            (
+                "9_flow_calls.json".to_string(),
+                Rule::PolicyTestShape,
+                p("/cases/0/flow/calls")
+            ),
         ]
     );
     let rendered = diags.render();
