@@ -468,6 +468,7 @@ async fn call(
         egress: &escepine_contract::EgressGrant::default(),
         files: &escepine_contract::WorkspaceFiles::new(),
         caller_token: None,
+        trace: None,
     };
     Ok(ex.execute(inv).await?.output)
 }

@@ -161,6 +161,7 @@ fn main() {
                     egress: &egress,
                     files: &escepine_contract::WorkspaceFiles::new(),
                     caller_token: None,
+                    trace: None,
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the no-op runs");
@@ -225,6 +226,7 @@ fn main() {
                     egress: &EgressGrant::default(),
                     files: &escepine_contract::WorkspaceFiles::new(),
                     caller_token: None,
+                    trace: None,
                 };
                 let start = Instant::now();
                 let out = ex.execute(inv).await.expect("the probe answers");
@@ -265,6 +267,7 @@ fn main() {
                     egress: &proxy_egress,
                     files: &files,
                     caller_token: None,
+                    trace: None,
                 })
             });
             let outs = futures::future::join_all(calls).await;

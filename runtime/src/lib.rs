@@ -56,6 +56,7 @@ pub mod scrub;
 pub mod secrets;
 pub mod sop;
 mod stages;
+pub mod telemetry;
 
 pub use error::CallError;
 pub use kind::CallKind;

@@ -343,11 +343,15 @@ impl Runtime {
         opts: CallOptions,
     ) -> Result<CallReport, CallError> {
         let ids = CallIds::new(opts.idempotency_key.clone());
-        let span = stages::span(tool, &ids.call_id);
+        let started = std::time::Instant::now();
+        let span = crate::telemetry::call_span(tool, &ids.call_id);
+        if let Some(trace) = &opts.trace {
+            trace.adopt(&span);
+        }
         let result = stages::run(&self.parts(), principal, tool, payload, &opts, ids)
             .instrument(span.clone())
             .await;
-        stages::trace_end(&span, &result);
+        stages::trace_end(&span, tool, started, &result);
         result
     }
 

@@ -50,6 +50,7 @@ use escepine_runtime::overlay::Overlay;
 use escepine_runtime::secrets::MapSecrets;
 use escepine_runtime::sop::{Engine, RunOptions, RunStatus};
 use escepine_runtime::Runtime;
+use escepine_telemetry::{Telemetry, TelemetryConfig};
 use serde_json::{json, Value};
 
 mod corpus;
@@ -93,6 +94,13 @@ struct Args {
     /// Which executor runs the tools.
     #[arg(long, value_enum, default_value_t = executor::Choice::Auto)]
     executor: executor::Choice,
+    /// Export the run's spans and metrics over OTLP to this collector (else
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`; nothing is exported without either).
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    /// `grpc` or `http/protobuf` (else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`).
+    #[arg(long, value_name = "PROTOCOL")]
+    otlp_protocol: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -118,15 +126,45 @@ fn main() -> ExitCode {
 }
 
 async fn run(started: Instant) -> ExitCode {
-    let clock = timing::install();
     let args = Args::parse();
-    match research(&args, started, &clock).await {
+    // Started before the runtime is built (its metrics come from the global meter provider).
+    let telemetry = match telemetry(&args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("research: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let clock = timing::install(telemetry.as_deref());
+    let ended = research(&args, started, &clock).await;
+    if let Some(t) = telemetry {
+        // Flushed before the program exits (bounded; what a collector that is down does not
+        // take is dropped).
+        let flushed = tokio::task::spawn_blocking(move || t.shutdown()).await;
+        if let Ok(Err(e)) = flushed {
+            eprintln!("research: {e}");
+        }
+    }
+    match ended {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("research: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The OTLP pipeline `--otlp-endpoint` or the `OTEL_*` variables ask for, if any.
+fn telemetry(args: &Args) -> Result<Option<Arc<Telemetry>>, String> {
+    let config =
+        TelemetryConfig::from_env(args.otlp_endpoint.as_deref(), args.otlp_protocol.as_deref())
+            .map_err(|e| e.to_string())?;
+    if config.otlp.is_none() {
+        return Ok(None);
+    }
+    Telemetry::start(config)
+        .map(|t| Some(Arc::new(t)))
+        .map_err(|e| e.to_string())
 }
 
 /// The whole job.

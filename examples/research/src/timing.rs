@@ -62,11 +62,14 @@ where
     }
 }
 
-/// Install the timing layer as the global subscriber (nothing is printed).
-pub fn install() -> Arc<CallClock> {
+/// Install the timing layer, and the OTLP pipeline's when there is one, as the global
+/// subscriber (nothing is printed).
+pub fn install(telemetry: Option<&escepine_telemetry::Telemetry>) -> Arc<CallClock> {
     use tracing_subscriber::layer::SubscriberExt;
     let clock = Arc::new(CallClock::default());
-    let subscriber = tracing_subscriber::registry().with(CallTimer(Arc::clone(&clock)));
+    let subscriber = tracing_subscriber::registry()
+        .with(CallTimer(Arc::clone(&clock)))
+        .with(telemetry.and_then(|t| t.layer()));
     // Only fails when a subscriber is already set (not in this program).
     let _ = tracing::subscriber::set_global_default(subscriber);
     clock

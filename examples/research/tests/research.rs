@@ -633,3 +633,120 @@ fn an_injected_page_cannot_send_the_notes_away_not_even_after_a_restart() {
     assert!(err.contains("its own call"), "{err}");
     assert_eq!(read_entries(&ledger).expect("reads").len(), before);
 }
+
+/// The spans of a research run reach a real OTLP receiver (the official `opentelemetry-proto`
+/// definitions behind gRPC): one `sop_run research` span, the parent of an `execute_tool` span
+/// per governed call of the run, each with the GenAI attributes and the very call id, tool and
+/// decision its ledger intent records, and children for its stages; the intents of calls the
+/// ledger holds and the spans are the same set. No payload reaches the receiver.
+#[test]
+fn a_research_run_is_one_trace_whose_calls_are_the_ledger_s() {
+    let receiver = escepine_testkit::otlp::OtlpReceiver::start();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path();
+    let run = run(
+        out,
+        &[
+            "--otlp-endpoint",
+            receiver.grpc_endpoint(),
+            "--otlp-protocol",
+            "grpc",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let entries = read_entries(&out.join("ledger.db")).expect("the ledger reads");
+    let calls = calls(&entries);
+    // The run flushes before it exits: everything is there once it has.
+    let spans = receiver.spans();
+    let named = |prefix: &str| -> Vec<&Value> {
+        spans
+            .iter()
+            .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .collect()
+    };
+    let runs = named("sop_run ");
+    assert_eq!(runs.len(), 1, "{spans:#?}");
+    let sop = runs[0];
+    assert_eq!(sop["name"], "sop_run research");
+    assert_eq!(sop["service_name"], "escepine");
+    assert_eq!(sop["transport"], "grpc");
+    let run_id = sop["attributes"]["escepine.run.id"]
+        .as_str()
+        .expect("run id");
+
+    let executed = named("execute_tool ");
+    let mut traced = std::collections::BTreeSet::new();
+    for span in &executed {
+        let a = &span["attributes"];
+        let call_id = a["gen_ai.tool.call.id"].as_str().expect("a call id");
+        let (_, intent) = calls
+            .intents
+            .get(call_id)
+            .unwrap_or_else(|| panic!("span of call {call_id}, which the ledger lacks"));
+        assert_eq!(a["gen_ai.operation.name"], "execute_tool");
+        assert_eq!(a["gen_ai.tool.name"], intent.tool_id.as_str());
+        assert_eq!(span["name"], format!("execute_tool {}", intent.tool_id));
+        assert_eq!(a["escepine.input.sha256"], intent.payload_hash.as_str());
+        let decision = match intent.decision {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::AwaitingApproval => "awaiting-approval",
+        };
+        assert_eq!(a["escepine.decision"], decision, "{span}");
+        if intent.run_id.as_deref() == Some(run_id) {
+            assert_eq!(span["parent_span_id"], sop["span_id"], "{span}");
+            assert_eq!(span["trace_id"], sop["trace_id"]);
+        }
+        if intent.decision == Decision::Deny {
+            assert_eq!(a["error.type"], "denied");
+            assert_eq!(span["status_code"], "STATUS_CODE_ERROR");
+            assert_eq!(
+                a["escepine.policy_ids"].as_str(),
+                Some(intent.policy_ids.join(",").as_str())
+            );
+        }
+        // Its stages are its children.
+        let children: Vec<&str> = spans
+            .iter()
+            .filter(|s| s["parent_span_id"] == span["span_id"])
+            .filter_map(|s| s["name"].as_str())
+            .collect();
+        for stage in ["input_gate", "authorize", "ledger_append"] {
+            assert!(children.contains(&stage), "{stage} of {span}: {children:?}");
+        }
+        if intent.decision == Decision::Allow {
+            assert!(children.contains(&"attempt"), "{children:?}");
+        }
+        traced.insert(call_id.to_string());
+    }
+    let recorded: std::collections::BTreeSet<String> = calls.intents.keys().cloned().collect();
+    assert_eq!(traced, recorded, "every call of the ledger is traced, once");
+    assert!(
+        executed
+            .iter()
+            .any(|s| s["parent_span_id"] == sop["span_id"]),
+        "the SOP's steps are children of its run"
+    );
+    // Payloads stay in the ledger: not one recorded payload's string values reach the receiver.
+    let exported = std::fs::read_to_string(receiver.out_path()).expect("the receiver's file");
+    for (_, intent) in calls.intents.values() {
+        for value in intent
+            .payload
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.values())
+        {
+            if let Some(text) = value.as_str().filter(|t| t.len() > 12) {
+                assert!(
+                    !exported.contains(text),
+                    "a payload value was exported: {text}"
+                );
+            }
+        }
+    }
+}

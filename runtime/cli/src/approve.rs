@@ -55,6 +55,10 @@ fn decide(args: &Args, approve: bool) -> Result<escepine_runtime::CallReport, Cl
         ));
     }
     let registry = args.registry.load()?;
+    let _watch = args
+        .runtime
+        .telemetry
+        .start(crate::telemetry::Wants::default())?;
     let rt = async_runtime(exit::INVALID)?;
     rt.block_on(async {
         let runtime = args

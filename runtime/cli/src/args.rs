@@ -112,6 +112,8 @@ pub(crate) struct RuntimeArgs {
     pub(crate) public_key: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) run: ToolRunArgs,
+    #[command(flatten)]
+    pub(crate) telemetry: crate::telemetry::TelemetryArgs,
 }
 
 impl RuntimeArgs {

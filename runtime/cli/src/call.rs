@@ -1,12 +1,14 @@
 //! `escepine call`: one governed call over any records directory.
 
 use escepine_contract::Principal;
+use escepine_runtime::telemetry::TraceContext;
 use escepine_runtime::{CallKind, CallOptions};
 
 use crate::args::{async_runtime, RegistryArgs, RuntimeArgs};
 use crate::error::{CliError, CliResult};
 use crate::exit;
 use crate::io::Io;
+use crate::telemetry::Wants;
 
 /// Arguments of `escepine call`.
 #[derive(Debug, clap::Args)]
@@ -54,6 +56,8 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let files = crate::files::read(&args.files)
         .map_err(|e| CliError::new(exit::call(CallKind::InputRejected), e))?;
     let registry = args.registry.load()?;
+    // Started before the runtime is built; flushed when the command ends.
+    let _watch = args.runtime.telemetry.start(Wants::default())?;
     let rt = async_runtime(exit::INVALID)?;
     let report = rt.block_on(async {
         // A ledger that cannot be opened is `ledger_unavailable`, an executor that cannot be
@@ -66,6 +70,8 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             openai_strict_nulls: args.openai_strict,
             files,
             flow,
+            // The caller's trace (`TRACEPARENT`), which the call's span continues.
+            trace: TraceContext::from_env(),
             ..CallOptions::default()
         };
         runtime

@@ -30,6 +30,7 @@ mod policy;
 mod run;
 mod serve;
 mod sop;
+mod telemetry;
 mod tool_run;
 
 pub use error::{CliError, CliResult};

@@ -32,12 +32,14 @@ use escepine_runtime::sop::RunOptions;
 use escepine_runtime::sop::RunOutcome;
 use escepine_runtime::sop::ScriptedPlanner;
 use escepine_runtime::sop::SopRunError;
+use escepine_runtime::telemetry::TraceContext;
 use escepine_runtime::Runtime;
 
 use crate::args::{RegistryArgs, RuntimeArgs};
 use crate::error::{CliError, CliResult};
 use crate::exit::{self, NOT_DRIVEN};
 use crate::io::Io;
+use crate::telemetry::Wants;
 
 /// Arguments of `escepine run`.
 #[derive(Debug, clap::Args)]
@@ -92,6 +94,8 @@ pub(crate) fn exec(args: &RunArgs, io: &mut Io<'_>) -> CliResult {
         .principal
         .parse()
         .map_err(|e| CliError::new(exit::USAGE, e))?;
+    // Started before the runtime is built; flushed when the command ends.
+    let _watch = args.runtime.runtime.telemetry.start(Wants::default())?;
     let prepared = (|| {
         let runtime = build_runtime(&args.runtime)?;
         // Recorded with the run, so `resume` finds it from any directory.
@@ -112,6 +116,8 @@ pub(crate) fn exec(args: &RunArgs, io: &mut Io<'_>) -> CliResult {
         run_id: args.run_id.clone(),
         meta,
         cancel: CancelToken::new(),
+        // The caller's trace, which the run's span continues.
+        trace: TraceContext::from_env(),
     };
     drive(io, runtime, sop, planner, |engine, cancel| {
         let options = RunOptions { cancel, ..options };
@@ -121,6 +127,7 @@ pub(crate) fn exec(args: &RunArgs, io: &mut Io<'_>) -> CliResult {
 
 /// Resume an interrupted run and drive it to its end.
 pub(crate) fn resume(args: &ResumeArgs, io: &mut Io<'_>) -> CliResult {
+    let _watch = args.runtime.runtime.telemetry.start(Wants::default())?;
     let prepared = (|| {
         let runtime = build_runtime(&args.runtime)?;
         let journal = Journal::load(&**runtime.ledger(), &args.run).map_err(not_driven)?;

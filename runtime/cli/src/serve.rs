@@ -31,7 +31,6 @@
 //! default is the most precise one built in).
 
 use std::net::SocketAddr;
-use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +49,7 @@ use crate::args::{async_runtime, RuntimeArgs};
 use crate::error::{CliError, CliResult};
 use crate::exit;
 use crate::io::Io;
+use crate::telemetry::Wants;
 
 /// The catalog directory of the workspace this binary was built from.
 const BUILT_CATALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tools");
@@ -106,6 +106,10 @@ pub(crate) struct Args {
     /// How tools/list decides what a principal sees (default: the most precise built in).
     #[arg(long, value_enum)]
     listing: Option<ListingArg>,
+    /// Serve the metrics in the Prometheus text format at `http://ADDR/metrics`
+    /// (unauthenticated: keep it on loopback or a scrape network).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 /// The records, policies and envelope to load: as given, or the built-in catalog's.
@@ -210,17 +214,30 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
     let listing = Listing::new(&registry, entities.as_ref())
         .map(|l| Arc::new(l.with_analysis(analysis)))
         .map_err(|e| CliError::new(exit::INVALID, e))?;
+    // Logs (RUST_LOG) on standard error, spans and metrics as the telemetry flags say; started
+    // before the runtime is built, flushed when serve ends.
+    let watch = args.runtime.telemetry.start(Wants {
+        logs: true,
+        prometheus: args.metrics_listen.is_some(),
+    })?;
     let rt = async_runtime(exit::INVALID)?;
-    // Logs (RUST_LOG) never go to stdout: over stdio, stdout is the protocol. They go to a
-    // duplicate of fd 2, not through `std::io::stderr()`, whose lock the caller may hold.
-    if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
-        let _ = tracing_subscriber::fmt()
-            .with_writer(std::sync::Mutex::new(std::fs::File::from(fd)))
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .try_init();
-    }
     let tools = registry.records().len();
     let result: CliResult = rt.block_on(async {
+        if let (Some(addr), Some(telemetry)) = (args.metrics_listen, watch.telemetry()) {
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                CliError::new(exit::INVALID, format!("--metrics-listen {addr}: {e}"))
+            })?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| CliError::new(exit::INVALID, e))?;
+            let _ = writeln!(io.err, "escepine serve: metrics on http://{bound}/metrics");
+            let telemetry = Arc::clone(telemetry);
+            tokio::spawn(async move {
+                if let Err(e) = telemetry.serve_metrics(listener, stop_signal()).await {
+                    tracing::warn!("the metrics endpoint stopped: {e}");
+                }
+            });
+        }
         let runtime = args.runtime.build(registry, exit::INVALID).await?;
         let failed = |e: &dyn std::fmt::Display| CliError::new(exit::INVALID, e);
         let auth = match auth {
@@ -272,6 +289,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         }
     });
     rt.shutdown_timeout(Duration::from_secs(2));
+    drop(watch);
     result
 }
 

@@ -72,6 +72,7 @@ use super::results::{call_id_meta, tool_error};
 pub use super::results::{refusal_body, reply, report_body, Reply, CALL_ID_META, ERROR_META};
 use super::sessions::{named_session, SessionOwners};
 use super::tasks;
+use escepine_runtime::telemetry::{TraceContext, META_TRACEPARENT, META_TRACESTATE};
 use escepine_runtime::CallError;
 use escepine_runtime::CallOptions;
 use escepine_runtime::Runtime;
@@ -178,7 +179,7 @@ impl GovernedServer {
         arguments: Option<Map<String, Value>>,
     ) -> Result<CallToolResult, ErrorData> {
         match self
-            .respond_for(caller, name, arguments, None, false)
+            .respond_for(caller, name, arguments, CallMeta::default(), false)
             .await?
         {
             CallToolResponse::Complete(result) => Ok(result),
@@ -200,7 +201,7 @@ impl GovernedServer {
         caller: &Authenticated,
         name: &str,
         arguments: Option<Map<String, Value>>,
-        flow: Option<escepine_contract::FlowId>,
+        meta: CallMeta,
         tasks: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         if name == APPROVE_TOOL {
@@ -214,7 +215,8 @@ impl GovernedServer {
         let opts = CallOptions {
             attestation: caller.attestation.clone(),
             caller_token: caller.token.clone(),
-            flow,
+            flow: meta.flow,
+            trace: meta.trace,
             ..CallOptions::default()
         };
         let result = self
@@ -304,15 +306,19 @@ impl ServerHandler for GovernedServer {
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
         // rmcp moves the request's `_meta` into the context; read the request's too.
-        let flow = flow_of(
+        let meta = |key: &str| {
             context
                 .meta
                 .0
                  .0
-                .get(FLOW_META)
-                .or_else(|| request.meta.as_ref().and_then(|m| m.0 .0.get(FLOW_META))),
-        )?;
-        self.respond_for(&caller, &request.name, request.arguments, flow, tasks)
+                .get(key)
+                .or_else(|| request.meta.as_ref().and_then(|m| m.0 .0.get(key)))
+        };
+        let meta = CallMeta {
+            flow: flow_of(meta(FLOW_META))?,
+            trace: trace_of(meta(META_TRACEPARENT), meta(META_TRACESTATE)),
+        };
+        self.respond_for(&caller, &request.name, request.arguments, meta, tasks)
             .await
     }
 
@@ -568,6 +574,22 @@ async fn bind_sessions(
 /// The `_meta` key of a `tools/call` request naming the flow the call is in (created on first
 /// use); without it, the caller's default flow.
 pub const FLOW_META: &str = "dev.escepine/flow";
+
+/// What a `tools/call` request's `_meta` says of the call beyond its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CallMeta {
+    /// The flow it names ([`FLOW_META`]).
+    pub flow: Option<escepine_contract::FlowId>,
+    /// The caller's W3C trace context (`traceparent`, `tracestate`), which the call's span
+    /// continues, in both protocol revisions.
+    pub trace: Option<TraceContext>,
+}
+
+/// The trace context of a request's `_meta`: an invalid or non-string `traceparent` is
+/// ignored (the call starts a new trace), as the W3C recommendation says.
+fn trace_of(parent: Option<&Value>, state: Option<&Value>) -> Option<TraceContext> {
+    TraceContext::parse(parent?.as_str()?, state.and_then(Value::as_str))
+}
 
 /// The flow a request's `_meta` names: a string that is a flow id, or nothing.
 ///

@@ -62,9 +62,18 @@ impl WarmPool {
     /// # Errors
     /// When provisioning now fails.
     pub async fn take(&self, spec: Arc<SandboxSpec>) -> Result<Sandbox, SandboxError> {
+        self.take_warm(spec).await.map(|(sandbox, _)| sandbox)
+    }
+
+    /// As [`WarmPool::take`], saying whether the sandbox came ready from the pool (`true`) or
+    /// was provisioned now.
+    ///
+    /// # Errors
+    /// As [`WarmPool::take`].
+    pub async fn take_warm(&self, spec: Arc<SandboxSpec>) -> Result<(Sandbox, bool), SandboxError> {
         while let Some(mut sandbox) = self.pop(&spec) {
             if !sandbox.is_used() && self.backend.is_alive(&mut sandbox) {
-                return Ok(sandbox);
+                return Ok((sandbox, true));
             }
             // It died while waiting: destroy it, try the next.
             let backend = Arc::clone(&self.backend);
@@ -73,7 +82,7 @@ impl WarmPool {
             });
         }
         self.fill(&spec);
-        self.backend.provision(spec).await
+        self.backend.provision(spec).await.map(|s| (s, false))
     }
 
     fn pop(&self, spec: &Arc<SandboxSpec>) -> Option<Sandbox> {

@@ -138,6 +138,7 @@ pub(crate) async fn decide(
             policy_ids,
         }))
         .await?;
+    crate::telemetry::metrics::metrics().approvals_waiting(-1);
     match verdict {
         Verdict::Approve => {
             let ids = CallIds {
@@ -265,7 +266,11 @@ async fn record_expiry(
         expired_at_ms: waiting.expires_at_ms,
     };
     let error = outcome_text(&outcome);
-    end(ledger, waiting, CallResult::Expired, error, outcome).await
+    let ended = end(ledger, waiting, CallResult::Expired, error, outcome).await;
+    if ended.is_ok() {
+        crate::telemetry::metrics::metrics().approvals_waiting(-1);
+    }
+    ended
 }
 
 /// The outcome of a call that ran nothing (rejected or expired).
@@ -328,6 +333,7 @@ fn options(waiting: &Waiting) -> CallOptions {
         // The requester's token is not kept while the call waits: an approved call to a remote
         // endpoint that exchanges the caller's token fails, saying so.
         caller_token: None,
+        trace: None,
         // The flow the intent recorded: the approved call is authorized again in that flow's
         // state as it is when approved.
         flow: waiting.intent.flow.clone(),

@@ -18,6 +18,7 @@ mod resolve;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::telemetry::{ENV_TRACEPARENT, ENV_TRACESTATE};
 use escepine_contract::{Transport, ENV_CALL_ID, ENV_IDEMPOTENCY_KEY};
 use escepine_registry::record::{ResolvedCommand, ToolRecord};
 use tokio::io::AsyncWriteExt;
@@ -194,8 +195,22 @@ impl ProcessExecutor {
             .env("LANG", TOOL_LANG)
             .env(ENV_CALL_ID, inv.call_id)
             .env(ENV_IDEMPOTENCY_KEY, inv.idempotency_key);
+        if let Some(trace) = inv.trace {
+            cmd.env(ENV_TRACEPARENT, trace.traceparent());
+            if let Some(state) = trace.tracestate() {
+                cmd.env(ENV_TRACESTATE, state);
+            }
+        }
         for name in inv.tool.secrets() {
-            if ["PATH", "LANG", ENV_CALL_ID, ENV_IDEMPOTENCY_KEY].contains(&name.as_str())
+            if [
+                "PATH",
+                "LANG",
+                ENV_CALL_ID,
+                ENV_IDEMPOTENCY_KEY,
+                ENV_TRACEPARENT,
+                ENV_TRACESTATE,
+            ]
+            .contains(&name.as_str())
                 || name.is_empty()
                 || name.contains(['=', '\0'])
             {

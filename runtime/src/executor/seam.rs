@@ -42,6 +42,10 @@ pub struct Invocation<'a> {
     /// a remote endpoint's token exchange trades for one meant for its server (never recorded,
     /// never given to a tool).
     pub caller_token: Option<&'a CallerToken>,
+    /// The W3C trace context the tool's work continues (`TRACEPARENT` / `TRACESTATE` in its
+    /// environment, `_meta.traceparent` of an MCP `tools/call`, the `traceparent` header of a
+    /// remote server's requests): the attempt's span, else the caller's context.
+    pub trace: Option<&'a crate::telemetry::TraceContext>,
 }
 
 /// A caller's access token, carried from the edge that verified it to the remote endpoint that

@@ -81,6 +81,7 @@ use crate::executor::group::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
 use crate::executor::seam::{ExecError, Execution, Invocation};
 use crate::executor::spawn::{exit_by, kill_and_reap, spawn_piped, Pipes};
 use crate::scrub::Scrubber;
+use crate::telemetry::{TraceContext, META_TRACEPARENT, META_TRACESTATE};
 use escepine_policy::gate::drop_null_optionals;
 use escepine_sandbox::JobStatus;
 
@@ -153,8 +154,15 @@ pub async fn run_with(
 
     let attempt = async {
         let work = async {
-            let outcome =
-                call_over(stdout, stdin, inv.tool, inv.payload, limits.message_bytes).await;
+            let outcome = call_over(
+                stdout,
+                stdin,
+                inv.tool,
+                inv.payload,
+                inv.trace,
+                limits.message_bytes,
+            )
+            .await;
             // stdin is closed (the session is over): let the server exit on its own, briefly.
             let grace = Instant::now() + SHUTDOWN_GRACE;
             let status = exit_by(&mut child, grace.min(deadline)).await;
@@ -175,7 +183,8 @@ pub async fn run_with(
 }
 
 /// An MCP client session on `read`/`write` (the server's stdout and stdin): initialize, pick
-/// the tool for `record`, check its pinned definition, call it with `payload`, close. Returns
+/// the tool for `record`, check its pinned definition, call it with `payload` (and `trace` as
+/// the request's `_meta.traceparent`), close. Returns
 /// the output (see the module documentation), `null`s of optional output properties removed.
 ///
 /// # Errors
@@ -185,6 +194,7 @@ pub async fn call_over<R, W>(
     write: W,
     record: &ToolRecord,
     payload: &Value,
+    trace: Option<&TraceContext>,
     max_line: usize,
 ) -> Result<Value, SessionError>
 where
@@ -193,7 +203,7 @@ where
 {
     // Dropping the client (at the end of this block) closes the server's stdin.
     let mut client = RawClient::connect(read, write, max_line).await?;
-    call_listed(&mut client, record, Choose::ByToolId, payload).await
+    call_listed(&mut client, record, Choose::ByToolId, payload, trace).await
 }
 
 /// How the tool to call is chosen in a server's listing.
@@ -209,7 +219,7 @@ pub enum Choose<'a> {
 /// [`super::rpc::list_tools`]), the tool chosen by `choose`, its definition compared with the
 /// record's pin (none differing: no `tools/call` is sent), `tools/call` with `payload`, and the
 /// output of the result (see the module documentation), `null`s of optional output properties
-/// removed.
+/// removed. `trace`, if any, goes in the request's `_meta` (`traceparent`, `tracestate`).
 ///
 /// # Errors
 /// [`SessionError`].
@@ -218,6 +228,7 @@ pub async fn call_listed<E: Exchange>(
     record: &ToolRecord,
     choose: Choose<'_>,
     payload: &Value,
+    trace: Option<&TraceContext>,
 ) -> Result<Value, SessionError> {
     if !payload.is_object() {
         return Err(SessionError::Protocol(format!(
@@ -250,9 +261,16 @@ pub async fn call_listed<E: Exchange>(
             }
         }
     }
-    let (result, _) = client
-        .exchange("tools/call", json!({ "name": name, "arguments": payload }))
-        .await?;
+    let mut params = json!({ "name": name, "arguments": payload });
+    if let Some(trace) = trace {
+        let mut meta = serde_json::Map::new();
+        meta.insert(META_TRACEPARENT.into(), trace.traceparent().into());
+        if let Some(state) = trace.tracestate() {
+            meta.insert(META_TRACESTATE.into(), state.into());
+        }
+        params["_meta"] = Value::Object(meta);
+    }
+    let (result, _) = client.exchange("tools/call", params).await?;
     let result: ToolResult = serde_json::from_value(result).map_err(|e| {
         SessionError::Protocol(format!(
             "the MCP tools/call result is not a CallToolResult: {e}"

@@ -22,6 +22,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::mcp::rpc::{error_answer, Exchange, SessionError, PROTOCOL_VERSION};
+use crate::telemetry::{TraceContext, META_TRACEPARENT, META_TRACESTATE};
 
 /// The stateless revision.
 pub const MODERN: &str = "2026-07-28";
@@ -49,6 +50,8 @@ pub(crate) struct HttpSession {
     http: reqwest::Client,
     url: RemoteUrl,
     bearer: Option<Arc<str>>,
+    /// The attempt's trace context, sent as `traceparent` / `tracestate` headers.
+    trace: Option<TraceContext>,
     era: Era,
     session_id: Option<String>,
     next_id: u64,
@@ -68,6 +71,7 @@ impl HttpSession {
         http: reqwest::Client,
         url: RemoteUrl,
         bearer: Option<Arc<str>>,
+        trace: Option<TraceContext>,
         era: Option<Era>,
         max_bytes: usize,
     ) -> Result<Self, (Self, SessionError)> {
@@ -75,6 +79,7 @@ impl HttpSession {
             http,
             url,
             bearer,
+            trace,
             era: era.clone().unwrap_or(Era::Modern),
             session_id: None,
             next_id: 0,
@@ -181,6 +186,17 @@ impl HttpSession {
             if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {token}")) {
                 v.set_sensitive(true);
                 h.insert(reqwest::header::AUTHORIZATION, v);
+            }
+        }
+        if let Some(trace) = &self.trace {
+            if let Ok(v) = HeaderValue::from_str(trace.traceparent()) {
+                h.insert(META_TRACEPARENT, v);
+            }
+            if let Some(v) = trace
+                .tracestate()
+                .and_then(|s| HeaderValue::from_str(s).ok())
+            {
+                h.insert(META_TRACESTATE, v);
             }
         }
         match &self.era {

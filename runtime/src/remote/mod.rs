@@ -196,6 +196,7 @@ impl RemoteExecutor {
                 self.http.clone(),
                 remote.url.clone(),
                 bearer,
+                inv.trace.cloned(),
                 known.clone(),
                 self.max_bytes,
             )
@@ -214,6 +215,7 @@ impl RemoteExecutor {
                         inv.tool,
                         Choose::Exactly(&remote.tool),
                         inv.payload,
+                        inv.trace,
                     )
                     .await
                 }
@@ -317,10 +319,16 @@ impl RemoteExecutor {
             let bearer = self
                 .credential(auth, secrets, None, false, &mut egress, &mut tokens)
                 .await?;
-            let mut session =
-                HttpSession::open(self.http.clone(), url.clone(), bearer, None, self.max_bytes)
-                    .await
-                    .map_err(|(_, e)| e)?;
+            let mut session = HttpSession::open(
+                self.http.clone(),
+                url.clone(),
+                bearer,
+                None,
+                None,
+                self.max_bytes,
+            )
+            .await
+            .map_err(|(_, e)| e)?;
             let tools = list_tools(&mut session).await;
             let info = session.server_info.take();
             session.close();

@@ -23,6 +23,8 @@ use crate::executor::{
 };
 use crate::mcp::transport::{self, SHUTDOWN_GRACE};
 use crate::scrub::Scrubber;
+use crate::telemetry::metrics::metrics;
+use crate::telemetry::{in_stage_async, Stage};
 use escepine_ledger::store::BoxFuture;
 
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
@@ -352,15 +354,26 @@ impl SandboxExecutor {
         let timed_out = || ExecError::TimedOut(inv.timeout);
         let provision = async {
             match &self.pool {
-                Some(pool) => pool.take(Arc::clone(&spec)).await,
-                None => self.backend.provision(Arc::clone(&spec)).await,
+                Some(pool) => pool.take_warm(Arc::clone(&spec)).await,
+                None => self
+                    .backend
+                    .provision(Arc::clone(&spec))
+                    .await
+                    .map(|s| (s, false)),
             }
         };
         // A cancelled provisioning drops the half-built sandbox, which kills it.
-        let provisioned = tokio::time::timeout_at(deadline, provision)
-            .await
-            .map_err(|_| timed_out())
-            .and_then(|p| p.map_err(spawn_error));
+        let provisioned = in_stage_async(Stage::SandboxProvision, |span| async move {
+            let provisioned = tokio::time::timeout_at(deadline, provision).await;
+            if let Ok(Ok((_, warm))) = &provisioned {
+                span.record("escepine.sandbox.warm", *warm);
+                metrics().provisioned(*warm);
+            }
+            provisioned
+        })
+        .await
+        .map_err(|_| timed_out())
+        .and_then(|p| p.map(|(sandbox, _)| sandbox).map_err(spawn_error));
         let mut sandbox = match provisioned {
             Ok(sandbox) => sandbox,
             Err(e) => {
@@ -493,8 +506,15 @@ impl SandboxExecutor {
             status,
         } = attached;
         let session = async {
-            let outcome =
-                transport::call_over(stdout, stdin, inv.tool, inv.payload, self.stdout_limit).await;
+            let outcome = transport::call_over(
+                stdout,
+                stdin,
+                inv.tool,
+                inv.payload,
+                inv.trace,
+                self.stdout_limit,
+            )
+            .await;
             // The session closed the server's stdin: let it exit on its own, briefly.
             let grace = Instant::now() + SHUTDOWN_GRACE;
             let ended = tokio::time::timeout_at(grace.min(deadline), status)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use escepine_contract::{FailureOutcome, Principal};
 use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
+use tracing::Instrument as _;
 
 use super::constraints::CompiledSop;
 use super::error::SopRunError;
@@ -97,6 +98,9 @@ pub struct RunOptions {
     pub meta: Value,
     /// Cancels the run.
     pub cancel: CancelToken,
+    /// The caller's W3C trace context, which the run's span continues (its steps' calls are
+    /// the span's children).
+    pub trace: Option<crate::telemetry::TraceContext>,
 }
 
 /// How a run ended.
@@ -306,10 +310,17 @@ impl Engine {
             principal: principal.to_string(),
             meta: options.meta,
         };
+        let span = crate::telemetry::sop_span(&sop.sop_id, &run_id);
+        if let Some(trace) = &options.trace {
+            trace.adopt(&span);
+        }
         let mut st = RunState::new(&run_id, principal.clone());
-        self.record(&mut st, Some(&sop.start), Event::RunStarted(started))
-            .await?;
-        self.drive(&mut st, &options.cancel, &lease).await
+        let run = async {
+            self.record(&mut st, Some(&sop.start), Event::RunStarted(started))
+                .await?;
+            self.drive(&mut st, &options.cancel, &lease).await
+        };
+        traced_run(&span, run.instrument(span.clone()).await)
     }
 
     /// Start a run in the background (on the current tokio runtime).
@@ -394,15 +405,19 @@ impl Engine {
         if let Cursor::Ended(_) = st.cursor {
             return Ok(self.outcome(&st));
         }
-        self.record(
-            &mut st,
-            None,
-            Event::RunResumed(RunResumed {
-                after_seq: journal.last_seq(),
-            }),
-        )
-        .await?;
-        self.drive(&mut st, &cancel, &lease).await
+        let span = crate::telemetry::sop_span(&sop.sop_id, run_id);
+        let run = async {
+            self.record(
+                &mut st,
+                None,
+                Event::RunResumed(RunResumed {
+                    after_seq: journal.last_seq(),
+                }),
+            )
+            .await?;
+            self.drive(&mut st, &cancel, &lease).await
+        };
+        traced_run(&span, run.instrument(span.clone()).await)
     }
 
     /// [`Engine::resume`] in the background.
@@ -1079,4 +1094,21 @@ fn call_end(report: &CallReport) -> Option<CallEnd> {
 /// SHA-256 of the SOP's canonical document.
 fn sop_digest(sop: &Sop) -> String {
     escepine_ledger::entry::sha256_hex(escepine_ledger::entry::canonical_json(&sop.to_json()))
+}
+
+/// How a run ended, in its span: `error.type` is its status unless it completed (or paused for
+/// an approval), or the engine's error.
+fn traced_run(
+    span: &tracing::Span,
+    ended: Result<RunOutcome, SopRunError>,
+) -> Result<RunOutcome, SopRunError> {
+    let error = match &ended {
+        Ok(o) if matches!(o.status, RunStatus::Completed | RunStatus::AwaitingApproval) => None,
+        Ok(o) => Some(o.status.as_str()),
+        Err(_) => Some("sop_error"),
+    };
+    if let Some(error) = error {
+        crate::telemetry::record_error(span, error);
+    }
+    ended
 }

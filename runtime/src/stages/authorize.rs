@@ -11,8 +11,8 @@ use escepine_ledger::record::ShadowDecision;
 use escepine_policy::authorize::Authorizer;
 use escepine_policy::authorize::Decision;
 
-/// The decision on the gated payload (any evaluation error is a DENY). It is recorded in the
-/// span and, by the next stage, in the intent.
+/// The decision on the gated payload (any evaluation error is a DENY). It is traced
+/// ([`trace`]) and, by the next stage, recorded in the intent.
 pub(crate) fn authorize(
     cx: &CallContext<'_>,
     authorizer: &Authorizer,
@@ -25,13 +25,16 @@ pub(crate) fn authorize(
         payload,
         &cx.flow_state,
     );
-    let span = tracing::Span::current();
+    decision
+}
+
+/// `decision` and its determining policies, in `span` (the call's and its `authorize` stage's).
+pub(crate) fn trace(span: &tracing::Span, decision: &Decision) {
     span.record("escepine.decision", decision.as_str());
     span.record(
         "escepine.policy_ids",
         decision.policy_ids().join(",").as_str(),
     );
-    decision
 }
 
 /// The shadow set's decision on the very same request (principal, tool, gated payload,

@@ -6,6 +6,8 @@ use super::ended::Ended;
 use super::retry;
 use crate::budget::table::BudgetTable;
 use crate::report::{budget_message, CallOutcome};
+use crate::telemetry::metrics::metrics;
+use crate::telemetry::{in_stage_async, Stage};
 use cedar_policy::Entities;
 use escepine_ledger::budget::{BudgetClaim, Reservation};
 use escepine_ledger::entry::now_ms;
@@ -36,7 +38,19 @@ pub(crate) async fn reserve(
         expiry_ms: start_ms.saturating_add(deadline_ms),
         limits,
     };
-    match ledger.reserve_budgets(claim).await {
+    let reserved = in_stage_async(Stage::Budget, |span| async move {
+        let reserved = ledger.reserve_budgets(claim).await;
+        let result = match &reserved {
+            Ok(Reservation::Granted) => "taken",
+            Ok(Reservation::Exceeded(_)) => "refused",
+            Err(_) => "unavailable",
+        };
+        span.record("escepine.budget.result", result);
+        metrics().budget(result);
+        reserved
+    })
+    .await;
+    match reserved {
         Ok(Reservation::Granted) => Ok(Held(true)),
         Ok(Reservation::Exceeded(budget)) => Err(Ended {
             error: Some(budget_message(&budget)),

@@ -52,6 +52,9 @@ pub struct CallOptions {
     /// The flow the call is in; without one, its SOP run's (`run_id`), else its principal's
     /// default flow.
     pub flow: Option<escepine_contract::FlowId>,
+    /// The caller's W3C trace context: the call's span continues it, and (without an
+    /// OpenTelemetry pipeline to make the call's own) it is what the tool is given.
+    pub trace: Option<crate::telemetry::TraceContext>,
 }
 
 /// The flow a call is in: the one it names, else its SOP run's, else its principal's default.

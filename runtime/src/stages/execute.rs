@@ -10,7 +10,10 @@ use super::ended::Ended;
 use super::retry::Retry;
 use crate::executor::{Attempted, Egress, ExecError, Executor, Invocation};
 use crate::report::CallOutcome;
+use crate::telemetry::metrics::metrics;
+use crate::telemetry::{Stage, TraceContext};
 use escepine_ledger::record::Attempt;
+use tracing::Instrument as _;
 
 /// The executor bounds each attempt itself (it knows how to kill what it started); the outer
 /// bound around an attempt is a backstop this much later.
@@ -67,6 +70,9 @@ pub(crate) async fn execute(
     let mut attempts = Vec::new();
     let mut attempt = 1u32;
     loop {
+        let span = Stage::Attempt.span();
+        span.record("escepine.attempt", attempt);
+        let trace = TraceContext::passed_on(&span, cx.opts.trace.as_ref());
         let inv = Invocation {
             tool: record,
             payload,
@@ -79,10 +85,15 @@ pub(crate) async fn execute(
             egress: &cx.egress,
             files: &cx.opts.files,
             caller_token: cx.opts.caller_token.as_ref(),
+            trace: trace.as_ref(),
         };
         let start_ms = escepine_ledger::entry::now_ms();
         let started = Instant::now();
-        let attempted = timeout.call(inv).await;
+        let attempted = timeout.call(inv).instrument(span.clone()).await;
+        metrics().stage(Stage::Attempt.as_str(), started.elapsed());
+        if let Err(e) = &attempted.result {
+            crate::telemetry::record_error(&span, e.class().as_str());
+        }
         attempts.push(attempt_record(cx, &attempted, start_ms, started));
         let err = match attempted.result {
             Ok(e) => {

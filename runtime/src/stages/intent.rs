@@ -25,11 +25,9 @@ pub(crate) async fn record(
     shadow: Option<ShadowDecision>,
     approval: Option<ApprovalRequest>,
 ) -> Result<Committed, CallError> {
-    Ok(ledger
-        .append(Record::Intent(intent(
-            cx, payload, decision, shadow, approval,
-        )))
-        .await?)
+    let intent = intent(cx, payload, decision, shadow, approval);
+    tracing::Span::current().record("escepine.input.sha256", intent.payload_hash.as_str());
+    Ok(crate::telemetry::ledger_append("intent", ledger.append(Record::Intent(intent))).await?)
 }
 
 fn intent(

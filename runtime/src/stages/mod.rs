@@ -64,6 +64,7 @@ use crate::error::CallError;
 use crate::executor::Executor;
 use crate::report::CallReport;
 use crate::secrets::SecretSource;
+use crate::telemetry::{in_stage, Stage};
 use escepine_ledger::entry::Committed;
 use escepine_ledger::store::Ledger;
 use escepine_ledger::trust::Trust;
@@ -173,7 +174,19 @@ fn gated<'a>(
 ) -> Result<(CallContext<'a>, Value), CallError> {
     let tool = resolve(parts.tools, name)?;
     let cx = CallContext::new(ids, principal, opts, tool, parts.secrets);
-    let payload = input::gate(&cx, payload)?;
+    let call = tracing::Span::current();
+    call.record("escepine.principal", cx.principal.to_string().as_str());
+    call.record("escepine.flow", cx.flow.as_str());
+    if let Some(run) = &opts.run_id {
+        call.record("escepine.run.id", run.as_str());
+    }
+    let payload = in_stage(Stage::InputGate, |span| {
+        let gated = input::gate(&cx, payload);
+        if let Err(e) = &gated {
+            crate::telemetry::record_error(span, e.kind().as_str());
+        }
+        gated
+    })?;
     Ok((cx, payload))
 }
 
@@ -185,8 +198,13 @@ fn authorized(
     cx: &mut CallContext<'_>,
     payload: &Value,
 ) -> Result<Decision, CallError> {
-    cx.flow_state = parts.flows.state(parts.ledger, &cx.flow)?;
-    let decision = authorize::authorize(cx, parts.authorizer, payload);
+    let decision = in_stage(Stage::Authorize, |span| {
+        cx.flow_state = parts.flows.state(parts.ledger, &cx.flow)?;
+        let decision = authorize::authorize(cx, parts.authorizer, payload);
+        authorize::trace(span, &decision);
+        Ok::<_, CallError>(decision)
+    })?;
+    authorize::trace(&tracing::Span::current(), &decision);
     cx.egress = authorize::egress(cx, &decision);
     cx.reached = decision.origins().iter().map(ToString::to_string).collect();
     Ok(decision)
@@ -222,7 +240,14 @@ async fn finish(
                     let executed = execute::execute(cx, executor, payload).await; // 6
                     budget::release(cx, parts.ledger, held).await;
                     let ended = match executed.result {
-                        Ok(output) => output::gate(cx, output), // 7
+                        Ok(output) => in_stage(Stage::OutputGate, |span| {
+                            let ended = output::gate(cx, output); // 7
+                            let kind = ended.outcome.kind();
+                            if kind != crate::kind::CallKind::Ok {
+                                crate::telemetry::record_error(span, kind.as_str());
+                            }
+                            ended
+                        }),
                         Err(ended) => ended,
                     };
                     (executed.attempts, ended)
@@ -242,35 +267,32 @@ async fn finish(
     })
 }
 
-/// The tracing span of one call, per the OpenTelemetry GenAI conventions; `error.type` is the
-/// [`crate::CallKind`] of a call that did not end `ok`.
-pub(crate) fn span(tool_id: &str, call_id: &str) -> tracing::Span {
-    tracing::info_span!(
-        "execute_tool",
-        otel.name = %format!("execute_tool {tool_id}"),
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %tool_id,
-        gen_ai.tool.call.id = %call_id,
-        error.r#type = tracing::field::Empty,
-        escepine.decision = tracing::field::Empty,
-        escepine.policy_ids = tracing::field::Empty,
-    )
-}
-
-/// Records how the call ended, in its span and as an event inside it: for anything but `ok`,
-/// the span's `error.type` is the call's [`crate::CallKind`].
-pub(crate) fn trace_end(span: &tracing::Span, result: &Result<CallReport, CallError>) {
+/// Records how the call ended, in its span and as an event inside it (for anything but `ok`,
+/// the span's `error.type` is the call's [`crate::CallKind`]), and counts it in the metrics.
+pub(crate) fn trace_end(
+    span: &tracing::Span,
+    tool: &str,
+    started: std::time::Instant,
+    result: &Result<CallReport, CallError>,
+) {
     let _entered = span.enter();
     let kind = match result {
         Ok(r) => r.kind(),
         Err(e) => e.kind(),
     };
+    // A name no tool is registered under is the caller's string: not a metric's label.
+    let tool = if kind == crate::kind::CallKind::UnknownTool {
+        ""
+    } else {
+        tool
+    };
+    crate::telemetry::metrics::metrics().call(tool, kind, started.elapsed());
     match result {
         Ok(r) if kind == crate::kind::CallKind::Ok => {
             tracing::info!(attempts = r.attempts(), "tool call completed");
         }
         _ => {
-            span.record("error.type", kind.as_str());
+            crate::telemetry::record_error(span, kind.as_str());
             let why = match result {
                 Ok(r) => r.to_string(),
                 Err(e) => e.to_string(),
@@ -342,7 +364,8 @@ mod tests {
                 Err(CallError::UnknownTool("t".into())),
             ];
             for end in &ends {
-                trace_end(&span("t", "c"), end);
+                let span = crate::telemetry::call_span("t", "c");
+                trace_end(&span, "t", std::time::Instant::now(), end);
             }
         });
         let seen = seen.0.lock().unwrap().clone();

@@ -41,7 +41,10 @@ pub(crate) async fn record(
             _ => None,
         },
     };
-    Ok(ledger.append(Record::Outcome(outcome)).await?)
+    if let Some(hash) = &outcome.output_hash {
+        tracing::Span::current().record("escepine.output.sha256", hash.as_str());
+    }
+    Ok(crate::telemetry::ledger_append("outcome", ledger.append(Record::Outcome(outcome))).await?)
 }
 
 #[cfg(test)]

@@ -26,6 +26,10 @@ pub(crate) fn waiting(
     decision: &Decision,
     request: ApprovalRequest,
 ) -> CallReport {
+    crate::telemetry::in_stage(crate::telemetry::Stage::ApprovalWait, |span| {
+        span.record("escepine.approval.expires_at_ms", request.expires_at_ms);
+    });
+    crate::telemetry::metrics::metrics().approvals_waiting(1);
     CallReport {
         call_id: cx.ids.call_id.clone(),
         idempotency_key: cx.ids.idempotency_key.clone(),

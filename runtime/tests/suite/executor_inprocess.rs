@@ -35,6 +35,7 @@ async fn call(
         egress: &escepine_contract::EgressGrant::default(),
         files: &escepine_contract::WorkspaceFiles::new(),
         caller_token: None,
+        trace: None,
     };
     executor.execute(inv).await.map(|e| e.output)
 }

@@ -42,6 +42,7 @@ async fn run_with(
         egress: &escepine_contract::EgressGrant::default(),
         files: &escepine_contract::WorkspaceFiles::new(),
         caller_token: None,
+        trace: None,
     };
     executor.execute(inv).await
 }

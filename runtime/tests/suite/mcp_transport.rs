@@ -271,6 +271,7 @@ async fn attempt(record: &ToolRecord, payload: Value) -> Result<Value, ExecError
             egress: &escepine_contract::EgressGrant::default(),
             files: &escepine_contract::WorkspaceFiles::new(),
             caller_token: None,
+            trace: None,
         })
         .await
         .map(|e| e.output)

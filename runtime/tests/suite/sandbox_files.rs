@@ -275,6 +275,7 @@ async fn the_sandbox_refuses_a_name_that_is_a_path_even_past_the_governed_path()
                 egress: &escepine_contract::EgressGrant::default(),
                 files: &files,
                 caller_token: None,
+                trace: None,
             })
             .await;
         let err = attempted.result.unwrap_err().to_string();

@@ -55,6 +55,11 @@ const STDLIB_SKIP: &[&str] = &[
     "lib2to3",
     "config-3.11-x86_64-linux-gnu",
     "__pycache__",
+    // The OTLP receiver's packages (gRPC, protobuf, the OTLP classes): test fixtures of the
+    // host, never imported by a tool in an image.
+    "grpc",
+    "google",
+    "proto",
 ];
 
 /// What of the virtualenv's site-packages an image leaves out: the installers (the image never

@@ -19,12 +19,17 @@
 //!   tokens, driven over HTTP.
 //! - `remote_servers` (feature `oidc`): remote MCP servers of both SDKs on loopback requiring
 //!   its tokens, with test routes for counts and hostile answers.
+//! - [`otlp`]: a real OTLP receiver (gRPC and HTTP, the official `opentelemetry-proto`
+//!   classes) on loopback, writing the spans and metrics it receives for the tests to read.
+//! - `prometheus` (feature `prometheus`): a real Prometheus server on loopback scraping one
+//!   target, queried over its HTTP API.
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
 pub mod fixtures;
 pub mod mcp;
 pub mod mcp_clients;
+pub mod otlp;
 pub mod server;
 pub mod testtool;
 
@@ -66,3 +71,6 @@ pub mod python_probe;
 pub mod oidc;
 #[cfg(feature = "oidc")]
 pub mod remote_servers;
+
+#[cfg(feature = "prometheus")]
+pub mod prometheus;

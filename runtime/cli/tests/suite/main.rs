@@ -27,3 +27,4 @@ mod shadow_cli;
 mod sop_approval;
 mod sop_cli;
 mod sop_cli_postgres;
+mod telemetry;

@@ -42,6 +42,7 @@ pub async fn attempt(
             egress: grant,
             files: &escepine_contract::WorkspaceFiles::new(),
             caller_token: None,
+            trace: None,
         })
         .await
 }

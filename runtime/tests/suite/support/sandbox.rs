@@ -245,6 +245,7 @@ pub async fn attempt_granted(
         egress,
         files: &escepine_contract::WorkspaceFiles::new(),
         caller_token: None,
+        trace: None,
     };
     executor.attempt(inv).await
 }

@@ -1,8 +1,8 @@
 //! With `ESCEPINE_FIXTURES` naming an empty folder, every fixture path is refused with an error
 //! that names the missing path and says to run `.ci/fixtures`, and the authorization server of
-//! the OAuth tests does not start, saying so too. The variable is read for the whole process,
-//! so the check runs in a child: this test program re-run with the variable set and `--exact`
-//! naming the ignored child test alone.
+//! the OAuth tests and the OTLP receiver of the telemetry tests do not start, saying so too. The
+//! variable is read for the whole process, so the check runs in a child: this test program re-run
+//! with the variable set and `--exact` naming the ignored child test alone.
 
 use std::process::Command;
 
@@ -76,6 +76,15 @@ fn with_an_empty_fixtures_folder() {
     let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
         text.contains(&modules.display().to_string()) && text.contains("run .ci/fixtures"),
+        "{text}"
+    );
+
+    // So does the OTLP receiver of the telemetry tests, naming the virtualenv.
+    let started = std::panic::catch_unwind(escepine_testkit::otlp::OtlpReceiver::start);
+    let panic = started.expect_err("no OTLP receiver without the virtualenv");
+    let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        text.contains(&venv.display().to_string()) && text.contains("run .ci/fixtures"),
         "{text}"
     );
 }
