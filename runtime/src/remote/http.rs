@@ -367,15 +367,24 @@ impl Exchange for HttpSession {
         let mut params = params;
         if self.era == Era::Modern {
             if let Value::Object(p) = &mut params {
-                p.insert(
-                    "_meta".into(),
-                    json!({
-                        "io.modelcontextprotocol/protocolVersion": MODERN,
-                        "io.modelcontextprotocol/clientCapabilities": {},
-                        "io.modelcontextprotocol/clientInfo":
-                            { "name": "escepine", "version": env!("CARGO_PKG_VERSION") },
-                    }),
-                );
+                // Beside what the request's `_meta` already holds (its trace context).
+                let meta = p
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(
+                        "io.modelcontextprotocol/protocolVersion".into(),
+                        MODERN.into(),
+                    );
+                    meta.insert(
+                        "io.modelcontextprotocol/clientCapabilities".into(),
+                        json!({}),
+                    );
+                    meta.insert(
+                        "io.modelcontextprotocol/clientInfo".into(),
+                        json!({ "name": "escepine", "version": env!("CARGO_PKG_VERSION") }),
+                    );
+                }
             }
         }
         let name = (method == "tools/call")

@@ -13,34 +13,43 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
-use crate::support::remote::{attempt, grant};
+use crate::support::remote::{attempt, attempt_in, grant};
+use escepine_runtime::telemetry::TraceContext;
 
 const TOKEN: &str = "hostile-test-bearer-0123456789abcdef";
 
 /// What the server answers a request: status, content type, body.
 type Reply = (u16, &'static str, String);
 
-/// The scripted server: `answer(method, request)`; every request's method is kept.
+/// The scripted server: `answer(method, request)`; every request's method is kept, and its
+/// trace context: the `traceparent` header and `_meta.traceparent`.
 struct Hostile {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
+    traced: Arc<Mutex<Vec<Traced>>>,
 }
+
+/// A request's method, `traceparent` header and `_meta.traceparent`.
+type Traced = (String, Option<String>, Option<String>);
 
 impl Hostile {
     async fn start(answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let kept = seen.clone();
+        let traced = Arc::new(Mutex::new(Vec::new()));
+        let (kept, kept_traced) = (seen.clone(), traced.clone());
         let answer = Arc::new(answer);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (answer, kept) = (answer.clone(), kept.clone());
+                let kept_traced = kept_traced.clone();
                 tokio::spawn(async move {
                     let (read, mut write) = stream.into_split();
                     let mut read = BufReader::new(read);
                     loop {
                         let mut length = 0usize;
+                        let mut header = None;
                         let mut line = String::new();
                         if read.read_line(&mut line).await.unwrap_or(0) == 0 {
                             return;
@@ -53,9 +62,12 @@ impl Hostile {
                             if h == "\r\n" {
                                 break;
                             }
-                            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:")
-                            {
+                            let lower = h.to_ascii_lowercase();
+                            if let Some(v) = lower.strip_prefix("content-length:") {
                                 length = v.trim().parse().unwrap_or(0);
+                            }
+                            if let Some(v) = lower.strip_prefix("traceparent:") {
+                                header = Some(v.trim().to_string());
                             }
                         }
                         let mut body = vec![0; length];
@@ -65,6 +77,14 @@ impl Hostile {
                         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                         let method = request["method"].as_str().unwrap_or("?").to_string();
                         kept.lock().expect("seen").push(method.clone());
+                        let meta = request
+                            .pointer("/params/_meta/traceparent")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                        kept_traced
+                            .lock()
+                            .expect("traced")
+                            .push((method.clone(), header, meta));
                         let (status, kind, mut text) = answer(&method, &request);
                         if let Some(id) = request.get("id") {
                             text = text.replace("\"$ID\"", &id.to_string());
@@ -82,7 +102,7 @@ impl Hostile {
                 });
             }
         });
-        Self { port, seen }
+        Self { port, seen, traced }
     }
 
     fn seen(&self) -> Vec<String> {
@@ -102,13 +122,19 @@ impl Hostile {
     }
 
     async fn call(&self) -> Result<Value, ExecError> {
+        self.call_in(None).await
+    }
+
+    /// [`Hostile::call`] as an attempt continuing `trace`.
+    async fn call_in(&self, trace: Option<&TraceContext>) -> Result<Value, ExecError> {
         let exec = RemoteExecutor::new(&[] as &[std::path::PathBuf]).expect("executor");
-        attempt(
+        attempt_in(
             &exec,
             &self.record(),
             &json!({"text": "hi"}),
             &grant(&format!("127.0.0.1:{}", self.port)),
             &[("REMOTE_TOKEN", TOKEN)],
+            trace,
         )
         .await
         .result
@@ -179,6 +205,61 @@ async fn a_well_behaved_server_answers_over_json() {
         server.seen(),
         ["server/discover", "tools/list", "tools/call"]
     );
+}
+
+/// An attempt continuing a trace passes it on: the `traceparent` header of every request of
+/// the session (2026-07-28 and a 2025-11-25 session alike) and `_meta.traceparent` of the
+/// `tools/call`; without one, neither is sent.
+#[tokio::test]
+async fn the_attempt_s_trace_context_reaches_the_remote_server() {
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let trace = TraceContext::parse(parent, None).expect("a valid traceparent");
+    let legacy = |m: &str, _: &Value| {
+        match m {
+        "server/discover" => (
+            200,
+            JSON,
+            r#"{"jsonrpc":"2.0","id":"$ID","error":{"code":-32601,"message":"no"}}"#.to_string(),
+        ),
+        "initialize" => (
+            200,
+            JSON,
+            r#"{"jsonrpc":"2.0","id":"$ID","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}}"#.to_string(),
+        ),
+        "notifications/initialized" => (202, JSON, String::new()),
+        other => modern(other, &format!("[{ECHO}]"), r#"{"content":[{"type":"text","text":"hi"}]}"#),
+    }
+    };
+    let modern_server = Hostile::start(|m, _| {
+        modern(
+            m,
+            &format!("[{ECHO}]"),
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+        )
+    })
+    .await;
+    let legacy_server = Hostile::start(legacy).await;
+    for server in [&modern_server, &legacy_server] {
+        assert_eq!(
+            server.call_in(Some(&trace)).await.expect("the call"),
+            json!({"text": "hi"})
+        );
+        let traced = server.traced.lock().expect("traced").clone();
+        assert!(traced.len() >= 3, "{traced:?}");
+        for (method, header, meta) in &traced {
+            assert_eq!(header.as_deref(), Some(parent), "{method}");
+            let expected = (method == "tools/call").then_some(parent);
+            assert_eq!(meta.as_deref(), expected, "{method}");
+        }
+        server.traced.lock().expect("traced").clear();
+        server.call().await.expect("the call");
+        let traced = server.traced.lock().expect("traced").clone();
+        assert!(
+            traced.iter().all(|(_, h, m)| h.is_none() && m.is_none()),
+            "{traced:?}"
+        );
+    }
+    assert!(legacy_server.seen().contains(&"initialize".to_string()));
 }
 
 #[tokio::test]

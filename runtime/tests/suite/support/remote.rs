@@ -24,6 +24,18 @@ pub async fn attempt(
     grant: &EgressGrant,
     secrets: &[(&str, &str)],
 ) -> Attempted {
+    attempt_in(executor, record, payload, grant, secrets, None).await
+}
+
+/// [`attempt`], continuing `trace`.
+pub async fn attempt_in(
+    executor: &RemoteExecutor,
+    record: &ToolRecord,
+    payload: &Value,
+    grant: &EgressGrant,
+    secrets: &[(&str, &str)],
+    trace: Option<&escepine_runtime::telemetry::TraceContext>,
+) -> Attempted {
     let secrets: BTreeMap<String, String> = secrets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -42,7 +54,7 @@ pub async fn attempt(
             egress: grant,
             files: &escepine_contract::WorkspaceFiles::new(),
             caller_token: None,
-            trace: None,
+            trace,
         })
         .await
 }
