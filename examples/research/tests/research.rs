@@ -659,6 +659,7 @@ fn a_research_run_is_one_trace_whose_calls_are_the_ledger_s() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
+    let sandboxed = String::from_utf8_lossy(&run.stdout).contains("executor: sandbox");
     let entries = read_entries(&out.join("ledger.db")).expect("the ledger reads");
     let calls = calls(&entries);
     // The run flushes before it exits: everything is there once it has.
@@ -721,6 +722,21 @@ fn a_research_run_is_one_trace_whose_calls_are_the_ledger_s() {
         }
         if intent.decision == Decision::Allow {
             assert!(children.contains(&"attempt"), "{children:?}");
+            // In a sandbox, each attempt's sandbox is provisioned in a span of its own.
+            if sandboxed {
+                let attempt = spans
+                    .iter()
+                    .find(|s| s["parent_span_id"] == span["span_id"] && s["name"] == "attempt")
+                    .expect("the attempt");
+                let provision = spans
+                    .iter()
+                    .find(|s| {
+                        s["parent_span_id"] == attempt["span_id"]
+                            && s["name"] == "sandbox_provision"
+                    })
+                    .unwrap_or_else(|| panic!("no sandbox_provision under {attempt}"));
+                assert!(provision["attributes"]["escepine.sandbox.warm"].is_boolean());
+            }
         }
         traced.insert(call_id.to_string());
     }

@@ -25,9 +25,9 @@ use escepine_telemetry::{Telemetry, TelemetryConfig};
 use escepine_testkit::bench::catalog::catalog;
 use escepine_testkit::bench::concurrent;
 use serde_json::{json, Value};
+use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::{Layer, Registry};
 
 const TOOL: &str = "tool_042";
@@ -43,7 +43,10 @@ async fn sink(bytes: Arc<AtomicU64>) -> String {
         let bytes = Arc::clone(&bytes);
         async move {
             bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-            ([("content-type", "application/x-protobuf")], Vec::<u8>::new())
+            (
+                [("content-type", "application/x-protobuf")],
+                Vec::<u8>::new(),
+            )
         }
     };
     let app = axum::Router::new()
@@ -78,8 +81,8 @@ fn bench(c: &mut Criterion) {
     // Read by the SDK's batch processor when the pipeline starts.
     std::env::set_var("OTEL_BSP_MAX_QUEUE_SIZE", "65536");
     std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "200");
-    let config = TelemetryConfig::resolve(Some(&endpoint), Some("http/protobuf"), |_| None)
-        .expect("config");
+    let config =
+        TelemetryConfig::resolve(Some(&endpoint), Some("http/protobuf"), |_| None).expect("config");
     let telemetry = Telemetry::start(config).expect("telemetry");
     // The pipeline's layer behind a switch read for every span (the row without export pays
     // that one load, nothing else of the layer).
@@ -88,7 +91,9 @@ fn bench(c: &mut Criterion) {
     let layer = telemetry
         .layer::<Registry>()
         .expect("a collector is configured")
-        .with_filter(dynamic_filter_fn(move |_, _| switch.load(Ordering::Relaxed)));
+        .with_filter(dynamic_filter_fn(move |_, _| {
+            switch.load(Ordering::Relaxed)
+        }));
     tracing_subscriber::registry().with(layer).init();
     let on = |on: bool| exporting.store(on, Ordering::Relaxed);
 
