@@ -318,6 +318,21 @@ fn a_client_s_traceparent_is_the_gateway_s_parent_and_reaches_the_tool() {
         .find(|s| s["name"] == "attempt")
         .expect("the attempt span");
     assert_eq!(attempt["span_id"], tool_parent.as_str());
+    // The metrics travel the same way (every 500 ms here): the denial is counted by tool,
+    // decision and result.
+    receiver.wait_for_metrics(
+        |m| {
+            m.iter().any(|p| {
+                p["metric"] == "escepine_calls"
+                    && p["transport"] == "grpc"
+                    && p["attributes"]["tool"] == "t_echo"
+                    && p["attributes"]["decision"] == "deny"
+                    && p["attributes"]["result"] == "denied"
+                    && (p["value"] == 1 || p["value"] == "1")
+            })
+        },
+        Duration::from_secs(30),
+    );
     // An OTLP int64 (the receiver writes it as protobuf's JSON mapping does: a string).
     let number = &attempt["attributes"]["escepine.attempt"];
     assert!(number == 1 || number == "1", "{attempt}");
