@@ -31,9 +31,21 @@ impl std::fmt::Debug for TraceContext {
 
 impl TraceContext {
     /// The context `traceparent` (and `tracestate`) name, if `traceparent` is valid (version
-    /// `00`, non-zero trace and parent ids); an invalid one is ignored, as the W3C
+    /// `00`, lower-case hex, non-zero trace and parent ids); an invalid one is ignored, as the W3C
     /// recommendation says: the call starts a new trace.
     pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<Self> {
+        // The shape of version 00 (`00-` 32 `-` 16 `-` 2, lower-case hex), which the propagator
+        // reads more loosely (upper case, short ids padded).
+        let parts: Vec<&str> = traceparent.trim().split('-').collect();
+        let shaped = parts.len() == 4
+            && parts.iter().zip([2, 32, 16, 2]).all(|(p, n)| {
+                p.len() == n
+                    && p.bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            });
+        if !shaped {
+            return None;
+        }
         let mut carrier = HashMap::new();
         carrier.insert(META_TRACEPARENT.to_string(), traceparent.trim().to_string());
         if let Some(state) = tracestate {
