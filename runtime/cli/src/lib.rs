@@ -16,6 +16,7 @@ mod args;
 mod call;
 mod cedar_schema;
 mod check;
+mod console;
 mod error;
 pub mod exit;
 mod export;
@@ -71,6 +72,9 @@ enum Command {
     Resume(run::ResumeArgs),
     /// Serve the governed tools over MCP (stdio, or streamable HTTP with bearer tokens).
     Serve(serve::Args),
+    /// Serve the console: calls, runs, approvals and policies of the ledger in a browser, with
+    /// the chain and checkpoint verified and approvals decided by Cedar.
+    Console(console::Args),
     /// Import tools as draft records: `import mcp --out DIR -- <command …>`.
     #[command(subcommand_required = true)]
     Import(import::Args),
@@ -136,6 +140,7 @@ fn exec(command: Command, io: &mut Io<'_>) -> CliResult {
         Command::Resume(a) => run::resume(&a, io),
         Command::Sop(a) => sop::exec(&a, io),
         Command::Serve(a) => serve::exec(&a, io),
+        Command::Console(a) => console::exec(&a, io),
         Command::Import(a) => import::exec(&a, io),
         Command::Policy(a) => policy::exec(&a, io),
         Command::Flow(a) => flow::exec(&a, io),

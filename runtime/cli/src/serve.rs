@@ -331,7 +331,7 @@ fn check_mapping(
 }
 
 /// Completes on SIGINT or SIGTERM.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let term = async {
         match signal(SignalKind::terminate()) {

@@ -8,6 +8,7 @@ mod approval_cli;
 mod cli_call;
 mod cli_check;
 mod cli_sop;
+mod console;
 mod export_cli;
 mod export_providers;
 mod ledger_checkpoints;

@@ -1,0 +1,104 @@
+//! `/calls`: the filterable list.
+
+use escepine_ledger::entry::iso8601;
+use escepine_ledger::record::CallResult;
+use maud::{html, Markup};
+
+use super::{layout, Ctx};
+use crate::index::{Filter, Page};
+
+const RESULTS: [&str; 9] = [
+    "ok",
+    "denied",
+    "failed",
+    "timed_out",
+    "output_rejected",
+    "budget_exceeded",
+    "rejected",
+    "expired",
+    "none",
+];
+
+/// The list page: the filter form, one page of calls, the link to the next.
+pub(crate) fn list(
+    ctx: &Ctx<'_>,
+    filter: &Filter,
+    page: &Page,
+    (tools, principals): &(Vec<String>, Vec<String>),
+    total: usize,
+) -> Markup {
+    layout(
+        ctx,
+        "Calls",
+        html! {
+            form.filter #filter method="get" action="/calls" {
+                (select("tool", "Tool", tools, &filter.tool))
+                (select("principal", "Principal", principals, &filter.principal))
+                (select("decision", "Decision",
+                    &["allow", "deny", "awaiting-approval"].map(String::from), &filter.decision))
+                (select("result", "Result", &RESULTS.map(String::from), &filter.result))
+                label { "Flow" input name="flow" value=(filter.flow) size="20"; }
+                label { "From (UTC)" input name="from" value=(filter.from) placeholder="2026-12-05T17:00"; }
+                label { "To (UTC)" input name="to" value=(filter.to) placeholder="2026-12-05T18:00"; }
+                button #apply type="submit" { "Filter" }
+                @if !filter.is_empty() { a href="/calls" { "Clear" } }
+            }
+            p.muted { (page.rows.len()) " shown of " (total) " calls in the ledger" }
+            table #calls {
+                thead { tr { th { "When (UTC)" } th { "Call" } th { "Tool" } th { "Principal" } th { "Decision" } th { "Result" } th { "Flow" } th { "Run" } } }
+                tbody {
+                    @for r in &page.rows {
+                        tr.call data-call=(r.call_id) {
+                            td { (iso8601(r.at_ms)) }
+                            td { a href={ "/calls/" (r.call_id) } { code { (super::short(&r.call_id)) } } }
+                            td.tool { (r.tool) }
+                            td.principal { (r.principal) }
+                            td.decision.{ "decision-" (r.decision.as_str()) } { (r.decision.as_str()) }
+                            td.result.{ "result-" (r.result.map_or("none", CallResult::as_str)) } {
+                                (r.result.map_or("—", CallResult::as_str))
+                            }
+                            td { @if let Some(f) = &r.flow { code { (f) } } }
+                            td { @if let Some(run) = &r.run_id { a href={ "/runs/" (run) } { code { (super::short(run)) } } } }
+                        }
+                    }
+                }
+            }
+            @if let Some(next) = page.next {
+                p.pager { a #next rel="next" href=(next_link(filter, next)) { "Older calls →" } }
+            }
+        },
+    )
+}
+
+fn select(name: &str, label: &str, choices: &[String], chosen: &str) -> Markup {
+    html! {
+        label { (label)
+            select name=(name) {
+                option value="" { "any" }
+                @for c in choices {
+                    option value=(c) selected[c == chosen] { (c) }
+                }
+            }
+        }
+    }
+}
+
+/// The link to the page after cursor `before`, keeping the filter.
+fn next_link(filter: &Filter, before: u64) -> String {
+    let mut url = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in [
+        ("tool", &filter.tool),
+        ("principal", &filter.principal),
+        ("decision", &filter.decision),
+        ("result", &filter.result),
+        ("flow", &filter.flow),
+        ("from", &filter.from),
+        ("to", &filter.to),
+    ] {
+        if !v.is_empty() {
+            url.append_pair(k, v);
+        }
+    }
+    url.append_pair("before", &before.to_string());
+    format!("/calls?{}", url.finish())
+}
