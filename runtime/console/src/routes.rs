@@ -556,17 +556,16 @@ async fn policies(State(app): Shared, headers: HeaderMap) -> Response {
         (index.disagreements(), index.broken().map(str::to_string))
     };
     let c = ctx(&app, Some(&v), broken);
-    let replay = match &app.config.what_if {
-        None => None,
-        Some(w) => Some((
+    let replay = app.config.what_if.as_ref().map(|w| {
+        (
             w.dir.display().to_string(),
             app.config
                 .location
                 .verified_entries()
                 .map(|entries| escepine_runtime::replay::replay(&entries, &w.authorizer))
                 .map_err(|e| e.to_string()),
-        )),
-    };
+        )
+    });
     html(
         StatusCode::OK,
         pages::policies::page(&c, &disagreements, replay.as_ref()),
