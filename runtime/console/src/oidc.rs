@@ -353,3 +353,80 @@ pub fn token_expiry_ms(token: &str) -> Option<u64> {
     let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     claims.get("exp")?.as_u64()?.checked_mul(1000)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oidc() -> Oidc {
+        let client = OidcClient {
+            issuer: "http://127.0.0.1:9/".parse().unwrap(),
+            client_id: "console".into(),
+            client_secret: None,
+            redirect_uri: "http://127.0.0.1:8790/login/callback".parse().unwrap(),
+            scope: "openid".into(),
+        };
+        Oidc::new(client, "http://127.0.0.1:8790/").unwrap()
+    }
+
+    fn pending(o: &Oidc, state: &str, browser: &str, age_ms: u64) {
+        o.pending.lock().unwrap().insert(
+            state.into(),
+            Pending {
+                verifier: "v".into(),
+                browser: browser.into(),
+                started_ms: now_ms() - age_ms,
+            },
+        );
+    }
+
+    #[tokio::test]
+    async fn a_state_is_single_use_bound_to_its_browser_and_expires() {
+        let o = oidc();
+        // Refused before any request to the provider: unknown, foreign, expired.
+        let unknown = o.finish("nope", "code", "browser").await;
+        assert!(matches!(unknown, Err(LoginError::UnknownState)));
+        pending(&o, "s1", "browser-a", 0);
+        let foreign = o.finish("s1", "code", "browser-b").await;
+        assert!(matches!(foreign, Err(LoginError::UnknownState)));
+        let again = o.finish("s1", "code", "browser-a").await;
+        assert!(
+            matches!(again, Err(LoginError::UnknownState)),
+            "a refused state is spent too"
+        );
+        pending(&o, "s2", "browser-a", LOGIN_TTL_MS + 1);
+        let expired = o.finish("s2", "code", "browser-a").await;
+        assert!(matches!(expired, Err(LoginError::UnknownState)));
+    }
+
+    #[test]
+    fn the_client_file_names_its_secret_and_its_callback() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client.json");
+        let write = |v: serde_json::Value| std::fs::write(&path, v.to_string()).unwrap();
+        write(
+            serde_json::json!({"issuer": "http://127.0.0.1:9", "client_id": "c",
+            "client_secret": "CONSOLE_SECRET", "redirect_uri": "http://127.0.0.1:1/login/callback"}),
+        );
+        let e = OidcClient::load(&path, &|_| None).unwrap_err().to_string();
+        assert!(
+            e.contains("/client_secret") && e.contains("CONSOLE_SECRET"),
+            "{e}"
+        );
+        let c =
+            OidcClient::load(&path, &|n| (n == "CONSOLE_SECRET").then(|| "s3cret".into())).unwrap();
+        assert_eq!(c.client_secret.as_deref(), Some("s3cret"));
+        write(
+            serde_json::json!({"issuer": "http://127.0.0.1:9", "client_id": "c",
+            "redirect_uri": "http://127.0.0.1:1/elsewhere"}),
+        );
+        let e = OidcClient::load(&path, &|_| None).unwrap_err().to_string();
+        assert!(e.contains("/redirect_uri"), "{e}");
+        write(
+            serde_json::json!({"issuer": "http://127.0.0.1:9", "client_id": "c",
+            "redirect_uri": "http://127.0.0.1:1/login/callback", "extra": 1}),
+        );
+        let e = OidcClient::load(&path, &|_| None).unwrap_err().to_string();
+        assert!(e.contains("extra"), "{e}");
+    }
+}

@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::index::Filter;
 use crate::pages::{self, Ctx};
-use crate::session::{self, LOGIN_COOKIE, SESSION_COOKIE};
+use crate::session::{self, Reach, LOGIN_COOKIE, SESSION_COOKIE};
 use crate::App;
 
 type Shared = State<Arc<App>>;
@@ -193,6 +193,7 @@ fn login_cookie(app: &App, value: &str) -> String {
         value,
         Duration::from_secs(600),
         app.config.secure_cookies,
+        Reach::Lax,
     )
 }
 
@@ -233,7 +234,7 @@ async fn login(State(app): Shared, headers: HeaderMap, Form(form): Form<LoginFor
     match app.auth.authenticate(&bearer).await {
         Ok(who) => {
             let until = crate::oidc::token_expiry_ms(form.token.trim());
-            sign_in(&app, who, until)
+            sign_in(&app, who, until, Onward::Redirect)
         }
         Err(_) => refuse(
             StatusCode::UNAUTHORIZED,
@@ -242,11 +243,26 @@ async fn login(State(app): Shared, headers: HeaderMap, Form(form): Form<LoginFor
     }
 }
 
+/// How a signed-in browser is sent on to the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Onward {
+    /// A `303` (the sign-in form posted from the console's own page).
+    Redirect,
+    /// A page that moves on by itself: the identity provider's redirect is a navigation from
+    /// another site, and a `SameSite=Strict` cookie is not sent on the redirects that follow
+    /// it; a navigation the console's own page starts carries it.
+    Page,
+}
+
 /// Open a session for `who` and send the browser to the calls.
-fn sign_in(app: &App, who: Authenticated, until_ms: Option<u64>) -> Response {
+fn sign_in(app: &App, who: Authenticated, until_ms: Option<u64>, onward: Onward) -> Response {
     tracing::info!(principal = %who.principal, "console sign-in");
+    let principal = who.principal.to_string();
     let value = app.sessions.open(who, until_ms);
-    let mut response = Redirect::to("/calls").into_response();
+    let mut response = match onward {
+        Onward::Redirect => Redirect::to("/calls").into_response(),
+        Onward::Page => html(StatusCode::OK, pages::login::signed_in(&principal)),
+    };
     set(
         &mut response,
         &session::set_cookie(
@@ -254,11 +270,18 @@ fn sign_in(app: &App, who: Authenticated, until_ms: Option<u64>) -> Response {
             &value,
             app.config.session_ttl,
             app.config.secure_cookies,
+            Reach::Strict,
         ),
     );
     set(
         &mut response,
-        &session::set_cookie(LOGIN_COOKIE, "", Duration::ZERO, app.config.secure_cookies),
+        &session::set_cookie(
+            LOGIN_COOKIE,
+            "",
+            Duration::ZERO,
+            app.config.secure_cookies,
+            Reach::Lax,
+        ),
     );
     response
 }
@@ -321,7 +344,12 @@ async fn oidc_callback(
     };
     bearer.insert(header::AUTHORIZATION, value);
     match app.auth.authenticate(&bearer).await {
-        Ok(who) => sign_in(&app, who, crate::oidc::token_expiry_ms(&token)),
+        Ok(who) => sign_in(
+            &app,
+            who,
+            crate::oidc::token_expiry_ms(&token),
+            Onward::Page,
+        ),
         Err(_) => refused("the identity provider's token does not verify for this console".into()),
     }
 }
@@ -348,6 +376,7 @@ async fn logout(State(app): Shared, headers: HeaderMap, Form(form): Form<CsrfFor
             "",
             Duration::ZERO,
             app.config.secure_cookies,
+            Reach::Strict,
         ),
     );
     response

@@ -124,12 +124,32 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|c| c.value().to_string())
 }
 
-/// The `Set-Cookie` value of cookie `name` = `value`: HttpOnly, SameSite=Strict, path `/`,
-/// `Secure` when `secure`; removed when `max_age` is zero.
-pub fn set_cookie(name: &str, value: &str, max_age: Duration, secure: bool) -> String {
+/// How far a cookie travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Only on requests the console's own pages start (the session).
+    Strict,
+    /// Also on top-level navigations from elsewhere (the sign-in cookie, which must come back
+    /// with the identity provider's redirect to `/login/callback`).
+    Lax,
+}
+
+/// The `Set-Cookie` value of cookie `name` = `value`: HttpOnly, path `/`, SameSite as `reach`
+/// says, `Secure` when `secure`; removed when `max_age` is zero.
+pub fn set_cookie(
+    name: &str,
+    value: &str,
+    max_age: Duration,
+    secure: bool,
+    reach: Reach,
+) -> String {
+    let same_site = match reach {
+        Reach::Strict => cookie::SameSite::Strict,
+        Reach::Lax => cookie::SameSite::Lax,
+    };
     let mut c = cookie::Cookie::build((name.to_string(), value.to_string()))
         .http_only(true)
-        .same_site(cookie::SameSite::Strict)
+        .same_site(same_site)
         .path("/")
         .secure(secure)
         .max_age(cookie::time::Duration::seconds(
@@ -175,10 +195,18 @@ mod tests {
 
     #[test]
     fn the_cookie_is_http_only_and_strict() {
-        let c = set_cookie(SESSION_COOKIE, "v", Duration::from_secs(10), false);
+        let c = set_cookie(
+            SESSION_COOKIE,
+            "v",
+            Duration::from_secs(10),
+            false,
+            Reach::Strict,
+        );
         assert!(c.contains("HttpOnly"), "{c}");
         assert!(c.contains("SameSite=Strict"), "{c}");
         assert!(!c.contains("Secure"), "{c}");
+        let c = set_cookie(LOGIN_COOKIE, "v", Duration::from_secs(10), true, Reach::Lax);
+        assert!(c.contains("SameSite=Lax") && c.contains("Secure"), "{c}");
         let mut h = HeaderMap::new();
         h.insert(
             http::header::COOKIE,

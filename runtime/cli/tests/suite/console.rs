@@ -129,11 +129,16 @@ impl Setup {
 
     /// `escepine console` over the ledger, the approval policies and the tokens.
     fn console(&self) -> ConsoleProcess {
+        let mut cmd = self.console_command("127.0.0.1:0");
+        cmd.arg("--tokens").arg(self.dir.path().join("tokens.json"));
+        ConsoleProcess::start(cmd)
+    }
+
+    /// `escepine console` on `listen`, without its authenticator.
+    fn console_command(&self, listen: &str) -> Command {
         let f = approval_fixtures();
         let mut cmd = self.calls.command(&["console"]);
-        cmd.args(["--listen", "127.0.0.1:0", "--verify-every", "1"])
-            .arg("--tokens")
-            .arg(self.dir.path().join("tokens.json"))
+        cmd.args(["--listen", listen, "--verify-every", "1"])
             .arg("--checkpoint")
             .arg(self.dir.path().join("checkpoint.txt"))
             .arg("--public-key")
@@ -143,7 +148,7 @@ impl Setup {
             .arg("--what-if")
             .arg(f.join("policies"))
             .env("RUST_LOG", "warn");
-        ConsoleProcess::start(cmd)
+        cmd
     }
 }
 
@@ -795,5 +800,142 @@ fn forged_forms_foreign_sessions_and_tampering_are_refused_or_shown() {
         }
         assert!(Instant::now() < deadline, "tampering not shown: {page}");
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+// ----- signing in through the identity provider -----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_signs_in_through_the_identity_provider_and_approves() {
+    use escepine_testkit::oidc::{free_loopback_port, Keys, Provider, ProviderConfig};
+
+    let setup = tokio::task::spawn_blocking(Setup::new).await.unwrap();
+    let port = free_loopback_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let resource = format!("{base}/console");
+    let callback = format!("{base}/login/callback");
+    let provider = {
+        let (resource, callback) = (resource.clone(), callback.clone());
+        tokio::task::spawn_blocking(move || {
+            Provider::start(
+                &ProviderConfig::new(Keys::A, &resource)
+                    .app("escepine-console", &callback)
+                    .account("rita", &["reviewers"])
+                    .account("alice", &[]),
+            )
+        })
+        .await
+        .unwrap()
+    };
+    let oauth = setup.dir.path().join("oauth.json");
+    std::fs::write(
+        &oauth,
+        json!({"resource": resource, "issuers": [{
+            "issuer": provider.issuer,
+            "principal": { "type": "Agent", "claim": "sub" },
+            "parents": [{ "claim": "groups", "type": "Team" }],
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let client = setup.dir.path().join("oidc-client.json");
+    std::fs::write(
+        &client,
+        json!({"issuer": provider.issuer, "client_id": "escepine-console",
+               "redirect_uri": callback, "scope": "openid mcp:tools"})
+        .to_string(),
+    )
+    .unwrap();
+    let mut cmd = setup.console_command(&format!("127.0.0.1:{port}"));
+    cmd.arg("--oauth")
+        .arg(&oauth)
+        .arg("--oidc-client")
+        .arg(&client);
+    let console = ConsoleProcess::start(cmd);
+    assert_eq!(console.base, base);
+
+    let driver = Driver::start();
+    let b = driver.browser().await;
+
+    // An unknown login: the provider refuses, and the console says so and opens no session.
+    provider_login(&b, &console, "eve").await;
+    wait_url(&b, "/login/callback").await;
+    assert_eq!(text_of(&b, "h1").await, "Refused");
+    assert!(text_of(&b, "#message").await.contains("access_denied"));
+    b.goto(&console.url("/approvals")).await.unwrap();
+    wait_url(&b, "/login").await;
+
+    // A reviewer: signed in as the token's principal, the approval decided by Cedar with the
+    // token's groups as parents, and the call run once.
+    provider_login(&b, &console, "rita").await;
+    wait_url(&b, "/calls").await;
+    assert_eq!(text_of(&b, "#principal").await, r#"Agent::"rita""#);
+    shot(&b, "oidc-signed-in").await;
+    b.goto(&console.url("/approvals")).await.unwrap();
+    b.find(Locator::Css("button.approve"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_url(&b, "/approve").await;
+    assert_eq!(text_of(&b, "h1").await, "Approved");
+    assert_eq!(setup.calls.store.applied().values().sum::<u32>(), 1);
+    b.goto(&console.url(&format!("/calls/{}", setup.waiting)))
+        .await
+        .unwrap();
+    assert!(text_of(&b, "#approval")
+        .await
+        .starts_with(r#"approved by Agent::"rita""#));
+    b.close().await.unwrap();
+}
+
+/// Follow "Sign in with …" and fill the provider's login (any password) and consent forms.
+async fn provider_login(b: &Client, console: &ConsoleProcess, login: &str) {
+    b.goto(&console.url("/login")).await.unwrap();
+    b.find(Locator::Css("#oidc"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_url(b, "/interaction/").await;
+    b.find(Locator::Css("input[name=login]"))
+        .await
+        .unwrap()
+        .send_keys(login)
+        .await
+        .unwrap();
+    b.find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap()
+        .send_keys("any password")
+        .await
+        .unwrap();
+    b.find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The consent form, when the provider asks (not for a refused login).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let url = b.current_url().await.unwrap();
+        if url.as_str().starts_with(&console.base) {
+            return;
+        }
+        if let Ok(page) = b.source().await {
+            if page.contains("name=\"prompt\" value=\"consent\"") {
+                if let Ok(button) = b.find(Locator::Css("button[type=submit]")).await {
+                    let _ = button.click().await;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the provider did not send the browser back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -1,6 +1,6 @@
 //! `/login`: a development (or access) token, or the identity provider.
 
-use maud::{html, Markup};
+use maud::{html, Markup, DOCTYPE};
 
 use super::{layout, Ctx};
 
@@ -28,4 +28,23 @@ pub(crate) fn page(
             }
         },
     )
+}
+
+/// The page the identity provider's redirect ends on: the session cookie is set, and the page
+/// moves on to the calls by itself (a refresh, no script).
+pub(crate) fn signed_in(principal: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content="0;url=/calls";
+                title { "Signed in · Escepine console" }
+                link rel="stylesheet" href="/console.css";
+            }
+            body { main {
+                p #message { "Signed in as " code { (principal) } ". " a href="/calls" { "Continue to the calls" } }
+            } }
+        }
+    }
 }
