@@ -42,6 +42,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/approvals/{call_id}/approve", post(approve))
         .route("/approvals/{call_id}/reject", post(reject))
         .route("/policies", get(policies))
+        .route("/flows/{flow}", get(flow))
+        .route("/flows/{flow}/declassify", post(declassify))
         .layer(axum::middleware::map_response(secure_headers))
         .with_state(app)
 }
@@ -599,4 +601,113 @@ async fn policies(State(app): Shared, headers: HeaderMap) -> Response {
         StatusCode::OK,
         pages::policies::page(&c, &disagreements, replay.as_ref()),
     )
+}
+
+async fn flow(State(app): Shared, headers: HeaderMap, Path(flow): Path<String>) -> Response {
+    let v = signed_in!(app, headers);
+    let (calls, broken) = {
+        let index = app.index();
+        let filter = Filter {
+            flow: flow.clone(),
+            ..Filter::default()
+        };
+        (
+            index.page(&filter, None, PAGE_SIZE).map(|p| p.rows),
+            index.broken().map(str::to_string),
+        )
+    };
+    let c = ctx(&app, Some(&v), broken);
+    let id = match escepine_contract::FlowId::named(&flow) {
+        Ok(id) => id,
+        Err(e) => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                pages::message(&c, "Not a flow id", &e.to_string()),
+            )
+        }
+    };
+    match app.runtime.flow_state(&id) {
+        Ok(state) => html(
+            StatusCode::OK,
+            pages::flows::page(&c, &flow, &state, &calls.unwrap_or_default()),
+        ),
+        Err(e) => html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            pages::message(&c, "Ledger unreadable", &e.to_string()),
+        ),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct DeclassifyForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    #[serde(default)]
+    label: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Remove a label from a flow as the signed-in principal: the runtime decides (Cedar's
+/// `declassify` action; a principal whose calls brought the label is refused) and records it.
+async fn declassify(
+    State(app): Shared,
+    headers: HeaderMap,
+    Path(flow): Path<String>,
+    Form(form): Form<DeclassifyForm>,
+) -> Response {
+    let v = signed_in!(app, headers);
+    if !v.form_allowed(form.csrf.as_deref()) {
+        return forged(&app, &v);
+    }
+    let c = ctx(&app, Some(&v), None);
+    let id = match escepine_contract::FlowId::named(&flow) {
+        Ok(id) => id,
+        Err(e) => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                pages::message(&c, "Not a flow id", &e.to_string()),
+            )
+        }
+    };
+    let decided = app
+        .runtime
+        .declassify(escepine_runtime::flows::Declassify {
+            flow: &id,
+            label: &form.label,
+            principal: &v.who.principal,
+            parents: v.who.parents(),
+            reason: &form.reason,
+        })
+        .await;
+    match decided {
+        Ok(d) => {
+            html(
+                StatusCode::OK,
+                pages::message(
+                    &c,
+                    "Declassified",
+                    &format!(
+                    "`{}` removed from flow {flow} (entry #{}, permitted by {}); it now holds: {}",
+                    form.label,
+                    d.entry.seq,
+                    d.policy_ids.join(", "),
+                    if d.state.labels.is_empty() {
+                        "no label".to_string()
+                    } else {
+                        d.state.labels.iter().cloned().collect::<Vec<_>>().join(", ")
+                    }
+                ),
+                ),
+            )
+        }
+        Err(e) if e.refused() => html(
+            StatusCode::FORBIDDEN,
+            pages::message(&c, "Refused", &e.to_string()),
+        ),
+        Err(e) => html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            pages::message(&c, "Not recorded", &e.to_string()),
+        ),
+    }
 }

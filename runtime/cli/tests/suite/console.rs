@@ -246,6 +246,8 @@ impl Driver {
     }
 
     async fn browser(&self) -> Client {
+        // Several providers are linked in a workspace build: name the one to use.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let binary = ["/usr/lib/chromium/chromium", "/usr/bin/chromium"]
             .into_iter()
             .find(|p| Path::new(p).exists())

@@ -40,7 +40,7 @@ pub(crate) fn page(
                 @if let Some(c) = &i.compensates {
                     dt { "Compensates" } dd { a href={ "/calls/" (c) } { code { (c) } } }
                 }
-                @if let Some(f) = &i.flow { dt { "Flow" } dd { code { (f.to_string()) } } }
+                @if let Some(f) = &i.flow { dt { "Flow" } dd { a href=(super::flow_link(f.as_str())) { code { (f.to_string()) } } } }
                 dt { "Input hash" } dd { code #payload-hash { (i.payload_hash) } }
                 @if let Some(o) = &call.outcome {
                     dt { "Output hash" } dd { code #output-hash { (o.record.output_hash.as_deref().unwrap_or("—")) } }

@@ -57,7 +57,7 @@ pub(crate) fn list(
                             td.result.{ "result-" (r.result.map_or("none", CallResult::as_str)) } {
                                 (r.result.map_or("—", CallResult::as_str))
                             }
-                            td { @if let Some(f) = &r.flow { code { (f) } } }
+                            td { @if let Some(f) = &r.flow { a href=(super::flow_link(f)) { code { (f) } } } }
                             td { @if let Some(run) = &r.run_id { a href={ "/runs/" (run) } { code { (super::short(run)) } } } }
                         }
                     }

@@ -5,6 +5,7 @@
 pub(crate) mod approvals;
 pub(crate) mod call;
 pub(crate) mod calls;
+pub(crate) mod flows;
 pub(crate) mod login;
 pub(crate) mod policies;
 pub(crate) mod runs;
@@ -135,4 +136,10 @@ pub(crate) fn short(hash: &str) -> &str {
 /// Pretty JSON of a recorded value (escaped when interpolated).
 pub(crate) fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The page of flow `flow` (its id percent-encoded as one path segment).
+pub(crate) fn flow_link(flow: &str) -> String {
+    let encoded: String = url::form_urlencoded::byte_serialize(flow.as_bytes()).collect();
+    format!("/flows/{}", encoded.replace('+', "%20"))
 }
