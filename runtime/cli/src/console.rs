@@ -152,7 +152,6 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             (None, None) => return Err(invalid(&"no authenticator")),
         };
         let config = ConsoleConfig {
-            location: args.runtime.ledger.clone(),
             checkpoints: args.runtime.checkpoints.clone(),
             key,
             sops,
@@ -161,6 +160,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             oidc,
             secure_cookies: args.secure_cookies,
             session_ttl: Duration::from_secs(args.session_ttl),
+            ..ConsoleConfig::new(args.runtime.ledger.clone())
         };
         let console = Console::new(runtime, auth, config);
         let listener = tokio::net::TcpListener::bind(args.listen)

@@ -66,17 +66,7 @@ async fn main() {
     let console = Console::new(
         runtime,
         Authenticator::Tokens(Arc::new(tokens)),
-        ConsoleConfig {
-            location,
-            checkpoints: Vec::new(),
-            key: None,
-            sops: Vec::new(),
-            what_if: None,
-            verify_every: Duration::from_secs(3600),
-            oidc: None,
-            secure_cookies: false,
-            session_ttl: Duration::from_secs(3600),
-        },
+        ConsoleConfig::new(location),
     );
     let start = Instant::now();
     {

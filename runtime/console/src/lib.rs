@@ -81,6 +81,25 @@ pub struct ConsoleConfig {
     pub session_ttl: Duration,
 }
 
+impl ConsoleConfig {
+    /// A console of the ledger at `location`: no checkpoint, SOP or what-if replay, the chain
+    /// verified every 30 seconds, sessions of at most 8 hours, cookies without `Secure`, no
+    /// identity provider sign-in.
+    pub fn new(location: LedgerLocation) -> Self {
+        Self {
+            location,
+            checkpoints: Vec::new(),
+            key: None,
+            sops: Vec::new(),
+            what_if: None,
+            verify_every: Duration::from_secs(30),
+            oidc: None,
+            secure_cookies: false,
+            session_ttl: Duration::from_secs(8 * 3600),
+        }
+    }
+}
+
 /// Everything a request handler reads.
 pub(crate) struct App {
     runtime: Runtime,

@@ -617,14 +617,9 @@ async fn flow(State(app): Shared, headers: HeaderMap, Path(flow): Path<String>) 
         )
     };
     let c = ctx(&app, Some(&v), broken);
-    let id = match escepine_contract::FlowId::named(&flow) {
+    let id = match flow_id(&c, &flow) {
         Ok(id) => id,
-        Err(e) => {
-            return html(
-                StatusCode::BAD_REQUEST,
-                pages::message(&c, "Not a flow id", &e.to_string()),
-            )
-        }
+        Err(response) => return *response,
     };
     match app.runtime.flow_state(&id) {
         Ok(state) => html(
@@ -661,14 +656,9 @@ async fn declassify(
         return forged(&app, &v);
     }
     let c = ctx(&app, Some(&v), None);
-    let id = match escepine_contract::FlowId::named(&flow) {
+    let id = match flow_id(&c, &flow) {
         Ok(id) => id,
-        Err(e) => {
-            return html(
-                StatusCode::BAD_REQUEST,
-                pages::message(&c, "Not a flow id", &e.to_string()),
-            )
-        }
+        Err(response) => return *response,
     };
     let decided = app
         .runtime
@@ -710,4 +700,14 @@ async fn declassify(
             pages::message(&c, "Not recorded", &e.to_string()),
         ),
     }
+}
+
+/// The flow id of a path, or the page refusing it.
+fn flow_id(c: &Ctx<'_>, flow: &str) -> Result<escepine_contract::FlowId, Box<Response>> {
+    escepine_contract::FlowId::named(flow).map_err(|e| {
+        Box::new(html(
+            StatusCode::BAD_REQUEST,
+            pages::message(c, "Not a flow id", &e.to_string()),
+        ))
+    })
 }

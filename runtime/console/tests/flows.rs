@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use escepine_console::{Console, ConsoleConfig};
 use escepine_contract::{FlowId, Principal};
@@ -70,17 +69,7 @@ async fn serve() -> Served {
     let console = Console::new(
         runtime.clone(),
         Authenticator::Tokens(Arc::new(tokens)),
-        ConsoleConfig {
-            location: path.to_str().expect("utf-8").parse().expect("location"),
-            checkpoints: Vec::new(),
-            key: None,
-            sops: Vec::new(),
-            what_if: None,
-            verify_every: Duration::from_secs(3600),
-            oidc: None,
-            secure_cookies: false,
-            session_ttl: Duration::from_secs(3600),
-        },
+        ConsoleConfig::new(path.to_str().expect("utf-8").parse().expect("location")),
     );
     let c = console.clone();
     tokio::task::spawn_blocking(move || c.start_checks())

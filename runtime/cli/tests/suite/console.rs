@@ -64,27 +64,11 @@ impl Setup {
         );
 
         calls.store.seed("seen", "v1");
-        let o = call(
-            &calls,
-            ALICE,
-            "s_get",
-            &key(&calls.store, "seen").to_string(),
-        );
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-        let o = call(
-            &calls,
-            MALLORY,
-            "s_get",
-            &key(&calls.store, "seen").to_string(),
-        );
-        assert_eq!(o.status.code(), Some(3), "denied: {}", text(&o.stderr));
-        let o = call(
-            &calls,
-            ALICE,
-            "s_put",
-            &item(&calls.store, "hostile", HOSTILE).to_string(),
-        );
-        assert_eq!(o.status.code(), Some(8), "waits: {}", text(&o.stderr));
+        let seen = key(&calls.store, "seen").to_string();
+        call(&calls, ALICE, "s_get", &seen, 0);
+        call(&calls, MALLORY, "s_get", &seen, 3);
+        let hostile = item(&calls.store, "hostile", HOSTILE).to_string();
+        let o = call(&calls, ALICE, "s_put", &hostile, 8);
         let waiting = text(&o.stdout).lines().next().unwrap().to_string();
 
         let keys = dir.path().join("keys");
@@ -152,9 +136,9 @@ impl Setup {
     }
 }
 
-/// `escepine call --principal P --tool T --input I` under `cli`'s flags.
-fn call(cli: &SopCli, principal: &str, tool: &str, input: &str) -> Output {
-    cli.command(&[
+/// `escepine call --principal P --tool T --input I` under `cli`'s flags, exiting `status`.
+fn call(cli: &SopCli, principal: &str, tool: &str, input: &str, status: i32) -> Output {
+    let args = [
         "call",
         "--principal",
         principal,
@@ -162,9 +146,10 @@ fn call(cli: &SopCli, principal: &str, tool: &str, input: &str) -> Output {
         tool,
         "--input",
         input,
-    ])
-    .output()
-    .unwrap()
+    ];
+    let o = cli.command(&args).output().unwrap();
+    assert_eq!(o.status.code(), Some(status), "{tool}: {}", text(&o.stderr));
+    o
 }
 
 fn escepine(args: &[&str], paths: &[&Path]) -> Output {
@@ -310,6 +295,16 @@ async fn text_of(b: &Client, css: &str) -> String {
     panic!("{css}: {last:?}")
 }
 
+/// Click the element `css` names.
+async fn click(b: &Client, css: &str) {
+    b.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
 /// Wait until the browser's URL contains `part` (a navigation finished).
 async fn wait_url(b: &Client, part: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -327,22 +322,12 @@ async fn sign_in(b: &Client, console: &ConsoleProcess, token: &str) {
         .send_keys(token)
         .await
         .unwrap();
-    b.find(Locator::Css("#sign-in"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(b, "#sign-in").await;
     wait_url(b, "/calls").await;
 }
 
 async fn sign_out(b: &Client) {
-    b.find(Locator::Css("header form button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(b, "header form button").await;
     wait_url(b, "/login").await;
 }
 
@@ -386,12 +371,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     b.goto(&console.url("/calls")).await.unwrap();
     let form = b.form(Locator::Css("#filter")).await.unwrap();
     form.set_by_name("tool", "s_get").await.unwrap();
-    b.find(Locator::Css("#apply"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "#apply").await;
     wait_url(&b, "tool=s_get").await;
     let tools = b.find_all(Locator::Css("#calls td.tool")).await.unwrap();
     assert_eq!(tools.len(), 2, "alice's and mallory's reads");
@@ -405,12 +385,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     b.goto(&console.url("/calls?tool=s_get&result=ok"))
         .await
         .unwrap();
-    b.find(Locator::Css("#calls tr.call a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "#calls tr.call a").await;
     wait_url(&b, "/calls/").await;
     let policy = text_of(&b, ".policy[data-policy='alice-without-approval'] pre").await;
     assert!(policy.contains("permit"), "{policy}");
@@ -434,12 +409,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     // The compensated run: its graph has the path taken highlighted and the undone steps
     // marked; a step links to its call.
     b.goto(&console.url("/runs")).await.unwrap();
-    b.find(Locator::Css("#runs a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "#runs a").await;
     wait_url(&b, "/runs/").await;
     assert_eq!(text_of(&b, "#run-status").await, "compensated");
     for state in ["put_a", "put_b", "version_a", "put_c", "boom"] {
@@ -475,12 +445,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
         "the inverses are listed as compensation"
     );
     shot(&b, "run").await;
-    b.find(Locator::Css("#steps a.step-call"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "#steps a.step-call").await;
     wait_url(&b, "/calls/").await;
 
     // The inbox: the waiting call with its exact payload, shown as text.
@@ -494,12 +459,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     shot(&b, "approvals").await;
 
     // The requester cannot approve her own call: refused, nothing ran.
-    b.find(Locator::Css("button.approve"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "button.approve").await;
     wait_url(&b, "/approve").await;
     assert_eq!(text_of(&b, "h1").await, "Refused");
     assert!(text_of(&b, "#message").await.contains("requester"));
@@ -510,12 +470,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     sign_out(&b).await;
     sign_in(&b, &console, "tok-bob-console-000001").await;
     b.goto(&console.url("/approvals")).await.unwrap();
-    b.find(Locator::Css("button.approve"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "button.approve").await;
     wait_url(&b, "/approve").await;
     assert_eq!(text_of(&b, "h1").await, "Approved");
     shot(&b, "approved").await;
@@ -874,12 +829,7 @@ async fn a_reviewer_signs_in_through_the_identity_provider_and_approves() {
     assert_eq!(text_of(&b, "#principal").await, r#"Agent::"rita""#);
     shot(&b, "oidc-signed-in").await;
     b.goto(&console.url("/approvals")).await.unwrap();
-    b.find(Locator::Css("button.approve"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "button.approve").await;
     wait_url(&b, "/approve").await;
     assert_eq!(text_of(&b, "h1").await, "Approved");
     assert_eq!(setup.calls.store.applied().values().sum::<u32>(), 1);
@@ -895,12 +845,7 @@ async fn a_reviewer_signs_in_through_the_identity_provider_and_approves() {
 /// Follow "Sign in with …" and fill the provider's login (any password) and consent forms.
 async fn provider_login(b: &Client, console: &ConsoleProcess, login: &str) {
     b.goto(&console.url("/login")).await.unwrap();
-    b.find(Locator::Css("#oidc"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(b, "#oidc").await;
     wait_url(b, "/interaction/").await;
     b.find(Locator::Css("input[name=login]"))
         .await
@@ -914,12 +859,7 @@ async fn provider_login(b: &Client, console: &ConsoleProcess, login: &str) {
         .send_keys("any password")
         .await
         .unwrap();
-    b.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(b, "button[type=submit]").await;
     // The consent form, when the provider asks (not for a refused login).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
