@@ -67,6 +67,26 @@ impl Setup {
         let seen = key(&calls.store, "seen").to_string();
         call(&calls, ALICE, "s_get", &seen, 0);
         call(&calls, MALLORY, "s_get", &seen, 3);
+        // A read decided beside a shadow policy set that forbids everything: a disagreement.
+        let shadow = dir.path().join("shadow");
+        std::fs::create_dir(&shadow).unwrap();
+        for schema in std::fs::read_dir(f.join("policies")).unwrap() {
+            let schema = schema.unwrap().path();
+            if schema.extension().is_some_and(|e| e == "cedarschema") {
+                std::fs::copy(&schema, shadow.join(schema.file_name().unwrap())).unwrap();
+            }
+        }
+        std::fs::write(
+            shadow.join("deny.cedar"),
+            "@id(\"shadow-deny-all\")\nforbid (principal, action, resource);\n",
+        )
+        .unwrap();
+        let mut cmd = calls.command(&["call", "--principal", ALICE, "--tool", "s_get"]);
+        cmd.args(["--input", &seen])
+            .arg("--shadow-policies")
+            .arg(&shadow);
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         let hostile = item(&calls.store, "hostile", HOSTILE).to_string();
         let o = call(&calls, ALICE, "s_put", &hostile, 8);
         let waiting = text(&o.stdout).lines().next().unwrap().to_string();
@@ -374,7 +394,7 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     click(&b, "#apply").await;
     wait_url(&b, "tool=s_get").await;
     let tools = b.find_all(Locator::Css("#calls td.tool")).await.unwrap();
-    assert_eq!(tools.len(), 2, "alice's and mallory's reads");
+    assert_eq!(tools.len(), 3, "alice's two reads and mallory's");
     for t in tools {
         assert_eq!(t.text().await.unwrap(), "s_get");
     }
@@ -533,6 +553,17 @@ async fn a_browser_lists_filters_proves_draws_and_approves_as_cedar_decides() {
     // policies flip its writes (they would now wait for a reviewer), and none of the calls
     // made under the approval policies.
     b.goto(&console.url("/policies")).await.unwrap();
+    let disagreements = b
+        .find_all(Locator::Css("#disagreements tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(
+        disagreements.len(),
+        1,
+        "the read beside the shadow policies"
+    );
+    let row = disagreements[0].text().await.unwrap();
+    assert!(row.contains("s_get") && row.contains("allow"), "{row}");
     let summary = text_of(&b, "#replay-summary").await;
     assert!(
         summary.starts_with(&format!("Replayed {intents} recorded requests")),
@@ -706,6 +737,47 @@ fn forged_forms_foreign_sessions_and_tampering_are_refused_or_shown() {
         .output()
         .unwrap();
     assert!(text(&o.stdout).contains(&setup.waiting), "still waiting");
+
+    // The time range: everything after 2000, nothing before it or from tomorrow on; a time
+    // that cannot be read is refused, naming its field.
+    let calls = |query: &str| {
+        body(
+            a.get(&console.url(&format!("/calls?{query}")))
+                .header("Authorization", "Bearer tok-bob-console-000001")
+                .call()
+                .unwrap(),
+        )
+    };
+    let all = calls("from=2000-01-01T00:00Z")
+        .1
+        .matches("data-call=")
+        .count();
+    assert!(all >= 8, "{all}");
+    assert_eq!(
+        calls("to=2000-01-01T00:00:00Z")
+            .1
+            .matches("data-call=")
+            .count(),
+        0
+    );
+    let tomorrow = escepine_ledger::entry::now_ms() + 86_400_000;
+    assert_eq!(
+        calls(&format!("from={tomorrow}"))
+            .1
+            .matches("data-call=")
+            .count(),
+        0
+    );
+    assert_eq!(
+        calls(&format!("from=2000-01-01T00:00&to={tomorrow}"))
+            .1
+            .matches("data-call=")
+            .count(),
+        all
+    );
+    let (status, page) = calls("from=soon");
+    assert_eq!(status, 400);
+    assert!(page.contains("from: `soon` is neither"), "{page}");
 
     // A script with a bearer token needs no CSRF token (it sends no cookie): bob rejects.
     let reject = console.url(&format!("/approvals/{}/reject", setup.waiting));
