@@ -38,22 +38,31 @@ struct Setup {
     calls: SopCli,
     /// The waiting call (alice's write of the hostile value).
     waiting: String,
+    /// The ledger: a SQLite file, or a PostgreSQL URL.
+    location: std::ffi::OsString,
 }
 
 impl Setup {
+    /// The SQLite ledger's file.
     fn ledger(&self) -> PathBuf {
-        self.dir.path().join("ledger.db")
+        PathBuf::from(&self.location)
     }
 
+    /// A SQLite ledger in the test's directory.
     fn new() -> Self {
+        Self::on(|dir| dir.join("ledger.db").into_os_string())
+    }
+
+    /// The ledger `location` names, given the test's directory.
+    fn on(location: impl FnOnce(&Path) -> std::ffi::OsString) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let ledger = dir.path().join("ledger.db");
+        let ledger = location(dir.path());
         let l = ledger.clone();
-        let sop = SopCli::new(move |_| l.into_os_string());
+        let sop = SopCli::new(move |_| l);
         let l = ledger.clone();
         let f = approval_fixtures();
-        let calls = SopCli::new(move |_| l.into_os_string())
-            .with_policies(&f.join("policies"), &f.join("entities.json"));
+        let calls =
+            SopCli::new(move |_| l).with_policies(&f.join("policies"), &f.join("entities.json"));
 
         let o = sop.run("five_steps_fail", &[]).output().unwrap();
         assert_eq!(
@@ -107,6 +116,7 @@ impl Setup {
             sop,
             calls,
             waiting,
+            location: ledger,
         };
         s.sign_checkpoint();
         std::fs::write(
@@ -126,7 +136,10 @@ impl Setup {
     fn sign_checkpoint(&self) {
         let o = escepine(
             &["ledger", "checkpoint", "--key"],
-            &[&self.dir.path().join("keys/signer.key"), &self.ledger()],
+            &[
+                &self.dir.path().join("keys/signer.key"),
+                Path::new(&self.location),
+            ],
         );
         std::fs::write(self.dir.path().join("checkpoint.txt"), o.stdout).unwrap();
     }
@@ -952,4 +965,50 @@ async fn provider_login(b: &Client, console: &ConsoleProcess, login: &str) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+// ----- over PostgreSQL -----
+
+#[test]
+fn the_console_reads_verifies_and_decides_on_a_postgresql_ledger() {
+    let db = escepine_testkit::postgres::TestDatabase::create();
+    let url = db.url();
+    let setup = Setup::on(|_| url.clone().into());
+    let console = setup.console();
+    let a = agent();
+    let get = |path: &str| {
+        body(
+            a.get(&console.url(path))
+                .header("Authorization", "Bearer tok-bob-console-000001")
+                .call()
+                .unwrap(),
+        )
+    };
+    let intents = escepine_ledger::postgres::read_entries(&url)
+        .unwrap()
+        .iter()
+        .filter(|e| e.record.kind() == "intent")
+        .count();
+    let (status, page) = get("/calls");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page.matches("data-call=").count(), intents, "{page}");
+    assert!(page.contains("id=\"chain-status\">Chain intact"), "{page}");
+    assert!(
+        page.contains("id=\"checkpoint-status\">Checkpoint holds"),
+        "{page}"
+    );
+
+    let (_, page) = get(&format!("/calls/{}", setup.waiting));
+    assert!(page.contains("Verified by the console"), "{page}");
+    let (status, page) = body(
+        a.post(&console.url(&format!("/approvals/{}/approve", setup.waiting)))
+            .header("Authorization", "Bearer tok-bob-console-000001")
+            .send_form([("go", "approve")])
+            .unwrap(),
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Approved"), "{page}");
+    assert_eq!(setup.calls.store.applied().values().sum::<u32>(), 1);
+    let (_, page) = get(&format!("/calls/{}", setup.waiting));
+    assert!(page.contains("id=\"result\">ok"), "{page}");
 }
