@@ -15,10 +15,10 @@ use escepine_runtime::approval::Verdict;
 use maud::Markup;
 use serde::Deserialize;
 
+use crate::app::App;
 use crate::index::Filter;
 use crate::pages::{self, Ctx};
 use crate::session::{self, Reach, LOGIN_COOKIE, SESSION_COOKIE};
-use crate::App;
 
 type Shared = State<Arc<App>>;
 
