@@ -1,6 +1,7 @@
 //! The workspace's test kit: what its tests share, as a library, and the probes its tests run.
 //!
 //! - [`bins`]: the workspace's binaries, found beside the running test program (never built).
+//! - [`child_log`]: a fixture server's log kept and its ready line awaited.
 //! - [`testtool`]: the `escepine-testtool` binary and a registered record for it.
 //! - [`server`]: an HTTP/1.1 server (and proxy) on loopback that records every request.
 //! - [`registry`]: a real OCI registry on loopback.
@@ -26,6 +27,7 @@
 //! - [`hostname`]: what the probes share.
 
 pub mod bins;
+pub mod child_log;
 pub mod fixtures;
 pub mod mcp;
 pub mod mcp_clients;

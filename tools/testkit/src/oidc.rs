@@ -20,7 +20,6 @@
 //! `client_id`, and `act: {"sub": <that client>}`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -246,41 +245,18 @@ impl Provider {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn node");
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        // Its log, echoed, and kept for the message of a failed start.
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !line.contains("WARNING") {
-                    eprintln!("[oidc-provider] {line}");
-                }
-                if let Ok(mut kept) = kept.lock() {
-                    kept.push_str(&line);
-                    kept.push('\n');
-                }
-            }
-        });
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(issuer) = line.strip_prefix("issuer ") {
-                    let _ = tx.send(issuer.trim().to_string());
-                }
-            }
-        });
-        let issuer = match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(issuer) => issuer,
-            Err(e) => {
-                let _ = child.kill();
-                let status = child.wait();
-                // The stderr reader takes the last lines.
-                std::thread::sleep(Duration::from_millis(200));
-                let log = log.lock().map(|l| l.clone()).unwrap_or_default();
-                panic!("oidc-provider printed no issuer ({e}; {status:?}); its log:\n{log}");
-            }
-        };
+        // Its log, echoed (but its warnings), and kept for the message of a failed start.
+        let watched = crate::child_log::ChildLog::watch(
+            &mut child,
+            "oidc-provider",
+            |line| line.contains("WARNING"),
+            |line| line.strip_prefix("issuer ").map(|i| i.trim().to_string()),
+        );
+        let issuer = watched.ready(
+            &mut child,
+            Duration::from_secs(30),
+            "oidc-provider printed no issuer",
+        );
         Self {
             child,
             issuer,

@@ -19,7 +19,6 @@
 //! [`OtlpReceiver::stop`] kills it, so that a test sees what the exporter does when the
 //! collector is down; [`OtlpReceiver::restart`] brings it back on the same ports.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -263,47 +262,26 @@ fn spawn(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {} receiver.py: {e}", python.display()));
-    let stdout = child.stdout.take().expect("stdout");
-    let stderr = child.stderr.take().expect("stderr");
-    let kept = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("[otlp receiver] {line}");
-            if let Ok(mut kept) = kept.lock() {
-                kept.push_str(&line);
-                kept.push('\n');
-            }
-        }
-    });
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            match serde_json::from_str::<Value>(&line) {
-                Ok(ready) if ready.get("grpc").is_some() => {
-                    let _ = tx.send(ready);
-                }
-                _ => eprintln!("[otlp receiver stdout] {line}"),
-            }
-        }
-    });
-    match rx.recv_timeout(START_LIMIT) {
-        Ok(ready) => {
-            let endpoint = |key: &str| {
-                ready[key]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("the receiver's ready line has no {key}: {ready}"))
-                    .to_string()
-            };
-            let (grpc, http) = (endpoint("grpc"), endpoint("http"));
-            (child, grpc, http)
-        }
-        Err(e) => {
-            let _ = child.kill();
-            let status = child.wait();
-            // The stderr reader takes the last lines.
-            std::thread::sleep(Duration::from_millis(200));
-            let log = log.lock().map(|l| l.clone()).unwrap_or_default();
-            panic!("the OTLP receiver did not listen ({e}; {status:?}); its log:\n{log}");
-        }
-    }
+    let watched = crate::child_log::ChildLog::watch_into(
+        &mut child,
+        "otlp receiver",
+        crate::child_log::loud,
+        |line| {
+            serde_json::from_str::<Value>(line)
+                .ok()
+                .filter(|v| v.get("grpc").is_some())
+                .map(|_| line.to_string())
+        },
+        log.clone(),
+    );
+    let line = watched.ready(&mut child, START_LIMIT, "the OTLP receiver did not listen");
+    let ready: Value = serde_json::from_str(&line).unwrap_or_default();
+    let endpoint = |key: &str| {
+        ready[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("the receiver's ready line has no {key}: {ready}"))
+            .to_string()
+    };
+    let (grpc, http) = (endpoint("grpc"), endpoint("http"));
+    (child, grpc, http)
 }

@@ -20,7 +20,6 @@
 //! The test routes ([`RemoteServer::counts`], [`RemoteServer::fail_next`], …) answer without a
 //! token. Every call blocks, like [`crate::oidc`]'s.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -141,44 +140,21 @@ impl RemoteServer {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn the remote {sdk:?} server: {e}"));
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
         // Its log, echoed, and kept for failure messages.
-        let log = Arc::new(Mutex::new(String::new()));
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[remote {sdk:?}] {line}");
-                if let Ok(mut kept) = kept.lock() {
-                    kept.push_str(&line);
-                    kept.push('\n');
-                }
-            }
-        });
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("url ") {
-                    let _ = tx.send(url.trim().to_string());
-                }
-            }
-        });
-        let said = rx.recv_timeout(START_TIMEOUT);
+        let watched = crate::child_log::ChildLog::watch(
+            &mut child,
+            &format!("remote {sdk:?}"),
+            crate::child_log::loud,
+            |line| line.strip_prefix("url ").map(|u| u.trim().to_string()),
+        );
+        let url = watched.ready(
+            &mut child,
+            START_TIMEOUT,
+            &format!("the remote {sdk:?} server printed no url"),
+        );
+        let log = watched.shared();
         // The config file may go once the server has read it (it has, once it listens).
         drop(file);
-        let url = match said {
-            Ok(url) => url,
-            Err(e) => {
-                let _ = child.kill();
-                let status = child.wait();
-                // The stderr reader takes the last lines.
-                std::thread::sleep(Duration::from_millis(200));
-                let text = log.lock().map(|l| l.clone()).unwrap_or_default();
-                panic!(
-                    "the remote {sdk:?} server printed no url ({e}; {status:?}); its log:\n{text}"
-                );
-            }
-        };
         let port = url
             .strip_prefix("http://127.0.0.1:")
             .and_then(|rest| rest.split('/').next())
