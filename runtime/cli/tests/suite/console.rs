@@ -244,9 +244,13 @@ struct Driver {
 
 impl Driver {
     fn start() -> Self {
+        use std::os::unix::process::CommandExt as _;
         let port = escepine_testkit::oidc::free_loopback_port();
+        // A process group of its own, so that the browsers it starts end with it even when a
+        // test fails before closing its session.
         let child = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -291,6 +295,14 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // The driver's group: the driver and every browser it started.
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory is
+            // involved.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
