@@ -7,7 +7,7 @@
 //! there and is reported ([`Index::broken`]), as the full verification ([`crate::integrity`])
 //! would.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use escepine_ledger::entry::Entry;
 use escepine_ledger::error::LedgerError;
@@ -223,6 +223,8 @@ pub struct Index {
     call_at: HashMap<String, usize>,
     runs: Vec<RunRow>,
     run_at: HashMap<String, usize>,
+    tools: BTreeSet<String>,
+    principals: BTreeSet<String>,
     broken: Option<String>,
 }
 
@@ -282,6 +284,12 @@ impl Index {
                     return;
                 }
                 self.call_at.insert(i.call_id.clone(), self.calls.len());
+                if !self.tools.contains(&i.tool_id) {
+                    self.tools.insert(i.tool_id.clone());
+                }
+                if !self.principals.contains(&i.principal) {
+                    self.principals.insert(i.principal.clone());
+                }
                 self.calls.push(CallRow {
                     seq: entry.seq,
                     at_ms: entry.at_ms,
@@ -423,15 +431,13 @@ impl Index {
         self.runs.iter().rev().cloned().collect()
     }
 
-    /// The distinct tools and principals of the indexed calls, sorted (the filter's choices).
+    /// The distinct tools and principals of the indexed calls, sorted (the filter's choices),
+    /// kept as calls are folded.
     pub fn choices(&self) -> (Vec<String>, Vec<String>) {
-        let mut tools: Vec<String> = self.calls.iter().map(|r| r.tool.clone()).collect();
-        let mut principals: Vec<String> = self.calls.iter().map(|r| r.principal.clone()).collect();
-        tools.sort();
-        tools.dedup();
-        principals.sort();
-        principals.dedup();
-        (tools, principals)
+        (
+            self.tools.iter().cloned().collect(),
+            self.principals.iter().cloned().collect(),
+        )
     }
 }
 
