@@ -116,8 +116,7 @@ struct Compiled<'f> {
 
 impl Filter {
     fn compile(&self) -> Result<Compiled<'_>, FilterError> {
-        const DECISIONS: [&str; 3] = ["allow", "deny", "awaiting-approval"];
-        if !self.decision.is_empty() && !DECISIONS.contains(&self.decision.as_str()) {
+        if !self.decision.is_empty() && !Decision::ALL.iter().any(|d| d.as_str() == self.decision) {
             return Err(FilterError {
                 field: "decision",
                 message: format!(

@@ -393,6 +393,14 @@ fn forged(app: &App, v: &Viewer) -> Response {
     )
 }
 
+/// The page of a ledger that cannot be read.
+fn unreadable(c: &Ctx<'_>, e: &dyn std::fmt::Display) -> Response {
+    html(
+        StatusCode::SERVICE_UNAVAILABLE,
+        pages::message(c, "Ledger unreadable", &e.to_string()),
+    )
+}
+
 fn error_page(app: &App, v: Option<&Viewer>, status: StatusCode, message: &str) -> Response {
     let c = ctx(app, v, None);
     html(status, pages::message(&c, "Refused", message))
@@ -449,12 +457,7 @@ async fn call(State(app): Shared, headers: HeaderMap, Path(call_id): Path<String
                 ),
             )
         }
-        Err(e) => {
-            return html(
-                StatusCode::SERVICE_UNAVAILABLE,
-                pages::message(&c, "Ledger unreadable", &e.to_string()),
-            )
-        }
+        Err(e) => return unreadable(&c, &e),
     };
     let status = app.status();
     let seqs: Vec<u64> = [
@@ -489,12 +492,7 @@ async fn run(State(app): Shared, headers: HeaderMap, Path(run_id): Path<String>)
     let c = ctx(&app, Some(&v), broken);
     let entries = match app.runtime.ledger().entries_for_run(&run_id) {
         Ok(e) => e,
-        Err(e) => {
-            return html(
-                StatusCode::SERVICE_UNAVAILABLE,
-                pages::message(&c, "Ledger unreadable", &e.to_string()),
-            )
-        }
+        Err(e) => return unreadable(&c, &e),
     };
     if entries.is_empty() {
         return html(
@@ -626,10 +624,7 @@ async fn flow(State(app): Shared, headers: HeaderMap, Path(flow): Path<String>) 
             StatusCode::OK,
             pages::flows::page(&c, &flow, &state, &calls.unwrap_or_default()),
         ),
-        Err(e) => html(
-            StatusCode::SERVICE_UNAVAILABLE,
-            pages::message(&c, "Ledger unreadable", &e.to_string()),
-        ),
+        Err(e) => unreadable(&c, &e),
     }
 }
 

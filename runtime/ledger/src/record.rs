@@ -140,6 +140,9 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// Every decision, in the order of the enum.
+    pub const ALL: [Self; 3] = [Self::Allow, Self::Deny, Self::AwaitingApproval];
+
     /// The ledger's spelling: `allow`, `deny` or `awaiting-approval`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -340,6 +343,18 @@ pub enum CallResult {
 }
 
 impl CallResult {
+    /// Every result, in the order of the enum.
+    pub const ALL: [Self; 8] = [
+        Self::Ok,
+        Self::Denied,
+        Self::Failed,
+        Self::TimedOut,
+        Self::OutputRejected,
+        Self::BudgetExceeded,
+        Self::Rejected,
+        Self::Expired,
+    ];
+
     /// The ledger's spelling: `ok`, `denied`, `failed`, `timed_out`, `output_rejected`,
     /// `budget_exceeded`, `rejected`, `expired`.
     pub const fn as_str(self) -> &'static str {

@@ -1,23 +1,29 @@
 //! `/calls`: the filterable list.
 
 use escepine_ledger::entry::iso8601;
-use escepine_ledger::record::CallResult;
+use escepine_ledger::record::{CallResult, Decision};
 use maud::{html, Markup};
 
 use super::{layout, Ctx};
 use crate::index::{Filter, Page};
 
-const RESULTS: [&str; 9] = [
-    "ok",
-    "denied",
-    "failed",
-    "timed_out",
-    "output_rejected",
-    "budget_exceeded",
-    "rejected",
-    "expired",
-    "none",
-];
+/// The result filter's choices: every recorded result, and `none` (no outcome yet).
+fn results() -> Vec<String> {
+    CallResult::ALL
+        .iter()
+        .map(|r| r.as_str())
+        .chain(["none"])
+        .map(String::from)
+        .collect()
+}
+
+/// The decision filter's choices.
+fn decisions() -> Vec<String> {
+    Decision::ALL
+        .iter()
+        .map(|d| d.as_str().to_string())
+        .collect()
+}
 
 /// The list page: the filter form, one page of calls, the link to the next.
 pub(crate) fn list(
@@ -34,9 +40,8 @@ pub(crate) fn list(
             form.filter #filter method="get" action="/calls" {
                 (select("tool", "Tool", tools, &filter.tool))
                 (select("principal", "Principal", principals, &filter.principal))
-                (select("decision", "Decision",
-                    &["allow", "deny", "awaiting-approval"].map(String::from), &filter.decision))
-                (select("result", "Result", &RESULTS.map(String::from), &filter.result))
+                (select("decision", "Decision", &decisions(), &filter.decision))
+                (select("result", "Result", &results(), &filter.result))
                 label { "Flow" input name="flow" value=(filter.flow) size="20"; }
                 label { "From (UTC)" input name="from" value=(filter.from) placeholder="2026-12-05T17:00"; }
                 label { "To (UTC)" input name="to" value=(filter.to) placeholder="2026-12-05T18:00"; }
