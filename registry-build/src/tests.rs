@@ -368,6 +368,7 @@ fn linked_contract(id: &'static str) -> escepine_contract::Contract {
         secrets: &[],
         egress: &[],
         filesystem: Filesystem::Workspace,
+        isolation: escepine_contract::Isolation::Namespaces,
         read_only: &[],
         input_schema: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}"#,
         output_schema: r#"{"type":"object","properties":{"words":{"type":"integer","minimum":0}},"required":["words"],"additionalProperties":false}"#,

@@ -229,6 +229,44 @@ impl Filesystem {
     }
 }
 
+/// The isolation tier a tool's sandbox runs on, weakest first (`Ord` follows strength).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Linux namespaces, a cgroup, seccomp and Landlock on the host's kernel (the default).
+    #[default]
+    Namespaces,
+    /// gVisor (`runsc`): the tool's system calls are served by a user-space kernel, so a host
+    /// kernel bug in the tool's reach is not an escape.
+    Gvisor,
+}
+
+impl Isolation {
+    /// Every tier, weakest first.
+    pub const ALL: [Isolation; 2] = [Self::Namespaces, Self::Gvisor];
+
+    /// The record spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Namespaces => "namespaces",
+            Self::Gvisor => "gvisor",
+        }
+    }
+
+    /// The tier spelled `s` in a record.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How the sandbox obtains and invokes the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoint {
@@ -312,6 +350,8 @@ pub struct Contract {
     pub egress: &'static [&'static str],
     /// File-system access of the sandbox profile.
     pub filesystem: Filesystem,
+    /// The sandbox's isolation tier.
+    pub isolation: Isolation,
     /// Host paths the sandbox binds read-only at the same path.
     pub read_only: &'static [&'static str],
     /// The canonical input JSON Schema text: the very bytes the input gate validates against.
@@ -345,6 +385,7 @@ impl Contract {
         secrets: &[],
         egress: &[],
         filesystem: Filesystem::Workspace,
+        isolation: Isolation::Namespaces,
         read_only: &[],
         input_schema: "",
         output_schema: "",
@@ -422,6 +463,9 @@ impl Contract {
         let mut profile = Map::new();
         profile.insert("egress".into(), json!(self.egress));
         profile.insert("filesystem".into(), json!(self.filesystem.as_str()));
+        if self.isolation != Isolation::default() {
+            profile.insert("isolation".into(), json!(self.isolation.as_str()));
+        }
         if !self.read_only.is_empty() {
             profile.insert("read_only".into(), json!(self.read_only));
         }
@@ -463,6 +507,7 @@ mod tests {
         secrets: &[],
         egress: &[],
         filesystem: Filesystem::Workspace,
+        isolation: Isolation::Namespaces,
         read_only: &[],
         input_schema: "{}",
         output_schema: "{}",

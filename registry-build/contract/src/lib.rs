@@ -30,8 +30,8 @@ mod tool;
 mod tool_error;
 
 pub use contract::{
-    Compensation, Contract, Endpoint, FailureOutcome, Filesystem, RetryBoundError, RetryPolicy,
-    SideEffectClass, Transport,
+    Compensation, Contract, Endpoint, FailureOutcome, Filesystem, Isolation, RetryBoundError,
+    RetryPolicy, SideEffectClass, Transport,
 };
 pub use egress::{EgressEntry, EgressError, EgressHost};
 pub use embedded::{EmbeddedFile, EmbeddedRegistry};

@@ -24,7 +24,7 @@
 //! #     timeout_ms: 1, retry: RetryPolicy { max_attempts: 1, backoff_ms: 0 }, on_failure: &[],
 //! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None,
 //! #         image: None, definition_sha256: None, url: None, tool: None },
-//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, read_only: &[], input_schema: "{}",
+//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, isolation: Isolation::Namespaces, read_only: &[], input_schema: "{}",
 //! #     output_schema: "{}" };
 //! # #[derive(Clone, Copy)] struct SearchStep;
 //! # impl SopStep for SearchStep {
@@ -54,7 +54,7 @@
 //! #     timeout_ms: 1, retry: RetryPolicy { max_attempts: 1, backoff_ms: 0 }, on_failure: &[],
 //! #     endpoint: Endpoint { transport: Transport::StdioJson, command: "x", args: &[], sha256: None,
 //! #         image: None, definition_sha256: None, url: None, tool: None },
-//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, read_only: &[], input_schema: "{}",
+//! #     secrets: &[], egress: &[], filesystem: Filesystem::Workspace, isolation: Isolation::Namespaces, read_only: &[], input_schema: "{}",
 //! #     output_schema: "{}" };
 //! # #[derive(Clone, Copy)] struct SearchStep;
 //! # impl SopStep for SearchStep {

@@ -5,7 +5,7 @@
 //! Fields equal to `Contract::OMITTED` (or `Endpoint::OMITTED`) are not written: the expression
 //! ends with `..Contract::OMITTED`, so the text names only what the contract declares.
 
-use escepine_contract::{FailureOutcome, Filesystem, SideEffectClass, Transport};
+use escepine_contract::{FailureOutcome, Filesystem, Isolation, SideEffectClass, Transport};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, ToTokens};
 
@@ -78,6 +78,8 @@ pub struct ContractTokens {
     pub read_only: Vec<String>,
     /// The sandbox's file-system access.
     pub filesystem: Filesystem,
+    /// The sandbox's isolation tier.
+    pub isolation: Isolation,
     /// Where the schema texts come from.
     pub schemas: SchemaTexts,
 }
@@ -132,6 +134,7 @@ impl ContractTokens {
                 .map(|p| p.display().to_string())
                 .collect(),
             filesystem: record.sandbox_profile.filesystem,
+            isolation: record.sandbox_profile.isolation,
             schemas: SchemaTexts::Constants,
         }
     }
@@ -276,6 +279,13 @@ impl ToTokens for ContractTokens {
         }
         let filesystem = filesystem_variant(self.filesystem);
         fields.push(quote! { filesystem: #c::Filesystem::#filesystem });
+        if self.isolation != Isolation::default() {
+            let tier = match self.isolation {
+                Isolation::Namespaces => quote!(Namespaces),
+                Isolation::Gvisor => quote!(Gvisor),
+            };
+            fields.push(quote! { isolation: #c::Isolation::#tier });
+        }
         if self.schemas == SchemaTexts::Constants {
             fields.push(quote! { input_schema: INPUT_SCHEMA });
             fields.push(quote! { output_schema: OUTPUT_SCHEMA });
@@ -318,6 +328,7 @@ mod tests {
             egress: vec!["api.example.com:443".into()],
             read_only: vec![],
             filesystem: Filesystem::Workspace,
+            isolation: Isolation::Namespaces,
             schemas: SchemaTexts::Derived,
         }
     }

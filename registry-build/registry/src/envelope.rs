@@ -29,6 +29,9 @@
 //! - `remote_ca_files` (optional): PEM files of CA certificates that the TLS servers of remote
 //!   endpoints (`mcp-http`) and their token endpoints are also verified against, besides the
 //!   system's roots (an organisation's own CA).
+//! - `isolation` (optional): `{"min": "gvisor", "for": ["compensatable", "untrusted-code"]}`,
+//!   the weakest sandbox tier of the tools of these side-effect classes or action groups
+//!   ([`crate::isolation`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -43,6 +46,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::egress::{EgressEntry, AUTHORIZED_URLS, PUBLIC};
 use crate::fields::{Object, ENVELOPE};
 use crate::host_path;
+use crate::isolation::IsolationRule;
 use crate::rule::Rule;
 
 /// The envelope's fields.
@@ -54,6 +58,7 @@ const FIELDS: &[&str] = &[
     "read_only",
     "remote_ca_files",
     "labels",
+    "isolation",
 ];
 
 /// The fields of `image_limits`.
@@ -85,6 +90,8 @@ pub struct Envelope {
     /// The information-flow labels records may declare ([`crate::labels`]), each with what it
     /// means.
     pub labels: BTreeMap<String, String>,
+    /// The weakest isolation tier some tools may run on ([`crate::isolation`]); `None`: any.
+    pub isolation: Option<IsolationRule>,
 }
 
 /// The envelope's `image_limits` (`{"max_blob_bytes": N}`).
@@ -306,6 +313,7 @@ impl Envelope {
             })
         });
         let labels = labels(src, obj, &mut diags);
+        let isolation = crate::isolation::parse(src, obj, &mut diags);
         if diags.is_empty() {
             Ok(Self {
                 source: src.path.clone(),
@@ -317,6 +325,7 @@ impl Envelope {
                 read_only,
                 remote_ca_files,
                 labels,
+                isolation,
             })
         } else {
             Err(diags)

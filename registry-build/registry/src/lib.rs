@@ -28,6 +28,7 @@ pub mod envelope;
 pub mod fields;
 pub mod files;
 pub mod host_path;
+pub mod isolation;
 pub mod labels;
 pub mod locate;
 pub mod record;

@@ -121,6 +121,8 @@ pub struct SandboxProfile {
     pub read_only: Vec<PathBuf>,
     /// Files each call may give, placed read-only at `/workspace/<name>` (distinct names).
     pub workspace_inputs: Vec<escepine_contract::WorkspaceInput>,
+    /// The isolation tier its sandboxes run on (`namespaces` when absent).
+    pub isolation: escepine_contract::Isolation,
 }
 
 impl ToolRecord {
@@ -326,6 +328,12 @@ impl ToolRecord {
             "filesystem".into(),
             Value::from(self.sandbox_profile.filesystem.as_str()),
         );
+        if self.sandbox_profile.isolation != escepine_contract::Isolation::default() {
+            profile.insert(
+                "isolation".into(),
+                Value::from(self.sandbox_profile.isolation.as_str()),
+            );
+        }
         if !self.sandbox_profile.read_only.is_empty() {
             profile.insert(
                 "read_only".into(),

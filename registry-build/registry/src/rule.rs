@@ -146,6 +146,11 @@ rules! {
     AuthorizedUrlsField = "sandbox/authorized-urls-field",
     /// `filesystem` is not `workspace`.
     Filesystem = "sandbox/filesystem",
+    /// `isolation` is not a known tier (`namespaces`, `gvisor`).
+    Isolation = "sandbox/isolation",
+    /// A tool's isolation tier is weaker than the envelope's `isolation.min` for its
+    /// side-effect class or one of its action groups.
+    IsolationEnvelope = "sandbox/isolation-within-envelope",
     /// A `sandbox_profile.read_only` entry is not an absolute, lexically normal path, or is
     /// listed twice.
     ReadOnlyPath = "sandbox/read-only-path",
@@ -212,6 +217,8 @@ rules! {
     EnvelopeReadOnly = "envelope/read-only",
     /// The envelope's `labels` is not an object of label names to non-empty descriptions.
     EnvelopeLabels = "envelope/labels",
+    /// The envelope's `isolation` is not `{"min": <tier>, "for": [<class or action group>, …]}`.
+    EnvelopeIsolation = "envelope/isolation",
     /// An envelope `remote_ca_files` entry is not an absolute, lexically normal path.
     EnvelopeRemoteCa = "envelope/remote-ca-files",
     /// The user `.cedarschema` does not parse or merge.

@@ -237,6 +237,15 @@ impl RecordBuilder {
         )
     }
 
+    /// Set the sandbox's isolation tier.
+    pub fn isolation(self, isolation: escepine_contract::Isolation) -> Self {
+        self.set_in(
+            "sandbox_profile",
+            "isolation",
+            Value::from(isolation.as_str()),
+        )
+    }
+
     /// Set the host paths bound read-only.
     pub fn read_only<P: AsRef<Path>>(self, paths: impl IntoIterator<Item = P>) -> Self {
         let paths: Vec<String> = paths

@@ -1,6 +1,6 @@
 //! Rust-first: `#[tool(id = "…", …)]` declares the whole contract in Rust.
 
-use escepine_contract::{FailureOutcome, Filesystem, SideEffectClass, Transport};
+use escepine_contract::{FailureOutcome, Filesystem, Isolation, SideEffectClass, Transport};
 use escepine_registry::contract_tokens::ContractTokens;
 use escepine_registry::contract_tokens::SchemaTexts;
 use proc_macro2::TokenStream;
@@ -105,6 +105,7 @@ impl RustFirst {
             egress: self.egress.clone(),
             read_only: Vec::new(),
             filesystem: Filesystem::Workspace,
+            isolation: Isolation::Namespaces,
             schemas: SchemaTexts::Derived,
         }
     }

@@ -305,6 +305,31 @@ impl Cgroup {
             .unwrap_or(0)
     }
 
+    /// Sends `SIGKILL` to every process in the cgroup, until none is left or `patience` has
+    /// passed (a process forking meanwhile is caught on the next round); whether it is empty.
+    pub(super) fn kill_all(&self, patience: Duration) -> bool {
+        let deadline = std::time::Instant::now() + patience;
+        let procs = self.dir.join("cgroup.procs");
+        loop {
+            let pids: Vec<i32> = std::fs::read_to_string(&procs)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            if pids.is_empty() {
+                return true;
+            }
+            for pid in pids.into_iter().filter_map(rustix::process::Pid::from_raw) {
+                // ESRCH: it ended meanwhile.
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Removes the cgroup once its last process has gone (a few retries: an exiting process
     /// leaves the cgroup just after its parent sees it exit).
     ///

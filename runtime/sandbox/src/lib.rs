@@ -73,8 +73,12 @@ mod cgroup;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub mod deps;
 #[cfg(all(feature = "linux", target_os = "linux"))]
+mod gvisor;
+#[cfg(all(feature = "linux", target_os = "linux"))]
 pub mod init;
 pub mod io;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+mod job;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod linux;
 mod pool;
@@ -91,6 +95,8 @@ pub use backend::{
 };
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use cgroup::CgroupError;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+pub use gvisor::{GvisorBackend, RUNSC_PACKAGE};
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use linux::{LinuxBackend, INIT_BIN, SELF_EXE};
 pub use pool::WarmPool;

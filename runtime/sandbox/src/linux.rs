@@ -11,20 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::process::{Child, Command};
 
-use super::backend::{
-    Attached, Job, JobOutput, JobStatus, Sandbox, SandboxBackend, SandboxSpec, Teardown,
-};
+use super::backend::{Attached, Job, JobOutput, Sandbox, SandboxBackend, SandboxSpec, Teardown};
 use super::cgroup::{self, Cgroup};
-use super::protocol::{Exec, ExecFile, FromInit, Provision, MAX_LINE, PROXY_SOCKET};
-use super::root::{self as image, Image};
+use super::job::{self, ControlHost, Running, Streams};
+use super::protocol::{FromInit, Provision, PROXY_SOCKET};
+use super::root::KeptImages;
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
-use crate::io::{read_bounded, read_stderr, Bounded};
 use crate::BoxFuture;
 use escepine_egress::{EgressProxy, ProxyHandle, Resolver, SystemResolver};
 
@@ -37,8 +33,6 @@ pub const SELF_EXE: &str = "/proc/self/exe";
 pub const DEFAULT_UID_BASE: u32 = 100_000;
 /// How long destroy waits for the init process to be reaped after the kill.
 const REAP_GRACE: Duration = Duration::from_secs(5);
-/// How many root images a backend keeps (one per program).
-const IMAGES_KEPT: usize = 32;
 /// How long a sandbox's cgroup may stay busy after its processes were seen to end.
 const CGROUP_GRACE: Duration = Duration::from_secs(5);
 
@@ -61,9 +55,8 @@ pub struct LinuxBackend {
     /// The runtime's memory cgroup, below which each sandbox gets its own, or why there is
     /// none (reported by every provisioning: no sandbox runs without its memory bound).
     memory: Result<cgroup::Parent, String>,
-    /// The root image of each program provisioned lately, with the key of the spec it was made
-    /// for (see [`super::image`]).
-    images: std::sync::Mutex<std::collections::HashMap<PathBuf, (String, Arc<Image>)>>,
+    /// The root image of each program provisioned lately.
+    images: KeptImages,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -105,7 +98,7 @@ impl LinuxBackend {
                 Ok(Arc::new(Slots::process_local()))
             },
             memory: cgroup::Parent::discover().map_err(|e| e.to_string()),
-            images: std::sync::Mutex::default(),
+            images: KeptImages::default(),
         }
     }
 
@@ -154,47 +147,6 @@ impl LinuxBackend {
         } else {
             Err(SandboxError::InitNotDispatched)
         }
-    }
-
-    /// The root image of `spec`, made on first use (off the async workers).
-    async fn image(&self, spec: &Arc<SandboxSpec>) -> Result<Arc<Image>, SandboxError> {
-        let key = format!(
-            "{}\0{}\0{}\0{:?}\0{:?}\0{:?}",
-            spec.program.display(),
-            spec.program_identity,
-            spec.program_sha256.as_deref().unwrap_or(""),
-            spec.read_only,
-            spec.binds,
-            spec.root_tree
-        );
-        // One image per program, or per OCI image for an image root.
-        let slot = spec
-            .root_tree
-            .clone()
-            .unwrap_or_else(|| spec.program.clone());
-        if let Some(found) = self
-            .images
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&slot).filter(|(k, _)| *k == key).cloned())
-        {
-            return Ok(found.1);
-        }
-        let for_build = Arc::clone(spec);
-        let made = tokio::task::spawn_blocking(move || image::build(&for_build))
-            .await
-            .map_err(|e| SandboxError::Protocol(format!("making the root image: {e}")))??;
-        let made = Arc::new(made);
-        if let Ok(mut images) = self.images.lock() {
-            // One image per program: a newer version replaces the older.
-            if images.len() >= IMAGES_KEPT && !images.contains_key(&slot) {
-                if let Some(old) = images.keys().next().cloned() {
-                    images.remove(&old);
-                }
-            }
-            images.insert(slot, (key, Arc::clone(&made)));
-        }
-        Ok(made)
     }
 
     fn outside_ids(&self, slot: u32) -> (u32, u32) {
@@ -254,7 +206,7 @@ impl LinuxBackend {
             }
         };
         let (uid, gid) = self.outside_ids(slot.slot);
-        let image = self.image(&spec).await?;
+        let image = self.images.get(&spec).await?;
         let mut state = LinuxSandbox::default();
         state.slot = Some(slot);
         let proxy_dir = if spec.egress.is_empty() {
@@ -333,11 +285,7 @@ impl LinuxBackend {
             pipe::Receiver::from_owned_fd(stderr_r)
                 .map_err(|e| SandboxError::io("the stderr pipe", e))?,
         );
-        let (read, write) = host_end.into_split();
-        state.control = Some(ControlHost {
-            reader: BufReader::new(read),
-            writer: write,
-        });
+        state.control = Some(ControlHost::new(host_end));
 
         let spawned = started.elapsed();
         match state.control()?.recv().await? {
@@ -460,41 +408,6 @@ fn send_with_fds<T: serde::Serialize>(
     Ok(())
 }
 
-/// The host's end of one sandbox's control socket.
-#[derive(Debug)]
-struct ControlHost {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
-}
-
-impl ControlHost {
-    async fn send<T: serde::Serialize>(&mut self, msg: &T) -> Result<(), SandboxError> {
-        let mut line = serde_json::to_vec(msg)
-            .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
-        line.push(b'\n');
-        self.writer
-            .write_all(&line)
-            .await
-            .map_err(|e| SandboxError::io("writing to the sandbox's init", e))
-    }
-
-    async fn recv(&mut self) -> Result<FromInit, SandboxError> {
-        let mut line = String::new();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| SandboxError::io("reading from the sandbox's init", e))?;
-        if n == 0 {
-            return Err(SandboxError::Protocol(
-                "it exited without a word".to_string(),
-            ));
-        }
-        serde_json::from_str(&line)
-            .map_err(|e| SandboxError::Protocol(format!("malformed message: {e}")))
-    }
-}
-
 /// Everything one sandbox holds on the host; dropping it kills and releases all of it.
 #[derive(Debug, Default)]
 struct LinuxSandbox {
@@ -592,12 +505,13 @@ impl Drop for LinuxSandbox {
     }
 }
 
-async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
+/// The streams of a provisioned Linux sandbox, taken for its one job.
+fn streams(sandbox: &mut Sandbox) -> Result<(&LinuxSandbox, Streams), SandboxError> {
     sandbox.mark_used()?;
     let state = sandbox
         .state_mut::<LinuxSandbox>()
         .ok_or(SandboxError::Misuse("not a Linux sandbox"))?;
-    let (Some(mut stdin), Some(stdout), Some(stderr), Some(mut ctl)) = (
+    let (Some(stdin), Some(stdout), Some(stderr), Some(control)) = (
         state.stdin.take(),
         state.stdout.take(),
         state.stderr.take(),
@@ -605,118 +519,37 @@ async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, San
     ) else {
         return Err(SandboxError::Misuse("the sandbox's pipes are gone"));
     };
-    let exec = Exec {
-        files: ExecFile::all(&job.files),
-        argv: job.argv,
-        env: job.env,
-        cwd: job.cwd,
-    };
-    let payload = job.stdin.into_bytes();
-    let state = &*state;
-    let work = async {
-        ctl.send(&exec).await?;
-        let feed = async move {
-            // A tool may exit without reading its input: its status tells.
-            let _ = stdin.write_all(&payload).await;
-            drop(stdin);
-        };
-        let out = async {
-            let read = read_bounded(stdout, job.stdout_limit, false).await;
-            if !matches!(read, Ok(Bounded { dropped: 0, .. })) {
-                // Too much output, or unreadable: stop the tool now.
-                state.kill();
-            }
-            read
-        };
-        let err = read_stderr(stderr, job.stderr_limit, job.scrubber.as_deref());
-        // PID 1 reports the tool's status and exits, which ends every process of the sandbox
-        // and so closes the pipes.
-        let status = ctl.recv();
-        let ((), out, err, status) = tokio::join!(feed, out, err, status);
-        Ok::<_, SandboxError>((out, err, status))
-    };
-    let (out, err, status) = match tokio::time::timeout_at(job.deadline, work).await {
-        Ok(r) => r?,
-        Err(_) => {
-            state.kill();
-            return Err(SandboxError::TimedOut);
-        }
-    };
-    let stdout = out.map_err(|e| SandboxError::io("reading the tool's stdout", e))?;
-    let stderr = err;
-    // A process killed for the memory bound may have been PID 1 itself (then no status came).
-    let memory_exhausted = state.memory_exhausted();
-    let status = match status {
-        _ if stdout.dropped > 0 => JobStatus::Signaled(libc::SIGKILL),
-        _ if memory_exhausted => JobStatus::Signaled(libc::SIGKILL),
-        Ok(FromInit::Exited { code }) => JobStatus::Exited(code),
-        Ok(FromInit::Signaled { signal }) => JobStatus::Signaled(signal),
-        Ok(FromInit::Failed { message }) => return Err(SandboxError::Init(message)),
-        Ok(other) => {
-            return Err(SandboxError::Protocol(format!(
-                "expected the tool's status, got {other:?}"
-            )))
-        }
-        Err(e) => return Err(e),
-    };
-    // Every connection of the sandbox is closed by now: its refusals are complete.
-    let egress_refusals = state
-        .proxy
-        .as_ref()
-        .map(ProxyHandle::refusals)
-        .unwrap_or_default();
-    let egress_requests = state
-        .proxy
-        .as_ref()
-        .map(ProxyHandle::requests)
-        .unwrap_or_default();
-    Ok(JobOutput {
-        status,
-        stdout_overflow: stdout.dropped > 0,
-        stdout: stdout.kept,
-        stderr,
-        egress_refusals,
-        egress_requests,
-        memory_exhausted,
-    })
-}
-
-async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, SandboxError> {
-    sandbox.mark_used()?;
-    let state = sandbox
-        .state_mut::<LinuxSandbox>()
-        .ok_or(SandboxError::Misuse("not a Linux sandbox"))?;
-    let (Some(stdin), Some(stdout), Some(stderr), Some(mut ctl)) = (
-        state.stdin.take(),
-        state.stdout.take(),
-        state.stderr.take(),
-        state.control.take(),
-    ) else {
-        return Err(SandboxError::Misuse("the sandbox's pipes are gone"));
-    };
-    ctl.send(&Exec {
-        files: ExecFile::all(&job.files),
-        argv: job.argv,
-        env: job.env,
-        cwd: job.cwd,
-    })
-    .await?;
-    let status = async move {
-        match ctl.recv().await? {
-            FromInit::Exited { code } => Ok(JobStatus::Exited(code)),
-            FromInit::Signaled { signal } => Ok(JobStatus::Signaled(signal)),
-            FromInit::Failed { message } => Err(SandboxError::Init(message)),
-            other => Err(SandboxError::Protocol(format!(
-                "expected the tool's status, got {other:?}"
-            ))),
-        }
-    };
-    Ok(Attached {
+    let streams = Streams {
         stdin: Box::pin(stdin),
         stdout: Box::pin(stdout),
         stderr: Box::pin(stderr),
-        status: Box::pin(status),
-    })
+        control,
+    };
+    Ok((state, streams))
+}
+
+impl Running for LinuxSandbox {
+    fn kill(&self) {
+        LinuxSandbox::kill(self);
+    }
+
+    fn memory_exhausted(&self) -> bool {
+        LinuxSandbox::memory_exhausted(self)
+    }
+
+    fn proxy(&self) -> Option<&ProxyHandle> {
+        self.proxy.as_ref()
+    }
+}
+
+async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
+    let (state, streams) = streams(sandbox)?;
+    job::execute(state, streams, job).await
+}
+
+async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, SandboxError> {
+    let (_, streams) = streams(sandbox)?;
+    job::attach(streams, job).await
 }
 
 /// Removes a sandbox's cgroup whose processes have ended, waiting briefly for the last of them

@@ -52,6 +52,22 @@ pub struct Provision {
     pub cgroup: Option<PathBuf>,
 }
 
+/// How the guest of a gVisor sandbox sets up (host → guest, first line, once the guest has
+/// connected to the control socket).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuestSetup {
+    /// Resource limits of the tool.
+    pub limits: Limits,
+    /// Whether the sandbox has egress: the guest runs the loopback relay to the proxy socket.
+    pub proxy: bool,
+}
+
+/// Where a gVisor sandbox's guest finds the host's sockets: a host directory bound here, which
+/// the guest detaches (with its own binary and libraries) before the tool starts.
+pub const GUEST_DIR: &str = "/.escepine";
+/// The guest's control socket's file name in the host's socket directory.
+pub const CONTROL_SOCKET: &str = "control.sock";
+
 /// Run the tool (host → init, second line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Exec {

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use escepine_contract::EgressGrant;
-use escepine_contract::Transport;
+use escepine_contract::{Isolation, Transport};
 use escepine_registry::record::ToolRecord;
 use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
 use escepine_sandbox::{
-    Attached, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
+    Attached, GvisorBackend, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
     SandboxBackend, SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
 };
 use tokio::time::Instant;
@@ -47,6 +47,9 @@ pub struct SandboxExecutor {
     process: ProcessExecutor,
     backend: Arc<dyn SandboxBackend>,
     pool: Option<Arc<WarmPool>>,
+    /// The gVisor tier (`sandbox_profile.isolation` = `gvisor`) and its warm pool.
+    gvisor: Option<(Arc<dyn SandboxBackend>, Option<Arc<WarmPool>>)>,
+    pool_size: usize,
     limits: Limits,
     extra_read_only: Vec<PathBuf>,
     images: HashMap<String, Arc<ToolImage>>,
@@ -67,13 +70,24 @@ impl std::fmt::Debug for SandboxExecutor {
 
 impl SandboxExecutor {
     /// The default: the [`LinuxBackend`] whose init is this program (see
-    /// [`LinuxBackend::locate_init`]), default [`Limits`], no warm pool.
+    /// [`LinuxBackend::locate_init`]) for the namespace tier and a [`GvisorBackend`] running
+    /// `runsc` from `PATH` for the gVisor tier, default [`Limits`], no warm pool.
     ///
     /// # Errors
     /// [`SandboxError::InitNotDispatched`] when this program did not call
     /// [`init::dispatch`](escepine_sandbox::init::dispatch) first in `main`.
     pub fn new() -> Result<Self, SandboxError> {
-        Ok(Self::with_backend(Arc::new(LinuxBackend::new()?)))
+        Self::with_runsc(None)
+    }
+
+    /// [`SandboxExecutor::new`], the gVisor tier running the `runsc` at `runsc` (`None`: from
+    /// `PATH`; a missing `runsc` fails each gVisor call, naming the package to install).
+    ///
+    /// # Errors
+    /// As [`SandboxExecutor::new`].
+    pub fn with_runsc(runsc: Option<PathBuf>) -> Result<Self, SandboxError> {
+        Ok(Self::with_backend(Arc::new(LinuxBackend::new()?))
+            .with_gvisor(Arc::new(GvisorBackend::new(runsc)?)))
     }
 
     /// An executor provisioning its sandboxes with `backend`.
@@ -82,6 +96,8 @@ impl SandboxExecutor {
             process: ProcessExecutor::new(),
             backend,
             pool: None,
+            gvisor: None,
+            pool_size: 0,
             limits: Limits::default(),
             extra_read_only: Vec::new(),
             images: HashMap::new(),
@@ -152,8 +168,46 @@ impl SandboxExecutor {
     /// Keep `size` sandboxes provisioned ahead of demand per tool (0: no pool). Each is used
     /// for one call and destroyed after it.
     pub fn with_warm_pool(mut self, size: usize) -> Self {
+        self.pool_size = size;
         self.pool = (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(&self.backend), size)));
+        if let Some((backend, pool)) = &mut self.gvisor {
+            *pool = (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(backend), size)));
+        }
         self
+    }
+
+    /// Run the tools whose `sandbox_profile.isolation` is `gvisor` with `backend` (a
+    /// [`GvisorBackend`]), with a warm pool of the executor's size. Without it such tools
+    /// fail, naming the missing tier.
+    pub fn with_gvisor(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
+        let pool = (self.pool_size > 0)
+            .then(|| Arc::new(WarmPool::new(Arc::clone(&backend), self.pool_size)));
+        self.gvisor = Some((backend, pool));
+        self
+    }
+
+    /// The backend and warm pool of `tool`'s isolation tier.
+    ///
+    /// # Errors
+    /// [`ExecError::Permanent`] when the tool's tier is not configured.
+    pub fn tier(
+        &self,
+        tool: &ToolRecord,
+    ) -> Result<(&Arc<dyn SandboxBackend>, Option<&Arc<WarmPool>>), ExecError> {
+        match tool.sandbox_profile().isolation {
+            Isolation::Namespaces => Ok((&self.backend, self.pool.as_ref())),
+            Isolation::Gvisor => match &self.gvisor {
+                Some((backend, pool)) => Ok((backend, pool.as_ref())),
+                None => Err(ExecError::Permanent {
+                    message: format!(
+                        "`{}` runs on the gVisor tier (`isolation`: `gvisor`), which this \
+                         runtime has no backend for",
+                        tool.tool_id()
+                    ),
+                    stderr: String::new(),
+                }),
+            },
+        }
     }
 
     /// Bound the tool's stdout (more is a protocol violation and kills the sandbox).
@@ -207,7 +261,7 @@ impl SandboxExecutor {
     /// # Errors
     /// As [`SandboxExecutor::spec`].
     pub async fn prewarm(&self, tool: &ToolRecord, egress: &EgressGrant) -> Result<(), ExecError> {
-        if let Some(pool) = &self.pool {
+        if let (_, Some(pool)) = self.tier(tool)? {
             let spec = self.spec(tool, egress).await?;
             pool.fill(&spec);
         }
@@ -352,11 +406,19 @@ impl SandboxExecutor {
             }
         };
         let timed_out = || ExecError::TimedOut(inv.timeout);
+        let (backend, pool) = match self.tier(inv.tool) {
+            Ok(tier) => tier,
+            Err(e) => {
+                return Attempted {
+                    result: Err(e),
+                    egress: Egress::default(),
+                }
+            }
+        };
         let provision = async {
-            match &self.pool {
+            match pool {
                 Some(pool) => pool.take_warm(Arc::clone(&spec)).await,
-                None => self
-                    .backend
+                None => backend
                     .provision(Arc::clone(&spec))
                     .await
                     .map(|s| (s, false)),
@@ -384,19 +446,21 @@ impl SandboxExecutor {
             }
         };
         if inv.tool.endpoint().transport == Transport::McpStdio {
-            let attempted = self.mcp_session(sandbox, job, &inv, deadline).await;
-            self.refill(&spec);
+            let attempted = self
+                .mcp_session(backend, sandbox, job, &inv, deadline)
+                .await;
+            refill(pool, &spec);
             return attempted;
         }
-        let result = self.backend.execute(&mut sandbox, job).await;
-        self.refill(&spec);
+        let result = backend.execute(&mut sandbox, job).await;
+        refill(pool, &spec);
         let tool = inv.tool.tool_id();
         match result {
             Ok(mut out) => {
                 // The job has ended and reported its requests and refusals: the teardown
                 // (reaping, stopping the proxy, removing its directory) need not delay the
                 // caller.
-                let backend = Arc::clone(&self.backend);
+                let backend = Arc::clone(backend);
                 tokio::spawn(async move {
                     backend.destroy(sandbox).await;
                 });
@@ -411,7 +475,7 @@ impl SandboxExecutor {
                 }
             }
             Err(e) => {
-                let teardown = self.backend.destroy(sandbox).await;
+                let teardown = backend.destroy(sandbox).await;
                 let result = match e {
                     SandboxError::TimedOut => Err(timed_out()),
                     e => Err(ExecError::Spawn(e.to_string())),
@@ -468,29 +532,30 @@ fn egress_of(teardown: Teardown) -> Egress {
     }
 }
 
-impl SandboxExecutor {
-    /// Once a job has ended, provision the warm pool's replacement (no-op without a pool).
-    fn refill(&self, spec: &Arc<SandboxSpec>) {
-        if let Some(pool) = &self.pool {
-            pool.fill(spec);
-        }
+/// Once a job has ended, provision the warm pool's replacement (no-op without a pool).
+fn refill(pool: Option<&Arc<WarmPool>>, spec: &Arc<SandboxSpec>) {
+    if let Some(pool) = pool {
+        pool.fill(spec);
     }
+}
 
+impl SandboxExecutor {
     /// One `mcp-stdio` attempt in `sandbox` (see the type's documentation). The sandbox is
     /// destroyed before this returns, so the server's stderr is complete and the proxy's
     /// refusals are known.
     async fn mcp_session(
         &self,
+        backend: &Arc<dyn SandboxBackend>,
         mut sandbox: Sandbox,
         job: Job,
         inv: &Invocation<'_>,
         deadline: Instant,
     ) -> Attempted {
         let tool = inv.tool.tool_id();
-        let attached = match self.backend.attach(&mut sandbox, job).await {
+        let attached = match backend.attach(&mut sandbox, job).await {
             Ok(a) => a,
             Err(e) => {
-                let teardown = self.backend.destroy(sandbox).await;
+                let teardown = backend.destroy(sandbox).await;
                 return Attempted {
                     result: Err(ExecError::Spawn(format!(
                         "cannot start the MCP server of `{tool}`: {e}"
@@ -526,7 +591,7 @@ impl SandboxExecutor {
         let driven = async {
             let finished = tokio::time::timeout_at(deadline, session).await;
             // Destroying the sandbox ends every process in it, which closes its stderr.
-            let teardown = self.backend.destroy(sandbox).await;
+            let teardown = backend.destroy(sandbox).await;
             (finished, teardown)
         };
         let scrubber = inv.scrubber();

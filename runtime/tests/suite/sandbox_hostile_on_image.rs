@@ -2,4 +2,6 @@
 //! name an OCI image holding the same binary and its libraries, verified and unpacked by the
 //! image store, instead of the host binary.
 
-crate::sandbox_hostile::scenarios::on_root!(crate::support::sandbox::Root::Image);
+crate::sandbox_hostile::scenarios::on_root!(crate::support::sandbox::Target::namespaces(
+    crate::support::sandbox::Root::Image
+));

@@ -620,6 +620,7 @@ mod typed {
             secrets: &[],
             egress: &[],
             filesystem: Filesystem::Workspace,
+            isolation: escepine_contract::Isolation::Namespaces,
             read_only: &[],
             input_schema: "{}",
             output_schema: "{}",

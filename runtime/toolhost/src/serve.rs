@@ -336,6 +336,7 @@ mod tests {
             secrets: &[],
             egress: &[],
             filesystem: Filesystem::Workspace,
+            isolation: escepine_contract::Isolation::Namespaces,
             read_only: &[],
             input_schema: r#"{"type":"object"}"#,
             output_schema: r#"{"type":"object"}"#,

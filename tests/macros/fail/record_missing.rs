@@ -54,6 +54,7 @@ mod registry {
                 secrets: &[],
                 egress: &[],
                 filesystem: escepine_contract::Filesystem::Workspace,
+                isolation: escepine_contract::Isolation::Namespaces,
                 read_only: &[],
                 input_schema: "{}",
                 output_schema: "{}",

@@ -4,6 +4,7 @@
 mod credential_names;
 mod egress_rules;
 mod image_rules;
+mod isolation_rules;
 mod label_rules;
 mod record_schema;
 mod remote_rules;

@@ -108,6 +108,8 @@ fn each_fixture_breaks_exactly_its_rule() {
                     // envelope files: `tests/remote_rules.rs`, `tests/label_rules.rs`
                     "envelope/remote-ca-files",
                     "envelope/labels",
+                    // envelope files: `tests/isolation_rules.rs`
+                    "envelope/isolation",
                     "input/credential-exemption",
                     // recognised non-credential shapes (notes): `tests/credential_names.rs`
                     "input/recognised-session-name",

@@ -37,17 +37,28 @@ pub(super) fn drop_capabilities() -> Result<(), String> {
             Err(e) => return Err(format!("PR_CAPBSET_DROP: {e}")),
         }
     }
-    rustix::thread::clear_ambient_capability_set()
-        .map_err(|e| format!("PR_CAP_AMBIENT_CLEAR_ALL: {e}"))?;
-    rustix::thread::set_capabilities_secure_bits(
-        CapabilitiesSecureBits::NO_ROOT
-            | CapabilitiesSecureBits::NO_ROOT_LOCKED
-            | CapabilitiesSecureBits::NO_SETUID_FIXUP
-            | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
-            | CapabilitiesSecureBits::KEEP_CAPS_LOCKED
-            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
-            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED,
-    )
-    .map_err(|e| format!("PR_SET_SECUREBITS: {e}"))?;
+    match rustix::thread::clear_ambient_capability_set() {
+        // A kernel without ambient capabilities (gVisor's) has none to clear.
+        Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+        Err(e) => return Err(format!("PR_CAP_AMBIENT_CLEAR_ALL: {e}")),
+    }
+    let root = CapabilitiesSecureBits::NO_ROOT
+        | CapabilitiesSecureBits::NO_ROOT_LOCKED
+        | CapabilitiesSecureBits::NO_SETUID_FIXUP
+        | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
+        | CapabilitiesSecureBits::KEEP_CAPS_LOCKED;
+    let ambient = CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
+        | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED;
+    match rustix::thread::set_capabilities_secure_bits(root | ambient) {
+        Ok(()) => {}
+        // A kernel without ambient capabilities knows no bits for them; gVisor's knows no
+        // secure bits at all. The empty bounding set alone keeps an execution as uid 0 from
+        // granting any capability (permitted and effective sets are bounded by it).
+        Err(rustix::io::Errno::INVAL) => match rustix::thread::set_capabilities_secure_bits(root) {
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(e) => return Err(format!("PR_SET_SECUREBITS: {e}")),
+        },
+        Err(e) => return Err(format!("PR_SET_SECUREBITS: {e}")),
+    }
     Ok(())
 }

@@ -25,6 +25,7 @@
 //! tool's fork), so the code between fork and exec may be ordinary Rust.
 
 mod fence;
+pub mod guest;
 mod inputs;
 mod limits;
 mod mounts;
@@ -93,6 +94,12 @@ pub fn main() -> ! {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     if std::env::args_os().nth(1).is_some_and(|a| a == SERVER_FLAG) {
         std::process::exit(server())
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == guest::GUEST_FLAG)
+    {
+        std::process::exit(guest::main())
     }
     std::process::exit(outer())
 }
@@ -620,6 +627,11 @@ fn child(
     if let Err(e) = seccomp::apply(filters) {
         return e;
     }
+    execute(argv, envp)
+}
+
+/// Executes `argv` with `envp`; returns only on failure, with why.
+fn execute(argv: &[CString], envp: &[CString]) -> String {
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
     let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();

@@ -25,6 +25,9 @@ use crate::io::copy_hashing;
 use crate::SandboxError;
 
 mod in_root;
+mod kept;
+
+pub(crate) use kept::KeptImages;
 
 /// Device nodes made in every image, as on the host.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
@@ -202,14 +205,15 @@ fn write(root: &OwnedFd, rel: &str, text: &str) -> Result<(), SandboxError> {
 }
 
 /// Makes the image of `spec`: the program first (its digest checked against the spec's pin),
-/// then every other read-only path, the devices, `/etc` and the mount points. Blocking: call it
+/// then every other read-only path, the devices, `/etc`, the mount points, and an empty
+/// directory for each of `extra_dirs` (the backend's own mounts). Blocking: call it
 /// off the runtime's workers.
 ///
 /// # Errors
 /// [`SandboxError::DigestMismatch`] when the program's copy does not have the pinned digest;
 /// [`SandboxError::Io`] for anything that cannot be read or made (the image needs the
 /// privilege to make a tmpfs: root).
-pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
+pub(crate) fn build(spec: &SandboxSpec, extra_dirs: &[&str]) -> Result<Image, SandboxError> {
     // Sized to its content (a tmpfs of the kernel's default size and inode count would show a
     // share of the host's memory to `statfs`).
     let (bytes, inodes) = match &spec.root_tree {
@@ -280,6 +284,9 @@ pub(crate) fn build(spec: &SandboxSpec) -> Result<Image, SandboxError> {
     let image = &spec.program_identity;
     for entry in SYSTEM_DIRS {
         system_dir(&mount, image, entry)?;
+    }
+    for entry in extra_dirs {
+        system_dir(&mount, image, &(entry, NotADirectory::Replace))?;
     }
     for path in &spec.binds {
         mount_point(&mount, image, path)?;

@@ -5,4 +5,6 @@
 
 pub(crate) mod scenarios;
 
-scenarios::on_root!(crate::support::sandbox::Root::Binary);
+scenarios::on_root!(crate::support::sandbox::Target::namespaces(
+    crate::support::sandbox::Root::Binary
+));

@@ -43,7 +43,7 @@ impl Scenario {
 
 /// One call of the hostile tool in `mode`: no secrets, no egress, 20 s.
 async fn probe(
-    tool_root: Root,
+    tool_root: Target,
     ex: &SandboxExecutor,
     tool_id: &str,
     mode: &str,
@@ -69,7 +69,7 @@ fn assert_eperm(v: &Value, what: &str) {
     assert_eq!(v["errno"], json!(libc::EPERM), "{what}: {v}");
 }
 
-pub async fn every_escape_of_the_probe_fails(tool_root: Root) {
+pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let planted = format!("/root/escepine-planted-{}", std::process::id());
@@ -206,7 +206,7 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn a_fork_bomb_stops_at_the_process_limit(tool_root: Root) {
+pub async fn a_fork_bomb_stops_at_the_process_limit(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root
@@ -236,7 +236,7 @@ pub async fn a_fork_bomb_stops_at_the_process_limit(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn memory_beyond_the_limit_is_refused(tool_root: Root) {
+pub async fn memory_beyond_the_limit_is_refused(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root
@@ -261,7 +261,7 @@ pub async fn memory_beyond_the_limit_is_refused(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn a_tool_cannot_outlive_its_timeout(tool_root: Root) {
+pub async fn a_tool_cannot_outlive_its_timeout(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
@@ -286,7 +286,7 @@ pub async fn a_tool_cannot_outlive_its_timeout(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
+pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
@@ -294,7 +294,7 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
     let builder = tool_root
         .hostile_builder("hostile_noop", "noop")
         .sha256(&wrong);
-    let rec = match tool_root {
+    let rec = match tool_root.root {
         Root::Binary => builder.registered(),
         Root::Image => {
             // A digest pins a host binary; an image is pinned by its own digest, so
@@ -306,10 +306,13 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
                 "{}",
                 d.render()
             );
-            Root::Binary
-                .hostile_builder("hostile_noop", "noop")
-                .sha256(&wrong)
-                .registered()
+            Target {
+                root: Root::Binary,
+                ..tool_root
+            }
+            .hostile_builder("hostile_noop", "noop")
+            .sha256(&wrong)
+            .registered()
         }
     };
     let err = run(
@@ -329,7 +332,7 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn a_missing_init_is_a_clear_error(tool_root: Root) {
+pub async fn a_missing_init_is_a_clear_error(tool_root: Target) {
     let _host = host::exclusive().await;
     let backend = escepine_sandbox::LinuxBackend::with_init("/nonexistent/init");
     let ex = tool_root.with_images(SandboxExecutor::with_backend(std::sync::Arc::new(backend)));
@@ -345,7 +348,7 @@ pub async fn a_missing_init_is_a_clear_error(tool_root: Root) {
 /// The kernel's answer to a tool that asks for an address family it may not use.
 const EAFNOSUPPORT: i64 = libc::EAFNOSUPPORT as i64;
 
-pub async fn shared_tmpfs_and_memfd_memory_count_against_the_bound(tool_root: Root) {
+pub async fn shared_tmpfs_and_memfd_memory_count_against_the_bound(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     // The bomb: 1.5 GiB of MAP_SHARED|MAP_ANONYMOUS, touched, under the default bound.
@@ -402,7 +405,7 @@ pub async fn shared_tmpfs_and_memfd_memory_count_against_the_bound(tool_root: Ro
     host.assert_clean().await;
 }
 
-pub async fn only_unix_and_internet_sockets_exist(tool_root: Root) {
+pub async fn only_unix_and_internet_sockets_exist(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
@@ -474,7 +477,7 @@ pub async fn only_unix_and_internet_sockets_exist(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn procfs_shows_nothing_of_the_host(tool_root: Root) {
+pub async fn procfs_shows_nothing_of_the_host(tool_root: Target) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
@@ -573,7 +576,9 @@ pub async fn procfs_shows_nothing_of_the_host(tool_root: Root) {
     host.assert_clean().await;
 }
 
-pub async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped(tool_root: Root) {
+pub async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swapped(
+    tool_root: Target,
+) {
     let scenario = Scenario::start().await;
     let (dir, host) = (&scenario.dir, &scenario.host);
     let ex = tool_root.executor(MapResolver::default(), dir.path());
@@ -604,7 +609,7 @@ pub async fn a_pinned_tool_runs_only_its_pinned_content_while_its_path_is_swappe
     host.assert_clean().await;
 }
 
-/// The scenarios as the tests of the invoking module, on `$root` (a [`Root`]).
+/// The scenarios as the tests of the invoking module, on `$root` (a [`Target`]).
 macro_rules! on_root {
     ($root:expr) => {
         $crate::sandbox_hostile::scenarios::on_root!(

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use escepine_contract::Isolation;
 use escepine_contract::{EgressGrant, Transport};
 use escepine_egress::Resolver;
 use escepine_ledger::store::BoxFuture;
@@ -26,8 +27,8 @@ use escepine_registry::record::ToolRecord;
 use escepine_registry::testing::RecordBuilder;
 use escepine_runtime::executor::{Attempted, ExecError, Execution, Executor, Invocation};
 use escepine_runtime::sandbox::SandboxExecutor;
-use escepine_sandbox::LinuxBackend;
 use escepine_sandbox::ToolImage;
+use escepine_sandbox::{GvisorBackend, LinuxBackend};
 use serde_json::Value;
 
 /// The sandboxes' outside uids when the tests run as root (the backend's default base).
@@ -117,11 +118,13 @@ impl Root {
         }
     }
 
-    /// A sandbox executor over [`backend`] with the images this root's records name.
+    /// A sandbox executor over [`backend`] and [`gvisor_backend`] with the images this root's
+    /// records name.
     pub fn executor(self, resolver: MapResolver, run_dir: &Path) -> SandboxExecutor {
-        self.with_images(SandboxExecutor::with_backend(Arc::new(backend(
-            resolver, run_dir,
-        ))))
+        self.with_images(
+            SandboxExecutor::with_backend(Arc::new(backend(resolver.clone(), run_dir)))
+                .with_gvisor(Arc::new(gvisor_backend(resolver, run_dir))),
+        )
     }
 
     /// `executor` with the images this root's records name (none on the binary root).
@@ -130,6 +133,56 @@ impl Root {
             Root::Binary => executor,
             Root::Image => executor.with_image(hostile_image().clone()),
         }
+    }
+}
+
+/// Where the hostile tool runs: its root and its isolation tier. The same scenarios run on every
+/// combination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// Where the sandbox's root comes from.
+    pub root: Root,
+    /// The record's `sandbox_profile.isolation`.
+    pub tier: Isolation,
+}
+
+impl Target {
+    /// The tool on `root`, on the namespace tier.
+    pub const fn namespaces(root: Root) -> Self {
+        Self {
+            root,
+            tier: Isolation::Namespaces,
+        }
+    }
+
+    /// The tool on `root`, on the gVisor tier.
+    pub const fn gvisor(root: Root) -> Self {
+        Self {
+            root,
+            tier: Isolation::Gvisor,
+        }
+    }
+
+    /// A record for `escepine-hostile` in `mode` on this root and tier.
+    pub fn hostile_record(self, tool_id: &str, mode: &str) -> ToolRecord {
+        self.hostile_builder(tool_id, mode).registered()
+    }
+
+    /// The builder of [`Target::hostile_record`].
+    pub fn hostile_builder(self, tool_id: &str, mode: &str) -> RecordBuilder {
+        self.root
+            .hostile_builder(tool_id, mode)
+            .isolation(self.tier)
+    }
+
+    /// A sandbox executor over both tiers' backends with the images this root's records name.
+    pub fn executor(self, resolver: MapResolver, run_dir: &Path) -> SandboxExecutor {
+        self.root.executor(resolver, run_dir)
+    }
+
+    /// `executor` with the images this root's records name.
+    pub fn with_images(self, executor: SandboxExecutor) -> SandboxExecutor {
+        self.root.with_images(executor)
     }
 }
 
@@ -155,6 +208,15 @@ impl Resolver for MapResolver {
 /// The Linux backend with the tests' init and `resolver`, its proxy sockets under `run_dir`.
 pub fn backend(resolver: MapResolver, run_dir: &Path) -> LinuxBackend {
     LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
+        .with_resolver(Arc::new(resolver))
+        .with_run_dir(run_dir)
+}
+
+/// The gVisor backend (`runsc` from `PATH`) with the tests' init and `resolver`, its bundles,
+/// sockets and `runsc` state under `run_dir`.
+pub fn gvisor_backend(resolver: MapResolver, run_dir: &Path) -> GvisorBackend {
+    GvisorBackend::new(None)
         .expect("this test program dispatches the sandbox init")
         .with_resolver(Arc::new(resolver))
         .with_run_dir(run_dir)

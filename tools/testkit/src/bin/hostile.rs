@@ -65,6 +65,7 @@ fn main() -> ExitCode {
         ),
         "families" => families(&payload),
         "procfs" => procfs(),
+        "uname" => uname(),
         other => {
             eprintln!("escepine-hostile: unknown mode `{other}`");
             return ExitCode::from(2);
@@ -745,4 +746,28 @@ fn procfs() -> Value {
         );
     }
     json!({ "files": files, "entries": entries, "readable": others, "sizes": sizes })
+}
+
+/// The kernel the tool sees (`uname -r`, `uname -v`): the host's, or gVisor's own.
+fn uname() -> Value {
+    // SAFETY: `utsname` is plain C data; all-zero bytes are a valid value, which `uname` fills.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is valid for one `utsname` for the call.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return json!({ "error": std::io::Error::last_os_error().to_string() });
+    }
+    let text = |field: &[libc::c_char]| {
+        let bytes: Vec<u8> = field
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    json!({
+        "sysname": text(&u.sysname),
+        "release": text(&u.release),
+        "version": text(&u.version),
+        "nodename": text(&u.nodename),
+    })
 }

@@ -298,6 +298,14 @@ fn check_one(
         endpoint::script_runtime(src, e, p, diags);
         sandbox::workspace_inputs_need_a_fresh_sandbox(src, e, p, diags);
     }
+    // A remote endpoint has no sandbox on this machine: no tier to require.
+    if let (Some(e), Some(p), Some(class), Some(groups)) =
+        (&endpoint, &sandbox_profile, class, &action_groups)
+    {
+        if e.remote.is_none() {
+            sandbox::isolation_within_envelope(src, p, class, groups, ctx, diags);
+        }
+    }
     if let (Some(p), Some(input)) = (&sandbox_profile, &input_schema) {
         sandbox::authorized_urls_need_a_url(src, value, p, input, diags);
     }

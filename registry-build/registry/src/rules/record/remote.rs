@@ -394,6 +394,10 @@ pub(super) fn cross(
     for (key, given) in [
         ("read_only", !profile.read_only.is_empty()),
         ("workspace_inputs", !profile.workspace_inputs.is_empty()),
+        (
+            "isolation",
+            profile.isolation != escepine_contract::Isolation::default(),
+        ),
     ] {
         if given {
             diags.push(Diagnostic::at(

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use escepine_contract::files::{input_name_problem, MAX_WORKSPACE_INPUT_BYTES};
-use escepine_contract::{Filesystem, Transport, WorkspaceInput};
+use escepine_contract::{Filesystem, Isolation, SideEffectClass, Transport, WorkspaceInput};
 use serde_json::Value;
 
 use super::context::Context;
@@ -25,7 +25,13 @@ pub(super) fn profile(
 ) -> Option<SandboxProfile> {
     let src = p.src;
     p.closed(
-        &["egress", "filesystem", "read_only", "workspace_inputs"],
+        &[
+            "egress",
+            "filesystem",
+            "isolation",
+            "read_only",
+            "workspace_inputs",
+        ],
         "`sandbox_profile`",
         diags,
     );
@@ -88,6 +94,22 @@ pub(super) fn profile(
             None
         }
     });
+    let isolation = match p.map.get("isolation") {
+        None => Some(Isolation::default()),
+        Some(v) => match v.as_str().and_then(Isolation::parse) {
+            Some(tier) => Some(tier),
+            None => {
+                let tiers: Vec<&str> = Isolation::ALL.iter().map(|t| t.as_str()).collect();
+                diags.push(Diagnostic::at(
+                    Rule::Isolation,
+                    src,
+                    "/sandbox_profile/isolation",
+                    format!("`{v}`: the isolation tier is one of {}", tiers.join(", ")),
+                ));
+                None
+            }
+        },
+    };
     let read_only = match p.map.get("read_only") {
         None => Some(Vec::new()),
         Some(Value::Array(items)) => check_read_only(src, items, ctx, diags),
@@ -115,7 +137,49 @@ pub(super) fn profile(
         filesystem: filesystem?,
         read_only: read_only?,
         workspace_inputs: workspace_inputs?,
+        isolation: isolation?,
     })
+}
+
+/// The envelope's `isolation` rule: a tool of a listed side-effect class or action group runs
+/// on at least the tier it names.
+pub(super) fn isolation_within_envelope(
+    src: &SourceFile,
+    profile: &SandboxProfile,
+    class: SideEffectClass,
+    groups: &[String],
+    ctx: &Context<'_>,
+    diags: &mut Diagnostics,
+) {
+    let Some(rule) = ctx
+        .envelope
+        .and_then(|e| e.isolation.as_ref().map(|r| (e, r)))
+    else {
+        return;
+    };
+    let (env, rule) = rule;
+    let Some(why) = rule.applies_to(class, groups) else {
+        return;
+    };
+    if profile.isolation < rule.min {
+        diags.push(
+            Diagnostic::at(
+                Rule::IsolationEnvelope,
+                src,
+                "/sandbox_profile/isolation",
+                format!(
+                    "the tool runs on `{}`, but the deployment envelope {} requires `{}` for {why}",
+                    profile.isolation,
+                    env.source.display(),
+                    rule.min
+                ),
+            )
+            .help(format!(
+                "write `\"isolation\": \"{}\"` in `sandbox_profile`",
+                rule.min
+            )),
+        );
+    }
 }
 
 /// `sandbox_profile.workspace_inputs`: closed objects, each a file name (see

@@ -1,0 +1,179 @@
+//! The guest of a gVisor sandbox: the container's first process (`escepine-init --guest`),
+//! which plays the part PID 1 plays in a namespace sandbox.
+//!
+//! It connects to the host's control socket (in the host directory bound at
+//! `/.escepine/run`, reachable through `runsc --host-uds=open`) before anything of the tool
+//! exists, keeps a descriptor of that directory for the relay, and detaches `/.escepine` (its
+//! own binary, its libraries and the sockets), so the tool finds no host file and no socket
+//! but its own. Then, as PID 1 does: it reads [`GuestSetup`], reports [`FromInit::Ready`], waits
+//! for [`Exec`], places the workspace inputs, starts the loopback relay when the sandbox has
+//! egress, forks the tool — which applies the limits, drops every capability, sets
+//! `no_new_privs` and the same seccomp filter as the namespace tier, and executes — and reports
+//! its status. When the guest exits, gVisor ends every process of the container.
+//!
+//! gVisor does not implement Landlock; its boundary is the user-space kernel itself.
+
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::process::WaitOptions;
+
+use super::{inputs, limits, relay, seccomp, Control};
+use crate::protocol::{Exec, FromInit, GuestSetup, CONTROL_SOCKET, GUEST_DIR, HOSTNAME, WORKSPACE};
+
+/// The argument that makes the init the guest of a gVisor sandbox.
+pub const GUEST_FLAG: &str = "--guest";
+
+/// The guest; returns its exit status (0 once the tool's status is reported).
+pub(super) fn main() -> i32 {
+    let run = format!("{GUEST_DIR}/run");
+    let stream = match UnixStream::connect(format!("{run}/{CONTROL_SOCKET}")) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("escepine-init: cannot reach the host's control socket: {e}");
+            return 125;
+        }
+    };
+    let mut ctl = match Control::new(OwnedFd::from(stream)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("escepine-init: the control socket: {e}");
+            return 125;
+        }
+    };
+    match serve(&mut ctl, &run) {
+        Ok(Some(status)) => {
+            ctl.send(&status);
+            0
+        }
+        Ok(None) => 0,
+        Err(message) => {
+            ctl.send(&FromInit::Failed { message });
+            125
+        }
+    }
+}
+
+/// Sets up, waits for the job, runs it; `None` when the host went away first.
+fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
+    let Some(setup) = ctl.recv::<GuestSetup>()? else {
+        return Ok(None);
+    };
+    let proxy = if setup.proxy {
+        let dir = rustix::fs::open(
+            run,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| format!("opening {run}: {e}"))?;
+        Some(dir)
+    } else {
+        None
+    };
+    rustix::mount::unmount(GUEST_DIR, rustix::mount::UnmountFlags::DETACH)
+        .map_err(|e| format!("detaching {GUEST_DIR}: {e}"))?;
+    rustix::system::sethostname(HOSTNAME.as_bytes()).map_err(|e| format!("sethostname: {e}"))?;
+    let listener = match proxy {
+        Some(_) => {
+            // gVisor's loopback may be up already; the relay's bind tells if it is not.
+            let _ = relay::loopback_up();
+            Some(relay::listen()?)
+        }
+        None => None,
+    };
+    let filters = seccomp::compile()?;
+    ctl.send(&FromInit::Ready);
+    let Some(exec) = ctl.recv::<Exec>()? else {
+        return Ok(None);
+    };
+    if exec.argv.is_empty() {
+        return Err("no program to run".into());
+    }
+    inputs::place(exec.files)?;
+    let cstr =
+        |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));
+    let argv: Vec<CString> = exec
+        .argv
+        .into_iter()
+        .map(|a| cstr(a, "an argument"))
+        .collect::<Result<_, _>>()?;
+    let envp: Vec<CString> = exec
+        .env
+        .into_iter()
+        .map(|(k, v)| cstr(format!("{k}={v}"), "an environment variable"))
+        .collect::<Result<_, _>>()?;
+    let cwd = exec.cwd.unwrap_or_else(|| WORKSPACE.to_string());
+    let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY: `fork` in a process with one thread (the relay starts later): the child may run
+    // ordinary Rust code until it executes the tool or exits with `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!(
+            "cannot fork the tool: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if pid == 0 {
+        drop(err_r);
+        let why = child(&setup.limits, &filters, &cwd, &argv, &envp);
+        let _ = rustix::io::write(&err_w, why.as_bytes());
+        // SAFETY: `_exit` ends the child at once, without running the parent's exit handlers.
+        unsafe { libc::_exit(127) }
+    }
+    drop(err_w);
+    let mut why = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::fs::File::from(err_r), &mut why);
+    if !why.is_empty() {
+        return Err(why);
+    }
+    if let (Some(listener), Some(dir)) = (listener, proxy) {
+        relay::spawn(listener, dir);
+    }
+    super::null_stdio(0);
+    super::null_stdio(1);
+    super::null_stdio(2);
+    loop {
+        match rustix::process::wait(WaitOptions::empty()) {
+            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
+                if let Some(code) = status.exit_status() {
+                    return Ok(Some(FromInit::Exited { code }));
+                }
+                if let Some(signal) = status.terminating_signal() {
+                    return Ok(Some(FromInit::Signaled { signal }));
+                }
+                return Err(format!("the tool ended with wait status {status:?}"));
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+}
+
+/// In the tool's process: confine it and execute the tool. Returns only on failure, with why.
+fn child(
+    limits: &crate::Limits,
+    filters: &[seccompiler::BpfProgram],
+    cwd: &str,
+    argv: &[CString],
+    envp: &[CString],
+) -> String {
+    if let Err(e) = rustix::process::chdir(cwd) {
+        return format!("chdir {cwd}: {e}");
+    }
+    if let Err(e) = limits::apply(limits) {
+        return e;
+    }
+    if let Err(e) = limits::drop_capabilities() {
+        return e;
+    }
+    if let Err(e) = rustix::thread::set_no_new_privs(true) {
+        return format!("PR_SET_NO_NEW_PRIVS: {e}");
+    }
+    if let Err(e) = seccomp::apply(filters) {
+        return e;
+    }
+    super::execute(argv, envp)
+}

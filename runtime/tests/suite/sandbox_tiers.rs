@@ -1,0 +1,100 @@
+//! The isolation tiers side by side: a tool whose record says `"isolation": "gvisor"` runs under
+//! gVisor's kernel, the same tool on the default tier under the host's, each with the right
+//! answer; and a runtime without `runsc` refuses the gVisor tool, naming the package.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::host;
+use crate::support::sandbox::*;
+use escepine_contract::Isolation;
+use escepine_runtime::executor::ExecError;
+use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_sandbox::GvisorBackend;
+use serde_json::json;
+
+/// The release gVisor's kernel reports.
+const GVISOR_RELEASE: &str = "4.4.0";
+
+#[tokio::test]
+async fn a_gvisor_tool_runs_under_gvisor_and_a_default_one_under_the_host_kernel() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_ne!(
+        host_release, GVISOR_RELEASE,
+        "the host runs gVisor's release"
+    );
+    for root in [Root::Binary, Root::Image] {
+        let ex = Target::namespaces(root).executor(MapResolver::default(), dir.path());
+        for (tier, release) in [
+            (Isolation::Gvisor, GVISOR_RELEASE),
+            (Isolation::Namespaces, host_release.as_str()),
+        ] {
+            let target = Target { root, tier };
+            let out = run(
+                &ex,
+                &target.hostile_record("kernel", "uname"),
+                json!({}),
+                &BTreeMap::new(),
+                &[],
+                Duration::from_secs(30),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{target:?}: {e:?}"))
+            .output;
+            assert_eq!(out["release"], release, "{target:?}: {out}");
+            assert_eq!(out["sysname"], "Linux", "{target:?}: {out}");
+            assert_eq!(out["nodename"], "escepine-sandbox", "{target:?}: {out}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_runsc_a_gvisor_tool_fails_naming_the_package() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let missing = GvisorBackend::new(Some(dir.path().join("no-runsc")))
+        .expect("the init dispatches")
+        .with_run_dir(dir.path());
+    let ex = SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), dir.path())))
+        .with_gvisor(Arc::new(missing));
+    let err = run(
+        &ex,
+        &Target::gvisor(Root::Binary).hostile_record("kernel", "uname"),
+        json!({}),
+        &BTreeMap::new(),
+        &[],
+        Duration::from_secs(30),
+    )
+    .await
+    .expect_err("no runsc");
+    let ExecError::Spawn(message) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        message.contains("no-runsc") && message.contains("package `runsc`"),
+        "{message}"
+    );
+    // An executor with no gVisor tier at all says so.
+    let only_native =
+        SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), dir.path())));
+    let err = run(
+        &only_native,
+        &Target::gvisor(Root::Binary).hostile_record("kernel", "uname"),
+        json!({}),
+        &BTreeMap::new(),
+        &[],
+        Duration::from_secs(30),
+    )
+    .await
+    .expect_err("no gVisor tier");
+    assert!(
+        matches!(&err, ExecError::Permanent { message, .. } if message.contains("gVisor tier")),
+        "{err:?}"
+    );
+}
