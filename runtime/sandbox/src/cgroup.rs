@@ -69,6 +69,8 @@ pub(super) enum Version {
 pub(super) struct Parent {
     version: Version,
     dir: PathBuf,
+    /// Where the hierarchy is mounted (`dir` is beneath it).
+    mount: PathBuf,
 }
 
 /// The memory controller's entry of `/proc/self/cgroup`: the v1 `memory` hierarchy's path if
@@ -189,7 +191,11 @@ impl Parent {
                 dir.display()
             )));
         }
-        let parent = Self { version, dir };
+        let parent = Self {
+            version,
+            dir,
+            mount: point,
+        };
         parent.sweep();
         Ok(parent)
     }
@@ -252,6 +258,10 @@ impl Parent {
         std::fs::create_dir(&dir).map_err(io_err("creating", &dir))?;
         let cgroup = Cgroup {
             version: self.version,
+            path: dir
+                .strip_prefix(&self.mount)
+                .map(|p| Path::new("/").join(p))
+                .unwrap_or_else(|_| dir.clone()),
             dir,
         };
         let bound = bytes.to_string();
@@ -286,12 +296,19 @@ impl Parent {
 pub(super) struct Cgroup {
     version: Version,
     dir: PathBuf,
+    /// Its path in the hierarchy (`/…/escepine-sbx-…`), as an OCI `cgroupsPath` names it.
+    path: PathBuf,
 }
 
 impl Cgroup {
     /// Its directory (the sandbox's outer process writes itself into `cgroup.procs` there).
     pub(super) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Its path in the hierarchy, from the hierarchy's root.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
     }
 
     /// How many processes of the sandbox the OOM killer has killed.

@@ -126,6 +126,13 @@ impl GvisorBackend {
         })
     }
 
+    /// Run the guest from the init binary at `init` instead.
+    pub fn with_init(mut self, init: impl Into<PathBuf>) -> Self {
+        self.init = init.into();
+        self.guest = OnceLock::new();
+        self
+    }
+
     /// Resolve names for the egress proxies with `resolver` (tests inject answers).
     pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
         self.resolver = resolver;
@@ -196,17 +203,6 @@ impl GvisorBackend {
         }
         attach_root(image.fd(), &rootfs)?;
         state.rootfs = Some(rootfs);
-        let config = bundle::Bundle {
-            guest: &guest,
-            sockets: &sockets,
-            binds: &spec.binds,
-            limits: spec.limits,
-        }
-        .spec("rootfs")?;
-        let text = serde_json::to_vec(&config)
-            .map_err(|e| SandboxError::Protocol(format!("the bundle's config.json: {e}")))?;
-        std::fs::write(bundle_dir.join("config.json"), text)
-            .map_err(|e| SandboxError::io("writing the bundle's config.json", e))?;
         let control_path = sockets.join(CONTROL_SOCKET);
         let listener = tokio::net::UnixListener::bind(&control_path)
             .map_err(|e| SandboxError::io(format!("bind {}", control_path.display()), e))?;
@@ -224,6 +220,18 @@ impl GvisorBackend {
             &format!("{}{}-gv{id}", cgroup::PREFIX, std::process::id()),
             spec.limits.memory_bytes,
         )?;
+        let config = bundle::Bundle {
+            guest: &guest,
+            sockets: &sockets,
+            binds: &spec.binds,
+            limits: spec.limits,
+            cgroup: cgroup.path(),
+        }
+        .spec("rootfs")?;
+        let text = serde_json::to_vec(&config)
+            .map_err(|e| SandboxError::Protocol(format!("the bundle's config.json: {e}")))?;
+        std::fs::write(bundle_dir.join("config.json"), text)
+            .map_err(|e| SandboxError::io("writing the bundle's config.json", e))?;
         let procs = std::ffi::CString::new(
             cgroup
                 .dir()
@@ -233,12 +241,11 @@ impl GvisorBackend {
         )
         .map_err(|_| SandboxError::Protocol("a cgroup path with a NUL byte".into()))?;
         state.cgroup = Some(cgroup);
+        state.runsc = Some((runsc.clone(), dir.join("state"), name.clone()));
         let mut cmd = Command::new(&runsc);
-        cmd.arg("--root").arg(dir.join("state")).args([
-            "--network=none",
-            "--host-uds=open",
-            "--ignore-cgroups",
-        ]);
+        cmd.arg("--root")
+            .arg(dir.join("state"))
+            .args(["--network=none", "--host-uds=open"]);
         if let Some(platform) = &self.platform {
             cmd.arg(format!("--platform={platform}"));
         }
@@ -292,7 +299,14 @@ impl GvisorBackend {
             })
             .await?;
         match control.recv().await? {
-            FromInit::Ready => {}
+            FromInit::Ready => {
+                // The gofer holds the root open: the host's mount table lets go of it now.
+                if let Some(rootfs) = state.rootfs.take() {
+                    rustix::mount::unmount(&rootfs, rustix::mount::UnmountFlags::DETACH).map_err(
+                        |e| SandboxError::io(format!("detaching {}", rootfs.display()), e.into()),
+                    )?;
+                }
+            }
             FromInit::Failed { message } => return Err(SandboxError::Init(message)),
             other => {
                 return Err(SandboxError::Protocol(format!(
@@ -353,6 +367,8 @@ fn attach_root(image: &std::os::fd::OwnedFd, rootfs: &Path) -> Result<(), Sandbo
 #[derive(Default)]
 struct GvisorSandbox {
     dir: Option<PathBuf>,
+    /// `runsc`, its state directory and the container's name, for `runsc delete`.
+    runsc: Option<(PathBuf, PathBuf, String)>,
     rootfs: Option<PathBuf>,
     child: Option<Child>,
     streams: Option<Streams>,
@@ -391,9 +407,28 @@ impl GvisorSandbox {
                 ));
             }
         }
+        let ended = self
+            .child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
         if let Some(mut child) = self.child.take() {
             let _ = child.start_kill();
             let _ = child.try_wait();
+        }
+        // Killed rather than ended: `runsc` did not remove its cgroups and state, so its
+        // `delete` does.
+        if let (false, Some((runsc, root, name))) = (ended, self.runsc.take()) {
+            let deleted = std::process::Command::new(&runsc)
+                .arg("--root")
+                .arg(&root)
+                .args(["delete", "--force", &name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            if let Err(e) = deleted {
+                problems.push(format!("runsc delete {name}: {e}"));
+            }
         }
         self.proxy.take();
         if let Some(rootfs) = self.rootfs.take() {

@@ -7,9 +7,9 @@
 //! own binary, its libraries and the sockets), so the tool finds no host file and no socket
 //! but its own. Then, as PID 1 does: it reads [`GuestSetup`], reports [`FromInit::Ready`], waits
 //! for [`Exec`], places the workspace inputs, starts the loopback relay when the sandbox has
-//! egress, forks the tool — which applies the limits, drops every capability, sets
-//! `no_new_privs` and the same seccomp filter as the namespace tier, and executes — and reports
-//! its status. When the guest exits, gVisor ends every process of the container.
+//! egress, hands the workspace to the tool's user ([`TOOL_ID`]), forks the tool — which applies
+//! the limits, drops every capability, becomes that user, sets `no_new_privs` and the same
+//! seccomp filter as the namespace tier, and executes — and reports its status. When the guest exits, gVisor ends every process of the container.
 //!
 //! gVisor does not implement Landlock; its boundary is the user-space kernel itself.
 
@@ -25,6 +25,9 @@ use crate::protocol::{Exec, FromInit, GuestSetup, CONTROL_SOCKET, GUEST_DIR, HOS
 
 /// The argument that makes the init the guest of a gVisor sandbox.
 pub const GUEST_FLAG: &str = "--guest";
+/// The tool's user and group in a gVisor sandbox: not the guest's (uid 0), so the tool cannot
+/// signal the guest or touch its files — what Landlock's scopes do on the namespace tier.
+pub const TOOL_ID: u32 = 65534;
 
 /// The guest; returns its exit status (0 once the tool's status is reported).
 pub(super) fn main() -> i32 {
@@ -92,6 +95,12 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
         return Err("no program to run".into());
     }
     inputs::place(exec.files)?;
+    let (uid, gid) = (
+        rustix::fs::Uid::from_raw(TOOL_ID),
+        rustix::fs::Gid::from_raw(TOOL_ID),
+    );
+    rustix::fs::chown(WORKSPACE, Some(uid), Some(gid))
+        .map_err(|e| format!("handing {WORKSPACE} to the tool's user: {e}"))?;
     let cstr =
         |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));
     let argv: Vec<CString> = exec
@@ -168,6 +177,19 @@ fn child(
     }
     if let Err(e) = limits::drop_capabilities() {
         return e;
+    }
+    // The tool's own user, with no supplementary group: a uid other than 0 holds no
+    // capability at all from here on.
+    if let Err(e) = rustix::thread::set_thread_groups(&[]) {
+        return format!("setgroups: {e}");
+    }
+    let gid = rustix::process::Gid::from_raw(TOOL_ID);
+    if let Err(e) = rustix::thread::set_thread_res_gid(gid, gid, gid) {
+        return format!("setresgid({TOOL_ID}): {e}");
+    }
+    let uid = rustix::process::Uid::from_raw(TOOL_ID);
+    if let Err(e) = rustix::thread::set_thread_res_uid(uid, uid, uid) {
+        return format!("setresuid({TOOL_ID}): {e}");
     }
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         return format!("PR_SET_NO_NEW_PRIVS: {e}");

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::sandbox::*;
 use crate::support::{host, pin};
+use escepine_contract::Isolation;
 use escepine_runtime::executor::{ExecError, Execution};
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_sandbox::Limits;
@@ -144,6 +145,11 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
             if exe_top.trim_start_matches('/') == absent {
                 continue;
             }
+            // gVisor mounts a sysfs at `/sys` whatever the root holds: the gVisor tier covers
+            // it with an empty read-only tmpfs.
+            if absent == "sys" && tool_root.tier == Isolation::Gvisor {
+                continue;
+            }
             assert!(!root.contains(&absent.to_string()), "/{absent} in {root:?}");
         }
         for present in ["workspace", "proc", "dev", "etc"] {
@@ -169,15 +175,25 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
         let id = &out["identity"];
         assert_eq!(id["cap_eff"], "0000000000000000", "{id}");
         assert_eq!(id["cap_bnd"], "0000000000000000", "{id}");
-        assert_eq!(id["no_new_privs"], "1", "{id}");
+        assert_eq!(id["no_new_privs_prctl"], 1, "{id}");
         assert_eq!(id["seccomp"], "2", "{id}");
         assert_eq!(id["cwd"], "/workspace", "{id}");
         assert_eq!(id["hostname"], "escepine-sandbox", "{id}");
-        assert_eq!(
-            id["uid"].as_str().and_then(|u| u.split_whitespace().next()),
-            Some("0"),
-            "{id}"
-        );
+        let uid = id["uid"].as_str().and_then(|u| u.split_whitespace().next());
+        match tool_root.tier {
+            // uid 0 of its own user namespace, mapped to an unprivileged outside id.
+            Isolation::Namespaces => {
+                assert_eq!(uid, Some("0"), "{id}");
+                assert_eq!(id["no_new_privs"], "1", "{id}");
+            }
+            // A user of its own inside gVisor's kernel, not the guest's (whose status shows no
+            // `NoNewPrivs` line: the prctl answers).
+            Isolation::Gvisor => assert_eq!(
+                uid,
+                Some(escepine_sandbox::init::guest::TOOL_ID.to_string().as_str()),
+                "{id}"
+            ),
+        }
         // The environment is exactly the tool's.
         let env = out["env"].as_object().unwrap();
         let mut names: Vec<&str> = env.keys().map(String::as_str).collect();
@@ -226,7 +242,12 @@ pub async fn a_fork_bomb_stops_at_the_process_limit(tool_root: Target) {
     .expect("the bomb reports")
     .output;
     let forked = out["forked"].as_u64().unwrap();
-    assert!(forked < 16, "{out}");
+    // On the namespace tier the sandbox's PID 1 and relay share the tool's user and count
+    // against its limit; on gVisor the tool's user is its own.
+    match tool_root.tier {
+        Isolation::Namespaces => assert!(forked < 16, "{out}"),
+        Isolation::Gvisor => assert!(forked <= 16, "{out}"),
+    }
     assert!(
         out["error"]
             .as_str()
@@ -245,19 +266,39 @@ pub async fn memory_beyond_the_limit_is_refused(tool_root: Target) {
             memory_bytes: 256 << 20,
             ..Limits::default()
         });
-    let out = probe(
+    let result = probe(
         tool_root,
         &ex,
         "hostile_alloc",
         "alloc",
         json!({ "mb": 4096 }),
     )
-    .await
-    .expect("the allocation reports")
-    .output;
-    let got = out["allocated_mb"].as_u64().unwrap();
-    assert!(got < 256, "{out}");
-    assert!(out["refused"].is_string(), "{out}");
+    .await;
+    match (tool_root.tier, result) {
+        // RLIMIT_DATA refuses the allocation before the cgroup's bound is reached.
+        (Isolation::Namespaces, result) => {
+            let out = result.expect("the allocation reports").output;
+            let got = out["allocated_mb"].as_u64().unwrap();
+            assert!(got < 256, "{out}");
+            assert!(out["refused"].is_string(), "{out}");
+        }
+        // gVisor's kernel serves the allocation from its own memory, which the cgroup
+        // bounds: the sandbox is killed at the bound and the call fails, naming it — or the
+        // allocation is refused first.
+        (Isolation::Gvisor, Ok(done)) => {
+            let got = done.output["allocated_mb"].as_u64().unwrap();
+            assert!(got < 256, "{}", done.output);
+        }
+        (Isolation::Gvisor, Err(err)) => {
+            let ExecError::Permanent { message, .. } = &err else {
+                panic!("not a permanent failure: {err:?}")
+            };
+            assert!(
+                message.contains("256 MiB") && message.contains("memory"),
+                "{message}"
+            );
+        }
+    }
     host.assert_clean().await;
 }
 
@@ -335,7 +376,13 @@ pub async fn a_digest_mismatch_refuses_before_any_sandbox(tool_root: Target) {
 pub async fn a_missing_init_is_a_clear_error(tool_root: Target) {
     let _host = host::exclusive().await;
     let backend = escepine_sandbox::LinuxBackend::with_init("/nonexistent/init");
-    let ex = tool_root.with_images(SandboxExecutor::with_backend(std::sync::Arc::new(backend)));
+    let gvisor = escepine_sandbox::GvisorBackend::new(None)
+        .expect("this test program dispatches the sandbox init")
+        .with_init("/nonexistent/init");
+    let ex = tool_root.with_images(
+        SandboxExecutor::with_backend(std::sync::Arc::new(backend))
+            .with_gvisor(std::sync::Arc::new(gvisor)),
+    );
     let err = probe(tool_root, &ex, "hostile_noop", "noop", json!({}))
         .await
         .expect_err("no init");
@@ -533,6 +580,11 @@ pub async fn procfs_shows_nothing_of_the_host(tool_root: Target) {
     // default size is half of it, in bytes and in inodes).
     let host_bytes: u64 = host_total.parse::<u64>().unwrap() * 1024;
     for (path, size) in out["sizes"].as_object().unwrap() {
+        // gVisor's own `/dev` reports no size at all (the largest a file system can say),
+        // which is nothing of the host's.
+        if tool_root.tier == Isolation::Gvisor && size["bytes"].as_u64() >= Some(1 << 62) {
+            continue;
+        }
         if let Some(bytes) = size["bytes"].as_u64() {
             assert!(bytes < host_bytes / 8, "{path} is {bytes} bytes: {size}");
         }
@@ -546,7 +598,23 @@ pub async fn procfs_shows_nothing_of_the_host(tool_root: Target) {
     // PID 1 has a neutral name: no path at all.
     let pid1 = &out["files"]["/proc/1/cmdline"];
     if let Some(t) = pid1["text"].as_str() {
-        assert!(!t.contains('/'), "PID 1's command line holds a path: {t:?}");
+        match tool_root.tier {
+            Isolation::Namespaces => {
+                assert!(!t.contains('/'), "PID 1's command line holds a path: {t:?}")
+            }
+            // gVisor's PID 1 is the guest, started through its loader at paths inside the
+            // sandbox (`/.escepine/…`, detached before the tool started): never a host path.
+            Isolation::Gvisor => {
+                assert!(
+                    !t.contains(&init),
+                    "PID 1's command line holds {init}: {t:?}"
+                );
+                assert!(
+                    !t.contains(&target_dir),
+                    "PID 1's command line holds a host path: {t:?}"
+                );
+            }
+        }
     }
     if let Some(t) = out["files"]["/proc/1/exe"]["text"].as_str() {
         assert!(
@@ -567,10 +635,21 @@ pub async fn procfs_shows_nothing_of_the_host(tool_root: Target) {
         let source = after.split(' ').nth(1).unwrap_or("");
         assert_eq!(root, "/", "a host subtree is mounted: {line}");
         assert!(!source.starts_with('/'), "a host device is mounted: {line}");
-        assert!(
-            ["/", "/proc", "/workspace"].contains(&point),
-            "a mount at {point}: {line}"
-        );
+        // gVisor's kernel mounts its own `/dev` and `/dev/pts`; the tier covers its `/sys` and
+        // `/tmp` with empty read-only tmpfs.
+        let layout: &[&str] = match tool_root.tier {
+            Isolation::Namespaces => &["/", "/proc", "/workspace"],
+            Isolation::Gvisor => &[
+                "/",
+                "/proc",
+                "/workspace",
+                "/dev",
+                "/dev/pts",
+                "/sys",
+                "/tmp",
+            ],
+        };
+        assert!(layout.contains(&point), "a mount at {point}: {line}");
         assert!(!line.contains(&target_dir), "a host path: {line}");
     }
     host.assert_clean().await;

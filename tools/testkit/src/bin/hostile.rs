@@ -329,6 +329,8 @@ fn probe(p: &Value) -> Value {
             "cap_eff": field("CapEff:"),
             "cap_bnd": field("CapBnd:"),
             "no_new_privs": field("NoNewPrivs:"),
+            // SAFETY: PR_GET_NO_NEW_PRIVS takes no pointer; its answer is the flag.
+            "no_new_privs_prctl": unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) },
             "seccomp": field("Seccomp:"),
             "hostname": escepine_testkit::hostname(),
             "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
