@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use std::path::Path;
 
+use escepine_contract::Isolation;
 use escepine_oci::ImageStore;
 use escepine_policy::BoundRegistry;
 
@@ -45,6 +46,10 @@ pub(crate) struct ToolRunArgs {
     /// `/var/cache/escepine/images` for root, else `~/.cache/escepine/images`.
     #[arg(long, value_name = "DIR")]
     image_cache: Option<PathBuf>,
+    /// gVisor's `runsc`, for the tools whose `sandbox_profile.isolation` is `gvisor` (default:
+    /// `runsc` on `PATH`; Debian's package `runsc`).
+    #[arg(long, value_name = "PATH")]
+    runsc: Option<PathBuf>,
 }
 
 impl ToolRunArgs {
@@ -59,9 +64,24 @@ impl ToolRunArgs {
         registry: &BoundRegistry,
     ) -> Result<Arc<dyn Executor>, String> {
         match self.executor {
-            ExecutorKind::Process => Ok(Arc::new(ProcessExecutor::new())),
+            ExecutorKind::Process => {
+                // An unsandboxed child would silently drop the tier the record asks for.
+                if let Some(r) = registry
+                    .records()
+                    .iter()
+                    .find(|r| r.sandbox_profile().isolation != Isolation::Namespaces)
+                {
+                    return Err(format!(
+                        "`{}` runs on the `{}` isolation tier; `--executor process` runs tools \
+                         unsandboxed",
+                        r.tool_id(),
+                        r.sandbox_profile().isolation
+                    ));
+                }
+                Ok(Arc::new(ProcessExecutor::new()))
+            }
             ExecutorKind::Sandbox => {
-                let sandbox = SandboxExecutor::new().map_err(|e| {
+                let sandbox = SandboxExecutor::with_runsc(self.runsc.clone()).map_err(|e| {
                     format!(
                         "the sandbox is unavailable: {e} (`--executor process` runs tools \
                          unsandboxed)"

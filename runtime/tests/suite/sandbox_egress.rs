@@ -1,4 +1,5 @@
-//! Egress from the sandbox: only through the call's proxy, only to its profile's entries.
+//! Egress from the sandbox: only through the call's proxy, only to its profile's entries — on
+//! both isolation tiers (`on_namespaces`, `on_gvisor`).
 
 use crate::support::host;
 use std::collections::BTreeMap;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::sandbox::*;
-use escepine_contract::Principal;
+use escepine_contract::{Isolation, Principal};
 use escepine_ledger::memory::MemoryLedger;
 use escepine_ledger::record::Record;
 use escepine_registry::egress::EgressEntry;
@@ -61,8 +62,7 @@ fn resolver() -> MapResolver {
     )]))
 }
 
-#[tokio::test]
-async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
+async fn only_the_profile_is_reachable_and_refusals_are_evidence(tier: Isolation) {
     let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
@@ -82,7 +82,9 @@ async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
     ]});
     let attempted = attempt(
         &ex,
-        &hostile_record("hostile_http", "http"),
+        &Target::namespaces(Root::Binary)
+            .with_tier(tier)
+            .hostile_record("hostile_http", "http"),
         payload,
         &BTreeMap::new(),
         &egress,
@@ -129,8 +131,7 @@ async fn only_the_profile_is_reachable_and_refusals_are_evidence() {
     host.assert_clean().await;
 }
 
-#[tokio::test]
-async fn an_empty_profile_means_no_network_at_all() {
+async fn an_empty_profile_means_no_network_at_all(tier: Isolation) {
     let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
@@ -138,7 +139,9 @@ async fn an_empty_profile_means_no_network_at_all() {
     let ex = executor(resolver(), dir.path());
     let done = run(
         &ex,
-        &hostile_record("hostile_connect", "connect"),
+        &Target::namespaces(Root::Binary)
+            .with_tier(tier)
+            .hostile_record("hostile_connect", "connect"),
         json!({ "addr": format!("127.0.0.1:{port}") }),
         &BTreeMap::new(),
         &[],
@@ -155,7 +158,9 @@ async fn an_empty_profile_means_no_network_at_all() {
     );
     let relay = run(
         &ex,
-        &hostile_record("hostile_connect", "connect"),
+        &Target::namespaces(Root::Binary)
+            .with_tier(tier)
+            .hostile_record("hostile_connect", "connect"),
         json!({ "addr": "127.0.0.1:3128" }),
         &BTreeMap::new(),
         &[],
@@ -173,7 +178,7 @@ async fn an_empty_profile_means_no_network_at_all() {
     host.assert_clean().await;
 }
 
-fn registry(dir: &Path, hostile: &Path) -> escepine_policy::BoundRegistry {
+fn registry(dir: &Path, hostile: &Path, tier: Isolation) -> escepine_policy::BoundRegistry {
     let records = dir.join("records");
     let policies = dir.join("policies");
     std::fs::create_dir_all(&records).unwrap();
@@ -216,7 +221,7 @@ fn registry(dir: &Path, hostile: &Path) -> escepine_policy::BoundRegistry {
         "on_failure": ["halt"],
         "endpoint": { "transport": "stdio-json", "command": hostile.display().to_string(), "args": ["http"] },
         "auth": { "secrets": [] },
-        "sandbox_profile": { "egress": [], "filesystem": "workspace" }
+        "sandbox_profile": { "egress": [], "filesystem": "workspace", "isolation": tier.as_str() }
     });
     std::fs::write(records.join("web_get.json"), record.to_string()).unwrap();
     std::fs::write(
@@ -233,8 +238,7 @@ fn registry(dir: &Path, hostile: &Path) -> escepine_policy::BoundRegistry {
     .unwrap_or_else(|d| panic!("{}", d.render()))
 }
 
-#[tokio::test]
-async fn an_overlay_names_a_loopback_server_reached_through_the_proxy() {
+async fn an_overlay_names_a_loopback_server_reached_through_the_proxy(tier: Isolation) {
     let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let run_dir = tempfile::tempdir().unwrap();
@@ -242,7 +246,7 @@ async fn an_overlay_names_a_loopback_server_reached_through_the_proxy() {
     let (port, hits) = http_server("served on loopback").await;
     let overlay = Overlay::default().admit("web_get", entry(&format!("127.0.0.1:{port}")));
     let ex: SandboxExecutor = executor(resolver(), run_dir.path());
-    let runtime = Runtime::builder(registry(dir.path(), &hostile()))
+    let runtime = Runtime::builder(registry(dir.path(), &hostile(), tier))
         .ledger(Arc::new(MemoryLedger::new()))
         .executor(Arc::new(ex))
         .overlay(overlay)
@@ -297,3 +301,9 @@ async fn an_overlay_names_a_loopback_server_reached_through_the_proxy() {
     drop(runtime);
     host.assert_clean().await;
 }
+
+crate::support::sandbox::on_tiers!(
+    only_the_profile_is_reachable_and_refusals_are_evidence,
+    an_empty_profile_means_no_network_at_all,
+    an_overlay_names_a_loopback_server_reached_through_the_proxy,
+);

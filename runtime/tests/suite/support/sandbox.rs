@@ -163,6 +163,11 @@ impl Target {
         }
     }
 
+    /// The same root on `tier`.
+    pub const fn with_tier(self, tier: Isolation) -> Self {
+        Self { tier, ..self }
+    }
+
     /// A record for `escepine-hostile` in `mode` on this root and tier.
     pub fn hostile_record(self, tool_id: &str, mode: &str) -> ToolRecord {
         self.hostile_builder(tool_id, mode).registered()
@@ -527,3 +532,27 @@ impl HostSnapshot {
         }
     }
 }
+
+/// Tests of the invoking module, one per tier: each `async fn name(tier: Isolation)` becomes
+/// `on_namespaces::name` and `on_gvisor::name`.
+macro_rules! on_tiers {
+    ($($name:ident),* $(,)?) => {
+        mod on_namespaces {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(escepine_contract::Isolation::Namespaces).await
+                }
+            )*
+        }
+        mod on_gvisor {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(escepine_contract::Isolation::Gvisor).await
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_tiers;
