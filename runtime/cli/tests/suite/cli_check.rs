@@ -244,6 +244,36 @@ fn authorized_urls_needs_the_envelopes_public_and_each_word_stays_in_its_file() 
 }
 
 #[test]
+fn a_tool_below_the_envelopes_isolation_tier_fails_the_check() {
+    let c = Copy::new();
+    let envelope = c.path("envelope.json");
+    let mut env: Value = serde_json::from_str(&fs::read_to_string(&envelope).unwrap()).unwrap();
+    env["isolation"] = serde_json::json!({ "min": "gvisor", "for": ["compensatable"] });
+    fs::write(&envelope, env.to_string()).unwrap();
+    // `note_publish` is compensatable: on the default tier (and written as `namespaces`) the
+    // check fails, naming the record, the pointer and the rule.
+    for explicit in [false, true] {
+        let record = c.edit_record("note_publish", |v| {
+            if explicit {
+                v["sandbox_profile"]["isolation"] = "namespaces".into();
+            }
+        });
+        let out = c.check();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("sandbox/isolation-within-envelope"), "{err}");
+        assert!(err.contains(record.file_name().unwrap().to_str().unwrap()), "{err}");
+        assert!(err.contains("compensatable"), "{err}");
+    }
+    // On gVisor it passes.
+    c.edit_record("note_publish", |v| {
+        v["sandbox_profile"]["isolation"] = "gvisor".into();
+    });
+    let out = c.check();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
 fn a_bad_policy_is_rejected_naming_the_policy_file() {
     let copy = Copy::new();
     let bad = copy.path("policies/zz_bad.cedar");
