@@ -3,7 +3,9 @@
 //! against a bare spawn of the same binary, `unshare -Urnmp --fork` of it, and
 //! `bwrap --unshare-all` with a minimal root (each only if installed). Then an `mcp-stdio` server
 //! (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a fresh sandbox against
-//! the same session with a plain child process.
+//! the same session with a plain child process. Then the gVisor tier: the no-op cold (with and
+//! without the proxy) and from a warm pool of started containers, beside `runsc do` of the same
+//! binary, and an MCP session with the Python SDK server on each tier.
 //!
 //! `cargo bench -p escepine-runtime --bench sandbox` (needs root or unprivileged user
 //! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300).
@@ -16,13 +18,14 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_contract::{EgressGrant, Transport};
+use escepine_contract::{EgressGrant, Isolation, Transport};
 use escepine_registry::record::ToolRecord;
 use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
 use escepine_runtime::sandbox::SandboxExecutor;
-use escepine_sandbox::LinuxBackend;
+use escepine_sandbox::{GvisorBackend, LinuxBackend};
+use escepine_testkit::fixtures;
 use serde_json::json;
-use support::{provision_execute_destroy, record_with, summarise, testkit_bin, Row};
+use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
 
 use escepine_testkit::bench::sandboxed as support;
 
@@ -130,49 +133,7 @@ fn main() {
         ),
     ] {
         let ex = SandboxExecutor::with_backend(backend()).with_warm_pool(pool);
-        let secrets = BTreeMap::new();
-        let samples = rt.block_on(async {
-            ex.prewarm(&rec, &egress).await.unwrap();
-            let mut samples = Vec::with_capacity(iters);
-            for i in 0..iters + warm {
-                if pool > 0 {
-                    // A call rate the pool keeps up with: the previous call's replacement is
-                    // ready (as between an agent's tool calls).
-                    let p = ex.pool().unwrap();
-                    for _ in 0..200 {
-                        if p.ready() >= pool {
-                            break;
-                        }
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                    }
-                }
-                let payload = json!({});
-                let inv = Invocation {
-                    tool: &rec,
-                    payload: &payload,
-                    call_id: "bench",
-                    idempotency_key: "bench",
-                    attempt: 1,
-                    timeout: Duration::from_secs(10),
-                    secrets: &secrets,
-                    scrubber: &escepine_runtime::scrub::Scrubber::new(
-                        secrets.values().map(String::as_str),
-                    ),
-                    egress: &egress,
-                    files: &escepine_contract::WorkspaceFiles::new(),
-                    caller_token: None,
-                    trace: None,
-                };
-                let start = Instant::now();
-                let out = ex.execute(inv).await.expect("the no-op runs");
-                let took = start.elapsed();
-                assert_eq!(out.output, json!({}));
-                if i >= warm {
-                    samples.push(took);
-                }
-            }
-            samples
-        });
+        let samples = rt.block_on(time_calls(&ex, &rec, &egress, pool, iters, warm));
         sandbox_rows.push(summarise(name, samples));
     }
 
@@ -302,8 +263,124 @@ fn main() {
         left.1
     );
 
+    // The gVisor tier: the same no-op through `runsc` (fewer runs: each is a gVisor sandbox),
+    // beside `runsc do` of the same binary; then an MCP session with the Python SDK server on
+    // each tier.
+    println!();
+    let gv_iters = if support::smoke() {
+        iters
+    } else {
+        iters.min(50)
+    };
+    let runsc_do = time_command("runsc do (host root, no network)", gv_iters, || {
+        let mut c = Command::new("runsc");
+        c.args(["--network=none", "do"]).arg(&tool).arg("noop");
+        c
+    });
+    let gvisor = || {
+        Arc::new(
+            GvisorBackend::new(None)
+                .expect("this bench dispatches the sandbox init")
+                .with_run_dir(run_dir.path()),
+        )
+    };
+    let gv_rec = builder_with(&tool, Transport::StdioJson, "noop", &["noop"])
+        .isolation(Isolation::Gvisor)
+        .registered();
+    let mut gvisor_rows = Vec::new();
+    for (name, pool, egress) in [
+        ("gvisor, cold, no egress", 0, EgressGrant::default()),
+        ("gvisor, cold, with proxy", 0, proxy_egress.clone()),
+        (
+            "gvisor, warm pool (2), no egress",
+            2,
+            EgressGrant::default(),
+        ),
+    ] {
+        let ex = SandboxExecutor::with_backend(backend())
+            .with_gvisor(gvisor())
+            .with_warm_pool(pool);
+        let samples = rt.block_on(time_calls(
+            &ex,
+            &gv_rec,
+            &egress,
+            pool,
+            gv_iters,
+            warm.min(3),
+        ));
+        gvisor_rows.push(summarise(name, samples));
+    }
+    let py_iters = if support::smoke() {
+        iters
+    } else {
+        iters.min(20)
+    };
+    let python = fixtures::python_bin().expect("the fixtures are installed");
+    let server = fixtures::server_source("py_sdk_server.py").expect("the fixture server");
+    let server = server.display().to_string();
+    let py = |tier: Isolation| {
+        builder_with(&python, Transport::McpStdio, "word_count", &[&server])
+            .read_only(fixtures::python_read_only_paths().expect("the fixtures are installed"))
+            .isolation(tier)
+            .registered()
+    };
+    let both_tiers = SandboxExecutor::with_backend(backend()).with_gvisor(gvisor());
+    let mut py_rows = Vec::new();
+    for (name, rec) in [
+        (
+            "mcp session (python sdk), namespaces, cold",
+            py(Isolation::Namespaces),
+        ),
+        (
+            "mcp session (python sdk), gvisor, cold",
+            py(Isolation::Gvisor),
+        ),
+    ] {
+        let samples = rt.block_on(async {
+            let mut samples = Vec::with_capacity(py_iters);
+            for i in 0..py_iters + 1 {
+                let start = Instant::now();
+                let out = call(
+                    &both_tiers,
+                    &rec,
+                    &json!({ "text": "a bb ccc" }),
+                    &EgressGrant::default(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                let took = start.elapsed();
+                assert_eq!(out, json!({ "words": 3 }), "{name}");
+                if i >= 1 {
+                    samples.push(took);
+                }
+            }
+            samples
+        });
+        py_rows.push(summarise(name, samples));
+    }
+
     println!();
     let ratio = |a: &Row, b: &Row| a.ratio(b);
+    if let Some(d) = &runsc_do {
+        println!(
+            "gvisor cold (no egress) p50 / runsc do p50 = {:.2}",
+            ratio(&gvisor_rows[0], d)
+        );
+    }
+    println!(
+        "gvisor cold p50 / namespaces cold p50 (no egress) = {:.2}, (with proxy) = {:.2}",
+        ratio(&gvisor_rows[0], &sandbox_rows[0]),
+        ratio(&gvisor_rows[1], &sandbox_rows[1])
+    );
+    println!(
+        "gvisor warm pool p50 / namespaces warm pool p50 (no egress) = {:.2}",
+        ratio(&gvisor_rows[2], &sandbox_rows[2])
+    );
+    println!(
+        "python mcp session, gvisor p50 / namespaces p50 = {:.2}",
+        ratio(&py_rows[1], &py_rows[0])
+    );
     let cold = &sandbox_rows[1];
     let warm = &sandbox_rows[3];
     if let Some(u) = &unshare {
@@ -332,6 +409,70 @@ fn main() {
             ratio(&sandbox_rows[2], b)
         );
     }
+}
+
+/// `iters` timed no-op calls of `rec` with `egress` through `ex` (after `warm` untimed ones);
+/// with a warm pool of `pool`, each call waits until the pool has caught up.
+async fn time_calls(
+    ex: &SandboxExecutor,
+    rec: &ToolRecord,
+    egress: &EgressGrant,
+    pool: usize,
+    iters: usize,
+    warm: usize,
+) -> Vec<Duration> {
+    ex.prewarm(rec, egress).await.unwrap();
+    let mut samples = Vec::with_capacity(iters);
+    for i in 0..iters + warm {
+        if pool > 0 {
+            // A call rate the pool keeps up with: the previous call's replacement is ready (as
+            // between an agent's tool calls).
+            let (_, p) = ex.tier(rec).expect("the tool's tier");
+            let p = p.expect("a warm pool");
+            for _ in 0..2000 {
+                if p.ready() >= pool {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let start = Instant::now();
+        let out = call(ex, rec, &json!({}), egress, Duration::from_secs(30))
+            .await
+            .expect("the no-op runs");
+        let took = start.elapsed();
+        assert_eq!(out, json!({}));
+        if i >= warm {
+            samples.push(took);
+        }
+    }
+    samples
+}
+
+/// One call of `rec` with `payload` and `egress` through `ex`: its output.
+async fn call(
+    ex: &dyn Executor,
+    rec: &ToolRecord,
+    payload: &serde_json::Value,
+    egress: &EgressGrant,
+    timeout: Duration,
+) -> Result<serde_json::Value, escepine_runtime::executor::ExecError> {
+    let secrets = BTreeMap::new();
+    let inv = Invocation {
+        tool: rec,
+        payload,
+        call_id: "bench",
+        idempotency_key: "bench",
+        attempt: 1,
+        timeout,
+        secrets: &secrets,
+        scrubber: &escepine_runtime::scrub::Scrubber::default(),
+        egress,
+        files: &escepine_contract::WorkspaceFiles::new(),
+        caller_token: None,
+        trace: None,
+    };
+    ex.execute(inv).await.map(|e| e.output)
 }
 
 /// Host processes whose real uid is a sandbox's (the backend's default range).

@@ -262,7 +262,10 @@ fn a_tool_below_the_envelopes_isolation_tier_fails_the_check() {
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
         let err = text(&out.stderr);
         assert!(err.contains("sandbox/isolation-within-envelope"), "{err}");
-        assert!(err.contains(record.file_name().unwrap().to_str().unwrap()), "{err}");
+        assert!(
+            err.contains(record.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
         assert!(err.contains("compensatable"), "{err}");
     }
     // On gVisor it passes.
