@@ -15,9 +15,14 @@
 //!   runtime's cgroup refuses to enable `memory` for its children for that reason, the runtime
 //!   moves itself into a leaf child, `escepine-runtime`, first.
 //!
-//! Each sandbox's cgroup is named `escepine-sbx-<runtime pid>-<n>` and removed at destroy; the
-//! cgroups a killed runtime left behind (its pid gone) are removed by the next backend that
-//! finds the same parent.
+//! Each sandbox's cgroup is named `escepine-sbx-<runtime pid>-<n>`. At destroy, once its last
+//! process has left, it is kept for the next sandbox rather than removed (creating a memory
+//! cgroup and the kernel's offlining of a removed one are most of what a cgroup costs): emptied
+//! of its page cache (v1 `memory.force_empty`), renamed `escepine-spare-<runtime pid>-<n>` and
+//! put in the parent's spares, at most [`SPARES_KEPT`]; the next sandbox renames one back and
+//! sets its bound. Its OOM-kill count is taken as the new baseline. The cgroups a killed
+//! runtime left behind (its pid gone), sandboxes' and spares alike, are removed by the next
+//! backend that finds the same parent.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,10 @@ use std::time::Duration;
 
 /// The prefix of every sandbox cgroup's name.
 pub(super) const PREFIX: &str = "escepine-sbx-";
+/// The prefix of an emptied cgroup kept for reuse.
+pub(super) const SPARE_PREFIX: &str = "escepine-spare-";
+/// How many emptied cgroups a runtime keeps for reuse.
+pub(super) const SPARES_KEPT: usize = 128;
 /// The leaf a cgroup v2 runtime moves itself into, so that its own cgroup may delegate.
 const RUNTIME_LEAF: &str = "escepine-runtime";
 
@@ -71,6 +80,8 @@ pub(super) struct Parent {
     dir: PathBuf,
     /// Where the hierarchy is mounted (`dir` is beneath it).
     mount: PathBuf,
+    /// Emptied cgroups kept for the next sandboxes (shared by the parent's clones).
+    spares: std::sync::Arc<std::sync::Mutex<Vec<Cgroup>>>,
 }
 
 /// The memory controller's entry of `/proc/self/cgroup`: the v1 `memory` hierarchy's path if
@@ -195,6 +206,7 @@ impl Parent {
             version,
             dir,
             mount: point,
+            spares: std::sync::Arc::default(),
         };
         parent.sweep();
         Ok(parent)
@@ -207,7 +219,7 @@ impl Parent {
             let name = entry.file_name();
             let Some(owner) = name
                 .to_str()
-                .and_then(|n| n.strip_prefix(PREFIX))
+                .and_then(|n| n.strip_prefix(PREFIX).or_else(|| n.strip_prefix(SPARE_PREFIX)))
                 .and_then(|rest| rest.split('-').next())
                 .and_then(|pid| pid.parse::<u32>().ok())
             else {
@@ -251,6 +263,11 @@ impl Parent {
     /// [`CgroupError::Io`] naming the file that could not be created or written (the cgroup is
     /// removed again then).
     pub(super) fn create(&self, name: &str, bytes: u64) -> Result<Cgroup, CgroupError> {
+        while let Some(spare) = self.spares.lock().ok().and_then(|mut s| s.pop()) {
+            if let Some(cgroup) = self.reuse(spare, name, bytes) {
+                return Ok(cgroup);
+            }
+        }
         if self.version == Version::V2 {
             self.delegate()?;
         }
@@ -258,10 +275,9 @@ impl Parent {
         std::fs::create_dir(&dir).map_err(io_err("creating", &dir))?;
         let cgroup = Cgroup {
             version: self.version,
-            path: dir
-                .strip_prefix(&self.mount)
-                .map(|p| Path::new("/").join(p))
-                .unwrap_or_else(|_| dir.clone()),
+            bound: bytes,
+            oom_base: 0,
+            path: self.path_of(&dir),
             dir,
         };
         let bound = bytes.to_string();
@@ -291,11 +307,113 @@ impl Parent {
     }
 }
 
+impl Parent {
+    /// `spare` renamed `name` and bounded to `bytes`, or `None` (then it is removed) when that
+    /// fails.
+    fn reuse(&self, mut spare: Cgroup, name: &str, bytes: u64) -> Option<Cgroup> {
+        let dir = self.dir.join(name);
+        if std::fs::rename(&spare.dir, &dir).is_err() {
+            let _ = spare.remove(Duration::ZERO);
+            return None;
+        }
+        spare.dir = dir;
+        spare.path = self.path_of(&spare.dir);
+        if spare.bound != bytes {
+            let (limit, swap) = match self.version {
+                Version::V1 => ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
+                Version::V2 => ("memory.max", ""),
+            };
+            let bound = bytes.to_string();
+            // memsw may not be below the limit: raise it first when the bound grows, lower it
+            // second when it shrinks.
+            let swap = spare.dir.join(swap);
+            let swap = (self.version == Version::V1 && swap.exists()).then_some(swap);
+            let mut order = vec![spare.dir.join(limit)];
+            if let Some(swap) = swap {
+                if bytes > spare.bound {
+                    order.insert(0, swap);
+                } else {
+                    order.push(swap);
+                }
+            }
+            if order.iter().any(|f| std::fs::write(f, &bound).is_err()) {
+                let _ = spare.remove(Duration::ZERO);
+                return None;
+            }
+            spare.bound = bytes;
+        }
+        Some(spare)
+    }
+
+    /// Keeps `cgroup`, whose processes have all left it, for a next sandbox (emptied of its
+    /// page cache, renamed a spare); removes it when the spares are full or it cannot be kept.
+    ///
+    /// # Errors
+    /// The removal's error, when it is removed and still busy.
+    pub(super) fn recycle(&self, mut cgroup: Cgroup) -> io::Result<()> {
+        let full = self
+            .spares
+            .lock()
+            .map_or(true, |s| s.len() >= SPARES_KEPT);
+        if full || !cgroup.is_empty() {
+            return cgroup.remove(CGROUP_PATIENCE);
+        }
+        if self.version == Version::V1 {
+            // Uncharges what the last sandbox left cached, so the next starts from nothing.
+            let _ = std::fs::write(cgroup.dir.join("memory.force_empty"), "0");
+        }
+        let Some(leaf) = cgroup.dir.file_name().and_then(|n| n.to_str()) else {
+            return cgroup.remove(CGROUP_PATIENCE);
+        };
+        let spare = self
+            .dir
+            .join(leaf.replacen(PREFIX, SPARE_PREFIX, 1));
+        if std::fs::rename(&cgroup.dir, &spare).is_err() {
+            return cgroup.remove(CGROUP_PATIENCE);
+        }
+        cgroup.dir = spare;
+        cgroup.oom_base = cgroup.oom_total();
+        match self.spares.lock() {
+            Ok(mut spares) => {
+                spares.push(cgroup);
+                Ok(())
+            }
+            Err(_) => cgroup.remove(CGROUP_PATIENCE),
+        }
+    }
+
+    /// Removes every spare (the backend is going away).
+    pub(super) fn release_spares(&self) {
+        let spares = self
+            .spares
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default();
+        for spare in spares {
+            let _ = spare.remove(Duration::ZERO);
+        }
+    }
+
+    /// `dir`'s path in the hierarchy.
+    fn path_of(&self, dir: &Path) -> PathBuf {
+        dir.strip_prefix(&self.mount)
+            .map(|p| Path::new("/").join(p))
+            .unwrap_or_else(|_| dir.to_path_buf())
+    }
+}
+
+/// How long removing an emptied cgroup waits for its last process to leave.
+const CGROUP_PATIENCE: Duration = Duration::from_secs(5);
+
 /// One sandbox's memory cgroup.
 #[derive(Debug)]
 pub(super) struct Cgroup {
     version: Version,
     dir: PathBuf,
+    /// Its memory bound, in bytes.
+    bound: u64,
+    /// Its OOM-kill count when it was last handed out (a reused cgroup's earlier kills).
+    oom_base: u64,
     /// Its path in the hierarchy (`/…/escepine-sbx-…`), as an OCI `cgroupsPath` names it.
     path: PathBuf,
 }
@@ -306,6 +424,11 @@ impl Cgroup {
         &self.dir
     }
 
+    /// Whether no process is in it any more.
+    pub(super) fn is_empty(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+    }
+
     /// Its path in the hierarchy, from the hierarchy's root.
     pub(super) fn path(&self) -> &Path {
         &self.path
@@ -313,6 +436,11 @@ impl Cgroup {
 
     /// How many processes of the sandbox the OOM killer has killed.
     pub(super) fn oom_kills(&self) -> u64 {
+        self.oom_total().saturating_sub(self.oom_base)
+    }
+
+    /// The cgroup's OOM-kill counter, since it was created.
+    fn oom_total(&self) -> u64 {
         let file = match self.version {
             Version::V1 => "memory.oom_control",
             Version::V2 => "memory.events",

@@ -224,16 +224,14 @@ impl LinuxBackend {
                 std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
                     .map_err(|e| SandboxError::io(format!("chown {}", dir.display()), e))?;
             }
-            let proxy = EgressProxy::start(
-                &dir.join(PROXY_SOCKET),
-                spec.egress.clone(),
-                Arc::clone(&self.resolver),
-            )
-            .await
-            .map_err(|e| SandboxError::io("starting the egress proxy", e))?;
-            state.proxy = Some(proxy);
             Some(dir)
         };
+        // The proxy starts while the sandbox is being built (the relay reaches it only once the
+        // tool runs): off the critical path.
+        let proxy_socket = proxy_dir.as_ref().map(|dir| dir.join(PROXY_SOCKET));
+        let proxy_start = proxy_socket.as_ref().map(|socket| {
+            EgressProxy::start(socket, spec.egress.clone(), Arc::clone(&self.resolver))
+        });
 
         let started = std::time::Instant::now();
         let (host_end, init_end) = std::os::unix::net::UnixStream::pair()
@@ -288,25 +286,39 @@ impl LinuxBackend {
         state.control = Some(ControlHost::new(host_end));
 
         let spawned = started.elapsed();
-        match state.control()?.recv().await? {
-            FromInit::Spawned { pid1, outer } => state.adopt(pid1, outer)?,
-            FromInit::Failed { message } => return Err(SandboxError::Init(message)),
-            other => {
-                return Err(SandboxError::Protocol(format!(
-                    "expected `spawned`, got {other:?}"
-                )))
+        let handshake = async {
+            match state.control()?.recv().await? {
+                FromInit::Spawned { pid1, outer } => state.adopt(pid1, outer)?,
+                FromInit::Failed { message } => return Err(SandboxError::Init(message)),
+                other => {
+                    return Err(SandboxError::Protocol(format!(
+                        "expected `spawned`, got {other:?}"
+                    )))
+                }
             }
-        }
-        let adopted = started.elapsed();
-        match state.control()?.recv().await? {
-            FromInit::Ready => {}
-            FromInit::Failed { message } => return Err(SandboxError::Init(message)),
-            other => {
-                return Err(SandboxError::Protocol(format!(
+            let adopted = started.elapsed();
+            match state.control()?.recv().await? {
+                FromInit::Ready => Ok(adopted),
+                FromInit::Failed { message } => Err(SandboxError::Init(message)),
+                other => Err(SandboxError::Protocol(format!(
                     "expected `ready`, got {other:?}"
-                )))
+                ))),
             }
-        }
+        };
+        let proxy = async {
+            match proxy_start {
+                Some(start) => Some(
+                    start
+                        .await
+                        .map_err(|e| SandboxError::io("starting the egress proxy", e)),
+                ),
+                None => None,
+            }
+        };
+        let (adopted, proxy) = tokio::join!(handshake, proxy);
+        let proxy = proxy.transpose();
+        let adopted = adopted?;
+        state.proxy = proxy?;
         tracing::debug!(
             spawn_us = spawned.as_micros() as u64,
             namespaces_us = (adopted - spawned).as_micros() as u64,
@@ -552,21 +564,19 @@ async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, Sandb
     job::attach(streams, job).await
 }
 
-/// Removes a sandbox's cgroup whose processes have ended, waiting briefly for the last of them
-/// to leave it.
-async fn remove_cgroup(cgroup: &Cgroup) -> io::Result<()> {
+/// Releases a sandbox's cgroup whose processes have ended, once the last of them has left it
+/// (briefly waited for): kept as a spare of `parent` for the next sandbox, or removed.
+async fn release_cgroup(parent: Option<cgroup::Parent>, cgroup: Cgroup) -> io::Result<()> {
     let deadline = tokio::time::Instant::now() + CGROUP_GRACE;
-    loop {
-        match cgroup.remove(Duration::ZERO) {
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(e);
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            other => return other,
-        }
+    while !cgroup.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    tokio::task::spawn_blocking(move || match parent {
+        Some(parent) => parent.recycle(cgroup),
+        None => cgroup.remove(CGROUP_GRACE),
+    })
+    .await
+    .map_err(io::Error::other)?
 }
 
 /// Resolves when the process of `pidfd` has exited (the pidfd becomes readable).
@@ -580,7 +590,7 @@ async fn exited(pidfd: OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
-async fn destroy_inner(sandbox: Sandbox) -> Teardown {
+async fn destroy_inner(sandbox: Sandbox, parent: Option<cgroup::Parent>) -> Teardown {
     let mut teardown = Teardown::default();
     let mut state = match sandbox.into_state::<LinuxSandbox>() {
         Ok(s) => s,
@@ -607,10 +617,11 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
     let reaped = started.elapsed();
     teardown.memory_exhausted = state.memory_exhausted();
     if let Some(cgroup) = state.cgroup.take() {
-        if let Err(e) = remove_cgroup(&cgroup).await {
+        let dir = cgroup.dir().to_path_buf();
+        if let Err(e) = release_cgroup(parent, cgroup).await {
             teardown.problems.push(format!(
                 "cannot remove the cgroup {}: {e}",
-                cgroup.dir().display()
+                dir.display()
             ));
         }
     }
@@ -634,6 +645,14 @@ async fn destroy_inner(sandbox: Sandbox) -> Teardown {
         tracing::warn!(problem = %p, "sandbox teardown");
     }
     teardown
+}
+
+impl Drop for LinuxBackend {
+    fn drop(&mut self) {
+        if let Ok(memory) = &self.memory {
+            memory.release_spares();
+        }
+    }
 }
 
 impl SandboxBackend for LinuxBackend {
@@ -662,7 +681,7 @@ impl SandboxBackend for LinuxBackend {
     }
 
     fn destroy(&self, sandbox: Sandbox) -> BoxFuture<'_, Teardown> {
-        Box::pin(destroy_inner(sandbox))
+        Box::pin(destroy_inner(sandbox, self.memory.as_ref().ok().cloned()))
     }
 
     fn is_alive(&self, sandbox: &mut Sandbox) -> bool {
