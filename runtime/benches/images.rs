@@ -17,21 +17,22 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use escepine_contract::{ImageRef, Transport};
+use escepine_contract::{EgressGrant, ImageRef, Transport};
 use escepine_oci::{Access, ImageStore, Unpacked};
 use escepine_registry::record::ToolRecord;
 use escepine_registry::testing::RecordBuilder;
-use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
+use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::sandbox::SandboxExecutor;
-use escepine_runtime::scrub::Scrubber;
 use escepine_sandbox::LinuxBackend;
 use escepine_sandbox::ToolImage;
 use escepine_testkit::fixtures;
 use escepine_testkit::image::BuiltImage;
 use escepine_testkit::registry::Registry;
 use escepine_testkit::sample_images as image_support;
-use serde_json::{json, Value};
-use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
+use serde_json::json;
+use support::{
+    builder_with, call, provision_execute_destroy, record_with, summarise, testkit_bin, Row,
+};
 
 use escepine_testkit::bench::sandboxed as support;
 
@@ -305,9 +306,15 @@ fn main() {
             for (k, (_, rec, ex)) in mcp.iter().enumerate() {
                 let payload = json!({ "text": "a bb ccc" });
                 let start = Instant::now();
-                let out = call(ex.as_ref(), rec, &payload, Duration::from_secs(30))
-                    .await
-                    .unwrap_or_else(|e| panic!("{}: {e}", mcp[k].0));
+                let out = call(
+                    ex.as_ref(),
+                    rec,
+                    &payload,
+                    &EgressGrant::default(),
+                    Duration::from_secs(30),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", mcp[k].0));
                 let took = start.elapsed();
                 assert_eq!(out, json!({ "words": 3 }), "{}", mcp[k].0);
                 if i >= mcp_warm_up() {
@@ -447,39 +454,19 @@ fn image_record(reference: &str, transport: Transport, id: &str, args: &[&str]) 
         .registered()
 }
 
-/// One call of `rec` through `ex` with `payload`: its output.
-async fn call(
-    ex: &dyn Executor,
-    rec: &ToolRecord,
-    payload: &Value,
-    timeout: Duration,
-) -> Result<Value, escepine_runtime::executor::ExecError> {
-    let secrets = BTreeMap::new();
-    let scrubber = Scrubber::default();
-    let inv = Invocation {
-        tool: rec,
-        payload,
-        call_id: "bench",
-        idempotency_key: "bench",
-        attempt: 1,
-        timeout,
-        secrets: &secrets,
-        scrubber: &scrubber,
-        egress: &escepine_contract::EgressGrant::default(),
-        files: &escepine_contract::WorkspaceFiles::new(),
-        caller_token: None,
-        trace: None,
-    };
-    Ok(ex.execute(inv).await?.output)
-}
-
 /// The time of one no-op call.
 async fn noop_call(ex: &SandboxExecutor, rec: &ToolRecord) -> Duration {
     let payload = json!({});
     let start = Instant::now();
-    let out = call(ex, rec, &payload, Duration::from_secs(10))
-        .await
-        .expect("the no-op runs");
+    let out = call(
+        ex,
+        rec,
+        &payload,
+        &EgressGrant::default(),
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("the no-op runs");
     let took = start.elapsed();
     assert_eq!(out, json!({}));
     took

@@ -25,7 +25,9 @@ use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_sandbox::{GvisorBackend, LinuxBackend};
 use escepine_testkit::fixtures;
 use serde_json::json;
-use support::{builder_with, provision_execute_destroy, record_with, summarise, testkit_bin, Row};
+use support::{
+    builder_with, call, provision_execute_destroy, record_with, summarise, testkit_bin, Row,
+};
 
 use escepine_testkit::bench::sandboxed as support;
 
@@ -427,8 +429,11 @@ async fn time_calls(
         if pool > 0 {
             // A call rate the pool keeps up with: the previous call's replacement is ready (as
             // between an agent's tool calls).
-            let (_, p) = ex.tier(rec).expect("the tool's tier");
-            let p = p.expect("a warm pool");
+            let p = ex
+                .tier(rec)
+                .expect("the tool's tier")
+                .pool
+                .expect("a warm pool");
             for _ in 0..2000 {
                 if p.ready() >= pool {
                     break;
@@ -447,32 +452,6 @@ async fn time_calls(
         }
     }
     samples
-}
-
-/// One call of `rec` with `payload` and `egress` through `ex`: its output.
-async fn call(
-    ex: &dyn Executor,
-    rec: &ToolRecord,
-    payload: &serde_json::Value,
-    egress: &EgressGrant,
-    timeout: Duration,
-) -> Result<serde_json::Value, escepine_runtime::executor::ExecError> {
-    let secrets = BTreeMap::new();
-    let inv = Invocation {
-        tool: rec,
-        payload,
-        call_id: "bench",
-        idempotency_key: "bench",
-        attempt: 1,
-        timeout,
-        secrets: &secrets,
-        scrubber: &escepine_runtime::scrub::Scrubber::default(),
-        egress,
-        files: &escepine_contract::WorkspaceFiles::new(),
-        caller_token: None,
-        trace: None,
-    };
-    ex.execute(inv).await.map(|e| e.output)
 }
 
 /// Host processes whose real uid is a sandbox's (the backend's default range).

@@ -416,6 +416,7 @@ mod tests {
             secrets: &[],
             egress: &[],
             filesystem: crate::contract::Filesystem::Workspace,
+            isolation: crate::contract::Isolation::Namespaces,
             read_only: &[],
             input_schema: "",
             output_schema: "",

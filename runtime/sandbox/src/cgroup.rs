@@ -219,7 +219,10 @@ impl Parent {
             let name = entry.file_name();
             let Some(owner) = name
                 .to_str()
-                .and_then(|n| n.strip_prefix(PREFIX).or_else(|| n.strip_prefix(SPARE_PREFIX)))
+                .and_then(|n| {
+                    n.strip_prefix(PREFIX)
+                        .or_else(|| n.strip_prefix(SPARE_PREFIX))
+                })
                 .and_then(|rest| rest.split('-').next())
                 .and_then(|pid| pid.parse::<u32>().ok())
             else {
@@ -351,10 +354,7 @@ impl Parent {
     /// # Errors
     /// The removal's error, when it is removed and still busy.
     pub(super) fn recycle(&self, mut cgroup: Cgroup) -> io::Result<()> {
-        let full = self
-            .spares
-            .lock()
-            .map_or(true, |s| s.len() >= SPARES_KEPT);
+        let full = self.spares.lock().map_or(true, |s| s.len() >= SPARES_KEPT);
         if full || !cgroup.is_empty() {
             return cgroup.remove(CGROUP_PATIENCE);
         }
@@ -365,9 +365,7 @@ impl Parent {
         let Some(leaf) = cgroup.dir.file_name().and_then(|n| n.to_str()) else {
             return cgroup.remove(CGROUP_PATIENCE);
         };
-        let spare = self
-            .dir
-            .join(leaf.replacen(PREFIX, SPARE_PREFIX, 1));
+        let spare = self.dir.join(leaf.replacen(PREFIX, SPARE_PREFIX, 1));
         if std::fs::rename(&cgroup.dir, &spare).is_err() {
             return cgroup.remove(CGROUP_PATIENCE);
         }

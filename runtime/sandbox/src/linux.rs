@@ -619,10 +619,9 @@ async fn destroy_inner(sandbox: Sandbox, parent: Option<cgroup::Parent>) -> Tear
     if let Some(cgroup) = state.cgroup.take() {
         let dir = cgroup.dir().to_path_buf();
         if let Err(e) = release_cgroup(parent, cgroup).await {
-            teardown.problems.push(format!(
-                "cannot remove the cgroup {}: {e}",
-                dir.display()
-            ));
+            teardown
+                .problems
+                .push(format!("cannot remove the cgroup {}: {e}", dir.display()));
         }
     }
     if let Some(proxy) = state.proxy.take() {

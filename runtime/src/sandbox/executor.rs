@@ -27,6 +27,27 @@ use crate::telemetry::metrics::metrics;
 use crate::telemetry::{in_stage_async, Stage};
 use escepine_ledger::store::BoxFuture;
 
+/// A warm pool, if the executor keeps one.
+type Pool = Option<Arc<WarmPool>>;
+
+/// One isolation tier of an executor: its backend and warm pool.
+#[derive(Clone, Copy)]
+pub struct Tier<'a> {
+    /// The backend that provisions the tier's sandboxes.
+    pub backend: &'a Arc<dyn SandboxBackend>,
+    /// Its warm pool, if the executor keeps one.
+    pub pool: Option<&'a Arc<WarmPool>>,
+}
+
+impl std::fmt::Debug for Tier<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tier")
+            .field("backend", &self.backend.name())
+            .field("pool", &self.pool)
+            .finish()
+    }
+}
+
 /// Runs each attempt of a call in its own sandbox (see the [module documentation](super)).
 ///
 /// The binary is found and its `sha256` checked by a [`ProcessExecutor`] (whose bin
@@ -48,7 +69,7 @@ pub struct SandboxExecutor {
     backend: Arc<dyn SandboxBackend>,
     pool: Option<Arc<WarmPool>>,
     /// The gVisor tier (`sandbox_profile.isolation` = `gvisor`) and its warm pool.
-    gvisor: Option<(Arc<dyn SandboxBackend>, Option<Arc<WarmPool>>)>,
+    gvisor: Option<(Arc<dyn SandboxBackend>, Pool)>,
     pool_size: usize,
     limits: Limits,
     extra_read_only: Vec<PathBuf>,
@@ -190,14 +211,17 @@ impl SandboxExecutor {
     ///
     /// # Errors
     /// [`ExecError::Permanent`] when the tool's tier is not configured.
-    pub fn tier(
-        &self,
-        tool: &ToolRecord,
-    ) -> Result<(&Arc<dyn SandboxBackend>, Option<&Arc<WarmPool>>), ExecError> {
+    pub fn tier(&self, tool: &ToolRecord) -> Result<Tier<'_>, ExecError> {
         match tool.sandbox_profile().isolation {
-            Isolation::Namespaces => Ok((&self.backend, self.pool.as_ref())),
+            Isolation::Namespaces => Ok(Tier {
+                backend: &self.backend,
+                pool: self.pool.as_ref(),
+            }),
             Isolation::Gvisor => match &self.gvisor {
-                Some((backend, pool)) => Ok((backend, pool.as_ref())),
+                Some((backend, pool)) => Ok(Tier {
+                    backend,
+                    pool: pool.as_ref(),
+                }),
                 None => Err(ExecError::Permanent {
                     message: format!(
                         "`{}` runs on the gVisor tier (`isolation`: `gvisor`), which this \
@@ -261,7 +285,7 @@ impl SandboxExecutor {
     /// # Errors
     /// As [`SandboxExecutor::spec`].
     pub async fn prewarm(&self, tool: &ToolRecord, egress: &EgressGrant) -> Result<(), ExecError> {
-        if let (_, Some(pool)) = self.tier(tool)? {
+        if let Some(pool) = self.tier(tool)?.pool {
             let spec = self.spec(tool, egress).await?;
             pool.fill(&spec);
         }
@@ -406,7 +430,7 @@ impl SandboxExecutor {
             }
         };
         let timed_out = || ExecError::TimedOut(inv.timeout);
-        let (backend, pool) = match self.tier(inv.tool) {
+        let Tier { backend, pool } = match self.tier(inv.tool) {
             Ok(tier) => tier,
             Err(e) => {
                 return Attempted {

@@ -18,9 +18,8 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 
 use rustix::fs::{Mode, OFlags};
-use rustix::process::WaitOptions;
 
-use super::{inputs, limits, relay, seccomp, Control};
+use super::{inputs, limits, relay, seccomp, spawn, Control};
 use crate::protocol::{Exec, FromInit, GuestSetup, CONTROL_SOCKET, GUEST_DIR, HOSTNAME, WORKSPACE};
 
 /// The argument that makes the init the guest of a gVisor sandbox.
@@ -91,9 +90,7 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     let Some(exec) = ctl.recv::<Exec>()? else {
         return Ok(None);
     };
-    if exec.argv.is_empty() {
-        return Err("no program to run".into());
-    }
+    let (argv, envp) = spawn::c_strings(exec.argv, exec.env)?;
     inputs::place(exec.files)?;
     let (uid, gid) = (
         rustix::fs::Uid::from_raw(TOOL_ID),
@@ -101,64 +98,12 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     );
     rustix::fs::chown(WORKSPACE, Some(uid), Some(gid))
         .map_err(|e| format!("handing {WORKSPACE} to the tool's user: {e}"))?;
-    let cstr =
-        |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));
-    let argv: Vec<CString> = exec
-        .argv
-        .into_iter()
-        .map(|a| cstr(a, "an argument"))
-        .collect::<Result<_, _>>()?;
-    let envp: Vec<CString> = exec
-        .env
-        .into_iter()
-        .map(|(k, v)| cstr(format!("{k}={v}"), "an environment variable"))
-        .collect::<Result<_, _>>()?;
     let cwd = exec.cwd.unwrap_or_else(|| WORKSPACE.to_string());
-    let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| format!("pipe: {e}"))?;
-    // SAFETY: `fork` in a process with one thread (the relay starts later): the child may run
-    // ordinary Rust code until it executes the tool or exits with `_exit`.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!(
-            "cannot fork the tool: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    if pid == 0 {
-        drop(err_r);
-        let why = child(&setup.limits, &filters, &cwd, &argv, &envp);
-        let _ = rustix::io::write(&err_w, why.as_bytes());
-        // SAFETY: `_exit` ends the child at once, without running the parent's exit handlers.
-        unsafe { libc::_exit(127) }
-    }
-    drop(err_w);
-    let mut why = String::new();
-    let _ = std::io::Read::read_to_string(&mut std::fs::File::from(err_r), &mut why);
-    if !why.is_empty() {
-        return Err(why);
-    }
+    let pid = spawn::fork_tool(|| child(&setup.limits, &filters, &cwd, &argv, &envp))?;
     if let (Some(listener), Some(dir)) = (listener, proxy) {
         relay::spawn(listener, dir);
     }
-    super::null_stdio(0);
-    super::null_stdio(1);
-    super::null_stdio(2);
-    loop {
-        match rustix::process::wait(WaitOptions::empty()) {
-            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
-                if let Some(code) = status.exit_status() {
-                    return Ok(Some(FromInit::Exited { code }));
-                }
-                if let Some(signal) = status.terminating_signal() {
-                    return Ok(Some(FromInit::Signaled { signal }));
-                }
-                return Err(format!("the tool ended with wait status {status:?}"));
-            }
-            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(format!("wait: {e}")),
-        }
-    }
+    spawn::wait_tool(pid).map(Some)
 }
 
 /// In the tool's process: confine it and execute the tool. Returns only on failure, with why.

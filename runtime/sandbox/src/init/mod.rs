@@ -31,6 +31,7 @@ mod limits;
 mod mounts;
 mod relay;
 mod seccomp;
+mod spawn;
 
 use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -525,78 +526,19 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
         filters,
         proxy,
     } = prepared;
-    if exec.argv.is_empty() {
-        return Err("no program to run".into());
-    }
+    let (argv, envp) = spawn::c_strings(exec.argv, exec.env)?;
     inputs::place(exec.files)?;
     let cwd = exec.cwd;
-    let cstr =
-        |s: String, what: &str| CString::new(s).map_err(|_| format!("{what} contains a NUL byte"));
-    let argv: Vec<CString> = exec
-        .argv
-        .into_iter()
-        .map(|a| cstr(a, "an argument"))
-        .collect::<Result<_, _>>()?;
-    let envp: Vec<CString> = exec
-        .env
-        .into_iter()
-        .map(|(k, v)| cstr(format!("{k}={v}"), "an environment variable"))
-        .collect::<Result<_, _>>()?;
-
     let listener = match p.proxy_dir {
         Some(_) => Some(relay::listen()?),
         None => None,
     };
-    let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| format!("pipe: {e}"))?;
-
-    // SAFETY: `fork` in a process with one thread (the relay starts later): the child may run
-    // ordinary Rust code until it executes the tool or exits with `_exit`.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!(
-            "cannot fork the tool: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    if pid == 0 {
-        drop(err_r);
-        let why = child(&p.limits, fence, &filters, cwd.as_deref(), &argv, &envp);
-        let _ = rustix::io::write(&err_w, why.as_bytes());
-        // SAFETY: `_exit` ends the child at once, without running the parent's exit handlers
-        // or flushing buffers it copied.
-        unsafe { libc::_exit(127) }
-    }
-    drop(err_w);
-    let mut why = String::new();
-    let _ = std::fs::File::from(err_r).read_to_string(&mut why);
-    if !why.is_empty() {
-        return Err(why);
-    }
-    if let Some(listener) = listener {
-        if let Some(dir) = proxy {
-            relay::spawn(listener, dir);
-        }
+    let pid = spawn::fork_tool(|| child(&p.limits, fence, &filters, cwd.as_deref(), &argv, &envp))?;
+    if let (Some(listener), Some(dir)) = (listener, proxy) {
+        relay::spawn(listener, dir);
     }
     // The tool holds the stdio pipes now; PID 1 lets go of them.
-    null_stdio(0);
-    null_stdio(1);
-    null_stdio(2);
-    loop {
-        match rustix::process::wait(WaitOptions::empty()) {
-            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
-                if let Some(code) = status.exit_status() {
-                    return Ok(FromInit::Exited { code });
-                }
-                if let Some(signal) = status.terminating_signal() {
-                    return Ok(FromInit::Signaled { signal });
-                }
-                return Err(format!("the tool ended with wait status {status:?}"));
-            }
-            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(format!("wait: {e}")),
-        }
-    }
+    spawn::wait_tool(pid)
 }
 
 /// In the tool's process: confine it and execute the tool. Returns only on failure, with why.

@@ -3,6 +3,7 @@
 //! backend starts `/proc/self/exe`, and the dispatch runs as a constructor, before libtest's
 //! `main` and its threads.
 
+mod cgroups;
 mod roots;
 
 /// Runs before libtest's `main`: the sandbox init's dispatch, which does not return in a
@@ -11,3 +12,7 @@ mod roots;
 fn before_main() {
     escepine_sandbox::init::dispatch();
 }
+
+/// Held by each test for its whole run: the tests count this process's sandbox cgroups, so
+/// they run one at a time.
+pub(crate) static HOST: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

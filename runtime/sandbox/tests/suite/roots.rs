@@ -48,6 +48,7 @@ fn python_tree(dest: &Path) {
 
 #[tokio::test]
 async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
+    let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let tree = tempfile::tempdir().expect("tempdir");
     python_tree(tree.path());
@@ -156,6 +157,7 @@ fn bound_dir() -> tempfile::TempDir {
 /// image's link leads inside the image, and no host path changes.
 #[tokio::test]
 async fn an_image_linking_its_system_directories_to_the_host_changes_nothing_on_it() {
+    let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let targets = host_targets();
     let tree = tempfile::tempdir().expect("tempdir");
@@ -223,6 +225,7 @@ async fn an_image_linking_its_system_directories_to_the_host_changes_nothing_on_
 /// host changes.
 #[tokio::test]
 async fn an_image_leading_a_mount_point_onto_the_host_is_refused_and_changes_nothing() {
+    let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let targets = host_targets();
     let tree = tempfile::tempdir().expect("tempdir");
@@ -252,6 +255,7 @@ async fn an_image_leading_a_mount_point_onto_the_host_is_refused_and_changes_not
 /// entry; the host directory is unchanged.
 #[tokio::test]
 async fn an_image_linking_its_etc_to_the_host_is_refused_and_changes_nothing_on_it() {
+    let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let targets = host_targets();
     let tree = tempfile::tempdir().expect("tempdir");

@@ -167,3 +167,33 @@ pub async fn provision_execute_destroy(ex: &SandboxExecutor, spec: &Arc<SandboxS
     assert!(out.stdout.starts_with(b"{}"), "{}", out.stderr);
     took
 }
+
+/// One call of `rec` with `payload` and `egress` through `ex`, no secrets: its output.
+///
+/// # Errors
+/// The executor's.
+pub async fn call(
+    ex: &dyn escepine_runtime::executor::Executor,
+    rec: &ToolRecord,
+    payload: &serde_json::Value,
+    egress: &escepine_contract::EgressGrant,
+    timeout: Duration,
+) -> Result<serde_json::Value, escepine_runtime::executor::ExecError> {
+    let secrets = std::collections::BTreeMap::new();
+    let scrubber = escepine_runtime::scrub::Scrubber::default();
+    let inv = escepine_runtime::executor::Invocation {
+        tool: rec,
+        payload,
+        call_id: "bench",
+        idempotency_key: "bench",
+        attempt: 1,
+        timeout,
+        secrets: &secrets,
+        scrubber: &scrubber,
+        egress,
+        files: &escepine_contract::WorkspaceFiles::new(),
+        caller_token: None,
+        trace: None,
+    };
+    Ok(ex.execute(inv).await?.output)
+}
