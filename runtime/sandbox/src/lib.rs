@@ -13,6 +13,10 @@
 //! - `image`: OCI images as sandbox roots ([`cache`]): the fetching, verifying and unpacking
 //!   cache of `escepine-oci` and its HTTP stack.
 //!
+//! With `linux`, the crate also has the gVisor tier ([`GvisorBackend`]): each sandbox an OCI
+//! bundle (the same root image, read-only paths, workspace, memory cgroup and egress proxy) run
+//! by `runsc`, its first process the init as a guest ([`init::guest`]).
+//!
 //! Without features the crate is the backend seam and the host-side stream plumbing ([`io`])
 //! the process executor shares.
 //!
@@ -79,6 +83,8 @@ pub mod init;
 pub mod io;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod job;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+mod kept_images;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod linux;
 mod pool;

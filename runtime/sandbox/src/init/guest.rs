@@ -19,7 +19,8 @@ use std::os::unix::net::UnixStream;
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{inputs, limits, relay, seccomp, spawn, Control};
+use super::control::Control;
+use super::{inputs, limits, relay, seccomp, spawn};
 use crate::protocol::{Exec, FromInit, GuestSetup, CONTROL_SOCKET, GUEST_DIR, HOSTNAME, WORKSPACE};
 
 /// The argument that makes the init the guest of a gVisor sandbox.
@@ -142,5 +143,5 @@ fn child(
     if let Err(e) = seccomp::apply(filters) {
         return e;
     }
-    super::execute(argv, envp)
+    spawn::execute(argv, envp)
 }

@@ -24,6 +24,7 @@
 //! Both processes are single-threaded whenever they fork (the relay thread starts after the
 //! tool's fork), so the code between fork and exec may be ordinary Rust.
 
+mod control;
 mod fence;
 pub mod guest;
 mod inputs;
@@ -34,15 +35,13 @@ mod seccomp;
 mod spawn;
 
 use std::ffi::CString;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::process::{Pid, Signal, WaitOptions};
-use serde::de::DeserializeOwned;
 
 use super::protocol::{Exec, FromInit, Provision, HOSTNAME, MAX_LINE, WORKSPACE};
+use control::Control;
 
 /// Whether [`dispatch`] was called in this process (so starting this program as the zygote runs
 /// the init, not its `main`).
@@ -126,7 +125,7 @@ fn server() -> i32 {
         Ok(fd) => fd,
         Err(_) => return 70,
     };
-    null_stdio(0);
+    spawn::null_stdio(0);
     // SAFETY: setting a signal disposition to SIG_IGN installs no handler code.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
     loop {
@@ -197,61 +196,6 @@ fn receive_fds(socket: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, rustix::io::Err
     Ok(Some(fds))
 }
 
-/// One end of the control socket, line-delimited JSON.
-struct Control {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Control {
-    fn new(fd: OwnedFd) -> std::io::Result<Self> {
-        let stream = UnixStream::from(fd);
-        let writer = stream.try_clone()?;
-        Ok(Self {
-            reader: BufReader::new(stream),
-            writer,
-        })
-    }
-
-    /// The next message; `None` at end of stream (the host is gone).
-    fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, String> {
-        let mut line = String::new();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64)
-            .read_line(&mut line)
-            .map_err(|e| format!("cannot read the control socket: {e}"))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        serde_json::from_str(&line)
-            .map(Some)
-            .map_err(|e| format!("malformed control message: {e}"))
-    }
-
-    fn send(&mut self, msg: &FromInit) {
-        if let Ok(mut line) = serde_json::to_string(msg) {
-            line.push('\n');
-            // The host may be gone; then nobody is listening and the sandbox dies anyway.
-            let _ = self.writer.write_all(line.as_bytes());
-        }
-    }
-}
-
-/// Points `fd` (0, 1 or 2) at `/dev/null`.
-fn null_stdio(which: i32) {
-    if let Ok(null) = rustix::fs::open(
-        "/dev/null",
-        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    ) {
-        let _ = match which {
-            0 => rustix::stdio::dup2_stdin(&null),
-            1 => rustix::stdio::dup2_stdout(&null),
-            _ => rustix::stdio::dup2_stderr(&null),
-        };
-    }
-}
-
 /// The outer process; returns its exit status.
 fn outer() -> i32 {
     // The control socket arrives as stdin: keep a close-on-exec copy, and free fd 0.
@@ -259,7 +203,7 @@ fn outer() -> i32 {
         Ok(fd) => fd,
         Err(_) => return 70,
     };
-    null_stdio(0);
+    spawn::null_stdio(0);
     // The first message carries the read end of the tool's stdin pipe; it becomes fd 0.
     let first = receive_provision(&control);
     let mut ctl = match Control::new(control) {
@@ -366,8 +310,8 @@ fn outer() -> i32 {
     drop(sync_w);
     drop(ctl);
     // The tool's pipes must see EOF when the tool's processes are gone, not when this one is.
-    null_stdio(1);
-    null_stdio(2);
+    spawn::null_stdio(1);
+    spawn::null_stdio(2);
     loop {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((p, _))) if p.as_raw_nonzero().get() == pid => return 0,
@@ -569,25 +513,7 @@ fn child(
     if let Err(e) = seccomp::apply(filters) {
         return e;
     }
-    execute(argv, envp)
-}
-
-/// Executes `argv` with `envp`; returns only on failure, with why.
-fn execute(argv: &[CString], envp: &[CString]) -> String {
-    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    argv_ptrs.push(std::ptr::null());
-    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
-    envp_ptrs.push(std::ptr::null());
-    // SAFETY: both arrays are null-terminated and point into `argv`/`envp`, which outlive the
-    // call; `execve` only returns on failure.
-    unsafe {
-        libc::execve(argv[0].as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr());
-    }
-    format!(
-        "cannot execute {}: {}",
-        argv[0].to_string_lossy(),
-        std::io::Error::last_os_error()
-    )
+    spawn::execute(argv, envp)
 }
 
 #[cfg(test)]

@@ -68,9 +68,9 @@ pub(super) fn fork_tool(child: impl FnOnce() -> String) -> Result<i32, String> {
 /// Lets go of the stdio pipes the tool holds now, and reaps every process until the tool `pid`
 /// has ended: its status.
 pub(super) fn wait_tool(pid: i32) -> Result<FromInit, String> {
-    super::null_stdio(0);
-    super::null_stdio(1);
-    super::null_stdio(2);
+    null_stdio(0);
+    null_stdio(1);
+    null_stdio(2);
     loop {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
@@ -86,4 +86,37 @@ pub(super) fn wait_tool(pid: i32) -> Result<FromInit, String> {
             Err(e) => return Err(format!("wait: {e}")),
         }
     }
+}
+
+/// Points `fd` (0, 1 or 2) at `/dev/null`.
+pub(super) fn null_stdio(which: i32) {
+    if let Ok(null) = rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        let _ = match which {
+            0 => rustix::stdio::dup2_stdin(&null),
+            1 => rustix::stdio::dup2_stdout(&null),
+            _ => rustix::stdio::dup2_stderr(&null),
+        };
+    }
+}
+
+/// Executes `argv` with `envp`; returns only on failure, with why.
+pub(super) fn execute(argv: &[CString], envp: &[CString]) -> String {
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    // SAFETY: both arrays are null-terminated and point into `argv`/`envp`, which outlive the
+    // call; `execve` only returns on failure.
+    unsafe {
+        libc::execve(argv[0].as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr());
+    }
+    format!(
+        "cannot execute {}: {}",
+        argv[0].to_string_lossy(),
+        std::io::Error::last_os_error()
+    )
 }

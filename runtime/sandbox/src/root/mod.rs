@@ -25,9 +25,6 @@ use crate::io::copy_hashing;
 use crate::SandboxError;
 
 mod in_root;
-mod kept;
-
-pub(crate) use kept::KeptImages;
 
 /// Device nodes made in every image, as on the host.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];

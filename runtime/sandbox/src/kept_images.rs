@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::Image;
 use crate::backend::SandboxSpec;
+use crate::root::{self, Image};
 use crate::SandboxError;
 
 /// How many root images a backend keeps (one per program).
@@ -55,7 +55,7 @@ impl KeptImages {
         }
         let for_build = Arc::clone(spec);
         let extra = self.extra_dirs;
-        let made = tokio::task::spawn_blocking(move || super::build(&for_build, extra))
+        let made = tokio::task::spawn_blocking(move || root::build(&for_build, extra))
             .await
             .map_err(|e| SandboxError::Protocol(format!("making the root image: {e}")))??;
         let made = Arc::new(made);

@@ -1,0 +1,50 @@
+//! One end of a sandbox's control socket inside it (PID 1's, or the gVisor guest's):
+//! line-delimited JSON.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+
+use serde::de::DeserializeOwned;
+
+use crate::protocol::{FromInit, MAX_LINE};
+
+/// One end of the control socket, line-delimited JSON.
+pub(super) struct Control {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Control {
+    pub(super) fn new(fd: OwnedFd) -> std::io::Result<Self> {
+        let stream = UnixStream::from(fd);
+        let writer = stream.try_clone()?;
+        Ok(Self {
+            reader: BufReader::new(stream),
+            writer,
+        })
+    }
+
+    /// The next message; `None` at end of stream (the host is gone).
+    pub(super) fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, String> {
+        let mut line = String::new();
+        let n = (&mut self.reader)
+            .take(MAX_LINE as u64)
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the control socket: {e}"))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        serde_json::from_str(&line)
+            .map(Some)
+            .map_err(|e| format!("malformed control message: {e}"))
+    }
+
+    pub(super) fn send(&mut self, msg: &FromInit) {
+        if let Ok(mut line) = serde_json::to_string(msg) {
+            line.push('\n');
+            // The host may be gone; then nobody is listening and the sandbox dies anyway.
+            let _ = self.writer.write_all(line.as_bytes());
+        }
+    }
+}
