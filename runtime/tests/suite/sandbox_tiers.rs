@@ -98,3 +98,47 @@ async fn without_runsc_a_gvisor_tool_fails_naming_the_package() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn a_warm_pool_of_gvisor_sandboxes_serves_each_call_from_a_started_container() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = HostSnapshot::take(dir.path());
+    let target = Target::gvisor(Root::Binary);
+    let ex = target
+        .executor(MapResolver::default(), dir.path())
+        .with_warm_pool(1);
+    let rec = target.hostile_record("kernel", "uname");
+    let egress = escepine_contract::EgressGrant::default();
+    ex.prewarm(&rec, &egress).await.expect("prewarmed");
+    let pool = ex
+        .tier(&rec)
+        .expect("the gVisor tier")
+        .pool
+        .expect("a pool");
+    for round in 0..2 {
+        // The pool holds a started container whose guest waits for its job.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while pool.ready() < 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: never refilled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let out = run(
+            &ex,
+            &rec,
+            json!({}),
+            &BTreeMap::new(),
+            &[],
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("round {round}: {e:?}"))
+        .output;
+        assert_eq!(out["release"], GVISOR_RELEASE, "round {round}: {out}");
+    }
+    drop(ex);
+    snapshot.assert_clean().await;
+}
