@@ -11,7 +11,6 @@
 //! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300).
 //! Prints p50 and p99 per row and the ratios the issue sets targets for.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -20,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use escepine_contract::{EgressGrant, Isolation, Transport};
 use escepine_registry::record::ToolRecord;
-use escepine_runtime::executor::{Executor, Invocation, ProcessExecutor};
+use escepine_runtime::executor::{Executor, ProcessExecutor};
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_sandbox::{GvisorBackend, LinuxBackend};
 use escepine_testkit::fixtures;
@@ -171,30 +170,21 @@ fn main() {
     ];
     for (name, ex) in executors {
         let samples = rt.block_on(async {
-            let secrets = BTreeMap::new();
             let payload = json!({ "planted": "/nonexistent", "write_outside": "/nonexistent/x" });
             let mut samples = Vec::with_capacity(iters);
             for i in 0..iters + warm {
-                let inv = Invocation {
-                    tool: &mcp_rec,
-                    payload: &payload,
-                    call_id: "bench",
-                    idempotency_key: "bench",
-                    attempt: 1,
-                    timeout: Duration::from_secs(10),
-                    secrets: &secrets,
-                    scrubber: &escepine_runtime::scrub::Scrubber::new(
-                        secrets.values().map(String::as_str),
-                    ),
-                    egress: &EgressGrant::default(),
-                    files: &escepine_contract::WorkspaceFiles::new(),
-                    caller_token: None,
-                    trace: None,
-                };
                 let start = Instant::now();
-                let out = ex.execute(inv).await.expect("the probe answers");
+                let out = call(
+                    ex.as_ref(),
+                    &mcp_rec,
+                    &payload,
+                    &EgressGrant::default(),
+                    Duration::from_secs(10),
+                )
+                .await
+                .expect("the probe answers");
                 let took = start.elapsed();
-                assert!(out.output.get("hostname").is_some());
+                assert!(out.get("hostname").is_some());
                 if i >= warm {
                     samples.push(took);
                 }
@@ -210,34 +200,17 @@ fn main() {
     let (rounds, concurrent) = if support::smoke() { (1, 8) } else { (20, 64) };
     let (round_times, left) = rt.block_on(async {
         let ex = SandboxExecutor::with_backend(backend());
-        let secrets = BTreeMap::new();
-        let scrubber = escepine_runtime::scrub::Scrubber::default();
         let payload = json!({});
-        let files = escepine_contract::WorkspaceFiles::new();
         let mut times = Vec::with_capacity(rounds);
         for _ in 0..rounds {
             let start = Instant::now();
-            let calls = (0..concurrent).map(|_| {
-                ex.execute(Invocation {
-                    tool: &rec,
-                    payload: &payload,
-                    call_id: "bench",
-                    idempotency_key: "bench",
-                    attempt: 1,
-                    timeout: Duration::from_secs(30),
-                    secrets: &secrets,
-                    scrubber: &scrubber,
-                    egress: &proxy_egress,
-                    files: &files,
-                    caller_token: None,
-                    trace: None,
-                })
-            });
+            let calls = (0..concurrent)
+                .map(|_| call(&ex, &rec, &payload, &proxy_egress, Duration::from_secs(30)));
             let outs = futures::future::join_all(calls).await;
             times.push(start.elapsed());
             for out in &outs {
                 match out {
-                    Ok(e) => assert_eq!(e.output, json!({})),
+                    Ok(e) => assert_eq!(e, &json!({})),
                     Err(e) => panic!("a concurrent call failed: {e}"),
                 }
             }

@@ -30,6 +30,11 @@ use escepine_ledger::store::BoxFuture;
 /// A warm pool, if the executor keeps one.
 type Pool = Option<Arc<WarmPool>>;
 
+/// A warm pool of `size` sandboxes of `backend` (none for 0).
+fn pool_of(backend: &Arc<dyn SandboxBackend>, size: usize) -> Pool {
+    (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(backend), size)))
+}
+
 /// One isolation tier of an executor: its backend and warm pool.
 #[derive(Clone, Copy)]
 pub struct Tier<'a> {
@@ -190,9 +195,9 @@ impl SandboxExecutor {
     /// for one call and destroyed after it.
     pub fn with_warm_pool(mut self, size: usize) -> Self {
         self.pool_size = size;
-        self.pool = (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(&self.backend), size)));
+        self.pool = pool_of(&self.backend, size);
         if let Some((backend, pool)) = &mut self.gvisor {
-            *pool = (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(backend), size)));
+            *pool = pool_of(backend, size);
         }
         self
     }
@@ -201,8 +206,7 @@ impl SandboxExecutor {
     /// [`GvisorBackend`]), with a warm pool of the executor's size. Without it such tools
     /// fail, naming the missing tier.
     pub fn with_gvisor(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
-        let pool = (self.pool_size > 0)
-            .then(|| Arc::new(WarmPool::new(Arc::clone(&backend), self.pool_size)));
+        let pool = pool_of(&backend, self.pool_size);
         self.gvisor = Some((backend, pool));
         self
     }

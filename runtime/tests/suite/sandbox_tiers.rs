@@ -9,13 +9,26 @@ use std::time::Duration;
 use crate::support::host;
 use crate::support::sandbox::*;
 use escepine_contract::Isolation;
-use escepine_runtime::executor::ExecError;
+use escepine_runtime::executor::{ExecError, Execution};
 use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_sandbox::GvisorBackend;
 use serde_json::json;
 
 /// The release gVisor's kernel reports.
 const GVISOR_RELEASE: &str = "4.4.0";
+
+/// One call of the hostile tool's `uname` mode on `target` through `ex`.
+async fn uname(ex: &SandboxExecutor, target: Target) -> Result<Execution, ExecError> {
+    run(
+        ex,
+        &target.hostile_record("kernel", "uname"),
+        json!({}),
+        &BTreeMap::new(),
+        &[],
+        Duration::from_secs(30),
+    )
+    .await
+}
 
 #[tokio::test]
 async fn a_gvisor_tool_runs_under_gvisor_and_a_default_one_under_the_host_kernel() {
@@ -36,17 +49,10 @@ async fn a_gvisor_tool_runs_under_gvisor_and_a_default_one_under_the_host_kernel
             (Isolation::Namespaces, host_release.as_str()),
         ] {
             let target = Target { root, tier };
-            let out = run(
-                &ex,
-                &target.hostile_record("kernel", "uname"),
-                json!({}),
-                &BTreeMap::new(),
-                &[],
-                Duration::from_secs(30),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{target:?}: {e:?}"))
-            .output;
+            let out = uname(&ex, target)
+                .await
+                .unwrap_or_else(|e| panic!("{target:?}: {e:?}"))
+                .output;
             assert_eq!(out["release"], release, "{target:?}: {out}");
             assert_eq!(out["sysname"], "Linux", "{target:?}: {out}");
             assert_eq!(out["nodename"], "escepine-sandbox", "{target:?}: {out}");
@@ -63,16 +69,9 @@ async fn without_runsc_a_gvisor_tool_fails_naming_the_package() {
         .with_run_dir(dir.path());
     let ex = SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), dir.path())))
         .with_gvisor(Arc::new(missing));
-    let err = run(
-        &ex,
-        &Target::gvisor(Root::Binary).hostile_record("kernel", "uname"),
-        json!({}),
-        &BTreeMap::new(),
-        &[],
-        Duration::from_secs(30),
-    )
-    .await
-    .expect_err("no runsc");
+    let err = uname(&ex, Target::gvisor(Root::Binary))
+        .await
+        .expect_err("no runsc");
     let ExecError::Spawn(message) = &err else {
         panic!("{err:?}")
     };
@@ -83,16 +82,9 @@ async fn without_runsc_a_gvisor_tool_fails_naming_the_package() {
     // An executor with no gVisor tier at all says so.
     let only_native =
         SandboxExecutor::with_backend(Arc::new(backend(MapResolver::default(), dir.path())));
-    let err = run(
-        &only_native,
-        &Target::gvisor(Root::Binary).hostile_record("kernel", "uname"),
-        json!({}),
-        &BTreeMap::new(),
-        &[],
-        Duration::from_secs(30),
-    )
-    .await
-    .expect_err("no gVisor tier");
+    let err = uname(&only_native, Target::gvisor(Root::Binary))
+        .await
+        .expect_err("no gVisor tier");
     assert!(
         matches!(&err, ExecError::Permanent { message, .. } if message.contains("gVisor tier")),
         "{err:?}"
@@ -126,17 +118,10 @@ async fn a_warm_pool_of_gvisor_sandboxes_serves_each_call_from_a_started_contain
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let out = run(
-            &ex,
-            &rec,
-            json!({}),
-            &BTreeMap::new(),
-            &[],
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("round {round}: {e:?}"))
-        .output;
+        let out = uname(&ex, target)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e:?}"))
+            .output;
         assert_eq!(out["release"], GVISOR_RELEASE, "round {round}: {out}");
     }
     drop(ex);

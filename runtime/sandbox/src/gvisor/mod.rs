@@ -186,6 +186,7 @@ impl GvisorBackend {
         let image = self.images.get(&spec).await?;
         let name = format!("escepine-gv-{}-{id}", std::process::id());
         let dir = self.run_dir.join(&name);
+        let runsc_root = dir.join("state");
         let mut state = GvisorSandbox::default();
         state.dir = Some(dir.clone());
         let mkdir = |p: &Path| {
@@ -241,10 +242,9 @@ impl GvisorBackend {
         )
         .map_err(|_| SandboxError::Protocol("a cgroup path with a NUL byte".into()))?;
         state.cgroup = Some(cgroup);
-        state.runsc = Some((runsc.clone(), dir.join("state"), name.clone()));
         let mut cmd = Command::new(&runsc);
         cmd.arg("--root")
-            .arg(dir.join("state"))
+            .arg(&runsc_root)
             .args(["--network=none", "--host-uds=open"]);
         if let Some(platform) = &self.platform {
             cmd.arg(format!("--platform={platform}"));
@@ -265,6 +265,7 @@ impl GvisorBackend {
         let mut child = cmd
             .spawn()
             .map_err(|e| SandboxError::io(format!("starting {}", runsc.display()), e))?;
+        state.runsc = Some((runsc, runsc_root, name));
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

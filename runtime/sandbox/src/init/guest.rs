@@ -20,7 +20,7 @@ use std::os::unix::net::UnixStream;
 use rustix::fs::{Mode, OFlags};
 
 use super::control::Control;
-use super::{inputs, limits, relay, seccomp, spawn};
+use super::{inputs, relay, seccomp, spawn};
 use crate::protocol::{Exec, FromInit, GuestSetup, CONTROL_SOCKET, GUEST_DIR, HOSTNAME, WORKSPACE};
 
 /// The argument that makes the init the guest of a gVisor sandbox.
@@ -115,13 +115,7 @@ fn child(
     argv: &[CString],
     envp: &[CString],
 ) -> String {
-    if let Err(e) = rustix::process::chdir(cwd) {
-        return format!("chdir {cwd}: {e}");
-    }
-    if let Err(e) = limits::apply(limits) {
-        return e;
-    }
-    if let Err(e) = limits::drop_capabilities() {
+    if let Err(e) = spawn::confine(cwd, limits) {
         return e;
     }
     // The tool's own user, with no supplementary group: a uid other than 0 holds no

@@ -494,14 +494,7 @@ fn child(
     argv: &[CString],
     envp: &[CString],
 ) -> String {
-    let cwd = cwd.unwrap_or(WORKSPACE);
-    if let Err(e) = rustix::process::chdir(cwd) {
-        return format!("chdir {cwd}: {e}");
-    }
-    if let Err(e) = limits::apply(limits) {
-        return e;
-    }
-    if let Err(e) = limits::drop_capabilities() {
+    if let Err(e) = spawn::confine(cwd.unwrap_or(WORKSPACE), limits) {
         return e;
     }
     if let Err(e) = rustix::thread::set_no_new_privs(true) {

@@ -10,6 +10,14 @@ use rustix::process::WaitOptions;
 
 use crate::protocol::FromInit;
 
+/// In the tool's process, first: into `cwd`, under `limits`, with every capability dropped for
+/// good (what both tiers do before their own confinement).
+pub(super) fn confine(cwd: &str, limits: &crate::Limits) -> Result<(), String> {
+    rustix::process::chdir(cwd).map_err(|e| format!("chdir {cwd}: {e}"))?;
+    super::limits::apply(limits)?;
+    super::limits::drop_capabilities()
+}
+
 /// `argv` and `env` (`NAME=value`) as C strings; a NUL byte in either refuses the job.
 pub(super) fn c_strings(
     argv: Vec<String>,
