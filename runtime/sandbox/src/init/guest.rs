@@ -4,8 +4,8 @@
 //! It connects to the host's control socket (in the host directory bound at
 //! `/.escepine/run`, reachable through `runsc --host-uds=open`) before anything of the tool
 //! exists, keeps a descriptor of that directory for the relay, and detaches `/.escepine` (its
-//! own binary, its libraries and the sockets), so the tool finds no host file and no socket
-//! but its own. Then, as PID 1 does: it reads [`GuestSetup`], reports [`FromInit::Ready`], waits
+//! own binary, its libraries and the sockets) and covers it with an empty read-only tmpfs, so
+//! the tool finds no host file and no socket but its own. Then, as PID 1 does: it reads [`GuestSetup`], reports [`FromInit::Ready`], waits
 //! for [`Exec`], places the workspace inputs, starts the loopback relay when the sandbox has
 //! egress, hands the workspace to the tool's user ([`TOOL_ID`]), forks the tool — which applies
 //! the limits, drops every capability, becomes that user, sets `no_new_privs` and the same
@@ -77,6 +77,19 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     };
     rustix::mount::unmount(GUEST_DIR, rustix::mount::UnmountFlags::DETACH)
         .map_err(|e| format!("detaching {GUEST_DIR}: {e}"))?;
+    // gVisor leaves what it made beneath the mount point reachable (its stubs of the binds,
+    // which still read as the host's files): an empty read-only tmpfs covers all of it.
+    rustix::mount::mount(
+        "escepine",
+        GUEST_DIR,
+        "tmpfs",
+        rustix::mount::MountFlags::RDONLY
+            | rustix::mount::MountFlags::NOSUID
+            | rustix::mount::MountFlags::NODEV
+            | rustix::mount::MountFlags::NOEXEC,
+        c"size=4096,mode=0555",
+    )
+    .map_err(|e| format!("covering {GUEST_DIR}: {e}"))?;
     rustix::system::sethostname(HOSTNAME.as_bytes()).map_err(|e| format!("sethostname: {e}"))?;
     let listener = match proxy {
         Some(_) => {

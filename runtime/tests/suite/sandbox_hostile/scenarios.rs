@@ -86,6 +86,14 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
         "host_pid": std::process::id(),
         "loopback_port": port,
         "write_also": [ dir.path().join("escaped").display().to_string(), "/workspace/../escaped" ],
+        // Where a gVisor guest found the host's control and proxy sockets, and its own binary,
+        // before the tool ran.
+        "host_sockets": [
+            "/.escepine/run/control.sock",
+            "/.escepine/run/proxy.sock",
+            "/.escepine/escepine-init",
+            "/.escepine/lib/libc.so.6",
+        ],
     });
     let first = run(
         &ex,
@@ -122,6 +130,26 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
         }
         assert!(!dir.path().join("escaped").exists());
         assert_eq!(out["workspace_write"]["ok"], json!(true), "{out}");
+        // The host's sockets and the guest's binary are out of reach: the guest detached their
+        // mounts and covered the place before the tool started (a namespace sandbox never had
+        // them).
+        let sockets = out["host_sockets"].as_object().unwrap();
+        assert_eq!(sockets.len(), 4, "{out}");
+        for (path, r) in sockets {
+            assert_failed(&r["connect"], &format!("connecting to {path}"));
+            let found = &r["found"];
+            assert!(
+                found["ok"] == json!(false)
+                    || found["len"] == json!(0)
+                    || found["dir"] == json!(true),
+                "{path} holds something: {found}"
+            );
+            let parent = &r["parent"];
+            assert!(
+                parent["ok"] == json!(false) || parent["entries"] == json!([]),
+                "{path}'s directory is visible: {parent}"
+            );
+        }
         // Only the sandbox's own processes are visible; the host's cannot be signalled.
         let pids: Vec<u64> = serde_json::from_value(out["proc"].clone()).unwrap();
         assert!(!pids.is_empty() && pids.len() <= 3, "{pids:?}");
@@ -636,7 +664,7 @@ pub async fn procfs_shows_nothing_of_the_host(tool_root: Target) {
         assert_eq!(root, "/", "a host subtree is mounted: {line}");
         assert!(!source.starts_with('/'), "a host device is mounted: {line}");
         // gVisor's kernel mounts its own `/dev` and `/dev/pts`; the tier covers its `/sys` and
-        // `/tmp` with empty read-only tmpfs.
+        // `/tmp`, and the guest's `/.escepine`, with empty read-only tmpfs.
         let layout: &[&str] = match tool_root.tier {
             Isolation::Namespaces => &["/", "/proc", "/workspace"],
             Isolation::Gvisor => &[
@@ -647,6 +675,7 @@ pub async fn procfs_shows_nothing_of_the_host(tool_root: Target) {
                 "/dev/pts",
                 "/sys",
                 "/tmp",
+                "/.escepine",
             ],
         };
         assert!(layout.contains(&point), "a mount at {point}: {line}");

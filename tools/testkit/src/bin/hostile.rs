@@ -170,6 +170,29 @@ fn probe(p: &Value) -> Value {
         );
     }
     out.insert("workspace_before".into(), list("/workspace"));
+    // The host's sockets, where a sandbox's init reached them: each listed and connected to.
+    let mut host_sockets = Map::new();
+    for path in p["host_sockets"].as_array().into_iter().flatten() {
+        let Some(path) = path.as_str() else { continue };
+        let connect = match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => ok(json!({})),
+            Err(e) => failed(e),
+        };
+        let parent = Path::new(path)
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        // What the path holds, if anything: a socket, a file of some size, nothing.
+        let found = match fs::symlink_metadata(path) {
+            Ok(m) => ok(json!({ "len": m.len(), "dir": m.is_dir() })),
+            Err(e) => failed(e),
+        };
+        host_sockets.insert(
+            path.to_string(),
+            json!({ "connect": connect, "parent": list(&parent), "found": found }),
+        );
+    }
+    out.insert("host_sockets".into(), Value::Object(host_sockets));
     out.insert(
         "workspace_write".into(),
         match fs::write("/workspace/marker", b"left by a previous call") {
