@@ -8,7 +8,8 @@
 //! binary, and an MCP session with the Python SDK server on each tier.
 //!
 //! `cargo bench -p escepine-runtime --bench sandbox` (needs root or unprivileged user
-//! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300).
+//! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300);
+//! `ESCEPINE_BENCH_TIERS=namespaces` leaves out the gVisor tier.
 //! Prints p50 and p99 per row and the ratios the issue sets targets for.
 
 use std::io::Write;
@@ -238,124 +239,20 @@ fn main() {
         left.1
     );
 
-    // The gVisor tier: the same no-op through `runsc` (fewer runs: each is a gVisor sandbox),
-    // beside `runsc do` of the same binary; then an MCP session with the Python SDK server on
-    // each tier.
-    println!();
-    let gv_iters = if support::smoke() {
-        iters
-    } else {
-        iters.min(50)
-    };
-    let runsc_do = time_command("runsc do (host root, no network)", gv_iters, || {
-        let mut c = Command::new("runsc");
-        c.args(["--network=none", "do"]).arg(&tool).arg("noop");
-        c
-    });
-    let gvisor = || {
-        Arc::new(
-            GvisorBackend::new(None)
-                .expect("this bench dispatches the sandbox init")
-                .with_run_dir(run_dir.path()),
-        )
-    };
-    let gv_rec = builder_with(&tool, Transport::StdioJson, "noop", &["noop"])
-        .isolation(Isolation::Gvisor)
-        .registered();
-    let mut gvisor_rows = Vec::new();
-    for (name, pool, egress) in [
-        ("gvisor, cold, no egress", 0, EgressGrant::default()),
-        ("gvisor, cold, with proxy", 0, proxy_egress.clone()),
-        (
-            "gvisor, warm pool (2), no egress",
-            2,
-            EgressGrant::default(),
-        ),
-    ] {
-        let ex = SandboxExecutor::with_backend(backend())
-            .with_gvisor(gvisor())
-            .with_warm_pool(pool);
-        let samples = rt.block_on(time_calls(
-            &ex,
-            &gv_rec,
-            &egress,
-            pool,
-            gv_iters,
-            warm.min(3),
-        ));
-        gvisor_rows.push(summarise(name, samples));
-    }
-    let py_iters = if support::smoke() {
-        iters
-    } else {
-        iters.min(20)
-    };
-    let python = fixtures::python_bin().expect("the fixtures are installed");
-    let server = fixtures::server_source("py_sdk_server.py").expect("the fixture server");
-    let server = server.display().to_string();
-    let py = |tier: Isolation| {
-        builder_with(&python, Transport::McpStdio, "word_count", &[&server])
-            .read_only(fixtures::python_read_only_paths().expect("the fixtures are installed"))
-            .isolation(tier)
-            .registered()
-    };
-    let both_tiers = SandboxExecutor::with_backend(backend()).with_gvisor(gvisor());
-    let mut py_rows = Vec::new();
-    for (name, rec) in [
-        (
-            "mcp session (python sdk), namespaces, cold",
-            py(Isolation::Namespaces),
-        ),
-        (
-            "mcp session (python sdk), gvisor, cold",
-            py(Isolation::Gvisor),
-        ),
-    ] {
-        let samples = rt.block_on(async {
-            let mut samples = Vec::with_capacity(py_iters);
-            for i in 0..py_iters + 1 {
-                let start = Instant::now();
-                let out = call(
-                    &both_tiers,
-                    &rec,
-                    &json!({ "text": "a bb ccc" }),
-                    &EgressGrant::default(),
-                    Duration::from_secs(60),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-                let took = start.elapsed();
-                assert_eq!(out, json!({ "words": 3 }), "{name}");
-                if i >= 1 {
-                    samples.push(took);
-                }
-            }
-            samples
-        });
-        py_rows.push(summarise(name, samples));
+    if support::tier_wanted("gvisor") {
+        gvisor_tier(
+            &rt,
+            &backend,
+            &tool,
+            &sandbox_rows,
+            iters,
+            warm,
+            run_dir.path(),
+        );
     }
 
     println!();
     let ratio = |a: &Row, b: &Row| a.ratio(b);
-    if let Some(d) = &runsc_do {
-        println!(
-            "gvisor cold (no egress) p50 / runsc do p50 = {:.2}",
-            ratio(&gvisor_rows[0], d)
-        );
-    }
-    println!(
-        "gvisor cold p50 / namespaces cold p50 (no egress) = {:.2}, (with proxy) = {:.2}",
-        ratio(&gvisor_rows[0], &sandbox_rows[0]),
-        ratio(&gvisor_rows[1], &sandbox_rows[1])
-    );
-    println!(
-        "gvisor warm pool p50 / namespaces warm pool p50 (no egress) = {:.2}",
-        ratio(&gvisor_rows[2], &sandbox_rows[2])
-    );
-    println!(
-        "python mcp session, gvisor p50 / namespaces p50 = {:.2}",
-        ratio(&py_rows[1], &py_rows[0])
-    );
     let cold = &sandbox_rows[1];
     let warm = &sandbox_rows[3];
     if let Some(u) = &unshare {
@@ -454,4 +351,134 @@ fn sandbox_processes() -> usize {
 /// Entries of `dir`.
 fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|rd| rd.count()).unwrap_or(0)
+}
+
+/// The gVisor tier: the same no-op through `runsc` (fewer runs: each is a gVisor sandbox),
+/// beside `runsc do` of the same binary; then an MCP session with the Python SDK server on
+/// each tier; and their ratios to the namespace tier's `sandbox_rows`.
+fn gvisor_tier(
+    rt: &tokio::runtime::Runtime,
+    backend: &dyn Fn() -> Arc<LinuxBackend>,
+    tool: &Path,
+    sandbox_rows: &[Row],
+    iters: usize,
+    warm: usize,
+    run_dir: &Path,
+) {
+    let proxy_egress = EgressGrant::new(vec!["example.test:443".parse().unwrap()]);
+    println!();
+    let gv_iters = if support::smoke() {
+        iters
+    } else {
+        iters.min(50)
+    };
+    let runsc_do = time_command("runsc do (host root, no network)", gv_iters, || {
+        let mut c = Command::new("runsc");
+        c.args(["--network=none", "do"]).arg(tool).arg("noop");
+        c
+    });
+    let gvisor = || {
+        Arc::new(
+            GvisorBackend::new(None)
+                .expect("this bench dispatches the sandbox init")
+                .with_run_dir(run_dir),
+        )
+    };
+    let gv_rec = builder_with(tool, Transport::StdioJson, "noop", &["noop"])
+        .isolation(Isolation::Gvisor)
+        .registered();
+    let mut gvisor_rows = Vec::new();
+    for (name, pool, egress) in [
+        ("gvisor, cold, no egress", 0, EgressGrant::default()),
+        ("gvisor, cold, with proxy", 0, proxy_egress.clone()),
+        (
+            "gvisor, warm pool (2), no egress",
+            2,
+            EgressGrant::default(),
+        ),
+    ] {
+        let ex = SandboxExecutor::with_backend(backend())
+            .with_gvisor(gvisor())
+            .with_warm_pool(pool);
+        let samples = rt.block_on(time_calls(
+            &ex,
+            &gv_rec,
+            &egress,
+            pool,
+            gv_iters,
+            warm.min(3),
+        ));
+        gvisor_rows.push(summarise(name, samples));
+    }
+    let py_iters = if support::smoke() {
+        iters
+    } else {
+        iters.min(20)
+    };
+    let python = fixtures::python_bin().expect("the fixtures are installed");
+    let server = fixtures::server_source("py_sdk_server.py").expect("the fixture server");
+    let server = server.display().to_string();
+    let py = |tier: Isolation| {
+        builder_with(&python, Transport::McpStdio, "word_count", &[&server])
+            .read_only(fixtures::python_read_only_paths().expect("the fixtures are installed"))
+            .isolation(tier)
+            .registered()
+    };
+    let both_tiers = SandboxExecutor::with_backend(backend()).with_gvisor(gvisor());
+    let mut py_rows = Vec::new();
+    for (name, rec) in [
+        (
+            "mcp session (python sdk), namespaces, cold",
+            py(Isolation::Namespaces),
+        ),
+        (
+            "mcp session (python sdk), gvisor, cold",
+            py(Isolation::Gvisor),
+        ),
+    ] {
+        let samples = rt.block_on(async {
+            let mut samples = Vec::with_capacity(py_iters);
+            for i in 0..py_iters + 1 {
+                let start = Instant::now();
+                let out = call(
+                    &both_tiers,
+                    &rec,
+                    &json!({ "text": "a bb ccc" }),
+                    &EgressGrant::default(),
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                let took = start.elapsed();
+                assert_eq!(out, json!({ "words": 3 }), "{name}");
+                if i >= 1 {
+                    samples.push(took);
+                }
+            }
+            samples
+        });
+        py_rows.push(summarise(name, samples));
+    }
+
+    println!();
+    let ratio = |a: &Row, b: &Row| a.ratio(b);
+    if let Some(d) = &runsc_do {
+        println!(
+            "gvisor cold (no egress) p50 / runsc do p50 = {:.2}",
+            ratio(&gvisor_rows[0], d)
+        );
+    }
+    println!(
+        "gvisor cold p50 / namespaces cold p50 (no egress) = {:.2}, (with proxy) = {:.2}",
+        ratio(&gvisor_rows[0], &sandbox_rows[0]),
+        ratio(&gvisor_rows[1], &sandbox_rows[1])
+    );
+    println!(
+        "gvisor warm pool p50 / namespaces warm pool p50 (no egress) = {:.2}",
+        ratio(&gvisor_rows[2], &sandbox_rows[2])
+    );
+    println!(
+        "python mcp session, gvisor p50 / namespaces p50 = {:.2}",
+        ratio(&py_rows[1], &py_rows[0])
+    );
 }

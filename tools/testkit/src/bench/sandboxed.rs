@@ -197,3 +197,13 @@ pub async fn call(
     };
     Ok(ex.execute(inv).await?.output)
 }
+
+/// Whether the isolation tier `tier` (`namespaces`, `gvisor`) is measured in this run:
+/// `ESCEPINE_BENCH_TIERS` lists the tiers wanted, separated by commas (all when unset). A
+/// smoke run measures every tier.
+pub fn tier_wanted(tier: &str) -> bool {
+    if smoke() {
+        return true;
+    }
+    std::env::var("ESCEPINE_BENCH_TIERS").map_or(true, |v| v.split(',').any(|t| t.trim() == tier))
+}
