@@ -26,7 +26,9 @@
 //! program that starts sandboxes calls [`init::dispatch`] first in `main`, which runs the init
 //! when the program was started as one — and the zygote forks one outer process per sandbox
 //! (no program start on the critical path); that process clones the sandbox's PID 1 into fresh
-//! user, PID, mount, network, IPC, UTS and cgroup namespaces.
+//! user, PID, mount, network, IPC, UTS and cgroup namespaces. The network namespace is one the
+//! backend made ahead of demand and never handed out before (a thread keeps a few ready: making
+//! one is the dearest part of the `clone`), or, when none is ready, one PID 1 makes itself.
 //! Inside:
 //! - the sandbox's uid 0 and gid 0 map to one unprivileged outside id per live sandbox
 //!   (`100000 + slot` when the runtime is root, after `setgroups` is denied; slots are unique on
@@ -57,7 +59,8 @@
 //!   API, keyrings, bpf, perf events, namespace changes, kexec, module loading and every x32
 //!   system call, and `EAFNOSUPPORT` to sockets of any family but `AF_UNIX`, `AF_INET` and
 //!   `AF_INET6`;
-//! - the network namespace has nothing but loopback. With a non-empty egress profile, PID 1
+//! - the network namespace has nothing but loopback, and the sandbox's root holds no capability
+//!   over one the backend made. With a non-empty egress profile, PID 1
 //!   runs a relay from `127.0.0.1:3128` to the call's `escepine_egress::EgressProxy` (through a
 //!   descriptor of its Unix socket's directory, which the tool never gets) and the tool gets
 //!   `HTTP_PROXY`/`HTTPS_PROXY`;
@@ -87,6 +90,8 @@ mod job;
 mod kept_images;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod linux;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+mod netns;
 mod pool;
 pub mod protocol;
 #[cfg(all(feature = "linux", target_os = "linux"))]

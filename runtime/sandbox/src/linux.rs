@@ -18,6 +18,7 @@ use super::backend::{Attached, Job, JobOutput, Sandbox, SandboxBackend, SandboxS
 use super::cgroup::{self, Cgroup};
 use super::job::{self, ControlHost, Running, Streams};
 use super::kept_images::KeptImages;
+use super::netns::NetnsPool;
 use super::protocol::{FromInit, Provision, PROXY_SOCKET};
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
@@ -57,6 +58,8 @@ pub struct LinuxBackend {
     memory: Result<cgroup::Parent, String>,
     /// The root image of each program provisioned lately.
     images: KeptImages,
+    /// Network namespaces made ahead of demand (started on the first provision).
+    netns: std::sync::OnceLock<Option<NetnsPool>>,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -99,6 +102,7 @@ impl LinuxBackend {
             },
             memory: cgroup::Parent::discover().map_err(|e| e.to_string()),
             images: KeptImages::default(),
+            netns: std::sync::OnceLock::new(),
         }
     }
 
@@ -251,6 +255,11 @@ impl LinuxBackend {
             &format!("{}{}-{id}", cgroup::PREFIX, std::process::id()),
             spec.limits.memory_bytes,
         )?;
+        let netns = self
+            .netns
+            .get_or_init(NetnsPool::start)
+            .as_ref()
+            .and_then(NetnsPool::take);
         let provision = Provision {
             outside_uid: uid,
             outside_gid: gid,
@@ -259,13 +268,16 @@ impl LinuxBackend {
             proxy_dir,
             limits: spec.limits,
             cgroup: Some(cgroup.dir().to_path_buf()),
+            netns: netns.is_some(),
         };
         state.cgroup = Some(cgroup);
         // The tool's stdin: a pipe whose read end travels with the first message.
         let (stdin_r, stdin_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|e| SandboxError::io("pipe", e.into()))?;
-        send_with_fds(&host_end, &provision, [stdin_r.as_fd(), image.fd().as_fd()])?;
-        drop(stdin_r);
+        let mut fds = vec![stdin_r.as_fd(), image.fd().as_fd()];
+        fds.extend(netns.as_ref().map(AsFd::as_fd));
+        send_with_fds(&host_end, &provision, &fds)?;
+        drop((stdin_r, netns));
         state.stdin = Some(
             tokio::net::unix::pipe::Sender::from_owned_fd(stdin_w)
                 .map_err(|e| SandboxError::io("the stdin pipe", e))?,
@@ -386,19 +398,20 @@ impl Zygote {
     }
 }
 
-/// Sends `msg` as one line with `fds` attached (`SCM_RIGHTS`), on the still-blocking socket.
+/// Sends `msg` as one line with `fds` (at most three) attached (`SCM_RIGHTS`), on the
+/// still-blocking socket.
 fn send_with_fds<T: serde::Serialize>(
     socket: &std::os::unix::net::UnixStream,
     msg: &T,
-    fds: [std::os::fd::BorrowedFd<'_>; 2],
+    fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> Result<(), SandboxError> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
     let mut line = serde_json::to_vec(msg)
         .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
     line.push(b'\n');
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut ancillary = SendAncillaryBuffer::new(&mut space);
-    if !ancillary.push(SendAncillaryMessage::ScmRights(&fds)) {
+    if !ancillary.push(SendAncillaryMessage::ScmRights(fds)) {
         return Err(SandboxError::Protocol(
             "no room for the provision's descriptors".into(),
         ));

@@ -2,8 +2,8 @@
 //!
 //! The init process gets one end of a Unix stream socket as its standard input; every message is
 //! one line of JSON. The host sends [`Provision`] first, with the read end of the tool's stdin
-//! pipe and the spec's root image (a detached mount) attached (`SCM_RIGHTS`); the outer init
-//! answers
+//! pipe, the spec's root image (a detached mount) and, when [`Provision::netns`] says so, a
+//! network namespace attached (`SCM_RIGHTS`); the outer init answers
 //! [`FromInit::Spawned`] once the sandbox's PID 1 exists and its identity maps are written, and
 //! PID 1 answers [`FromInit::Ready`] (or [`FromInit::Failed`]) once the sandbox is built. Then
 //! the sandbox waits — a warm pool keeps it waiting — until the host sends [`Exec`], after which
@@ -50,6 +50,12 @@ pub struct Provision {
     /// outer process joins before it creates PID 1.
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
+    /// Whether a never-used network namespace of the host's making comes as the third
+    /// descriptor: the outer process enters it (and brings its loopback up for egress) before
+    /// it creates PID 1, which then makes none. Otherwise PID 1 gets a network namespace of its
+    /// own in its `clone`.
+    #[serde(default)]
+    pub netns: bool,
 }
 
 /// How the guest of a gVisor sandbox sets up (host → guest, first line, once the guest has

@@ -99,7 +99,7 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
         }
         None => None,
     };
-    let filters = seccomp::compile()?;
+    let filters = seccomp::compiled()?;
     ctl.send(&FromInit::Ready);
     let Some(exec) = ctl.recv::<Exec>()? else {
         return Ok(None);
@@ -113,7 +113,7 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     rustix::fs::chown(WORKSPACE, Some(uid), Some(gid))
         .map_err(|e| format!("handing {WORKSPACE} to the tool's user: {e}"))?;
     let cwd = exec.cwd.unwrap_or_else(|| WORKSPACE.to_string());
-    let pid = spawn::fork_tool(|| child(&setup.limits, &filters, &cwd, &argv, &envp))?;
+    let pid = spawn::fork_tool(|| child(&setup.limits, filters, &cwd, &argv, &envp))?;
     if let (Some(listener), Some(dir)) = (listener, proxy) {
         relay::spawn(listener, dir);
     }
@@ -123,7 +123,7 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
 /// In the tool's process: confine it and execute the tool. Returns only on failure, with why.
 fn child(
     limits: &crate::Limits,
-    filters: &[seccompiler::BpfProgram],
+    filters: &seccomp::Filters,
     cwd: &str,
     argv: &[CString],
     envp: &[CString],
@@ -147,8 +147,10 @@ fn child(
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         return format!("PR_SET_NO_NEW_PRIVS: {e}");
     }
-    if let Err(e) = seccomp::apply(filters) {
-        return e;
+    for filter in [&filters.sandbox, &filters.tool] {
+        if let Err(e) = seccomp::apply(filter) {
+            return e;
+        }
     }
     spawn::execute(argv, envp)
 }

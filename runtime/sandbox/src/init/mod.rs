@@ -10,14 +10,18 @@
 //! whose first message brings the tool's stdin pipe; its standard output and error are the
 //! tool's. Each sandbox runs in two processes:
 //!
-//! - the **outer** process (in the host's namespaces) reads [`Provision`], clones the sandbox's
-//!   PID 1 into fresh user, PID, mount, network, IPC, UTS and cgroup namespaces, writes its
+//! - the **outer** process (in the host's namespaces) reads [`Provision`], enters the
+//!   never-used network namespace the host made ahead of demand when one came with it
+//!   (`netns`), clones the sandbox's PID 1 into fresh user, PID, mount, IPC, UTS and cgroup
+//!   namespaces (and a network namespace, when none came), writes its
 //!   `setgroups`/`uid_map`/`gid_map` (uid and gid 0 inside → the unprivileged outside id), lets
 //!   it go on, and waits for it;
 //! - **PID 1** becomes uid 0 of its namespace, builds the root file system (`mounts`), brings
-//!   loopback up when the sandbox has egress, prepares the landlock ruleset (`fence`) and the
-//!   seccomp filter (`seccomp`), reports ready and waits for [`Exec`]. Then it forks the tool,
-//!   which applies the limits, drops every capability, restricts itself and executes; PID 1 runs
+//!   loopback up when the sandbox has egress and made its own network namespace, prepares the landlock ruleset (`fence`), installs
+//!   the seccomp filter (`seccomp`, compiled once by the zygote) on itself but for `mount`,
+//!   reports ready and waits for [`Exec`]. Then it places the call's inputs and starts the tool,
+//!   which inherits the filter, applies the limits, drops every capability, enforces the
+//!   ruleset, refuses itself `mount` too and executes; PID 1 runs
 //!   the loopback relay (`relay`), reaps every process, and when the tool ends reports its
 //!   status and exits — which kills everything left in the PID namespace.
 //!
@@ -128,6 +132,9 @@ fn server() -> i32 {
     spawn::null_stdio(0);
     // SAFETY: setting a signal disposition to SIG_IGN installs no handler code.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
+    // Once, before the first fork: every sandbox's PID 1 inherits the compiled filters (an
+    // error is reported by each PID 1 that asks for them).
+    let _ = seccomp::compiled();
     loop {
         let fds = match receive_fds(&requests) {
             Ok(Some(fds)) => fds,
@@ -210,15 +217,15 @@ fn outer() -> i32 {
         Ok(c) => c,
         Err(_) => return 70,
     };
-    let (provision, image): (Provision, OwnedFd) = match first {
-        Ok(Some((p, stdin, image))) => {
+    let (provision, image, netns): (Provision, OwnedFd, Option<OwnedFd>) = match first {
+        Ok(Some((p, stdin, image, netns))) => {
             if let Err(e) = rustix::stdio::dup2_stdin(&stdin) {
                 ctl.send(&FromInit::Failed {
                     message: format!("dup2 of the tool's stdin: {e}"),
                 });
                 return 70;
             }
-            (p, image)
+            (p, image, netns)
         }
         Ok(None) => return 0,
         Err(message) => {
@@ -257,13 +264,23 @@ fn outer() -> i32 {
             return 70;
         }
     };
-    let flags = libc::CLONE_NEWUSER
+    let mut flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWNS
-        | libc::CLONE_NEWNET
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS
         | libc::CLONE_NEWCGROUP;
+    match netns {
+        // The host's never-used namespace: entered here, as the host's root, so PID 1 is
+        // created in it.
+        Some(netns) => {
+            if let Err(message) = enter_netns(&netns, provision.proxy_dir.is_some()) {
+                ctl.send(&FromInit::Failed { message });
+                return 70;
+            }
+        }
+        None => flags |= libc::CLONE_NEWNET,
+    }
     // SAFETY: `clone` with a null stack and no CLONE_VM/CLONE_THREAD behaves like `fork`: the
     // child gets a copy of this address space. This process never starts a thread, so the child
     // may go on running ordinary Rust code (no lock can be held by a thread that does not exist
@@ -322,15 +339,33 @@ fn outer() -> i32 {
     }
 }
 
-/// Reads the [`Provision`] line and the two descriptors that come with it (`SCM_RIGHTS`): the
-/// tool's stdin pipe and the root image; `None` if the host closed the socket first.
-fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd, OwnedFd)>, String> {
+/// Enters the network namespace `netns` and, for a sandbox with egress, brings its loopback up.
+fn enter_netns(netns: &OwnedFd, egress: bool) -> Result<(), String> {
+    rustix::thread::move_into_link_name_space(
+        netns.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .map_err(|e| format!("entering the sandbox's network namespace: {e}"))?;
+    if egress {
+        relay::loopback_up()?;
+    }
+    Ok(())
+}
+
+/// What the outer process receives first: the provision, the tool's stdin pipe, the root image
+/// and the network namespace the provision announces.
+type Received = (Provision, OwnedFd, OwnedFd, Option<OwnedFd>);
+
+/// Reads the [`Provision`] line and the descriptors that come with it (`SCM_RIGHTS`): the
+/// tool's stdin pipe, the root image and, when [`Provision::netns`] says so, a network
+/// namespace; `None` if the host closed the socket first.
+fn receive_provision(control: &OwnedFd) -> Result<Option<Received>, String> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut line: Vec<u8> = Vec::new();
     let mut fds: Vec<OwnedFd> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     while !line.ends_with(b"\n") {
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
         let mut ancillary = RecvAncillaryBuffer::new(&mut space);
         let got = rustix::net::recvmsg(
             control,
@@ -352,13 +387,17 @@ fn receive_provision(control: &OwnedFd) -> Result<Option<(Provision, OwnedFd, Ow
             return Err("the provision message is too long".into());
         }
     }
-    let provision =
+    let provision: Provision =
         serde_json::from_slice(&line).map_err(|e| format!("malformed provision: {e}"))?;
     let mut fds = fds.into_iter();
     let (Some(stdin), Some(image)) = (fds.next(), fds.next()) else {
         return Err("the provision came without the tool's stdin and the root image".into());
     };
-    Ok(Some((provision, stdin, image)))
+    let netns = fds.next();
+    if netns.is_some() != provision.netns {
+        return Err("the provision's network namespace and its descriptors disagree".into());
+    }
+    Ok(Some((provision, stdin, image, netns)))
 }
 
 /// Maps uid and gid 0 of the new user namespace to the outside ids.
@@ -409,7 +448,8 @@ fn pid1(
 /// What PID 1 prepares before the tool is known.
 struct Prepared {
     fence: landlock::RulesetCreated,
-    filters: Vec<seccompiler::BpfProgram>,
+    /// What the tool adds to the filter PID 1 has.
+    tool_filter: &'static seccompiler::BpfProgram,
     /// The proxy's socket directory, for the relay (egress only).
     proxy: Option<OwnedFd>,
 }
@@ -450,15 +490,18 @@ fn build(
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
     rustix::system::sethostname(HOSTNAME.as_bytes()).map_err(|e| format!("sethostname: {e}"))?;
-    if p.proxy_dir.is_some() {
+    if p.proxy_dir.is_some() && !p.netns {
         relay::loopback_up()?;
     }
-    let filters = seccomp::compile()?;
     let fence = fence::ruleset(p)?;
+    // From here on PID 1 (its relay included) is held to the tool's system calls but `mount`,
+    // and the tool inherits the filter.
+    let filters = seccomp::compiled()?;
+    seccomp::apply(&filters.sandbox)?;
     ctl.send(&FromInit::Ready);
     Ok(Some(Prepared {
         fence,
-        filters,
+        tool_filter: &filters.tool,
         proxy,
     }))
 }
@@ -467,7 +510,7 @@ fn build(
 fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
     let Prepared {
         fence,
-        filters,
+        tool_filter,
         proxy,
     } = prepared;
     let (argv, envp) = spawn::c_strings(exec.argv, exec.env)?;
@@ -477,7 +520,8 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
         Some(_) => Some(relay::listen()?),
         None => None,
     };
-    let pid = spawn::fork_tool(|| child(&p.limits, fence, &filters, cwd.as_deref(), &argv, &envp))?;
+    let pid =
+        spawn::fork_tool(|| child(&p.limits, fence, tool_filter, cwd.as_deref(), &argv, &envp))?;
     if let (Some(listener), Some(dir)) = (listener, proxy) {
         relay::spawn(listener, dir);
     }
@@ -489,7 +533,7 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
 fn child(
     limits: &super::Limits,
     fence: landlock::RulesetCreated,
-    filters: &[seccompiler::BpfProgram],
+    filter: &seccompiler::BpfProgram,
     cwd: Option<&str>,
     argv: &[CString],
     envp: &[CString],
@@ -503,7 +547,7 @@ fn child(
     if let Err(e) = fence::restrict(fence) {
         return e;
     }
-    if let Err(e) = seccomp::apply(filters) {
+    if let Err(e) = seccomp::apply(filter) {
         return e;
     }
     spawn::execute(argv, envp)

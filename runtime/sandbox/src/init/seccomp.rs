@@ -17,8 +17,15 @@
 //!   `EPERM`: they share the x86_64 audit architecture, so rules keyed on x86_64 numbers would
 //!   not see them.
 //!
-//! [`rules`] builds the rules as data; [`compile`] turns them into the programs PID 1 hands to
-//! the tool's process.
+//! [`rules`] builds the rules as data and [`programs`] turns them into one program per action:
+//! the filter as specified. What is installed is [`Filters`], the same verdicts in two programs
+//! ([`compile`], done once per process by [`compiled`]: the zygote, before its first fork, so
+//! that no sandbox compiles them). A namespace sandbox's PID 1 installs [`Filters::sandbox`]
+//! (every rule but the refusal of `mount`, chained into one program) on itself before it
+//! reports ready, and the tool's process adds [`Filters::tool`] (`mount`, which PID 1 still
+//! calls after ready, to bind the call's inputs read-only). Installing a program costs in
+//! proportion to its length, so a warm sandbox's call pays for a few instructions only. A
+//! gVisor guest installs both in the tool's process.
 
 use std::collections::BTreeMap;
 
@@ -186,18 +193,92 @@ fn filter(
     BpfProgram::try_from(f).map_err(|e| format!("seccomp compile: {e}"))
 }
 
-/// The filters, compiled once per sandbox (in PID 1, before the tool is known), in the order
-/// they are installed. The kernel runs every filter and takes the strictest action; among
-/// errno answers, the one of the filter installed last — so the family filter comes after the
-/// `EPERM` one, and a packet socket of `SOCK_RAW` type is `EAFNOSUPPORT`, as on a kernel
-/// without `AF_PACKET`.
-pub(super) fn compile() -> Result<Vec<BpfProgram>, String> {
+/// The two programs installed (see the [module](self)).
+#[derive(Debug)]
+pub(super) struct Filters {
+    /// Every rule but the refusal of `mount`, chained into one program: PID 1's, before ready.
+    pub(super) sandbox: BpfProgram,
+    /// The refusal of `mount`: the tool's process's.
+    pub(super) tool: BpfProgram,
+}
+
+/// The [`Filters`] of [`compile`], compiled on the first call in this process.
+///
+/// # Errors
+/// Why they could not be compiled (the same on every call).
+pub(super) fn compiled() -> Result<&'static Filters, String> {
+    static FILTERS: std::sync::OnceLock<Result<Filters, String>> = std::sync::OnceLock::new();
+    FILTERS.get_or_init(compile).as_ref().map_err(Clone::clone)
+}
+
+/// The [`programs`] as the two [`Filters`], which installed together answer as they do.
+pub(super) fn compile() -> Result<Filters, String> {
+    let mut rules = rules()?;
+    rules.denied.remove(&libc::SYS_mount);
+    Ok(Filters {
+        sandbox: chain(programs_of(rules)?)?,
+        tool: refuse_one(libc::SYS_mount as u32, libc::EPERM),
+    })
+}
+
+/// The programs in `installed` order as one program answering as the kernel would for them
+/// installed one after another: it runs them newest first, and the first answer other than
+/// `SECCOMP_RET_ALLOW` is the verdict. (The kernel takes the strictest action of all, and among
+/// equal actions the newest filter's; the only action stricter than an errno these programs
+/// give is the kill for a foreign architecture, which each gives first.) Each program's
+/// `RET ALLOW`, but the last one's, becomes a jump to the next program's first instruction.
+///
+/// # Errors
+/// When the chained program is longer than the kernel takes (`BPF_MAXINSNS`).
+pub(super) fn chain(installed: Vec<BpfProgram>) -> Result<BpfProgram, String> {
+    use seccompiler::sock_filter;
+    /// The longest program the kernel loads.
+    const MAX_INSNS: usize = 4096;
+    let count = installed.len();
+    let mut out: Vec<sock_filter> = Vec::new();
+    for (n, program) in installed.into_iter().rev().enumerate() {
+        let last = n + 1 == count;
+        let len = program.len();
+        for (at, mut op) in program.into_iter().enumerate() {
+            if !last && op.code == bpf::RET_K && op.k == libc::SECCOMP_RET_ALLOW {
+                op = sock_filter {
+                    code: bpf::JA,
+                    jt: 0,
+                    jf: 0,
+                    // From the instruction after this one to the end of this program.
+                    k: u32::try_from(len - at - 1).unwrap_or(u32::MAX),
+                };
+            }
+            out.push(op);
+        }
+    }
+    if out.len() > MAX_INSNS {
+        return Err(format!(
+            "seccomp: the chained filter has {} instructions, more than the kernel's {MAX_INSNS}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// The filter as specified: one program per action, in the order they would be installed one
+/// by one. The kernel runs every filter and takes the strictest action; among errno answers,
+/// the one of the filter installed last — so the family filter comes after the `EPERM` one,
+/// and a packet socket of `SOCK_RAW` type is `EAFNOSUPPORT`, as on a kernel without
+/// `AF_PACKET`. The tests hold the installed [`Filters`] to it.
+#[cfg(test)]
+pub(super) fn programs() -> Result<Vec<BpfProgram>, String> {
+    programs_of(rules()?)
+}
+
+/// The programs of `rules`, in the order of [`programs`].
+fn programs_of(rules: Rules) -> Result<Vec<BpfProgram>, String> {
     let arch = arch()?;
     let Rules {
         denied,
         families,
         absent,
-    } = rules()?;
+    } = rules;
     let mut programs = vec![
         filter(denied, libc::EPERM, arch)?,
         filter(absent, libc::ENOSYS, arch)?,
@@ -212,39 +293,68 @@ pub(super) fn compile() -> Result<Vec<BpfProgram>, String> {
 /// A program refusing (`EPERM`) every system call whose number carries the x32 bit; others
 /// pass (an architecture other than x86_64 is killed, as by the other filters).
 pub(super) fn x32_guard() -> BpfProgram {
-    use seccompiler::sock_filter;
-    // BPF_LD | BPF_W | BPF_ABS, BPF_JMP | BPF_JEQ | BPF_K, BPF_JMP | BPF_JGE | BPF_K, BPF_RET | BPF_K.
-    const LD_W_ABS: u16 = 0x20;
-    const JEQ_K: u16 = 0x15;
-    const JGE_K: u16 = 0x35;
-    const RET_K: u16 = 0x06;
-    // `struct seccomp_data`: `int nr` at 0, `__u32 arch` at 4.
-    const NR: u32 = 0;
-    const ARCH: u32 = 4;
-    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
-    let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, JGE_K, LD_W_ABS, NR, RET_K};
     vec![
         op(LD_W_ABS, 0, 0, ARCH),
-        op(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        op(JEQ_K, 1, 0, AUDIT_ARCH),
         op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
         op(LD_W_ABS, 0, 0, NR),
         op(JGE_K, 0, 1, X32_SYSCALL_BIT),
-        op(
-            RET_K,
-            0,
-            0,
-            libc::SECCOMP_RET_ERRNO | (libc::EPERM as u32 & libc::SECCOMP_RET_DATA),
-        ),
+        op(RET_K, 0, 0, bpf::errno(libc::EPERM)),
         op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
     ]
 }
 
-/// Installs the filters on the calling thread (after `no_new_privs`).
-pub(super) fn apply(filters: &[BpfProgram]) -> Result<(), String> {
-    for f in filters {
-        seccompiler::apply_filter(f).map_err(|e| format!("seccomp: {e}"))?;
+/// A program refusing the system call `nr` with `errno`; others pass (an architecture other
+/// than x86_64 is killed, as by the other filters).
+fn refuse_one(nr: u32, errno: i32) -> BpfProgram {
+    use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, LD_W_ABS, NR, RET_K};
+    vec![
+        op(LD_W_ABS, 0, 0, ARCH),
+        op(JEQ_K, 1, 0, AUDIT_ARCH),
+        op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+        op(LD_W_ABS, 0, 0, NR),
+        op(JEQ_K, 0, 1, nr),
+        op(RET_K, 0, 0, bpf::errno(errno)),
+        op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+/// The classic BPF the hand-written programs are made of.
+mod bpf {
+    use seccompiler::sock_filter;
+
+    /// `BPF_LD | BPF_W | BPF_ABS`.
+    pub(super) const LD_W_ABS: u16 = 0x20;
+    /// `BPF_JMP | BPF_JEQ | BPF_K`.
+    pub(super) const JEQ_K: u16 = 0x15;
+    /// `BPF_JMP | BPF_JGE | BPF_K`.
+    pub(super) const JGE_K: u16 = 0x35;
+    /// `BPF_JMP | BPF_JA`.
+    pub(super) const JA: u16 = 0x05;
+    /// `BPF_RET | BPF_K`.
+    pub(super) const RET_K: u16 = 0x06;
+    /// Where `struct seccomp_data` has `int nr`.
+    pub(super) const NR: u32 = 0;
+    /// Where `struct seccomp_data` has `__u32 arch`.
+    pub(super) const ARCH: u32 = 4;
+    /// `AUDIT_ARCH_X86_64`.
+    pub(super) const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+
+    /// One instruction.
+    pub(super) fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
+        sock_filter { code, jt, jf, k }
     }
-    Ok(())
+
+    /// The return value refusing a call with `errno`.
+    pub(super) fn errno(errno: i32) -> u32 {
+        libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA)
+    }
+}
+
+/// Installs `filter` on the calling thread (after setting `no_new_privs`).
+pub(super) fn apply(filter: &BpfProgram) -> Result<(), String> {
+    seccompiler::apply_filter(filter).map_err(|e| format!("seccomp: {e}"))
 }
 
 #[cfg(test)]
@@ -293,12 +403,21 @@ mod tests {
         }
     }
 
-    /// The verdict of all the filters, as the kernel combines them.
-    fn verdict(nr: i64, args: [u64; 6]) -> Verdict {
-        let arch = 62 | 0x8000_0000 | 0x4000_0000;
+    const AUDIT_ARCH_X86_64: u32 = bpf::AUDIT_ARCH;
+
+    fn decode(r: u32) -> Verdict {
+        match r & libc::SECCOMP_RET_ACTION_FULL {
+            libc::SECCOMP_RET_ALLOW => Verdict::Allow,
+            libc::SECCOMP_RET_ERRNO => Verdict::Errno((r & libc::SECCOMP_RET_DATA) as i32),
+            _ => Verdict::Kill,
+        }
+    }
+
+    /// The verdict of the programs installed one by one, as the kernel combines them.
+    fn combined(programs: &[BpfProgram], arch: u32, nr: i64, args: [u64; 6]) -> Verdict {
         let mut best: Option<u32> = None;
         // Newest first; a strictly stricter action replaces the one found.
-        for p in compile().expect("the filters compile").iter().rev() {
+        for p in programs.iter().rev() {
             let r = run(p, arch, nr as u32, args);
             let action = r & libc::SECCOMP_RET_ACTION_FULL;
             let stricter =
@@ -307,12 +426,76 @@ mod tests {
                 best = Some(r);
             }
         }
-        let r = best.expect("at least one filter");
-        match r & libc::SECCOMP_RET_ACTION_FULL {
-            libc::SECCOMP_RET_ALLOW => Verdict::Allow,
-            libc::SECCOMP_RET_ERRNO => Verdict::Errno((r & libc::SECCOMP_RET_DATA) as i32),
-            _ => Verdict::Kill,
+        decode(best.expect("at least one filter"))
+    }
+
+    /// The verdict of the two filters a sandbox's tool has.
+    fn verdict(nr: i64, args: [u64; 6]) -> Verdict {
+        let Filters { sandbox, tool } = compile().expect("the filters compile");
+        combined(&[sandbox, tool], AUDIT_ARCH_X86_64, nr, args)
+    }
+
+    #[test]
+    fn the_installed_filters_answer_as_the_programs_installed_one_by_one() {
+        let programs = programs().expect("the programs compile");
+        let Filters { sandbox, tool } = compile().expect("the filters compile");
+        let installed = [sandbox, tool];
+        assert!(
+            installed[1].len() < 10,
+            "the tool's own program is short: {}",
+            installed[1].len()
+        );
+        let mut firsts: Vec<u64> = vec![0, 1, 2, 3, u64::MAX];
+        firsts.extend(
+            SOCKET_FAMILIES
+                .iter()
+                .chain(CLONE_NS_FLAGS)
+                .flat_map(|&f| [f as u64, (f | libc::SIGCHLD) as u64]),
+        );
+        firsts.extend([libc::AF_PACKET, libc::AF_NETLINK, libc::AF_VSOCK].map(|f| f as u64));
+        let seconds = [
+            0,
+            libc::SOCK_STREAM,
+            libc::SOCK_DGRAM,
+            libc::SOCK_RAW,
+            10, // SOCK_PACKET
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+        ]
+        .map(|t| t as u64);
+        let numbers = (0..600).chain([X32_SYSCALL_BIT as i64, 0x4000_0001, 0xffff_ffff]);
+        let mut checked = 0;
+        for nr in numbers {
+            for &a in &firsts {
+                for &b in &seconds {
+                    let args = [a, b, 0, 0, 0, 0];
+                    let expected = combined(&programs, AUDIT_ARCH_X86_64, nr, args);
+                    let got = combined(&installed, AUDIT_ARCH_X86_64, nr, args);
+                    assert_eq!(got, expected, "system call {nr} with {args:?}");
+                    checked += 1;
+                }
+            }
         }
+        assert!(checked > 100_000, "{checked}");
+        // A foreign architecture is killed, as by each program.
+        let i386 = 3 | 0x4000_0000;
+        assert_eq!(combined(&installed, i386, 0, [0; 6]), Verdict::Kill);
+        // PID 1 may still bind the inputs; the tool may not.
+        let mount = libc::SYS_mount as u32;
+        let pid1 = decode(run(&installed[0], AUDIT_ARCH_X86_64, mount, [0; 6]));
+        assert_eq!(pid1, Verdict::Allow);
+        assert_eq!(
+            verdict(libc::SYS_mount, [0; 6]),
+            Verdict::Errno(libc::EPERM)
+        );
+        assert_eq!(combined(&programs, i386, 0, [0; 6]), Verdict::Kill);
+    }
+
+    #[test]
+    fn a_chain_longer_than_the_kernel_takes_is_refused() {
+        let program = x32_guard();
+        let copies = 4096 / program.len() + 1;
+        let err = chain(vec![program; copies]).expect_err("too long");
+        assert!(err.contains("4096"), "{err}");
     }
 
     fn socket(family: i32, ty: i32) -> Verdict {

@@ -1,7 +1,8 @@
 //! How a sandbox's first process — PID 1 of a namespace sandbox, or the guest of a gVisor one —
 //! starts the tool and waits for it: the job's argument and environment strings made C strings
-//! before the fork, the tool forked with a close-on-exec pipe that carries why it could not
-//! start, the parent's stdio let go, and every process reaped until the tool's status is known.
+//! before it starts, the tool started in this process's memory until it executes (as
+//! `posix_spawn` does) with a close-on-exec pipe that carries why it could not start, the
+//! parent's stdio let go, and every process reaped until the tool's status is known.
 
 use std::ffi::CString;
 use std::io::Read;
@@ -39,30 +40,70 @@ pub(super) fn c_strings(
     Ok((argv, envp))
 }
 
-/// Forks the tool, which runs `child` (confine and execute; it returns only why it failed).
-/// Returns the tool's pid once it has executed, or why it could not.
+/// The stack the tool's process runs on until it executes (beneath it, one page that faults).
+const CHILD_STACK: usize = 256 * 1024;
+
+/// Starts the tool's process, which runs `child` (confine and execute; it returns only why it
+/// failed). Returns the tool's pid once it has executed, or why it could not.
 ///
-/// The caller must have one thread only: the child runs ordinary Rust code until it executes.
-pub(super) fn fork_tool(child: impl FnOnce() -> String) -> Result<i32, String> {
+/// The process shares this one's memory until it executes (`CLONE_VM | CLONE_VFORK`, as
+/// `posix_spawn` does), on a stack of its own: no page table is copied and none of this
+/// process's pages is faulted in again, which a `fork` of PID 1 would cost on every call. This
+/// process is suspended meanwhile; whatever `child` consumed stays consumed here, and what it
+/// allocates before it fails is leaked (it ends right after).
+///
+/// The caller must have one thread only: the child runs ordinary Rust code (it may allocate)
+/// while no other thread may hold a lock of this address space.
+pub(super) fn fork_tool<F: FnOnce() -> String>(child: F) -> Result<i32, String> {
+    use std::os::fd::{AsRawFd, RawFd};
+
+    struct Start<F> {
+        child: Option<F>,
+        err: RawFd,
+    }
+
+    extern "C" fn run<F: FnOnce() -> String>(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `Start` of the parent, which is suspended (CLONE_VFORK) until
+        // this process executes or exits, so nothing else touches it meanwhile.
+        let start = unsafe { &mut *arg.cast::<Start<F>>() };
+        let why = match start.child.take() {
+            Some(child) => child(),
+            None => "the tool's process started twice".to_string(),
+        };
+        // SAFETY: the pipe's write end stays open in this process's descriptor table (a copy
+        // of the parent's) until it executes or exits.
+        let err = unsafe { std::os::fd::BorrowedFd::borrow_raw(start.err) };
+        let _ = rustix::io::write(err, why.as_bytes());
+        // SAFETY: `_exit` ends this process at once, running none of the exit handlers and
+        // flushing none of the buffers it shares with the parent.
+        unsafe { libc::_exit(127) }
+    }
+
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| format!("pipe: {e}"))?;
-    // SAFETY: `fork` in a process with one thread (the caller's promise): the child may run
-    // ordinary Rust code until it executes the tool or exits with `_exit`.
-    let pid = unsafe { libc::fork() };
+    let stack = Stack::new(CHILD_STACK)?;
+    let mut start = Start {
+        child: Some(child),
+        err: err_w.as_raw_fd(),
+    };
+    // SAFETY: `run::<F>` gets a pointer to `start`, which outlives the child's use of it: with
+    // CLONE_VFORK this call returns only once the child has executed or exited. The stack is
+    // mapped, writable, and ends at `stack.top()` (16-byte aligned); nothing else uses it.
+    let pid = unsafe {
+        libc::clone(
+            run::<F>,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_mut(&mut start).cast(),
+        )
+    };
     if pid < 0 {
         return Err(format!(
-            "cannot fork the tool: {}",
+            "cannot start the tool's process: {}",
             std::io::Error::last_os_error()
         ));
     }
-    if pid == 0 {
-        drop(err_r);
-        let why = child();
-        let _ = rustix::io::write(&err_w, why.as_bytes());
-        // SAFETY: `_exit` ends the child at once, without running the parent's exit handlers
-        // or flushing buffers it copied.
-        unsafe { libc::_exit(127) }
-    }
+    drop(stack);
     drop(err_w);
     let mut why = String::new();
     let _ = std::fs::File::from(err_r).read_to_string(&mut why);
@@ -70,6 +111,59 @@ pub(super) fn fork_tool(child: impl FnOnce() -> String) -> Result<i32, String> {
         Ok(pid)
     } else {
         Err(why)
+    }
+}
+
+/// An anonymous mapping used as a stack, with a page beneath it that faults on overflow.
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new(size: usize) -> Result<Self, String> {
+        // SAFETY: sysconf reads a constant of the system.
+        let guard = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = size + guard;
+        // SAFETY: a new private anonymous mapping, at an address the kernel picks.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(format!(
+                "mapping the tool's process's stack: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let stack = Self { base, len };
+        // SAFETY: the first page of the mapping just made.
+        if unsafe { libc::mprotect(base, guard, libc::PROT_NONE) } != 0 {
+            return Err(format!(
+                "protecting the stack's guard page: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(stack)
+    }
+
+    /// The stack's top (it grows down), 16-byte aligned.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, which is page-aligned and so 16-byte aligned.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, used by nobody any more.
+        unsafe { libc::munmap(self.base, self.len) };
     }
 }
 
