@@ -293,28 +293,25 @@ fn programs_of(rules: Rules) -> Result<Vec<BpfProgram>, String> {
 /// A program refusing (`EPERM`) every system call whose number carries the x32 bit; others
 /// pass (an architecture other than x86_64 is killed, as by the other filters).
 pub(super) fn x32_guard() -> BpfProgram {
-    use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, JGE_K, LD_W_ABS, NR, RET_K};
-    vec![
-        op(LD_W_ABS, 0, 0, ARCH),
-        op(JEQ_K, 1, 0, AUDIT_ARCH),
-        op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
-        op(LD_W_ABS, 0, 0, NR),
-        op(JGE_K, 0, 1, X32_SYSCALL_BIT),
-        op(RET_K, 0, 0, bpf::errno(libc::EPERM)),
-        op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
-    ]
+    refuse_numbers(bpf::JGE_K, X32_SYSCALL_BIT, libc::EPERM)
 }
 
 /// A program refusing the system call `nr` with `errno`; others pass (an architecture other
 /// than x86_64 is killed, as by the other filters).
 fn refuse_one(nr: u32, errno: i32) -> BpfProgram {
+    refuse_numbers(bpf::JEQ_K, nr, errno)
+}
+
+/// A program refusing with `errno` every system call whose number the jump `test` (`JEQ_K`,
+/// `JGE_K`) takes against `k`; others pass, and an architecture other than x86_64 is killed.
+fn refuse_numbers(test: u16, k: u32, errno: i32) -> BpfProgram {
     use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, LD_W_ABS, NR, RET_K};
     vec![
         op(LD_W_ABS, 0, 0, ARCH),
         op(JEQ_K, 1, 0, AUDIT_ARCH),
         op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
         op(LD_W_ABS, 0, 0, NR),
-        op(JEQ_K, 0, 1, nr),
+        op(test, 0, 1, k),
         op(RET_K, 0, 0, bpf::errno(errno)),
         op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
     ]
