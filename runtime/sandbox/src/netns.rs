@@ -36,6 +36,12 @@ struct Shared {
     wanted: Condvar,
 }
 
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Up to [`KEPT`] never-used network namespaces, refilled by a thread of their own.
 #[derive(Debug)]
 pub(super) struct NetnsPool {
@@ -57,12 +63,7 @@ impl NetnsPool {
 
     /// A never-used namespace, if one is ready.
     pub(super) fn take(&self) -> Option<OwnedFd> {
-        let mut state = self
-            .shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let taken = state.ready.pop();
+        let taken = self.shared.lock().ready.pop();
         if taken.is_some() {
             self.shared.wanted.notify_one();
         }
@@ -72,22 +73,13 @@ impl NetnsPool {
     /// How many namespaces are ready now.
     #[cfg(test)]
     pub(super) fn ready(&self) -> usize {
-        let state = self
-            .shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        state.ready.len()
+        self.shared.lock().ready.len()
     }
 }
 
 impl Drop for NetnsPool {
     fn drop(&mut self) {
-        let mut state = self
-            .shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.shared.lock();
         state.closed = true;
         state.ready.clear();
         self.shared.wanted.notify_one();
@@ -98,12 +90,12 @@ impl Drop for NetnsPool {
 /// first namespace it cannot make (the pool stays empty).
 fn fill(shared: &Shared) {
     let Ok(home) = own_netns() else {
-        close(shared);
+        shared.lock().closed = true;
         return;
     };
     loop {
         {
-            let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = shared.lock();
             while !state.closed && state.ready.len() >= KEPT {
                 state = shared
                     .wanted
@@ -116,7 +108,7 @@ fn fill(shared: &Shared) {
         }
         match make(&home) {
             Ok(netns) => {
-                let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = shared.lock();
                 if state.closed {
                     return;
                 }
@@ -124,16 +116,11 @@ fn fill(shared: &Shared) {
             }
             Err(e) => {
                 tracing::debug!(error = %e, "no network namespaces ahead of demand");
-                close(shared);
+                shared.lock().closed = true;
                 return;
             }
         }
     }
-}
-
-fn close(shared: &Shared) {
-    let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
-    state.closed = true;
 }
 
 /// This thread's network namespace.

@@ -5,11 +5,13 @@
 //! `/.escepine/run`, reachable through `runsc --host-uds=open`) before anything of the tool
 //! exists, keeps a descriptor of that directory for the relay, and detaches `/.escepine` (its
 //! own binary, its libraries and the sockets) and covers it with an empty read-only tmpfs, so
-//! the tool finds no host file and no socket but its own. Then, as PID 1 does: it reads [`GuestSetup`], reports [`FromInit::Ready`], waits
-//! for [`Exec`], places the workspace inputs, starts the loopback relay when the sandbox has
-//! egress, hands the workspace to the tool's user ([`TOOL_ID`]), forks the tool — which applies
-//! the limits, drops every capability, becomes that user, sets `no_new_privs` and the same
-//! seccomp filter as the namespace tier, and executes — and reports its status. When the guest exits, gVisor ends every process of the container.
+//! the tool finds no host file and no socket but its own. Then, as PID 1 does: it reads
+//! [`GuestSetup`], reports [`FromInit::Ready`], waits for [`Exec`], places the workspace
+//! inputs, starts the loopback relay when the sandbox has egress, hands the workspace to the
+//! tool's user ([`TOOL_ID`]), starts the tool — which applies the limits, drops every
+//! capability, becomes that user, sets `no_new_privs` and the same seccomp filters as the
+//! namespace tier, and executes — and reports its status. When the guest exits, gVisor ends
+//! every process of the container.
 //!
 //! gVisor does not implement Landlock; its boundary is the user-space kernel itself.
 

@@ -17,13 +17,13 @@
 //!   `setgroups`/`uid_map`/`gid_map` (uid and gid 0 inside → the unprivileged outside id), lets
 //!   it go on, and waits for it;
 //! - **PID 1** becomes uid 0 of its namespace, builds the root file system (`mounts`), brings
-//!   loopback up when the sandbox has egress and made its own network namespace, prepares the landlock ruleset (`fence`), installs
-//!   the seccomp filter (`seccomp`, compiled once by the zygote) on itself but for `mount`,
-//!   reports ready and waits for [`Exec`]. Then it places the call's inputs and starts the tool,
-//!   which inherits the filter, applies the limits, drops every capability, enforces the
-//!   ruleset, refuses itself `mount` too and executes; PID 1 runs
-//!   the loopback relay (`relay`), reaps every process, and when the tool ends reports its
-//!   status and exits — which kills everything left in the PID namespace.
+//!   loopback up when the sandbox has egress and made its own network namespace, prepares the
+//!   landlock ruleset (`fence`), installs the seccomp filter (`seccomp`, compiled once by the
+//!   zygote) on itself but for `mount`, reports ready and waits for [`Exec`]. Then it places
+//!   the call's inputs and starts the tool, which inherits the filter, applies the limits,
+//!   drops every capability, enforces the ruleset, refuses itself `mount` too and executes;
+//!   PID 1 runs the loopback relay (`relay`), reaps every process, and when the tool ends
+//!   reports its status and exits — which kills everything left in the PID namespace.
 //!
 //! Both processes are single-threaded whenever they fork (the relay thread starts after the
 //! tool's fork), so the code between fork and exec may be ordinary Rust.

@@ -1,4 +1,5 @@
-//! The seccomp filter of the tool's process (seccompiler, pure Rust).
+//! The seccomp filter of the tool's process, and of PID 1 from ready on (seccompiler, pure
+//! Rust, and a few hand-written programs).
 //!
 //! - The kernel interfaces a tool has no business with fail with `EPERM`: ptrace and
 //!   cross-process memory access, io_uring, raw and obsolete packet socket types, mounting (old
@@ -400,7 +401,7 @@ mod tests {
         }
     }
 
-    const AUDIT_ARCH_X86_64: u32 = bpf::AUDIT_ARCH;
+    use bpf::AUDIT_ARCH as AUDIT_ARCH_X86_64;
 
     fn decode(r: u32) -> Verdict {
         match r & libc::SECCOMP_RET_ACTION_FULL {
