@@ -259,7 +259,7 @@ impl LinuxBackend {
             .netns
             .get_or_init(NetnsPool::start)
             .as_ref()
-            .and_then(NetnsPool::take);
+            .and_then(|pool| pool.take(!spec.egress.is_empty()));
         let provision = Provision {
             outside_uid: uid,
             outside_gid: gid,

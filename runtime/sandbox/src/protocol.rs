@@ -50,9 +50,9 @@ pub struct Provision {
     /// outer process joins before it creates PID 1.
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
-    /// Whether a never-used network namespace of the host's making comes as the third
-    /// descriptor: the outer process enters it (and brings its loopback up for egress) before
-    /// it creates PID 1, which then makes none. Otherwise PID 1 gets a network namespace of its
+    /// Whether a never-used network namespace of the host's making (its loopback up when the
+    /// sandbox has egress) comes as the third descriptor: the outer process enters it before it
+    /// creates PID 1, which then makes none. Otherwise PID 1 gets a network namespace of its
     /// own in its `clone`.
     #[serde(default)]
     pub netns: bool,

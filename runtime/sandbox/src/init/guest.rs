@@ -96,7 +96,7 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     let listener = match proxy {
         Some(_) => {
             // gVisor's loopback may be up already; the relay's bind tells if it is not.
-            let _ = relay::loopback_up();
+            let _ = crate::netns::loopback_up();
             Some(relay::listen()?)
         }
         None => None,

@@ -271,10 +271,10 @@ fn outer() -> i32 {
         | libc::CLONE_NEWUTS
         | libc::CLONE_NEWCGROUP;
     match netns {
-        // The host's never-used namespace: entered here, as the host's root, so PID 1 is
-        // created in it.
+        // The host's never-used namespace (its loopback up if the sandbox has egress): entered
+        // here, as the host's root, so PID 1 is created in it.
         Some(netns) => {
-            if let Err(message) = enter_netns(&netns, provision.proxy_dir.is_some()) {
+            if let Err(message) = enter_netns(&netns) {
                 ctl.send(&FromInit::Failed { message });
                 return 70;
             }
@@ -339,17 +339,13 @@ fn outer() -> i32 {
     }
 }
 
-/// Enters the network namespace `netns` and, for a sandbox with egress, brings its loopback up.
-fn enter_netns(netns: &OwnedFd, egress: bool) -> Result<(), String> {
+/// Enters the network namespace `netns`.
+fn enter_netns(netns: &OwnedFd) -> Result<(), String> {
     rustix::thread::move_into_link_name_space(
         netns.as_fd(),
         Some(rustix::thread::LinkNameSpaceType::Network),
     )
-    .map_err(|e| format!("entering the sandbox's network namespace: {e}"))?;
-    if egress {
-        relay::loopback_up()?;
-    }
-    Ok(())
+    .map_err(|e| format!("entering the sandbox's network namespace: {e}"))
 }
 
 /// What the outer process receives first: the provision, the tool's stdin pipe, the root image
@@ -491,7 +487,7 @@ fn build(
         .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
     rustix::system::sethostname(HOSTNAME.as_bytes()).map_err(|e| format!("sethostname: {e}"))?;
     if p.proxy_dir.is_some() && !p.netns {
-        relay::loopback_up()?;
+        crate::netns::loopback_up()?;
     }
     let fence = fence::ruleset(p)?;
     // From here on PID 1 (its relay included) is held to the tool's system calls but `mount`,

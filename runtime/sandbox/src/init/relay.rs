@@ -13,32 +13,6 @@ use std::sync::Arc;
 
 use crate::protocol::{PROXY_SOCKET, RELAY_PORT};
 
-/// Brings the namespace's loopback interface up (it starts down, without its addresses routed).
-pub(super) fn loopback_up() -> Result<(), String> {
-    let sock = rustix::net::socket(
-        rustix::net::AddressFamily::INET,
-        rustix::net::SocketType::DGRAM,
-        None,
-    )
-    .map_err(|e| format!("socket for SIOCSIFFLAGS: {e}"))?;
-    // SAFETY: `ifreq` is a plain C struct (a name and a union of integers and addresses), for
-    // which all-zero bytes are a valid value.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo") {
-        *dst = *src as libc::c_char;
-    }
-    req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-    // SAFETY: SIOCSIFFLAGS reads one `ifreq` through the pointer, which is valid for the call.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) };
-    if rc != 0 {
-        return Err(format!(
-            "bringing loopback up: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    Ok(())
-}
-
 /// The relay's listening socket (bound before the tool starts, so its first connect succeeds).
 pub(super) fn listen() -> Result<TcpListener, String> {
     TcpListener::bind(("127.0.0.1", RELAY_PORT))
