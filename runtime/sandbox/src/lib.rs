@@ -105,7 +105,7 @@ pub use backend::{
     Teardown,
 };
 #[cfg(all(feature = "linux", target_os = "linux"))]
-pub use cgroup::CgroupError;
+pub use cgroup::{CgroupError, SPARE_RESIDUE_KEPT};
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use gvisor::{GvisorBackend, RUNSC_PACKAGE};
 #[cfg(all(feature = "linux", target_os = "linux"))]

@@ -29,29 +29,42 @@ fn own_memory_cgroup() -> PathBuf {
     })
 }
 
-/// The names of this process's sandbox cgroups and spares beside it (the v2 runtime leaf's
-/// parent too).
-fn ours() -> (usize, usize) {
-    let pid = std::process::id();
+/// This process's sandbox cgroups (`escepine-sbx-`) or spares (`escepine-spare-`) beside its
+/// own memory cgroup (the v2 runtime leaf's parent too).
+fn our_dirs(prefix: &str) -> Vec<PathBuf> {
+    let prefix = format!("{prefix}{}-", std::process::id());
     let dir = own_memory_cgroup();
     let mut dirs = vec![dir.clone()];
     dirs.extend(dir.parent().map(Path::to_path_buf));
-    let mut counts = (0, 0);
-    for d in dirs {
-        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&format!("escepine-sbx-{pid}-")) {
-                counts.0 += 1;
-            }
-            if name.starts_with(&format!("escepine-spare-{pid}-")) {
-                counts.1 += 1;
-            }
-        }
-    }
-    counts
+    dirs.into_iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// How many sandbox cgroups and spares this process has.
+fn ours() -> (usize, usize) {
+    (
+        our_dirs("escepine-sbx-").len(),
+        our_dirs("escepine-spare-").len(),
+    )
+}
+
+/// The memory charged to the cgroup `dir` (v1 `memory.usage_in_bytes`, v2 `memory.current`).
+fn usage(dir: &Path) -> u64 {
+    ["memory.usage_in_bytes", "memory.current"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+        .and_then(|t| t.trim().parse().ok())
+        .expect("a memory usage file")
 }
 
 fn spec(memory_bytes: u64) -> SandboxSpec {
+    spec_with_binds(memory_bytes, Vec::new())
+}
+
+fn spec_with_binds(memory_bytes: u64, binds: Vec<PathBuf>) -> SandboxSpec {
     let program = PathBuf::from(PYTHON);
     let id = identity(&program).expect("python");
     let mut read_only = DepCache::default()
@@ -63,7 +76,7 @@ fn spec(memory_bytes: u64) -> SandboxSpec {
         program_identity: id,
         program_sha256: None,
         read_only,
-        binds: Vec::new(),
+        binds,
         root_tree: None,
         egress: escepine_contract::EgressGrant::default(),
         limits: Limits {
@@ -129,6 +142,76 @@ async fn an_emptied_cgroup_is_reused_and_an_earlier_oom_kill_is_not_the_next_san
         .expect("executed");
     assert!(out.memory_exhausted, "{:?} {}", out.status, out.stderr);
     backend.destroy(sandbox).await;
+    drop(backend);
+    assert_eq!(ours(), (0, 0), "a dropped backend leaves no cgroup");
+}
+
+#[tokio::test]
+async fn a_spare_is_emptied_of_a_large_page_cache_its_sandbox_left() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    const FILE: u64 = 16 << 20;
+    // The file is well over what a spare may keep.
+    const { assert!(FILE >= 4 * escepine_sandbox::SPARE_RESIDUE_KEPT) };
+    let _host = crate::HOST.lock().await;
+    // 16 MiB of a host file that is in no page cache: the sandbox reads it through a bind,
+    // which brings its pages in, charged to the sandbox's cgroup; they stay cached (and
+    // charged) after the sandbox's processes end.
+    let data = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let file = data.path().join("cached.bin");
+    {
+        let mut f = std::fs::File::create(&file).expect("create");
+        f.write_all(&vec![7u8; FILE as usize]).expect("write");
+        f.sync_all().expect("fsync");
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+    }
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
+        .with_run_dir(run_dir.path());
+    let read = format!(
+        "print(len(open({:?}, 'rb').read()))",
+        file.display().to_string()
+    );
+    let mut sandbox = backend
+        .provision(Arc::new(spec_with_binds(
+            256 << 20,
+            vec![data.path().to_path_buf()],
+        )))
+        .await
+        .expect("provisioned");
+    let out = backend
+        .execute(
+            &mut sandbox,
+            job(vec![PYTHON.into(), "-I".into(), "-c".into(), read], None),
+        )
+        .await
+        .expect("executed");
+    assert_eq!(out.status, JobStatus::Exited(0), "{}", out.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        FILE.to_string()
+    );
+    let [cgroup] = &our_dirs("escepine-sbx-")[..] else {
+        panic!("one sandbox cgroup: {:?}", our_dirs("escepine-sbx-"));
+    };
+    let left = usage(cgroup);
+    assert!(
+        left >= FILE,
+        "the file's pages are charged to the sandbox: {left} bytes"
+    );
+    backend.destroy(sandbox).await;
+    let [spare] = &our_dirs("escepine-spare-")[..] else {
+        panic!("one spare: {:?}", our_dirs("escepine-spare-"));
+    };
+    let kept = usage(spare);
+    assert!(
+        kept <= escepine_sandbox::SPARE_RESIDUE_KEPT,
+        "a spare keeps at most {} bytes of its last sandbox; this one kept {kept}",
+        escepine_sandbox::SPARE_RESIDUE_KEPT
+    );
     drop(backend);
     assert_eq!(ours(), (0, 0), "a dropped backend leaves no cgroup");
 }
