@@ -25,8 +25,10 @@
 //! (every rule but the refusal of `mount`, chained into one program) on itself before it
 //! reports ready, and the tool's process adds [`Filters::tool`] (`mount`, which PID 1 still
 //! calls after ready, to bind the call's inputs read-only). Installing a program costs in
-//! proportion to its length, so a warm sandbox's call pays for a few instructions only. A
-//! gVisor guest installs both in the tool's process.
+//! proportion to its length, so a warm sandbox's call pays for a few instructions only; and
+//! the kernel runs a new filter for every system call number, to find those it always allows,
+//! so [`Filters::sandbox`] starts with a binary search that allows the calls no rule names in
+//! a few instructions ([`with_fast_path`]). A gVisor guest installs both in the tool's process.
 
 use std::collections::BTreeMap;
 
@@ -197,7 +199,8 @@ fn filter(
 /// The two programs installed (see the [module](self)).
 #[derive(Debug)]
 pub(super) struct Filters {
-    /// Every rule but the refusal of `mount`, chained into one program: PID 1's, before ready.
+    /// Every rule but the refusal of `mount`, chained into one program behind a fast path:
+    /// PID 1's, before ready.
     pub(super) sandbox: BpfProgram,
     /// The refusal of `mount`: the tool's process's.
     pub(super) tool: BpfProgram,
@@ -216,10 +219,146 @@ pub(super) fn compiled() -> Result<&'static Filters, String> {
 pub(super) fn compile() -> Result<Filters, String> {
     let mut rules = rules()?;
     rules.denied.remove(&libc::SYS_mount);
+    let ruled = rules.numbers();
     Ok(Filters {
-        sandbox: chain(programs_of(rules)?)?,
+        sandbox: with_fast_path(&ruled, chain(programs_of(rules)?)?)?,
         tool: refuse_one(libc::SYS_mount as u32, libc::EPERM),
     })
+}
+
+impl Rules {
+    /// Every system call number some rule names, in order.
+    fn numbers(&self) -> Vec<u32> {
+        let mut numbers: Vec<u32> = [&self.denied, &self.families, &self.absent]
+            .into_iter()
+            .flat_map(|rules| rules.keys())
+            .filter_map(|&nr| u32::try_from(nr).ok())
+            .collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        numbers
+    }
+}
+
+/// `program` behind a fast path that allows, after a binary search of `ruled` (a few
+/// comparisons), every native system call whose number is not in `ruled` and has no x32 bit;
+/// the others go on to `program`. Sound only when `program` allows every such call whatever
+/// its arguments, as the chained [`programs`] do for the numbers their rules name.
+///
+/// When a filter is installed the kernel runs it, for every system call number, to find the
+/// calls it always allows (which then skip it): with the fast path that costs a few
+/// instructions per number instead of a walk through every rule, and that run happens while
+/// the kernel holds the process's signal lock.
+///
+/// # Errors
+/// When a jump of the search would be longer than classic BPF's 255 instructions.
+fn with_fast_path(ruled: &[u32], program: BpfProgram) -> Result<BpfProgram, String> {
+    use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, JGE_K, LD_W_ABS, NR, RET_K};
+    let mut ops = vec![
+        Jump::op(op(LD_W_ABS, 0, 0, ARCH)),
+        Jump::op(op(JEQ_K, 1, 0, AUDIT_ARCH)),
+        Jump::op(op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS)),
+        Jump::op(op(LD_W_ABS, 0, 0, NR)),
+        Jump {
+            code: JGE_K,
+            jt: To::Full,
+            jf: To::Next,
+            k: X32_SYSCALL_BIT,
+        },
+    ];
+    search(ruled, &mut ops);
+    let allow = ops.len();
+    let mut out = Vec::with_capacity(allow + 1 + program.len());
+    for (at, jump) in ops.into_iter().enumerate() {
+        let offset = |to: To| -> Result<u8, String> {
+            let target = match to {
+                To::Next => at + 1,
+                To::Skip(n) => at + 1 + usize::from(n),
+                To::Allow => allow,
+                To::Full => allow + 1,
+                To::At(target) => target,
+            };
+            u8::try_from(target - at - 1)
+                .map_err(|_| format!("seccomp: a fast-path jump of {} instructions", target - at))
+        };
+        out.push(op(jump.code, offset(jump.jt)?, offset(jump.jf)?, jump.k));
+    }
+    out.push(op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
+    out.extend(program);
+    Ok(out)
+}
+
+/// Where a jump of the fast path goes.
+#[derive(Debug, Clone, Copy)]
+enum To {
+    /// The next instruction.
+    Next,
+    /// This many instructions after the next one.
+    Skip(u8),
+    /// The fast path's `RET ALLOW`.
+    Allow,
+    /// The full program.
+    Full,
+    /// The instruction at this index.
+    At(usize),
+}
+
+/// An instruction of the fast path, its jumps not laid out yet.
+#[derive(Debug, Clone, Copy)]
+struct Jump {
+    code: u16,
+    jt: To,
+    jf: To,
+    k: u32,
+}
+
+impl Jump {
+    /// An instruction whose jumps (if any) are offsets already.
+    fn op(op: seccompiler::sock_filter) -> Self {
+        Self {
+            code: op.code,
+            jt: To::Skip(op.jt),
+            jf: To::Skip(op.jf),
+            k: op.k,
+        }
+    }
+}
+
+/// A binary search of the sorted `numbers` for the number loaded: found → [`To::Full`], not
+/// found → [`To::Allow`].
+fn search(numbers: &[u32], ops: &mut Vec<Jump>) {
+    use bpf::{JEQ_K, JGE_K};
+    if numbers.len() <= 3 {
+        if numbers.is_empty() {
+            ops.push(Jump {
+                code: JGE_K,
+                jt: To::Allow,
+                jf: To::Allow,
+                k: 0,
+            });
+        }
+        for (i, &nr) in numbers.iter().enumerate() {
+            let last = i + 1 == numbers.len();
+            ops.push(Jump {
+                code: JEQ_K,
+                jt: To::Full,
+                jf: if last { To::Allow } else { To::Next },
+                k: nr,
+            });
+        }
+        return;
+    }
+    let mid = numbers.len() / 2;
+    let split = ops.len();
+    ops.push(Jump {
+        code: JGE_K,
+        jt: To::Next,
+        jf: To::Next,
+        k: numbers[mid],
+    });
+    search(&numbers[..mid], ops);
+    ops[split].jt = To::At(ops.len());
+    search(&numbers[mid..], ops);
 }
 
 /// The programs in `installed` order as one program answering as the kernel would for them
@@ -370,16 +509,22 @@ mod tests {
     /// Runs one classic BPF program on a `seccomp_data` (the instructions seccompiler and
     /// [`x32_guard`] emit).
     fn run(program: &BpfProgram, arch: u32, nr: u32, args: [u64; 6]) -> u32 {
+        run_counted(program, arch, nr, args).0
+    }
+
+    /// [`run`], and how many instructions it took.
+    fn run_counted(program: &BpfProgram, arch: u32, nr: u32, args: [u64; 6]) -> (u32, usize) {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_ne_bytes());
         data[4..8].copy_from_slice(&arch.to_ne_bytes());
         for (i, a) in args.iter().enumerate() {
             data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
         }
-        let (mut acc, mut pc) = (0u32, 0usize);
+        let (mut acc, mut pc, mut steps) = (0u32, 0usize, 0usize);
         loop {
             let i = &program[pc];
             pc += 1;
+            steps += 1;
             match i.code {
                 0x20 => {
                     let at = i.k as usize;
@@ -395,7 +540,7 @@ mod tests {
                     };
                     pc += usize::from(if taken { i.jt } else { i.jf });
                 }
-                0x06 => return i.k,
+                0x06 => return (i.k, steps),
                 other => panic!("unexpected BPF instruction {other:#x}"),
             }
         }
@@ -486,6 +631,63 @@ mod tests {
             Verdict::Errno(libc::EPERM)
         );
         assert_eq!(combined(&programs, i386, 0, [0; 6]), Verdict::Kill);
+    }
+
+    #[test]
+    fn a_call_no_rule_names_is_allowed_in_a_few_instructions() {
+        let Filters { sandbox, .. } = compile().expect("the filters compile");
+        let ruled = {
+            let mut rules = rules().expect("rules");
+            rules.denied.remove(&libc::SYS_mount);
+            rules.numbers()
+        };
+        assert!(ruled.contains(&(libc::SYS_socket as u32)), "{ruled:?}");
+        let mut longest = 0;
+        for nr in (0..600u32).filter(|nr| !ruled.contains(nr)) {
+            let (verdict, steps) = run_counted(&sandbox, AUDIT_ARCH_X86_64, nr, [0; 6]);
+            assert_eq!(decode(verdict), Verdict::Allow, "{nr}");
+            longest = longest.max(steps);
+        }
+        assert!(
+            longest <= 12,
+            "the longest fast path took {longest} instructions"
+        );
+        // A ruled call goes on to the rules.
+        let (_, steps) = run_counted(&sandbox, AUDIT_ARCH_X86_64, libc::SYS_socket as u32, [0; 6]);
+        assert!(steps > longest, "{steps}");
+    }
+
+    #[test]
+    fn the_fast_path_is_exact_for_any_set_of_numbers() {
+        // Behind the fast path, a program refusing everything: what it refuses is exactly
+        // what the search sends on.
+        let refuse_all = vec![bpf::op(bpf::RET_K, 0, 0, bpf::errno(libc::EPERM))];
+        for set in [
+            vec![],
+            vec![5],
+            vec![0, 1],
+            vec![3, 9, 10],
+            (0..40).map(|n| n * 7).collect(),
+        ] {
+            let program = with_fast_path(&set, refuse_all.clone()).expect("laid out");
+            for nr in (0..300).chain([X32_SYSCALL_BIT, X32_SYSCALL_BIT + 5, u32::MAX]) {
+                let refused = set.contains(&nr) || nr >= X32_SYSCALL_BIT;
+                let expected = if refused {
+                    Verdict::Errno(libc::EPERM)
+                } else {
+                    Verdict::Allow
+                };
+                let got = decode(run(&program, AUDIT_ARCH_X86_64, nr, [0; 6]));
+                assert_eq!(got, expected, "{nr} against {set:?}");
+            }
+            assert_eq!(
+                decode(run(&program, 3 | 0x4000_0000, 0, [0; 6])),
+                Verdict::Kill
+            );
+        }
+        let too_many: Vec<u32> = (0..400).collect();
+        let err = with_fast_path(&too_many, refuse_all).expect_err("jumps too long");
+        assert!(err.contains("fast-path jump"), "{err}");
     }
 
     #[test]
