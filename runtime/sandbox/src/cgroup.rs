@@ -435,7 +435,8 @@ pub(super) struct Cgroup {
 }
 
 impl Cgroup {
-    /// Its directory (the sandbox's outer process writes itself into `cgroup.procs` there).
+    /// Its directory (the sandbox's outer process moves itself into it: `tasks` on v1,
+    /// `cgroup.procs` on v2).
     pub(super) fn dir(&self) -> &Path {
         &self.dir
     }

@@ -244,14 +244,8 @@ fn outer() -> i32 {
     // Into the sandbox's memory cgroup, before PID 1 exists: every process of the sandbox is
     // created inside it.
     if let Some(dir) = &provision.cgroup {
-        let procs = dir.join("cgroup.procs");
-        if let Err(e) = std::fs::write(
-            &procs,
-            rustix::process::getpid().as_raw_nonzero().to_string(),
-        ) {
-            ctl.send(&FromInit::Failed {
-                message: format!("cannot join the memory cgroup {}: {e}", procs.display()),
-            });
+        if let Err(message) = join_cgroup(dir) {
+            ctl.send(&FromInit::Failed { message });
             return 70;
         }
     }
@@ -337,6 +331,28 @@ fn outer() -> i32 {
             Err(_) => return 0,
         }
     }
+}
+
+/// Moves this process into the cgroup `dir`.
+///
+/// On cgroup v1 it writes `0` (itself) to `tasks`, which moves its only thread (this process
+/// never starts one): a move of the calling thread alone is the one the kernel makes without
+/// taking `cgroup_threadgroup_rwsem` for writing, a lock that waits for an RCU grace period
+/// when nobody took it lately (milliseconds, under `cgroup_mutex`) and made the move the
+/// slowest step of the slowest cold calls. Cgroup v2, which has no `tasks`, moves the process
+/// through `cgroup.procs`.
+fn join_cgroup(dir: &std::path::Path) -> Result<(), String> {
+    let tasks = dir.join("tasks");
+    let (file, written) = match std::fs::write(&tasks, "0") {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let procs = dir.join("cgroup.procs");
+            let pid = rustix::process::getpid().as_raw_nonzero().to_string();
+            let written = std::fs::write(&procs, pid);
+            (procs, written)
+        }
+        written => (tasks, written),
+    };
+    written.map_err(|e| format!("cannot join the memory cgroup {}: {e}", file.display()))
 }
 
 /// Enters the network namespace `netns`.
