@@ -253,19 +253,14 @@ impl Rules {
 /// # Errors
 /// When a jump of the search would be longer than classic BPF's 255 instructions.
 fn with_fast_path(ruled: &[u32], program: BpfProgram) -> Result<BpfProgram, String> {
-    use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, JGE_K, LD_W_ABS, NR, RET_K};
-    let mut ops = vec![
-        Jump::op(op(LD_W_ABS, 0, 0, ARCH)),
-        Jump::op(op(JEQ_K, 1, 0, AUDIT_ARCH)),
-        Jump::op(op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS)),
-        Jump::op(op(LD_W_ABS, 0, 0, NR)),
-        Jump {
-            code: JGE_K,
-            jt: To::Full,
-            jf: To::Next,
-            k: X32_SYSCALL_BIT,
-        },
-    ];
+    use bpf::{op, JGE_K, RET_K};
+    let mut ops: Vec<Jump> = bpf::native_number().into_iter().map(Jump::op).collect();
+    ops.push(Jump {
+        code: JGE_K,
+        jt: To::Full,
+        jf: To::Next,
+        k: X32_SYSCALL_BIT,
+    });
     search(ruled, &mut ops);
     let allow = ops.len();
     let mut out = Vec::with_capacity(allow + 1 + program.len());
@@ -445,16 +440,14 @@ fn refuse_one(nr: u32, errno: i32) -> BpfProgram {
 /// A program refusing with `errno` every system call whose number the jump `test` (`JEQ_K`,
 /// `JGE_K`) takes against `k`; others pass, and an architecture other than x86_64 is killed.
 fn refuse_numbers(test: u16, k: u32, errno: i32) -> BpfProgram {
-    use bpf::{op, ARCH, AUDIT_ARCH, JEQ_K, LD_W_ABS, NR, RET_K};
-    vec![
-        op(LD_W_ABS, 0, 0, ARCH),
-        op(JEQ_K, 1, 0, AUDIT_ARCH),
-        op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
-        op(LD_W_ABS, 0, 0, NR),
+    use bpf::{op, RET_K};
+    let mut program = bpf::native_number();
+    program.extend([
         op(test, 0, 1, k),
         op(RET_K, 0, 0, bpf::errno(errno)),
         op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
-    ]
+    ]);
+    program
 }
 
 /// The classic BPF the hand-written programs are made of.
@@ -477,6 +470,17 @@ mod bpf {
     pub(super) const ARCH: u32 = 4;
     /// `AUDIT_ARCH_X86_64`.
     pub(super) const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+
+    /// The start of every hand-written program: an architecture other than x86_64 is killed,
+    /// then the system call number is loaded.
+    pub(super) fn native_number() -> Vec<sock_filter> {
+        vec![
+            op(LD_W_ABS, 0, 0, ARCH),
+            op(JEQ_K, 1, 0, AUDIT_ARCH),
+            op(RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+            op(LD_W_ABS, 0, 0, NR),
+        ]
+    }
 
     /// One instruction.
     pub(super) fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
