@@ -86,7 +86,7 @@ pub mod actions {
                 },
             ],
         );
-        const SCHEMA_FILE: &'static str = "tests/macros/registry/policies/schema.cedarschema";
+        const SCHEMA_FILE: &'static str = "registry/policies/schema.cedarschema";
     }
     /// `Action::"word_count"`: declared in the `.cedarschema` (the action of a Rust-first tool), in the groups `read-only`.
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -155,7 +155,7 @@ pub mod actions {
                 },
             ],
         );
-        const SCHEMA_FILE: &'static str = "tests/macros/registry/policies/schema.cedarschema";
+        const SCHEMA_FILE: &'static str = "registry/policies/schema.cedarschema";
     }
     /// What `action!` names for an action the schema does not declare, beside the
     /// compile error that says so (a type of its own, so that error is the only one).
@@ -190,7 +190,7 @@ macro_rules! __escepine_action {
     ([$($p:tt)*] $other:ident $id:literal $e:ident) => {
         $($p)* ::actions::__Undeclared < { $e ! (::core::concat!("the Cedar action `",
         $id,
-        "` of this `#[tool]` is not declared in `tests/macros/registry/policies/schema.cedarschema`; declare it there (the actions declared: `text_stats`, `word_count`). `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, which prints the declaration its payload implies."));
+        "` of this `#[tool]` is not declared in `registry/policies/schema.cedarschema`; declare it there (the actions declared: `text_stats`, `word_count`). `cargo test` runs the tool's generated test `registers_with_its_cedar_action`, which prints the declaration its payload implies."));
         0 } >
     };
 }

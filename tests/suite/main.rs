@@ -1,5 +1,5 @@
-//! The workspace package's tests, one binary: the proc macros' compile-fail and pass cases
-//! (trybuild over `tests/macros/`), a renamed record field breaking its call site, and README's
+//! The workspace package's tests, one binary: the registry the macros' trybuild cases include
+//! (`tests/macros/`) checked against the generator, a renamed record field breaking its call site, and README's
 //! snippets built and run outside the workspace.
 
 mod macros;
