@@ -133,6 +133,9 @@ fn child(
     if let Err(e) = spawn::confine(cwd, limits) {
         return e;
     }
+    if let Err(e) = super::limits::drop_capabilities() {
+        return e;
+    }
     // The tool's own user, with no supplementary group: a uid other than 0 holds no
     // capability at all from here on.
     if let Err(e) = rustix::thread::set_thread_groups(&[]) {

@@ -29,6 +29,12 @@ pub(super) fn apply(limits: &Limits) -> Result<(), String> {
 
 /// Drops every capability for good: empty bounding set, no ambient capabilities, and
 /// `SECBIT_NOROOT` (locked) so that executing a program as uid 0 grants none either.
+///
+/// None of this takes a capability from the calling process's effective set; it keeps any
+/// process started from it from ever holding one again once it executes. So PID 1 of a
+/// namespace sandbox calls it while it builds the sandbox, before the tool is known, and the
+/// tool inherits the result (about forty system calls off each call's critical path); the
+/// guest of a gVisor sandbox calls it in the tool's process, before it changes user.
 pub(super) fn drop_capabilities() -> Result<(), String> {
     for cap in CapabilitySet::all().iter() {
         match rustix::thread::remove_capability_from_bounding_set(cap) {

@@ -17,11 +17,13 @@
 //!   `setgroups`/`uid_map`/`gid_map` (uid and gid 0 inside → the unprivileged outside id), lets
 //!   it go on, and waits for it;
 //! - **PID 1** becomes uid 0 of its namespace, builds the root file system (`mounts`), brings
-//!   loopback up when the sandbox has egress and made its own network namespace, prepares the
-//!   landlock ruleset (`fence`), installs the seccomp filter (`seccomp`, compiled once by the
-//!   zygote) on itself but for `mount`, reports ready and waits for [`Exec`]. Then it places
-//!   the call's inputs and starts the tool, which inherits the filter, applies the limits,
-//!   drops every capability, enforces the ruleset, refuses itself `mount` too and executes;
+//!   loopback up when the sandbox has egress and made its own network namespace, empties the
+//!   bounding set and locks the secure bits (so no program executed from it holds a
+//!   capability), prepares the landlock ruleset (`fence`), installs the seccomp filter
+//!   (`seccomp`, compiled once by the zygote) on itself but for `mount`, reports ready and
+//!   waits for [`Exec`]. Then it places the call's inputs and starts the tool, which inherits
+//!   the filter and the empty bounding set, applies the limits, enforces the ruleset, refuses
+//!   itself `mount` too and executes (losing every capability PID 1 still holds);
 //!   PID 1 runs the loopback relay (`relay`), reaps every process, and when the tool ends
 //!   reports its status and exits — which kills everything left in the PID namespace.
 //!
@@ -505,6 +507,10 @@ fn build(
     if p.proxy_dir.is_some() && !p.netns {
         crate::netns::loopback_up()?;
     }
+    // No process started from here on may hold a capability once it executes: the tool
+    // inherits the empty bounding set and the locked secure bits (PID 1 keeps its effective
+    // set, which it still needs to place the inputs and start the relay).
+    limits::drop_capabilities()?;
     let fence = fence::ruleset(p)?;
     // From here on PID 1 (its relay included) is held to the tool's system calls but `mount`,
     // and the tool inherits the filter.

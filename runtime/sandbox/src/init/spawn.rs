@@ -11,12 +11,12 @@ use rustix::process::WaitOptions;
 
 use crate::protocol::FromInit;
 
-/// In the tool's process, first: into `cwd`, under `limits`, with every capability dropped for
-/// good (what both tiers do before their own confinement).
+/// In the tool's process, first: into `cwd`, under `limits` (what both tiers do before their
+/// own confinement; each drops every capability for good where it pays least, see
+/// [`super::limits::drop_capabilities`]).
 pub(super) fn confine(cwd: &str, limits: &crate::Limits) -> Result<(), String> {
     rustix::process::chdir(cwd).map_err(|e| format!("chdir {cwd}: {e}"))?;
-    super::limits::apply(limits)?;
-    super::limits::drop_capabilities()
+    super::limits::apply(limits)
 }
 
 /// `argv` and `env` (`NAME=value`) as C strings; a NUL byte in either refuses the job.

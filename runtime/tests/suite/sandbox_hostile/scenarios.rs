@@ -213,6 +213,16 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
             Isolation::Namespaces => {
                 assert_eq!(uid, Some("0"), "{id}");
                 assert_eq!(id["no_new_privs"], "1", "{id}");
+                // PID 1 emptied the bounding set and locked the secure bits before the tool
+                // was known; the tool, uid 0 of its namespace, holds nothing in any set.
+                for set in ["cap_inh", "cap_prm", "cap_amb"] {
+                    assert_eq!(id[set], "0000000000000000", "{set}: {id}");
+                }
+                // SECBIT_NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked, and
+                // NO_CAP_AMBIENT_RAISE: executing a program as uid 0 grants nothing.
+                let bits = id["secure_bits"].as_i64().unwrap_or(-1);
+                let required = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40;
+                assert_eq!(bits & required, required, "secure bits {bits:#x}: {id}");
             }
             // A user of its own inside gVisor's kernel, not the guest's (whose status shows no
             // `NoNewPrivs` line: the prctl answers).

@@ -349,8 +349,13 @@ fn probe(p: &Value) -> Value {
         "identity".into(),
         json!({
             "uid": field("Uid:"),
+            "cap_inh": field("CapInh:"),
+            "cap_prm": field("CapPrm:"),
             "cap_eff": field("CapEff:"),
             "cap_bnd": field("CapBnd:"),
+            "cap_amb": field("CapAmb:"),
+            // SAFETY: PR_GET_SECUREBITS takes no pointer; its answer is the bits.
+            "secure_bits": unsafe { libc::prctl(libc::PR_GET_SECUREBITS, 0, 0, 0, 0) },
             "no_new_privs": field("NoNewPrivs:"),
             // SAFETY: PR_GET_NO_NEW_PRIVS takes no pointer; its answer is the flag.
             "no_new_privs_prctl": unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) },
