@@ -26,7 +26,9 @@ fn the_cases_registry_is_what_the_generator_makes() {
     assert!(
         committed == generated,
         "{} is not what the generator makes now; regenerate it with \
-         `TRYBUILD=overwrite cargo test -p escepine-macro-cases -p escepine-workspace` and review the diff",
+         `TRYBUILD=overwrite cargo test -p escepine-workspace --test suite macros`, then the \
+         cases' `.stderr` files with `TRYBUILD=overwrite cargo test -p escepine-macro-cases`, \
+         and review the diff",
         file.display()
     );
 }
