@@ -1,4 +1,4 @@
-//! Cost of image roots: the same no-op tool (`escepine-hostile noop`) on today's binary root
+//! Cost of image roots: the same no-op tool (`escepine-hostile noop`) on the binary root
 //! (the binary and its libraries copied into the sandbox's root) and on an OCI image root
 //! holding exactly that binary and those libraries, cold and from a warm pool, side by side;
 //! the first sandbox of a new spec (the one-off copy of the root's tree); the first fetch of

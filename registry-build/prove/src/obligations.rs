@@ -24,7 +24,7 @@ pub struct Invariant {
     pub policies: PolicySet,
 }
 
-/// An older version of the policies, validated against today's schema.
+/// An older version of the policies, validated against the current schema.
 #[derive(Debug, Clone)]
 pub struct OldPolicies {
     /// How it is named in reports (the directory as given).
@@ -101,7 +101,7 @@ pub fn read_invariants(dir: &Path, schema: &Schema) -> Result<Vec<Invariant>, Pr
 }
 
 /// Read the `*.cedar` files of an older policies directory as one set, validated in strict
-/// mode against today's `schema` (its own `*.cedarschema`, if any, is not read: the sets are
+/// mode against the current `schema` (its own `*.cedarschema`, if any, is not read: the sets are
 /// compared over one schema).
 ///
 /// # Errors

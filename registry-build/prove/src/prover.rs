@@ -156,7 +156,7 @@ impl Run {
 
 fn compiler(solver: &Solver) -> Result<CedarSymCompiler<LocalSolver>, ProveError> {
     let process = solver.spawn()?;
-    // `new` cannot fail today; its error is the compiler's own.
+    // `new` cannot fail in the pinned version; its error is the compiler's own.
     CedarSymCompiler::new(process).map_err(|source| ProveError::SolverMissing {
         program: solver.program_name().to_string(),
         source: std::io::Error::other(source.to_string()),

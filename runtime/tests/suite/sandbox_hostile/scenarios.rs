@@ -221,7 +221,14 @@ pub async fn every_escape_of_the_probe_fails(tool_root: Target) {
                 // SECBIT_NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked, and
                 // NO_CAP_AMBIENT_RAISE: executing a program as uid 0 grants nothing.
                 let bits = id["secure_bits"].as_i64().unwrap_or(-1);
-                let required = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40;
+                let required = i64::from(
+                    libc::SECBIT_NOROOT
+                        | libc::SECBIT_NOROOT_LOCKED
+                        | libc::SECBIT_NO_SETUID_FIXUP
+                        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+                        | libc::SECBIT_KEEP_CAPS_LOCKED
+                        | libc::SECBIT_NO_CAP_AMBIENT_RAISE,
+                );
                 assert_eq!(bits & required, required, "secure bits {bits:#x}: {id}");
             }
             // A user of its own inside gVisor's kernel, not the guest's (whose status shows no
