@@ -20,15 +20,18 @@
 //!   loopback up when the sandbox has egress and made its own network namespace, empties the
 //!   bounding set and locks the secure bits (so no program executed from it holds a
 //!   capability), prepares the landlock ruleset (`fence`), installs the seccomp filter
-//!   (`seccomp`, compiled once by the zygote) on itself but for `mount`, reports ready and
-//!   waits for [`Exec`]. Then it places the call's inputs and starts the tool, which inherits
-//!   the filter and the empty bounding set, applies the limits, enforces the ruleset, refuses
-//!   itself `mount` too and executes (losing every capability PID 1 still holds);
-//!   PID 1 runs the loopback relay (`relay`), reaps every process, and when the tool ends
-//!   reports its status and exits — which kills everything left in the PID namespace.
+//!   (`seccomp`, compiled once by the zygote) on itself but for `mount`, and starts the tool's
+//!   process (`waiting`), which inherits the filter and the empty bounding set, applies the
+//!   limits, enforces the ruleset, refuses itself `mount` too and waits. PID 1 then reports
+//!   ready and waits for [`Exec`]: it places the call's inputs and hands the job to the waiting
+//!   process, which changes directory and executes (losing every capability PID 1 still
+//!   holds); PID 1 runs the loopback relay (`relay`), reaps every process, and when the tool
+//!   ends reports its status and exits — which kills everything left in the PID namespace.
 //!
-//! Both processes are single-threaded whenever they fork (the relay thread starts after the
-//! tool's fork), so the code between fork and exec may be ordinary Rust.
+//! Both processes are single-threaded whenever they fork or clone (the relay thread starts
+//! after the tool has executed), so the code between a fork and what follows may be ordinary
+//! Rust; the tool's waiting process, which shares PID 1's memory, keeps to system calls once
+//! PID 1 runs again (see `waiting`).
 
 mod control;
 mod fence;
@@ -39,6 +42,7 @@ mod mounts;
 mod relay;
 mod seccomp;
 mod spawn;
+mod waiting;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -461,9 +465,8 @@ fn pid1(
 
 /// What PID 1 prepares before the tool is known.
 struct Prepared {
-    fence: landlock::RulesetCreated,
-    /// What the tool adds to the filter PID 1 has.
-    tool_filter: &'static seccompiler::BpfProgram,
+    /// The tool's process, confined, waiting for its job.
+    tool: waiting::WaitingTool,
     /// The proxy's socket directory, for the relay (egress only).
     proxy: Option<OwnedFd>,
 }
@@ -516,30 +519,24 @@ fn build(
     // and the tool inherits the filter.
     let filters = seccomp::compiled()?;
     seccomp::apply(&filters.sandbox)?;
+    // The tool's process, confined now (it inherits the filter): a call only lets it go.
+    let tool = waiting::WaitingTool::start(|| confine_tool(&p.limits, fence, &filters.tool))?;
     ctl.send(&FromInit::Ready);
-    Ok(Some(Prepared {
-        fence,
-        tool_filter: &filters.tool,
-        proxy,
-    }))
+    Ok(Some(Prepared { tool, proxy }))
 }
 
 /// Starts the tool and reports how it ended.
 fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
-    let Prepared {
-        fence,
-        tool_filter,
-        proxy,
-    } = prepared;
+    let Prepared { tool, proxy } = prepared;
     let (argv, envp) = spawn::c_strings(exec.argv, exec.env)?;
+    let cwd = CString::new(exec.cwd.unwrap_or_else(|| WORKSPACE.to_string()))
+        .map_err(|_| "the working directory contains a NUL byte")?;
     inputs::place(exec.files)?;
-    let cwd = exec.cwd;
     let listener = match p.proxy_dir {
         Some(_) => Some(relay::listen()?),
         None => None,
     };
-    let pid =
-        spawn::fork_tool(|| child(&p.limits, fence, tool_filter, cwd.as_deref(), &argv, &envp))?;
+    let pid = tool.run(&argv, &envp, &cwd)?;
     if let (Some(listener), Some(dir)) = (listener, proxy) {
         relay::spawn(listener, dir);
     }
@@ -547,28 +544,17 @@ fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, Str
     spawn::wait_tool(pid)
 }
 
-/// In the tool's process: confine it and execute the tool. Returns only on failure, with why.
-fn child(
+/// In the tool's process, while PID 1 builds the sandbox: its limits, no new privileges, the
+/// Landlock domain and what the tool adds to the seccomp filter it inherits.
+fn confine_tool(
     limits: &super::Limits,
     fence: landlock::RulesetCreated,
     filter: &seccompiler::BpfProgram,
-    cwd: Option<&str>,
-    argv: &[CString],
-    envp: &[CString],
-) -> String {
-    if let Err(e) = spawn::confine(cwd.unwrap_or(WORKSPACE), limits) {
-        return e;
-    }
-    if let Err(e) = rustix::thread::set_no_new_privs(true) {
-        return format!("PR_SET_NO_NEW_PRIVS: {e}");
-    }
-    if let Err(e) = fence::restrict(fence) {
-        return e;
-    }
-    if let Err(e) = seccomp::apply(filter) {
-        return e;
-    }
-    spawn::execute(argv, envp)
+) -> Result<(), String> {
+    limits::apply(limits)?;
+    rustix::thread::set_no_new_privs(true).map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
+    fence::restrict(fence)?;
+    seccomp::apply(filter)
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! How a sandbox's first process — PID 1 of a namespace sandbox, or the guest of a gVisor one —
 //! starts the tool and waits for it: the job's argument and environment strings made C strings
-//! before it starts, the tool started in this process's memory until it executes (as
-//! `posix_spawn` does) with a close-on-exec pipe that carries why it could not start, the
-//! parent's stdio let go, and every process reaped until the tool's status is known.
+//! before it starts; in a gVisor guest, the tool started in this process's memory until it
+//! executes (as `posix_spawn` does) with a close-on-exec pipe that carries why it could not
+//! start (a namespace sandbox's PID 1 starts it ahead of the job instead, see
+//! [`super::waiting`], on a [`Stack`] of this module); then, on both tiers, the parent's stdio
+//! let go, and every process reaped until the tool's status is known.
 
 use std::ffi::CString;
 use std::io::Read;
@@ -11,9 +13,9 @@ use rustix::process::WaitOptions;
 
 use crate::protocol::FromInit;
 
-/// In the tool's process, first: into `cwd`, under `limits` (what both tiers do before their
-/// own confinement; each drops every capability for good where it pays least, see
-/// [`super::limits::drop_capabilities`]).
+/// In the tool's process of a gVisor guest, first: into `cwd`, under `limits` (a namespace
+/// sandbox's applies its limits ahead of the job and changes directory at its start, see
+/// [`super::waiting`]).
 pub(super) fn confine(cwd: &str, limits: &crate::Limits) -> Result<(), String> {
     rustix::process::chdir(cwd).map_err(|e| format!("chdir {cwd}: {e}"))?;
     super::limits::apply(limits)
@@ -115,13 +117,14 @@ pub(super) fn fork_tool<F: FnOnce() -> String>(child: F) -> Result<i32, String> 
 }
 
 /// An anonymous mapping used as a stack, with a page beneath it that faults on overflow.
-struct Stack {
+pub(super) struct Stack {
     base: *mut libc::c_void,
     len: usize,
 }
 
 impl Stack {
-    fn new(size: usize) -> Result<Self, String> {
+    /// A stack of `size` bytes (and its guard page).
+    pub(super) fn new(size: usize) -> Result<Self, String> {
         // SAFETY: sysconf reads a constant of the system.
         let guard = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = size + guard;
@@ -154,7 +157,7 @@ impl Stack {
     }
 
     /// The stack's top (it grows down), 16-byte aligned.
-    fn top(&self) -> *mut libc::c_void {
+    pub(super) fn top(&self) -> *mut libc::c_void {
         // SAFETY: one past the end of the mapping, which is page-aligned and so 16-byte aligned.
         unsafe { self.base.cast::<u8>().add(self.len).cast() }
     }
