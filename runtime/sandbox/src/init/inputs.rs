@@ -1,5 +1,5 @@
 //! The call's workspace inputs: each file written into the workspace by PID 1 and bound
-//! read-only over itself, before the tool is forked.
+//! read-only over itself, before the tool executes.
 //!
 //! The workspace is the tool's own tmpfs (`nosuid`, `nodev`, `noexec`), owned by the sandbox's
 //! uid 0 — which the tool also is — so a mode of `0444` alone would not stop it: the file is a
@@ -19,6 +19,9 @@ use crate::protocol::{ExecFile, WORKSPACE};
 /// Writes every file and makes it read-only; a name that is not a plain file name, a file that
 /// exists already or bytes that are not hex fail the call before the tool starts.
 pub(super) fn place(files: Vec<ExecFile>) -> Result<(), String> {
+    if files.is_empty() {
+        return Ok(());
+    }
     let dir = rustix::fs::open(
         WORKSPACE,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,

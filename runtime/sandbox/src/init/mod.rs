@@ -22,14 +22,15 @@
 //!   capability), prepares the landlock ruleset (`fence`), installs the seccomp filter
 //!   (`seccomp`, compiled once by the zygote) on itself but for `mount`, and starts the tool's
 //!   process (`waiting`), which inherits the filter and the empty bounding set, applies the
-//!   limits, enforces the ruleset, refuses itself `mount` too and waits. PID 1 then reports
-//!   ready and waits for [`Exec`]: it places the call's inputs and hands the job to the waiting
-//!   process, which changes directory and executes (losing every capability PID 1 still
-//!   holds); PID 1 runs the loopback relay (`relay`), reaps every process, and when the tool
-//!   ends reports its status and exits — which kills everything left in the PID namespace.
+//!   limits, enforces the ruleset, refuses itself `mount` too and waits. PID 1 binds the
+//!   loopback relay's socket (`relay`), reports ready and waits for [`Exec`]: it places the
+//!   call's inputs and hands the job to the waiting process, which changes directory and
+//!   executes (losing every capability PID 1 still holds); PID 1 runs the relay, reaps every
+//!   process, and when the tool ends reports its status and exits — which kills everything
+//!   left in the PID namespace.
 //!
 //! Both processes are single-threaded whenever they fork or clone (the relay thread starts
-//! after the tool has executed), so the code between a fork and what follows may be ordinary
+//! after the tool's process), so the code between a fork and what follows may be ordinary
 //! Rust; the tool's waiting process, which shares PID 1's memory, keeps to system calls once
 //! PID 1 runs again (see `waiting`).
 
@@ -448,7 +449,7 @@ fn pid1(
                     std::process::exit(1)
                 }
             };
-            let report = match launch(&provision, prepared, exec) {
+            let report = match launch(prepared, exec) {
                 Ok(r) => r,
                 Err(message) => FromInit::Failed { message },
             };
@@ -467,8 +468,8 @@ fn pid1(
 struct Prepared {
     /// The tool's process, confined, waiting for its job.
     tool: waiting::WaitingTool,
-    /// The proxy's socket directory, for the relay (egress only).
-    proxy: Option<OwnedFd>,
+    /// The relay's listening socket and the proxy's socket directory (egress only).
+    relay: Option<(std::net::TcpListener, OwnedFd)>,
 }
 
 /// Builds the sandbox; `None` if the host went away first.
@@ -521,23 +522,25 @@ fn build(
     seccomp::apply(&filters.sandbox)?;
     // The tool's process, confined now (it inherits the filter): a call only lets it go.
     let tool = waiting::WaitingTool::start(|| confine_tool(&p.limits, fence, &filters.tool))?;
+    // The relay's socket, listening before the tool starts (so its first connect succeeds).
+    let relay = match proxy {
+        Some(dir) => Some((relay::listen()?, dir)),
+        None => None,
+    };
     ctl.send(&FromInit::Ready);
-    Ok(Some(Prepared { tool, proxy }))
+    Ok(Some(Prepared { tool, relay }))
 }
 
 /// Starts the tool and reports how it ended.
-fn launch(p: &Provision, prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
-    let Prepared { tool, proxy } = prepared;
+fn launch(prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
+    let Prepared { tool, relay } = prepared;
     let (argv, envp) = spawn::c_strings(exec.argv, exec.env)?;
     let cwd = CString::new(exec.cwd.unwrap_or_else(|| WORKSPACE.to_string()))
         .map_err(|_| "the working directory contains a NUL byte")?;
     inputs::place(exec.files)?;
-    let listener = match p.proxy_dir {
-        Some(_) => Some(relay::listen()?),
-        None => None,
-    };
     let pid = tool.run(&argv, &envp, &cwd)?;
-    if let (Some(listener), Some(dir)) = (listener, proxy) {
+    // Its thread once the tool runs: not on the way to it.
+    if let Some((listener, dir)) = relay {
         relay::spawn(listener, dir);
     }
     // The tool holds the stdio pipes now; PID 1 lets go of them.
