@@ -522,6 +522,10 @@ fn build(
     seccomp::apply(&filters.sandbox)?;
     // The tool's process, confined now (it inherits the filter): a call only lets it go.
     let tool = waiting::WaitingTool::start(|| confine_tool(&p.limits, fence, &filters.tool))?;
+    // The tool holds the stdio pipes now; PID 1 lets go of them.
+    spawn::null_stdio(0);
+    spawn::null_stdio(1);
+    spawn::null_stdio(2);
     // The relay's socket, listening before the tool starts (so its first connect succeeds).
     let relay = match proxy {
         Some(dir) => Some((relay::listen()?, dir)),
@@ -538,13 +542,14 @@ fn launch(prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
     let cwd = CString::new(exec.cwd.unwrap_or_else(|| WORKSPACE.to_string()))
         .map_err(|_| "the working directory contains a NUL byte")?;
     inputs::place(exec.files)?;
-    let pid = tool.run(&argv, &envp, &cwd)?;
-    // Its thread once the tool runs: not on the way to it.
+    let started = tool.go(argv, envp, cwd)?;
+    // Its thread while the tool starts: not on the way to it.
     if let Some((listener, dir)) = relay {
         relay::spawn(listener, dir);
     }
-    // The tool holds the stdio pipes now; PID 1 lets go of them.
-    spawn::wait_tool(pid)
+    let status = spawn::reap(started.pid())?;
+    started.outcome()?;
+    Ok(status)
 }
 
 /// In the tool's process, while PID 1 builds the sandbox: its limits, no new privileges, the

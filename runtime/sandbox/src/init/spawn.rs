@@ -176,6 +176,11 @@ pub(super) fn wait_tool(pid: i32) -> Result<FromInit, String> {
     null_stdio(0);
     null_stdio(1);
     null_stdio(2);
+    reap(pid)
+}
+
+/// Reaps every process until the tool `pid` has ended: its status.
+pub(super) fn reap(pid: i32) -> Result<FromInit, String> {
     loop {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {

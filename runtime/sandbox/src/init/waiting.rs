@@ -53,7 +53,7 @@ struct Start<F> {
 }
 
 /// A confined tool's process waiting for its job (see the [module](self)). Dropping it without
-/// [`WaitingTool::run`] ends the process.
+/// [`WaitingTool::go`] ends the process.
 pub(super) struct WaitingTool {
     pid: i32,
     /// One byte written here lets the process go; closing it ends the process.
@@ -124,13 +124,14 @@ impl WaitingTool {
     }
 
     /// Hands the process its job: it changes into `cwd` and executes `argv` with `envp`.
-    /// Returns its pid once it has executed, or why it could not.
-    pub(super) fn run(
+    /// Returns at once, without waiting for either: why it could not is known once it has
+    /// ended ([`Started::outcome`]), so that this process is not woken while the tool starts.
+    pub(super) fn go(
         mut self,
-        argv: &[CString],
-        envp: &[CString],
-        cwd: &CStr,
-    ) -> Result<i32, String> {
+        argv: Vec<CString>,
+        envp: Vec<CString>,
+        cwd: CString,
+    ) -> Result<Started, String> {
         let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         argv_ptrs.push(std::ptr::null());
         let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
@@ -148,29 +149,69 @@ impl WaitingTool {
             .go
             .take()
             .ok_or("the tool's process was let go twice")?;
+        let started = Started {
+            tool: self,
+            argv,
+            cwd,
+            _strings: (envp, argv_ptrs, envp_ptrs),
+        };
         rustix::io::write(&go, &[1]).map_err(|e| format!("letting the tool's process go: {e}"))?;
         drop(go);
-        // End of file: it executed (the pipe is close-on-exec); else why it could not. The
-        // strings stay alive until then.
+        Ok(started)
+    }
+}
+
+/// A tool's process given its job. Its strings, stack and report stay until it has executed or
+/// ended: dropping this value waits for that.
+pub(super) struct Started {
+    tool: WaitingTool,
+    argv: Vec<CString>,
+    cwd: CString,
+    /// The environment and both pointer arrays, which the process reads until it executes.
+    _strings: (
+        Vec<CString>,
+        Vec<*const libc::c_char>,
+        Vec<*const libc::c_char>,
+    ),
+}
+
+impl Started {
+    /// The process's pid.
+    pub(super) fn pid(&self) -> i32 {
+        self.tool.pid
+    }
+
+    /// Once the process has ended: why it could not execute the job, if it could not.
+    pub(super) fn outcome(mut self) -> Result<(), String> {
         let mut got = Vec::new();
-        let _ = self.report.read_to_end(&mut got);
+        let _ = self.tool.report.read_to_end(&mut got);
         let errno = |bytes: &[u8]| {
             let raw = <[u8; 4]>::try_from(bytes).map_or(0, i32::from_ne_bytes);
             std::io::Error::from_raw_os_error(raw)
         };
         match got.split_first() {
-            None => Ok(self.pid),
-            Some((&CHDIR_FAILED, rest)) => {
-                Err(format!("chdir {}: {}", cwd.to_string_lossy(), errno(rest)))
-            }
+            None => Ok(()),
+            Some((&CHDIR_FAILED, rest)) => Err(format!(
+                "chdir {}: {}",
+                self.cwd.to_string_lossy(),
+                errno(rest)
+            )),
             Some((&EXEC_FAILED, rest)) => Err(format!(
                 "cannot execute {}: {}",
-                argv.first()
+                self.argv
+                    .first()
                     .map_or_else(String::new, |a| a.to_string_lossy().into_owned()),
                 errno(rest)
             )),
             Some(_) => Err("the tool's process reported nonsense".to_string()),
         }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        // End of file once the process has executed (the pipe is close-on-exec) or ended.
+        let _ = self.tool.report.read_to_end(&mut Vec::new());
     }
 }
 
@@ -301,8 +342,9 @@ mod tests {
         ];
         let envp = [c("GREETING=hello")];
         let dir_c = c(dir.path().to_str().expect("a UTF-8 path"));
-        let pid = tool.run(&argv, &envp, &dir_c).expect("executed");
-        assert_eq!(exit_code(pid), Some(0));
+        let started = tool.go(argv.into(), envp.into(), dir_c).expect("let go");
+        assert_eq!(exit_code(started.pid()), Some(0));
+        started.outcome().expect("it executed");
         let out = std::fs::read_to_string(dir.path().join("out")).expect("the job wrote");
         assert_eq!(out.trim(), format!("{} 77 hello", dir.path().display()));
         assert_eq!(nofile(), before, "the limit is the process's alone");
@@ -319,26 +361,28 @@ mod tests {
     #[test]
     fn a_missing_directory_or_program_is_named_with_the_error() {
         let tool = WaitingTool::start(|| Ok(())).expect("confined");
-        let pid = tool.pid;
-        let err = tool
-            .run(&[c("/bin/true")], &[], &c("/nonexistent/escepine-dir"))
-            .expect_err("no such directory");
+        let started = tool
+            .go(
+                vec![c("/bin/true")],
+                Vec::new(),
+                c("/nonexistent/escepine-dir"),
+            )
+            .expect("let go");
+        assert_eq!(exit_code(started.pid()), Some(127));
         assert_eq!(
-            err,
+            started.outcome().expect_err("no such directory"),
             "chdir /nonexistent/escepine-dir: No such file or directory (os error 2)"
         );
-        assert_eq!(exit_code(pid), Some(127));
 
         let tool = WaitingTool::start(|| Ok(())).expect("confined");
-        let pid = tool.pid;
-        let err = tool
-            .run(&[c("/nonexistent/escepine-tool")], &[], &c("/"))
-            .expect_err("no such program");
+        let started = tool
+            .go(vec![c("/nonexistent/escepine-tool")], Vec::new(), c("/"))
+            .expect("let go");
+        assert_eq!(exit_code(started.pid()), Some(127));
         assert_eq!(
-            err,
+            started.outcome().expect_err("no such program"),
             "cannot execute /nonexistent/escepine-tool: No such file or directory (os error 2)"
         );
-        assert_eq!(exit_code(pid), Some(127));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! `main` and its threads.
 
 mod cgroups;
+mod jobs;
 mod roots;
 
 /// Runs before libtest's `main`: the sandbox init's dispatch, which does not return in a
