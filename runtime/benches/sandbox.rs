@@ -219,7 +219,10 @@ fn main() {
         // Teardowns run in the background after each result: give them a moment.
         let mut left = (usize::MAX, usize::MAX);
         for _ in 0..100 {
-            left = (sandbox_processes(), entries(run_dir.path()));
+            left = (
+                escepine_testkit::sandbox_host::sandbox_processes().len(),
+                entries(run_dir.path()),
+            );
             if left == (0, 0) {
                 break;
             }
@@ -322,30 +325,6 @@ async fn time_calls(
         }
     }
     samples
-}
-
-/// Host processes whose real uid is a sandbox's (the backend's default range).
-fn sandbox_processes() -> usize {
-    let range = 100_000u32..160_000;
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<u32>().is_ok())
-        })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
-        .filter_map(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse::<u32>().ok())
-        })
-        .filter(|uid| range.contains(uid))
-        .count()
 }
 
 /// Entries of `dir`.

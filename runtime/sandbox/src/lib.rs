@@ -109,7 +109,7 @@ pub use cgroup::{CgroupError, SPARE_RESIDUE_KEPT};
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use gvisor::{GvisorBackend, RUNSC_PACKAGE};
 #[cfg(all(feature = "linux", target_os = "linux"))]
-pub use linux::{LinuxBackend, INIT_BIN, SELF_EXE};
+pub use linux::{LinuxBackend, DEFAULT_UID_BASE, INIT_BIN, SELF_EXE};
 pub use pool::WarmPool;
 pub use tool_image::{ImageLaunch, ToolImage};
 

@@ -69,6 +69,9 @@ pub mod bench;
 #[cfg(feature = "sandbox")]
 pub mod python_probe;
 
+#[cfg(feature = "sandbox")]
+pub mod sandbox_host;
+
 #[cfg(feature = "oidc")]
 pub mod oidc;
 #[cfg(feature = "oidc")]

@@ -60,7 +60,9 @@ fn usage(dir: &Path) -> u64 {
         .expect("a memory usage file")
 }
 
-fn spec(memory_bytes: u64) -> SandboxSpec {
+/// A spec of the host's python (its libraries and standard library copied in) under a memory
+/// bound of `memory_bytes`.
+pub(crate) fn spec(memory_bytes: u64) -> SandboxSpec {
     spec_with_binds(memory_bytes, Vec::new())
 }
 

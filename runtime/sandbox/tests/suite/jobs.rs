@@ -3,32 +3,23 @@
 //! from the root — is reported by name after the sandbox has long been ready, and a sandbox
 //! destroyed without a job leaves no process behind.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use escepine_sandbox::deps::{identity, DepCache};
 use escepine_sandbox::{JobStatus, LinuxBackend, SandboxBackend, SandboxError, SandboxSpec};
 
-use escepine_testkit::python_probe::{job, PYTHON, STDLIB};
+use escepine_testkit::python_probe::{job, PYTHON};
+use escepine_testkit::sandbox_host::sandbox_processes;
 
 fn spec() -> SandboxSpec {
-    let program = PathBuf::from(PYTHON);
-    let id = identity(&program).expect("python");
-    let mut read_only = DepCache::default()
-        .needs(&program, &id)
-        .expect("python's libraries");
-    read_only.push(PathBuf::from(STDLIB));
-    SandboxSpec {
-        program,
-        program_identity: id,
-        program_sha256: None,
-        read_only,
-        binds: Vec::new(),
-        root_tree: None,
-        egress: escepine_contract::EgressGrant::default(),
-        limits: Default::default(),
-    }
+    crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes)
+}
+
+/// A backend with this program as its init, its proxy sockets under `run_dir`.
+fn backend(run_dir: &std::path::Path) -> LinuxBackend {
+    LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
+        .with_run_dir(run_dir)
 }
 
 /// The error of `argv` in `cwd`, run in a sandbox provisioned and left idle a moment first (as
@@ -49,32 +40,11 @@ async fn failure(backend: &LinuxBackend, argv: &[&str], cwd: Option<&str>) -> St
     err.to_string()
 }
 
-/// Host processes whose real uid is one of the backend's sandbox ids.
-fn sandbox_processes() -> usize {
-    let range = 100_000u32..160_000;
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
-        .filter(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().next()?.parse::<u32>().ok())
-                .is_some_and(|uid| range.contains(&uid))
-        })
-        .count()
-}
-
 #[tokio::test]
 async fn a_job_that_cannot_start_is_reported_by_name_and_a_good_one_still_runs() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = LinuxBackend::new()
-        .expect("this test program dispatches the sandbox init")
-        .with_run_dir(run_dir.path());
+    let backend = backend(run_dir.path());
 
     let err = failure(&backend, &[PYTHON, "-c", "pass"], Some("/no-such-dir")).await;
     assert!(
@@ -110,10 +80,8 @@ async fn a_job_that_cannot_start_is_reported_by_name_and_a_good_one_still_runs()
 async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = LinuxBackend::new()
-        .expect("this test program dispatches the sandbox init")
-        .with_run_dir(run_dir.path());
-    let before = sandbox_processes();
+    let backend = backend(run_dir.path());
+    let before = sandbox_processes().len();
     let mut sandboxes = Vec::new();
     for _ in 0..3 {
         sandboxes.push(
@@ -125,13 +93,13 @@ async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
     }
     // Each holds PID 1 and the waiting tool's process (its outer process keeps the host's
     // root's id).
-    assert_eq!(sandbox_processes(), before + 6);
+    assert_eq!(sandbox_processes().len(), before + 6);
     for sandbox in sandboxes {
         backend.destroy(sandbox).await;
     }
     let mut left = usize::MAX;
     for _ in 0..100 {
-        left = sandbox_processes();
+        left = sandbox_processes().len();
         if left == before {
             break;
         }

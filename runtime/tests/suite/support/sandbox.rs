@@ -31,8 +31,7 @@ use escepine_sandbox::ToolImage;
 use escepine_sandbox::{GvisorBackend, LinuxBackend};
 use serde_json::Value;
 
-/// The sandboxes' outside uids when the tests run as root (the backend's default base).
-pub const UID_RANGE: std::ops::Range<u32> = 100_000..160_000;
+pub use escepine_testkit::sandbox_host::{sandbox_processes, uid_of, UID_RANGE};
 
 /// The path of a current `escepine-hostile`.
 pub fn hostile() -> PathBuf {
@@ -323,45 +322,6 @@ pub struct HostSnapshot {
     mounts: usize,
     children: BTreeSet<u32>,
     run_dir: PathBuf,
-}
-
-/// Host pids of the processes whose real uid is in [`UID_RANGE`] (sandbox processes).
-pub fn sandbox_processes() -> Vec<(u32, String)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-            continue;
-        };
-        let name = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Name:"))
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        if real_uid(&status).is_some_and(|u| UID_RANGE.contains(&u)) {
-            out.push((pid, name));
-        }
-    }
-    out
-}
-
-/// The real uid of process `pid`, if it still exists.
-pub fn uid_of(pid: u32) -> Option<u32> {
-    real_uid(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
-}
-
-/// The real uid in the text of a `/proc/<pid>/status` file.
-fn real_uid(status: &str) -> Option<u32> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// Live (not zombie) children of `parent`.
