@@ -155,8 +155,11 @@ impl WaitingTool {
             cwd,
             _strings: (envp, argv_ptrs, envp_ptrs),
         };
-        rustix::io::write(&go, &[1]).map_err(|e| format!("letting the tool's process go: {e}"))?;
+        let written = rustix::io::write(&go, &[1]);
+        // Closed before `started` can be dropped: if the byte did not go, the process reads end
+        // of file and ends, which `started`'s drop waits for.
         drop(go);
+        written.map_err(|e| format!("letting the tool's process go: {e}"))?;
         Ok(started)
     }
 }
