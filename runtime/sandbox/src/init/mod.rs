@@ -523,9 +523,7 @@ fn build(
     // The tool's process, confined now (it inherits the filter): a call only lets it go.
     let tool = waiting::WaitingTool::start(|| confine_tool(&p.limits, fence, &filters.tool))?;
     // The tool holds the stdio pipes now; PID 1 lets go of them.
-    spawn::null_stdio(0);
-    spawn::null_stdio(1);
-    spawn::null_stdio(2);
+    spawn::let_go_of_stdio();
     // The relay's socket, listening before the tool starts (so its first connect succeeds).
     let relay = match proxy {
         Some(dir) => Some((relay::listen()?, dir)),

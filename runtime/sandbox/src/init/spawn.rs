@@ -17,7 +17,7 @@ use crate::protocol::FromInit;
 /// sandbox's applies its limits ahead of the job and changes directory at its start, see
 /// [`super::waiting`]).
 pub(super) fn confine(cwd: &str, limits: &crate::Limits) -> Result<(), String> {
-    rustix::process::chdir(cwd).map_err(|e| format!("chdir {cwd}: {e}"))?;
+    rustix::process::chdir(cwd).map_err(|e| chdir_failed(cwd, e))?;
     super::limits::apply(limits)
 }
 
@@ -173,10 +173,15 @@ impl Drop for Stack {
 /// Lets go of the stdio pipes the tool holds now, and reaps every process until the tool `pid`
 /// has ended: its status.
 pub(super) fn wait_tool(pid: i32) -> Result<FromInit, String> {
+    let_go_of_stdio();
+    reap(pid)
+}
+
+/// Points this process's stdin, stdout and stderr at `/dev/null` (the tool holds the pipes).
+pub(super) fn let_go_of_stdio() {
     null_stdio(0);
     null_stdio(1);
     null_stdio(2);
-    reap(pid)
 }
 
 /// Reaps every process until the tool `pid` has ended: its status.
@@ -215,18 +220,32 @@ pub(super) fn null_stdio(which: i32) {
 
 /// Executes `argv` with `envp`; returns only on failure, with why.
 pub(super) fn execute(argv: &[CString], envp: &[CString]) -> String {
-    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    argv_ptrs.push(std::ptr::null());
-    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
-    envp_ptrs.push(std::ptr::null());
+    let (argv_ptrs, envp_ptrs) = (pointers(argv), pointers(envp));
     // SAFETY: both arrays are null-terminated and point into `argv`/`envp`, which outlive the
     // call; `execve` only returns on failure.
     unsafe {
         libc::execve(argv[0].as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr());
     }
-    format!(
-        "cannot execute {}: {}",
-        argv[0].to_string_lossy(),
-        std::io::Error::last_os_error()
-    )
+    exec_failed(argv, std::io::Error::last_os_error())
+}
+
+/// `strings` as the null-terminated array of pointers `execve` takes (valid while `strings`
+/// is).
+pub(super) fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// Why the tool could not change into `cwd`.
+pub(super) fn chdir_failed(cwd: &str, e: impl std::fmt::Display) -> String {
+    format!("chdir {cwd}: {e}")
+}
+
+/// Why the tool `argv` could not be executed.
+pub(super) fn exec_failed(argv: &[CString], e: impl std::fmt::Display) -> String {
+    let program = argv.first().map(|a| a.to_string_lossy());
+    format!("cannot execute {}: {e}", program.unwrap_or_default())
 }

@@ -16,7 +16,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use super::spawn::Stack;
+use super::spawn::{chdir_failed, exec_failed, pointers, Stack};
 
 /// The stack the process runs on until it executes.
 const STACK: usize = 256 * 1024;
@@ -132,10 +132,7 @@ impl WaitingTool {
         envp: Vec<CString>,
         cwd: CString,
     ) -> Result<Started, String> {
-        let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        argv_ptrs.push(std::ptr::null());
-        let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
-        envp_ptrs.push(std::ptr::null());
+        let (mut argv_ptrs, mut envp_ptrs) = (pointers(&argv), pointers(&envp));
         self.job
             .argv
             .store(argv_ptrs.as_mut_ptr(), Ordering::Release);
@@ -165,7 +162,7 @@ impl WaitingTool {
 }
 
 /// A tool's process given its job. Its strings, stack and report stay until it has executed or
-/// ended: dropping this value waits for that.
+/// ended: dropping this value waits for that (`tool`, dropped first, waits).
 pub(super) struct Started {
     tool: WaitingTool,
     argv: Vec<CString>,
@@ -194,37 +191,22 @@ impl Started {
         };
         match got.split_first() {
             None => Ok(()),
-            Some((&CHDIR_FAILED, rest)) => Err(format!(
-                "chdir {}: {}",
-                self.cwd.to_string_lossy(),
-                errno(rest)
-            )),
-            Some((&EXEC_FAILED, rest)) => Err(format!(
-                "cannot execute {}: {}",
-                self.argv
-                    .first()
-                    .map_or_else(String::new, |a| a.to_string_lossy().into_owned()),
-                errno(rest)
-            )),
+            Some((&CHDIR_FAILED, rest)) => {
+                Err(chdir_failed(&self.cwd.to_string_lossy(), errno(rest)))
+            }
+            Some((&EXEC_FAILED, rest)) => Err(exec_failed(&self.argv, errno(rest))),
             Some(_) => Err("the tool's process reported nonsense".to_string()),
         }
     }
 }
 
-impl Drop for Started {
-    fn drop(&mut self) {
-        // End of file once the process has executed (the pipe is close-on-exec) or ended.
-        let _ = self.tool.report.read_to_end(&mut Vec::new());
-    }
-}
-
 impl Drop for WaitingTool {
     fn drop(&mut self) {
-        // Not let go: closing the pipe ends the process; wait until it has (its stack is
-        // unmapped after this).
-        if self.go.take().is_some() {
-            let _ = self.report.read_to_end(&mut Vec::new());
-        }
+        // Closing the pipe ends a process never let go. Then wait for end of file: once the
+        // process has executed (the pipe is close-on-exec) or ended, its stack, its job and
+        // (dropped after this, see `Started`) its strings are no longer read.
+        drop(self.go.take());
+        let _ = self.report.read_to_end(&mut Vec::new());
     }
 }
 
