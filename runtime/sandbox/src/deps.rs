@@ -110,14 +110,18 @@ pub struct DepCache {
 }
 
 impl DepCache {
+    /// What [`DepCache::needs`] found before for this version (`identity`) of `program`, if
+    /// anything: never blocks on the file system.
+    pub fn known(&self, program: &Path, identity: &str) -> Option<Vec<PathBuf>> {
+        let known = self.known.lock().ok()?;
+        let (id, paths) = known.get(program)?;
+        (id == identity).then(|| paths.clone())
+    }
+
     /// Every host path `program` needs, itself first (blocking: call off the runtime's workers).
     pub fn needs(&self, program: &Path, identity: &str) -> Result<Vec<PathBuf>, SandboxError> {
-        if let Ok(known) = self.known.lock() {
-            if let Some((id, paths)) = known.get(program) {
-                if id == identity {
-                    return Ok(paths.clone());
-                }
-            }
+        if let Some(paths) = self.known(program, identity) {
+            return Ok(paths);
         }
         let paths = walk(program)?;
         if let Ok(mut known) = self.known.lock() {
@@ -218,6 +222,17 @@ mod tests {
             .collect();
         assert!(names.iter().any(|n| n.starts_with("libc.so")), "{names:?}");
         assert!(names.iter().any(|n| n.starts_with("ld-linux")), "{names:?}");
+    }
+
+    #[test]
+    fn the_cache_knows_a_walk_only_for_the_version_it_walked() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let id = identity(&exe).expect("identity");
+        let cache = DepCache::default();
+        assert_eq!(cache.known(&exe, &id), None);
+        let paths = cache.needs(&exe, &id).expect("walk");
+        assert_eq!(cache.known(&exe, &id), Some(paths));
+        assert_eq!(cache.known(&exe, "another version"), None);
     }
 
     #[test]

@@ -97,6 +97,8 @@ pub mod protocol;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub mod root;
 #[cfg(all(feature = "linux", target_os = "linux"))]
+mod run_dir;
+#[cfg(all(feature = "linux", target_os = "linux"))]
 mod slots;
 mod tool_image;
 

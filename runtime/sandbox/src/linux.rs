@@ -60,6 +60,9 @@ pub struct LinuxBackend {
     images: KeptImages,
     /// Network namespaces made ahead of demand (started on the first provision).
     netns: std::sync::OnceLock<Option<NetnsPool>>,
+    /// Set once the run directory's leftovers have been swept (on the first sandbox with
+    /// egress).
+    swept: std::sync::Once,
 }
 
 impl std::fmt::Debug for LinuxBackend {
@@ -103,6 +106,7 @@ impl LinuxBackend {
             memory: cgroup::Parent::discover().map_err(|e| e.to_string()),
             images: KeptImages::default(),
             netns: std::sync::OnceLock::new(),
+            swept: std::sync::Once::new(),
         }
     }
 
@@ -133,6 +137,18 @@ impl LinuxBackend {
     /// The directory holding proxy socket directories.
     pub fn run_dir(&self) -> &Path {
         &self.run_dir
+    }
+
+    /// Removes from the run directory the sandbox directories (`escepine-sbx-<pid>-<n>`) that
+    /// runtimes killed with sandboxes alive left behind; returns those removed. The backend
+    /// does this once by itself, in the background, when it provisions its first sandbox
+    /// with egress.
+    ///
+    /// A directory goes only when its runtime's pid is not in `/proc`, no socket is listening
+    /// at its `proxy.sock`, it has not changed for ten seconds, and it holds no directory
+    /// (nothing is followed through a symbolic link or below a directory).
+    pub fn sweep_run_dir(&self) -> Vec<PathBuf> {
+        super::run_dir::sweep(&self.run_dir)
     }
 
     /// The init [`LinuxBackend::new`] starts: `$ESCEPINE_SANDBOX_INIT` when set (an
@@ -216,9 +232,19 @@ impl LinuxBackend {
         let proxy_dir = if spec.egress.is_empty() {
             None
         } else {
+            self.swept.call_once(|| {
+                let run_dir = self.run_dir.clone();
+                let _ = std::thread::Builder::new()
+                    .name("escepine-run-sweep".into())
+                    .spawn(move || {
+                        for dir in super::run_dir::sweep(&run_dir) {
+                            tracing::info!(dir = %dir.display(), "removed a killed runtime's sandbox directory");
+                        }
+                    });
+            });
             let dir = self
                 .run_dir
-                .join(format!("escepine-sbx-{}-{id}", std::process::id()));
+                .join(super::run_dir::sandbox_name(std::process::id(), id));
             std::fs::DirBuilder::new()
                 .mode(0o700)
                 .create(&dir)
@@ -252,7 +278,7 @@ impl LinuxBackend {
             SandboxError::Init(format!("cannot bound the sandbox's memory: {why}"))
         })?;
         let cgroup = memory.create(
-            &format!("{}{}-{id}", cgroup::PREFIX, std::process::id()),
+            &super::run_dir::sandbox_name(std::process::id(), id),
             spec.limits.memory_bytes,
         )?;
         let netns = self

@@ -321,17 +321,23 @@ impl SandboxExecutor {
         egress: &EgressGrant,
     ) -> Result<Arc<SandboxSpec>, SandboxError> {
         let identity = deps::identity(program)?;
-        let (cache, p, id) = (
-            Arc::clone(&self.deps),
-            program.to_path_buf(),
-            identity.clone(),
-        );
-        let mut read_only = tokio::task::spawn_blocking(move || cache.needs(&p, &id))
-            .await
-            .map_err(|e| SandboxError::Dependencies {
-                path: program.display().to_string(),
-                why: e.to_string(),
-            })??;
+        let mut read_only = match self.deps.known(program, &identity) {
+            Some(paths) => paths,
+            // The walk reads the program and its libraries: off the runtime's workers.
+            None => {
+                let (cache, p, id) = (
+                    Arc::clone(&self.deps),
+                    program.to_path_buf(),
+                    identity.clone(),
+                );
+                tokio::task::spawn_blocking(move || cache.needs(&p, &id))
+                    .await
+                    .map_err(|e| SandboxError::Dependencies {
+                        path: program.display().to_string(),
+                        why: e.to_string(),
+                    })??
+            }
+        };
         read_only.extend(self.extra_read_only.iter().cloned());
         Ok(Arc::new(SandboxSpec {
             program: program.to_path_buf(),

@@ -40,10 +40,21 @@ fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
-/// README's files written out, ready for its commands.
+/// README's files written out, ready for its commands; removed when dropped, unless the test
+/// failed (then kept to look at).
 pub struct Project {
     /// The directory beside the (pretended) clone: README's crates are its sub-directories.
     pub root: PathBuf,
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            if let Err(e) = fs::remove_dir_all(&self.root) {
+                eprintln!("cannot remove {}: {e}", self.root.display());
+            }
+        }
+    }
 }
 
 impl Project {

@@ -6,6 +6,7 @@
 mod cgroups;
 mod jobs;
 mod roots;
+mod run_dir;
 
 /// Runs before libtest's `main`: the sandbox init's dispatch, which does not return in a
 /// sandbox.

@@ -1,0 +1,150 @@
+//! A killed runtime's sandbox directories in the run directory: the next backend removes them,
+//! and nothing else, whatever lies about being one (a symbolic link, a directory with a
+//! directory in it, a runtime's directory in another PID namespace whose proxy still listens, a
+//! directory made a moment ago, a name that only starts like one).
+
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use escepine_sandbox::{LinuxBackend, SandboxBackend};
+
+/// A pid no process can have (above the kernel's largest `pid_max`, 2^22).
+const DEAD: u32 = 4_294_967;
+
+fn backend(run_dir: &Path) -> LinuxBackend {
+    LinuxBackend::new()
+        .expect("this test program dispatches the sandbox init")
+        .with_run_dir(run_dir)
+}
+
+fn mkdir(path: &Path) {
+    std::fs::create_dir_all(path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
+}
+
+/// Dates `dir`'s last change a minute back, as a killed runtime's directory is.
+fn age(dir: &Path) {
+    std::fs::File::open(dir)
+        .and_then(|f| f.set_modified(SystemTime::now() - Duration::from_secs(60)))
+        .unwrap_or_else(|e| panic!("dating {}: {e}", dir.display()));
+}
+
+/// A killed runtime's directory under `run_dir`: its proxy's socket file left bound but not
+/// listening, dated a minute back.
+fn leftover(run_dir: &Path, n: u64) -> PathBuf {
+    let dir = run_dir.join(format!("escepine-sbx-{DEAD}-{n}"));
+    mkdir(&dir);
+    drop(UnixListener::bind(dir.join("proxy.sock")).expect("bind"));
+    age(&dir);
+    dir
+}
+
+#[test]
+fn only_a_killed_runtimes_directories_are_removed() {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "kept").expect("write");
+
+    // Removed: the socket and a symbolic link to a file outside go, the file stays.
+    let stale = leftover(run_dir.path(), 1);
+    std::os::unix::fs::symlink(&victim, stale.join("link")).expect("symlink");
+    age(&stale);
+
+    // Kept: made a moment ago (its runtime may be about to bind its proxy).
+    let fresh = run_dir.path().join(format!("escepine-sbx-{DEAD}-2"));
+    mkdir(&fresh);
+    // Kept: a proxy still listens (its runtime is in a PID namespace this one cannot see).
+    let listening = run_dir.path().join(format!("escepine-sbx-{DEAD}-3"));
+    mkdir(&listening);
+    let _proxy = UnixListener::bind(listening.join("proxy.sock")).expect("bind");
+    age(&listening);
+    // Kept: this runtime's own.
+    let ours = leftover(run_dir.path(), 0);
+    let ours_renamed = run_dir
+        .path()
+        .join(format!("escepine-sbx-{}-4", std::process::id()));
+    std::fs::rename(&ours, &ours_renamed).expect("rename");
+    age(&ours_renamed);
+    // Kept: it holds a directory (nothing below a directory or mount point is removed).
+    let nested = leftover(run_dir.path(), 5);
+    mkdir(&nested.join("sub"));
+    std::fs::write(nested.join("sub/file"), "kept").expect("write");
+    age(&nested);
+    // Kept: a symbolic link named like one, to a directory outside; a file named like one; a
+    // name that only starts like one.
+    let link = run_dir.path().join(format!("escepine-sbx-{DEAD}-6"));
+    std::os::unix::fs::symlink(outside.path(), &link).expect("symlink");
+    let file = run_dir.path().join(format!("escepine-sbx-{DEAD}-7"));
+    std::fs::write(&file, "kept").expect("write");
+    let odd = leftover(run_dir.path(), 8);
+    let odd_renamed = run_dir.path().join(format!("escepine-sbx-{DEAD}-8-x"));
+    std::fs::rename(&odd, &odd_renamed).expect("rename");
+    age(&odd_renamed);
+
+    let removed = backend(run_dir.path()).sweep_run_dir();
+    assert_eq!(removed, vec![stale.clone()]);
+    assert!(!stale.exists());
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "kept");
+    for kept in [&fresh, &listening, &ours_renamed, &nested, &odd_renamed] {
+        assert!(kept.is_dir(), "{} was removed", kept.display());
+    }
+    assert!(listening.join("proxy.sock").exists());
+    // Nothing of a directory that holds a directory is removed, not even its socket.
+    assert!(nested.join("proxy.sock").exists());
+    assert_eq!(
+        std::fs::read_to_string(nested.join("sub/file")).expect("nested file"),
+        "kept"
+    );
+    assert!(link.symlink_metadata().expect("link").is_symlink());
+    assert_eq!(std::fs::read_to_string(&file).expect("file"), "kept");
+
+    // Once the proxy stops listening and its directory has stood a while, it goes too.
+    drop(_proxy);
+    age(&listening);
+    assert_eq!(
+        backend(run_dir.path()).sweep_run_dir(),
+        vec![listening.clone()]
+    );
+}
+
+#[tokio::test]
+async fn the_first_sandbox_with_egress_sweeps_in_the_background() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let stale = leftover(run_dir.path(), 1);
+    let backend = backend(run_dir.path());
+
+    // Without egress, no directory is needed and none is swept.
+    let sandbox = backend
+        .provision(Arc::new(crate::cgroups::spec(
+            escepine_sandbox::Limits::default().memory_bytes,
+        )))
+        .await
+        .expect("provisioned");
+    backend.destroy(sandbox).await;
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(stale.exists(), "swept without a sandbox with egress");
+
+    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
+    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
+        .parse()
+        .expect("an egress entry")]);
+    let sandbox = backend
+        .provision(Arc::new(spec))
+        .await
+        .expect("provisioned");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stale.exists() {
+        assert!(Instant::now() < deadline, "{} not swept", stale.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let teardown = backend.destroy(sandbox).await;
+    assert!(teardown.problems.is_empty(), "{:?}", teardown.problems);
+    assert_eq!(
+        std::fs::read_dir(run_dir.path()).expect("run dir").count(),
+        0,
+        "the sandbox's own directory is removed at destroy"
+    );
+}
