@@ -148,7 +148,7 @@ impl LinuxBackend {
     /// at its `proxy.sock`, it has not changed for ten seconds, and it holds no directory
     /// (nothing is followed through a symbolic link or below a directory).
     pub fn sweep_run_dir(&self) -> Vec<PathBuf> {
-        super::run_dir::sweep(&self.run_dir)
+        super::run_dir::sweep(&self.run_dir, super::run_dir::Tier::Namespaces)
     }
 
     /// The init [`LinuxBackend::new`] starts: `$ESCEPINE_SANDBOX_INIT` when set (an
@@ -233,14 +233,10 @@ impl LinuxBackend {
             None
         } else {
             self.swept.call_once(|| {
-                let run_dir = self.run_dir.clone();
-                let _ = std::thread::Builder::new()
-                    .name("escepine-run-sweep".into())
-                    .spawn(move || {
-                        for dir in super::run_dir::sweep(&run_dir) {
-                            tracing::info!(dir = %dir.display(), "removed a killed runtime's sandbox directory");
-                        }
-                    });
+                super::run_dir::sweep_in_background(
+                    self.run_dir.clone(),
+                    super::run_dir::Tier::Namespaces,
+                );
             });
             let dir = self
                 .run_dir

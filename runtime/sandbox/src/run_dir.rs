@@ -1,39 +1,69 @@
-//! The run directory's leftovers: each sandbox with egress has a directory there,
-//! `escepine-sbx-<runtime pid>-<n>`, holding its proxy's socket, removed when the sandbox is
-//! destroyed or dropped. A runtime killed with sandboxes alive (SIGKILL, a crash) leaves them
-//! behind; the next backend with the same run directory removes them, once, in the background,
-//! when it first needs a directory of its own.
+//! The run directory's leftovers. Each sandbox with egress on the namespace tier has a
+//! directory there, `escepine-sbx-<runtime pid>-<n>`, holding its proxy's socket; each gVisor
+//! sandbox has `escepine-gv-<runtime pid>-<n>`, holding its bundle, `runsc`'s state and its
+//! sockets. Destroying or dropping a sandbox removes its directory; a runtime killed with
+//! sandboxes alive (SIGKILL, a crash) leaves them behind. The next backend with the same run
+//! directory removes them, once, in the background, when it first needs a directory of its
+//! own.
 //!
-//! The run directory is shared (by default the system's temporary directory), so a name alone
-//! proves nothing. A directory is removed only when all of these hold:
-//! - its name is exactly `escepine-sbx-<pid>-<n>` (decimal numbers), and it is a directory
-//!   itself, not a symbolic link to one;
+//! The run directory is shared (by default the system's temporary directory or `/run`), so a
+//! name alone proves nothing. A directory is removed only when all of these hold:
+//! - its name is exactly one of the two above (decimal numbers), and it is a directory itself,
+//!   not a symbolic link to one;
 //! - no process `<pid>` is visible in `/proc`;
-//! - no listening socket is bound at its `proxy.sock` (a runtime in another PID namespace,
-//!   whose pid this one cannot see, still has its proxy there);
+//! - no listening socket is bound inside it (a runtime in another PID namespace, whose pid this
+//!   one cannot see, still has its proxy or control socket there);
 //! - it has not changed for [`STALE_AFTER`] (a directory of such a runtime made a moment ago,
-//!   before its proxy was bound);
-//! - it holds no directory: only its socket (or other files) is unlinked, never anything
-//!   below another directory or mount point.
+//!   before its sockets were bound);
+//! - a namespace sandbox's directory holds no directory (only its socket, or other files, is
+//!   unlinked); no mount point is at or below a gVisor sandbox's (its root image's clone is
+//!   attached there while it runs): nothing is removed through a symbolic link or across a
+//!   mount.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::cgroup::PREFIX;
-use crate::protocol::PROXY_SOCKET;
 
 /// How long a leftover directory must have stood unchanged before it is removed.
 pub(super) const STALE_AFTER: Duration = Duration::from_secs(10);
 
-/// The name of a runtime's `n`th sandbox: its directory's here and its memory cgroup's.
+/// The prefix of a gVisor sandbox's directory.
+pub(super) const GVISOR_PREFIX: &str = "escepine-gv-";
+
+/// The name of a runtime's `n`th sandbox on the namespace tier: its directory's here and its
+/// memory cgroup's.
 pub(super) fn sandbox_name(pid: u32, n: u64) -> String {
     format!("{PREFIX}{pid}-{n}")
 }
 
-/// The runtime pid in `name`, if it is exactly a sandbox directory's name.
-fn owner(name: &str) -> Option<u32> {
-    let (pid, n) = name.strip_prefix(PREFIX)?.split_once('-')?;
+/// The name of a runtime's `n`th gVisor sandbox: its directory's and its container's.
+pub(super) fn gvisor_name(pid: u32, n: u64) -> String {
+    format!("{GVISOR_PREFIX}{pid}-{n}")
+}
+
+/// Which tier's directories a sweep removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tier {
+    /// `escepine-sbx-…`: a flat directory (the proxy's socket).
+    Namespaces,
+    /// `escepine-gv-…`: a tree (bundle, state, sockets), never across a mount.
+    Gvisor,
+}
+
+impl Tier {
+    fn prefix(self) -> &'static str {
+        match self {
+            Tier::Namespaces => PREFIX,
+            Tier::Gvisor => GVISOR_PREFIX,
+        }
+    }
+}
+
+/// The runtime pid in `name`, if it is exactly the name of a `tier` sandbox's directory.
+fn owner(tier: Tier, name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix(tier.prefix())?.split_once('-')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(pid) || !digits(n) {
         return None;
@@ -64,12 +94,47 @@ fn bound_sockets() -> Option<HashSet<PathBuf>> {
     )
 }
 
-/// Removes the sandbox directories of killed runtimes from `run_dir` (see the module's
+/// The mount points of this process's mount namespace (`/proc/self/mountinfo`'s fifth field,
+/// its octal escapes undone), or `None` when the table cannot be read (then no tree is removed).
+fn mount_points() -> Option<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStringExt;
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    Some(
+        table
+            .lines()
+            .filter_map(|line| line.split(' ').nth(4))
+            .map(|escaped| {
+                let mut bytes = Vec::with_capacity(escaped.len());
+                let raw = escaped.as_bytes();
+                let mut i = 0;
+                while i < raw.len() {
+                    let octal = raw
+                        .get(i + 1..i + 4)
+                        .and_then(|d| std::str::from_utf8(d).ok())
+                        .and_then(|d| u8::from_str_radix(d, 8).ok());
+                    match (raw[i], octal) {
+                        (b'\\', Some(byte)) => {
+                            bytes.push(byte);
+                            i += 4;
+                        }
+                        (b, _) => {
+                            bytes.push(b);
+                            i += 1;
+                        }
+                    }
+                }
+                PathBuf::from(std::ffi::OsString::from_vec(bytes))
+            })
+            .collect(),
+    )
+}
+
+/// Removes the `tier` sandbox directories of killed runtimes from `run_dir` (see the module's
 /// documentation for the rules); returns the directories removed.
 ///
 /// Best effort: a directory that cannot be read or removed is left, and so is every entry that
 /// does not meet all the rules.
-pub fn sweep(run_dir: &Path) -> Vec<PathBuf> {
+pub(super) fn sweep(run_dir: &Path, tier: Tier) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(run_dir) else {
         return Vec::new();
     };
@@ -80,7 +145,7 @@ pub fn sweep(run_dir: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(owner) else {
+        let Some(pid) = name.to_str().and_then(|n| owner(tier, n)) else {
             continue;
         };
         let dir = entry.path();
@@ -89,8 +154,7 @@ pub fn sweep(run_dir: &Path) -> Vec<PathBuf> {
         if !meta.is_dir() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        let socket = dir.join(PROXY_SOCKET);
-        if bound.contains(&socket) {
+        if bound.iter().any(|socket| socket.starts_with(&dir)) {
             continue;
         }
         let unchanged = meta
@@ -100,7 +164,11 @@ pub fn sweep(run_dir: &Path) -> Vec<PathBuf> {
         if unchanged.is_none_or(|d| d < STALE_AFTER) {
             continue;
         }
-        if remove_flat(&dir) {
+        let gone = match tier {
+            Tier::Namespaces => remove_flat(&dir),
+            Tier::Gvisor => remove_tree(&dir),
+        };
+        if gone {
             removed.push(dir);
         }
     }
@@ -128,13 +196,41 @@ fn remove_flat(dir: &Path) -> bool {
     std::fs::remove_dir(dir).is_ok()
 }
 
+/// [`sweep`] on a thread of its own, each directory removed logged.
+pub(super) fn sweep_in_background(run_dir: PathBuf, tier: Tier) {
+    let _ = std::thread::Builder::new()
+        .name("escepine-run-sweep".into())
+        .spawn(move || {
+            for dir in sweep(&run_dir, tier) {
+                tracing::info!(dir = %dir.display(), "removed a killed runtime's sandbox directory");
+            }
+        });
+}
+
+/// Removes `dir` and everything below it, unless a mount point is at or below it (then
+/// nothing is removed); whether `dir` is gone.
+fn remove_tree(dir: &Path) -> bool {
+    let Some(mounts) = mount_points() else {
+        return false;
+    };
+    if mounts.iter().any(|m| m.starts_with(dir)) {
+        tracing::debug!(dir = %dir.display(), "a leftover gVisor sandbox directory holds a mount: kept");
+        return false;
+    }
+    // `remove_dir_all` never follows a symbolic link.
+    std::fs::remove_dir_all(dir).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn only_exact_names_have_an_owner() {
-        assert_eq!(owner("escepine-sbx-123-4"), Some(123));
+        assert_eq!(owner(Tier::Namespaces, "escepine-sbx-123-4"), Some(123));
+        assert_eq!(owner(Tier::Gvisor, "escepine-gv-123-4"), Some(123));
+        assert_eq!(owner(Tier::Gvisor, "escepine-sbx-123-4"), None);
+        assert_eq!(owner(Tier::Namespaces, "escepine-gv-123-4"), None);
         for name in [
             "escepine-sbx-123",
             "escepine-sbx-123-",
@@ -147,9 +243,10 @@ mod tests {
             "xescepine-sbx-123-4",
             "escepine-sbx-99999999999-1",
         ] {
-            assert_eq!(owner(name), None, "{name}");
+            assert_eq!(owner(Tier::Namespaces, name), None, "{name}");
         }
-        assert_eq!(owner(&sandbox_name(7, 8)), Some(7));
+        assert_eq!(owner(Tier::Namespaces, &sandbox_name(7, 8)), Some(7));
+        assert_eq!(owner(Tier::Gvisor, &gvisor_name(7, 8)), Some(7));
     }
 
     #[test]
@@ -162,5 +259,19 @@ mod tests {
         drop(listener);
         let bound = bound_sockets().expect("/proc/net/unix");
         assert!(!bound.contains(&path), "{path:?} still in the table");
+    }
+}
+
+#[cfg(test)]
+mod mount_tests {
+    use super::*;
+
+    #[test]
+    fn the_mount_table_names_root_and_undoes_escapes() {
+        let mounts = mount_points().expect("/proc/self/mountinfo");
+        assert!(mounts.iter().any(|m| m == Path::new("/")), "{mounts:?}");
+        assert!(mounts
+            .iter()
+            .all(|m| !m.to_string_lossy().contains("\\040")));
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::sandbox::*;
+use escepine_contract::Isolation;
 use escepine_registry::egress::EgressEntry;
 use escepine_runtime::sandbox::SandboxExecutor;
 use futures::stream::{self, StreamExt};
@@ -182,6 +183,8 @@ async fn a_dead_zygote_is_replaced_and_a_dropped_backend_takes_its_zygote_along(
 }
 
 const CRASH_CHILD_ENV: &str = "ESCEPINE_SANDBOX_CRASH_CHILD";
+/// The tier the crash child's tool runs on: `gvisor`, else the namespace tier.
+const CRASH_TIER_ENV: &str = "ESCEPINE_SANDBOX_CRASH_TIER";
 
 /// Runs a tool that never ends (with children of its own that ignore SIGTERM) in a sandbox,
 /// until the parent test kills this process.
@@ -198,7 +201,13 @@ fn sandbox_crash_child() {
         .unwrap();
     rt.block_on(async move {
         let ex = executor(MapResolver::default(), std::path::Path::new(&dir));
-        let rec = hostile_record("hostile_hang", "hang");
+        let tier = match std::env::var(CRASH_TIER_ENV).as_deref() {
+            Ok("gvisor") => Isolation::Gvisor,
+            _ => Isolation::Namespaces,
+        };
+        let rec = Target::namespaces(Root::Binary)
+            .with_tier(tier)
+            .hostile_record("hostile_hang", "hang");
         let payload = json!({ "children": 3 });
         let _ = run(
             &ex,
@@ -212,23 +221,29 @@ fn sandbox_crash_child() {
     });
 }
 
-#[test]
-fn a_killed_runtime_leaves_no_sandbox_behind() {
-    let _host = host::exclusive_blocking();
-    let dir = tempfile::tempdir().unwrap();
-    let _ = hostile();
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+/// This test program re-run as the crash child, its run directory `dir`, its tool on `tier`.
+fn crash_child(dir: &std::path::Path, tier: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "sandbox_leaks::sandbox_crash_child",
             "--exact",
             "--ignored",
             "--test-threads=1",
         ])
-        .env(CRASH_CHILD_ENV, dir.path())
+        .env(CRASH_CHILD_ENV, dir)
+        .env(CRASH_TIER_ENV, tier)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_killed_runtime_leaves_no_sandbox_behind() {
+    let _host = host::exclusive_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let _ = hostile();
+    let mut child = crash_child(dir.path(), "namespaces");
     // Wait until the tool and its three children run in the sandbox.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while sandbox_processes().len() < 5 {
@@ -269,4 +284,97 @@ fn a_killed_runtime_leaves_no_sandbox_behind() {
     assert!(!left.is_empty(), "the sandbox had no memory cgroup");
     drop(backend(MapResolver::default(), dir.path()));
     assert_eq!(sandbox_cgroups_of(child.id()), Vec::<String>::new());
+}
+
+/// The processes whose command line names `dir` (`runsc`, its gofer and its sandbox).
+fn naming(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&dir))
+        .collect()
+}
+
+/// The processes `runsc ps` lists in the container of the sandbox directory `sandbox`.
+fn in_container(sandbox: &std::path::Path) -> String {
+    let name = sandbox.file_name().unwrap().to_string_lossy().into_owned();
+    let out = std::process::Command::new("runsc")
+        .arg("--root")
+        .arg(sandbox.join("state"))
+        .args(["ps", &name])
+        .output()
+        .expect("runsc ps");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_killed_runtime_leaves_no_gvisor_sandbox_behind() {
+    let _host = host::exclusive_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let _ = hostile();
+    let mut child = crash_child(dir.path(), "gvisor");
+    // Wait until the tool and its three children run in the container.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let sandbox = loop {
+        let sandbox = std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("escepine-gv-"))
+            });
+        if let Some(sandbox) = sandbox {
+            let ps = in_container(&sandbox);
+            if ps.matches("escepine-hosti").count() >= 4 {
+                break sandbox;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gVisor sandbox did not start its tool"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        !naming(dir.path()).is_empty(),
+        "no runsc process names the sandbox"
+    );
+    // SIGKILL: no destructor of the runtime runs; the guest sees the control socket close.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = naming(dir.path());
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running by a killed runtime ({}): {left:#?}",
+            sandbox.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Its directory (bundle, state, sockets) outlives it: the next gVisor backend on the same
+    // run directory removes it once it has stood unchanged a while (dated back here).
+    assert!(sandbox.is_dir());
+    std::fs::File::open(&sandbox)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now() - Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(
+        gvisor_backend(MapResolver::default(), dir.path()).sweep_run_dir(),
+        vec![sandbox.clone()]
+    );
+    assert!(!sandbox.exists());
 }

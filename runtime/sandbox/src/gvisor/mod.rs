@@ -63,6 +63,8 @@ pub struct GvisorBackend {
     memory: Result<cgroup::Parent, String>,
     images: KeptImages,
     platform: Option<String>,
+    /// Set once the run directory's leftovers have been swept (on the first sandbox).
+    swept: std::sync::Once,
 }
 
 impl std::fmt::Debug for GvisorBackend {
@@ -123,6 +125,7 @@ impl GvisorBackend {
             memory: cgroup::Parent::discover().map_err(|e| e.to_string()),
             images: KeptImages::with_extra_dirs(GUEST_MOUNT_POINT),
             platform: None,
+            swept: std::sync::Once::new(),
         })
     }
 
@@ -143,6 +146,17 @@ impl GvisorBackend {
     pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = dir.into();
         self
+    }
+
+    /// Removes from the run directory the gVisor sandbox directories (`escepine-gv-<pid>-<n>`)
+    /// that runtimes killed with sandboxes alive left behind; returns those removed. The
+    /// backend does this once by itself, in the background, when it provisions its first
+    /// sandbox.
+    ///
+    /// A directory goes only when its runtime's pid is not in `/proc`, no socket is listening
+    /// in it, it has stood unchanged for ten seconds and no mount point is at or below it.
+    pub fn sweep_run_dir(&self) -> Vec<PathBuf> {
+        crate::run_dir::sweep(&self.run_dir, crate::run_dir::Tier::Gvisor)
     }
 
     /// Use gVisor's `platform` (`ptrace`, the default, or `kvm`, `systrap` where supported).
@@ -184,7 +198,10 @@ impl GvisorBackend {
         })?;
         let guest = self.guest().await?;
         let image = self.images.get(&spec).await?;
-        let name = format!("escepine-gv-{}-{id}", std::process::id());
+        self.swept.call_once(|| {
+            crate::run_dir::sweep_in_background(self.run_dir.clone(), crate::run_dir::Tier::Gvisor);
+        });
+        let name = crate::run_dir::gvisor_name(std::process::id(), id);
         let dir = self.run_dir.join(&name);
         let runsc_root = dir.join("state");
         let mut state = GvisorSandbox::default();

@@ -9,6 +9,9 @@ use serde::de::DeserializeOwned;
 
 use crate::protocol::{FromInit, MAX_LINE};
 
+/// The exit status of an init whose host went away during the job.
+pub(super) const HOST_GONE: i32 = 125;
+
 /// One end of the control socket, line-delimited JSON.
 pub(super) struct Control {
     reader: BufReader<UnixStream>,
@@ -38,6 +41,34 @@ impl Control {
         serde_json::from_str(&line)
             .map(Some)
             .map_err(|e| format!("malformed control message: {e}"))
+    }
+
+    /// Ends this process as soon as the host's end of the socket closes (the runtime gone,
+    /// killed included), watched from a thread of its own. The host sends nothing after the
+    /// job, so whatever else arrives is read and ignored.
+    ///
+    /// # Errors
+    /// Why the watching thread could not be started.
+    pub(super) fn exit_when_host_gone(&self) -> Result<(), String> {
+        let mut watched = self
+            .writer
+            .try_clone()
+            .map_err(|e| format!("watching the control socket: {e}"))?;
+        std::thread::Builder::new()
+            .name("host-watch".into())
+            .spawn(move || {
+                let mut buf = [0u8; 64];
+                loop {
+                    match watched.read(&mut buf) {
+                        Ok(0) => std::process::exit(HOST_GONE),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => std::process::exit(HOST_GONE),
+                    }
+                }
+            })
+            .map(drop)
+            .map_err(|e| format!("watching the control socket: {e}"))
     }
 
     pub(super) fn send(&mut self, msg: &FromInit) {

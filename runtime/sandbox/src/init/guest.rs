@@ -11,7 +11,8 @@
 //! tool's user ([`TOOL_ID`]), starts the tool — which applies the limits, drops every
 //! capability, becomes that user, sets `no_new_privs` and the same seccomp filters as the
 //! namespace tier, and executes — and reports its status. When the guest exits, gVisor ends
-//! every process of the container.
+//! every process of the container; it exits as soon as the host's end of the control socket
+//! closes, so a runtime killed during a job leaves no container running.
 //!
 //! gVisor does not implement Landlock; its boundary is the user-space kernel itself.
 
@@ -119,6 +120,10 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     if let (Some(listener), Some(dir)) = (listener, proxy) {
         relay::spawn(listener, dir);
     }
+    // A runtime killed during the job leaves no sandbox running: this process's end ends
+    // every process of the container (the tool's too, should the watch fail to start), and
+    // `runsc` with it.
+    ctl.exit_when_host_gone()?;
     spawn::wait_tool(pid).map(Some)
 }
 

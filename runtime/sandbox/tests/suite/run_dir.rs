@@ -148,3 +148,38 @@ async fn the_first_sandbox_with_egress_sweeps_in_the_background() {
         "the sandbox's own directory is removed at destroy"
     );
 }
+
+#[test]
+fn a_gvisor_directory_goes_only_once_nothing_is_mounted_in_it() {
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = escepine_sandbox::GvisorBackend::new(None)
+        .expect("this test program dispatches the sandbox init")
+        .with_run_dir(run_dir.path());
+    let dir = run_dir.path().join(format!("escepine-gv-{DEAD}-1"));
+    let rootfs = dir.join("bundle/rootfs");
+    mkdir(&rootfs);
+    mkdir(&dir.join("state"));
+    std::fs::write(dir.join("state/container.state"), "{}").expect("write");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "escepine-test", &rootfs.to_string_lossy()])
+        .status()
+        .expect("mount");
+    assert!(mounted.success(), "mount a tmpfs at {}", rootfs.display());
+    std::fs::write(rootfs.join("image-file"), "kept").expect("write");
+    age(&dir);
+
+    let removed = backend.sweep_run_dir();
+    let still = std::fs::read_to_string(rootfs.join("image-file"));
+    let unmounted = std::process::Command::new("umount")
+        .arg(&rootfs)
+        .status()
+        .expect("umount");
+    assert!(unmounted.success());
+    assert_eq!(removed, Vec::<PathBuf>::new(), "removed across a mount");
+    assert_eq!(still.expect("the mounted file"), "kept");
+    assert!(dir.join("state/container.state").exists());
+
+    age(&dir);
+    assert_eq!(backend.sweep_run_dir(), vec![dir.clone()]);
+    assert!(!dir.exists());
+}
