@@ -141,6 +141,14 @@ pub(super) fn sweep(run_dir: &Path, tier: Tier) -> Vec<PathBuf> {
     let Some(bound) = bound_sockets() else {
         return Vec::new();
     };
+    // A gVisor sandbox's directory goes only with no mount at or below it.
+    let mounts = match tier {
+        Tier::Namespaces => Vec::new(),
+        Tier::Gvisor => match mount_points() {
+            Some(mounts) => mounts,
+            None => return Vec::new(),
+        },
+    };
     let now = SystemTime::now();
     let mut removed = Vec::new();
     for entry in entries.flatten() {
@@ -166,7 +174,7 @@ pub(super) fn sweep(run_dir: &Path, tier: Tier) -> Vec<PathBuf> {
         }
         let gone = match tier {
             Tier::Namespaces => remove_flat(&dir),
-            Tier::Gvisor => remove_tree(&dir),
+            Tier::Gvisor => remove_tree(&dir, &mounts),
         };
         if gone {
             removed.push(dir);
@@ -207,12 +215,9 @@ pub(super) fn sweep_in_background(run_dir: PathBuf, tier: Tier) {
         });
 }
 
-/// Removes `dir` and everything below it, unless a mount point is at or below it (then
+/// Removes `dir` and everything below it, unless one of `mounts` is at or below it (then
 /// nothing is removed); whether `dir` is gone.
-fn remove_tree(dir: &Path) -> bool {
-    let Some(mounts) = mount_points() else {
-        return false;
-    };
+fn remove_tree(dir: &Path, mounts: &[PathBuf]) -> bool {
     if mounts.iter().any(|m| m.starts_with(dir)) {
         tracing::debug!(dir = %dir.display(), "a leftover gVisor sandbox directory holds a mount: kept");
         return false;

@@ -289,16 +289,8 @@ fn a_killed_runtime_leaves_no_sandbox_behind() {
 /// The processes whose command line names `dir` (`runsc`, its gofer and its sandbox).
 fn naming(dir: &std::path::Path) -> Vec<String> {
     let dir = dir.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<u32>().is_ok())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+    escepine_testkit::sandbox_host::host_pids()
+        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
         .filter(|c| c.contains(&dir))
         .collect()

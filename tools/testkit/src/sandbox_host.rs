@@ -6,13 +6,19 @@ use escepine_sandbox::DEFAULT_UID_BASE;
 /// The outside uids of sandboxes on the default base.
 pub const UID_RANGE: std::ops::Range<u32> = DEFAULT_UID_BASE..DEFAULT_UID_BASE + 60_000;
 
+/// The pids of the processes this one sees (the numeric entries of `/proc`).
+pub fn host_pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+}
+
 /// Host pids and names of the processes whose real uid is in [`UID_RANGE`].
 pub fn sandbox_processes() -> Vec<(u32, String)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in host_pids() {
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
             continue;
         };

@@ -327,10 +327,7 @@ pub struct HostSnapshot {
 /// Live (not zombie) children of `parent`.
 pub fn children_of(parent: u32) -> BTreeSet<u32> {
     let mut out = BTreeSet::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in escepine_testkit::sandbox_host::host_pids() {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
