@@ -109,7 +109,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let run_dir = tempfile::tempdir().unwrap();
+    // In the backend's own default place (a memory file system where there is one).
+    let run_dir = tempfile::tempdir_in(escepine_sandbox::default_run_dir()).unwrap();
     let backend = || {
         Arc::new(
             LinuxBackend::new()

@@ -113,6 +113,8 @@ pub use gvisor::{GvisorBackend, RUNSC_PACKAGE};
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use linux::{LinuxBackend, DEFAULT_UID_BASE, INIT_BIN, SELF_EXE};
 pub use pool::WarmPool;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+pub use run_dir::default_dir as default_run_dir;
 pub use tool_image::{ImageLaunch, ToolImage};
 
 use std::future::Future;

@@ -93,7 +93,7 @@ impl LinuxBackend {
             init: init.into(),
             zygote: std::sync::Mutex::new(None),
             resolver: Arc::new(SystemResolver),
-            run_dir: std::env::temp_dir(),
+            run_dir: super::run_dir::default_dir(),
             uid_base: DEFAULT_UID_BASE,
             slots: if rustix::process::geteuid().is_root() {
                 // Root maps each sandbox to its own outside uid: unique on the machine.
@@ -116,7 +116,8 @@ impl LinuxBackend {
         self
     }
 
-    /// Keep each sandbox's proxy socket directory (`escepine-sbx-<pid>-<n>`) under `dir`.
+    /// Keep each sandbox's proxy socket directory (`escepine-sbx-<pid>-<n>`) under `dir`
+    /// (by default [`crate::default_run_dir`]).
     pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = dir.into();
         self

@@ -6,7 +6,11 @@
 //! directory removes them, once, in the background, when it first needs a directory of its
 //! own.
 //!
-//! The run directory is shared (by default the system's temporary directory or `/run`), so a
+//! Unless a backend is told otherwise, its run directory is [`default_dir`]: a place in memory
+//! where one is at hand, since each sandbox with egress makes, binds in and removes a directory
+//! there on its way, which a disk file system journals (and discards) for every sandbox.
+//!
+//! The run directory is shared (the system's temporary directory, `/run`, `/dev/shm`), so a
 //! name alone proves nothing. A directory is removed only when all of these hold:
 //! - its name is exactly one of the two above (decimal numbers), and it is a directory itself,
 //!   not a symbolic link to one;
@@ -28,6 +32,43 @@ use crate::cgroup::PREFIX;
 
 /// How long a leftover directory must have stood unchanged before it is removed.
 pub(super) const STALE_AFTER: Duration = Duration::from_secs(10);
+
+/// Where a backend keeps its sandboxes' directories unless told otherwise: the first of
+/// `$XDG_RUNTIME_DIR`, `/run` (when running as root), the temporary directory and `/dev/shm`
+/// that is a directory on a memory file system (`tmpfs`, `ramfs`) this process may write in and
+/// that is not mounted `noexec` (a gVisor sandbox's guest executes from its directory); else
+/// the temporary directory. Private places come before shared ones.
+pub fn default_dir() -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        candidates.push(PathBuf::from(dir));
+    }
+    if rustix::process::geteuid().is_root() {
+        candidates.push(PathBuf::from("/run"));
+    }
+    candidates.push(std::env::temp_dir());
+    candidates.push(PathBuf::from("/dev/shm"));
+    first_in_memory(candidates).unwrap_or_else(std::env::temp_dir)
+}
+
+/// The first of `candidates` that is a writable directory on a memory file system mounted
+/// without `noexec`.
+pub(super) fn first_in_memory(candidates: impl IntoIterator<Item = PathBuf>) -> Option<PathBuf> {
+    candidates.into_iter().find(|dir| in_memory(dir))
+}
+
+/// Whether `dir` is a directory on a memory file system, writable and searchable by this
+/// process, mounted without `noexec`.
+fn in_memory(dir: &Path) -> bool {
+    use rustix::fs::{Access, StatVfsMountFlags};
+    /// `ramfs`'s magic number (`linux/magic.h`), which the libc crate does not name.
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let memory = |t: i64| t == libc::TMPFS_MAGIC || t == RAMFS_MAGIC;
+    std::fs::metadata(dir).is_ok_and(|m| m.is_dir())
+        && rustix::fs::statfs(dir).is_ok_and(|s| memory(s.f_type))
+        && rustix::fs::statvfs(dir).is_ok_and(|s| !s.f_flag.contains(StatVfsMountFlags::NOEXEC))
+        && rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_ok()
+}
 
 /// The prefix of a gVisor sandbox's directory.
 pub(super) const GVISOR_PREFIX: &str = "escepine-gv-";
@@ -229,6 +270,33 @@ fn remove_tree(dir: &Path, mounts: &[PathBuf]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_run_directory_is_the_first_writable_one_in_memory() {
+        // `/dev/shm` is a tmpfs on Linux; `/proc` and `/sys` are directories in no memory file
+        // system of this kind.
+        let shm = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm");
+        let file = shm.path().join("a file");
+        std::fs::write(&file, b"").expect("write");
+        let none = shm.path().join("nothing here");
+        let chosen = first_in_memory([
+            PathBuf::from("/proc"),
+            PathBuf::from("/sys"),
+            none.clone(),
+            file.clone(),
+            shm.path().to_path_buf(),
+            PathBuf::from("/dev/shm"),
+        ]);
+        assert_eq!(chosen.as_deref(), Some(shm.path()));
+        assert_eq!(first_in_memory([PathBuf::from("/proc"), none, file]), None);
+        let default = default_dir();
+        assert!(default.is_dir(), "{}", default.display());
+        assert!(
+            rustix::fs::access(&default, rustix::fs::Access::WRITE_OK).is_ok(),
+            "{}",
+            default.display()
+        );
+    }
 
     #[test]
     fn only_exact_names_have_an_owner() {

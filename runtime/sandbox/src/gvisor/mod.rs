@@ -111,17 +111,12 @@ impl GvisorBackend {
             )),
             None => runsc_on_path(),
         };
-        let run = Path::new("/run");
         Ok(Self {
             runsc,
             init,
             guest: OnceLock::new(),
             resolver: Arc::new(SystemResolver),
-            run_dir: if run.is_dir() {
-                run.to_path_buf()
-            } else {
-                std::env::temp_dir()
-            },
+            run_dir: crate::run_dir::default_dir(),
             memory: cgroup::Parent::discover().map_err(|e| e.to_string()),
             images: KeptImages::with_extra_dirs(GUEST_MOUNT_POINT),
             platform: None,
@@ -142,7 +137,8 @@ impl GvisorBackend {
         self
     }
 
-    /// Keep each sandbox's bundle, sockets and `runsc` state under `dir`.
+    /// Keep each sandbox's bundle, sockets and `runsc` state under `dir` (by default
+    /// [`crate::default_run_dir`]).
     pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = dir.into();
         self
