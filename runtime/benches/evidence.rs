@@ -229,8 +229,7 @@ fn main() {
     let warm = support::warm_up(5);
     println!("\nfailed sandboxed attempt: {iters} timed calls (memory ledger, no warm pool)");
     let port = page_server();
-    // In the backend's own default place (a memory file system where there is one).
-    let run_dir = tempfile::tempdir_in(escepine_sandbox::default_run_dir()).expect("tmp");
+    let run_dir = support::run_dir();
     let backend = LinuxBackend::new()
         .expect("this bench dispatches the sandbox init")
         .with_run_dir(run_dir.path());

@@ -95,8 +95,7 @@ fn main() {
         mb(py_bytes),
     );
 
-    // In the backend's own default place (a memory file system where there is one).
-    let run_dir = tempfile::tempdir_in(escepine_sandbox::default_run_dir()).unwrap();
+    let run_dir = support::run_dir();
     let backend = || {
         Arc::new(
             LinuxBackend::new()

@@ -60,13 +60,16 @@ pub(super) fn first_in_memory(candidates: impl IntoIterator<Item = PathBuf>) -> 
 /// Whether `dir` is a directory on a memory file system, writable and searchable by this
 /// process, mounted without `noexec`.
 fn in_memory(dir: &Path) -> bool {
-    use rustix::fs::{Access, StatVfsMountFlags};
+    use rustix::fs::Access;
     /// `ramfs`'s magic number (`linux/magic.h`), which the libc crate does not name.
     const RAMFS_MAGIC: i64 = 0x8584_58f6;
-    let memory = |t: i64| t == libc::TMPFS_MAGIC || t == RAMFS_MAGIC;
+    // One `statfs` gives both the file system's type and its mount's flags.
+    let memory_exec = |s: rustix::fs::StatFs| {
+        (s.f_type == libc::TMPFS_MAGIC || s.f_type == RAMFS_MAGIC)
+            && (s.f_flags as u64) & libc::ST_NOEXEC == 0
+    };
     std::fs::metadata(dir).is_ok_and(|m| m.is_dir())
-        && rustix::fs::statfs(dir).is_ok_and(|s| memory(s.f_type))
-        && rustix::fs::statvfs(dir).is_ok_and(|s| !s.f_flag.contains(StatVfsMountFlags::NOEXEC))
+        && rustix::fs::statfs(dir).is_ok_and(memory_exec)
         && rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_ok()
 }
 
@@ -289,6 +292,27 @@ mod tests {
         ]);
         assert_eq!(chosen.as_deref(), Some(shm.path()));
         assert_eq!(first_in_memory([PathBuf::from("/proc"), none, file]), None);
+        // A tmpfs mounted `noexec` is skipped (mounting needs root, which CI has).
+        if rustix::process::geteuid().is_root() {
+            struct Unmount<'a>(&'a Path);
+            impl Drop for Unmount<'_> {
+                fn drop(&mut self) {
+                    let _ = rustix::mount::unmount(self.0, rustix::mount::UnmountFlags::DETACH);
+                }
+            }
+            let noexec = shm.path().join("noexec");
+            std::fs::create_dir(&noexec).expect("mkdir");
+            rustix::mount::mount(
+                "tmpfs",
+                &noexec,
+                "tmpfs",
+                rustix::mount::MountFlags::NOEXEC,
+                None,
+            )
+            .expect("mount a noexec tmpfs");
+            let _unmount = Unmount(&noexec);
+            assert_eq!(first_in_memory([noexec.clone()]), None);
+        }
         let default = default_dir();
         assert!(default.is_dir(), "{}", default.display());
         assert!(

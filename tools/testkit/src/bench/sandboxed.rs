@@ -14,6 +14,13 @@ use escepine_runtime::sandbox::SandboxExecutor;
 use escepine_sandbox::Job;
 use escepine_sandbox::SandboxSpec;
 
+/// A fresh run directory for a bench's backends, in the backends' own default place
+/// ([`escepine_sandbox::default_run_dir`]: a memory file system where there is one), removed
+/// when dropped.
+pub fn run_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(escepine_sandbox::default_run_dir()).expect("a run directory")
+}
+
 /// Whether this run is a smoke run: the program was started without `--bench`, as
 /// `cargo test --benches` starts it, so every row runs once to prove the bench works.
 pub fn smoke() -> bool {
