@@ -1,9 +1,10 @@
 //! Cost of a sandbox: a no-op tool (`escepine-hostile noop`) through the sandbox executor —
 //! provision + execute + destroy, with and without the egress proxy, cold and from a warm pool —
 //! against a bare spawn of the same binary, `unshare -Urnmp --fork` of it, and
-//! `bwrap --unshare-all` with a minimal root (each only if installed). Then an `mcp-stdio` server
-//! (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a fresh sandbox against
-//! the same session with a plain child process. Then the gVisor tier: the no-op cold (with and
+//! `bwrap --unshare-all` with a minimal root (each only if installed); and warm calls and bare
+//! spawns alternating, call by call, so that both meet the machine in the same state. Then an
+//! `mcp-stdio` server (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a
+//! fresh sandbox against the same session with a plain child process. Then the gVisor tier: the no-op cold (with and
 //! without the proxy) and from a warm pool of started containers, beside `runsc do` of the same
 //! binary, and an MCP session with the Python SDK server on each tier.
 //!
@@ -43,30 +44,33 @@ fn time_command(name: &str, iters: usize, mut make: impl FnMut() -> Command) -> 
     let warm = support::warm_up(10);
     let mut samples = Vec::with_capacity(iters);
     for i in 0..iters + warm {
-        let start = Instant::now();
-        let mut child = match make()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                println!("{name:<48} skipped: {e}");
+        match run_once(make()) {
+            Ok(took) if i >= warm => samples.push(took),
+            Ok(_) => {}
+            Err(why) => {
+                println!("{name:<48} skipped: {why}");
                 return None;
             }
-        };
-        let _ = child.stdin.take().map(|mut s| s.write_all(b"{}"));
-        let out = child.wait_with_output().expect("wait");
-        if !out.status.success() || !out.stdout.starts_with(b"{}") {
-            println!("{name:<48} skipped: it failed ({})", out.status);
-            return None;
-        }
-        if i >= warm {
-            samples.push(start.elapsed());
         }
     }
     Some(summarise(name, samples))
+}
+
+/// One run of `cmd` with `{}` on stdin, to its end: how long it took, or why it failed.
+fn run_once(mut cmd: Command) -> Result<Duration, String> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"{}"));
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() || !out.stdout.starts_with(b"{}") {
+        return Err(format!("it failed ({})", out.status));
+    }
+    Ok(start.elapsed())
 }
 
 fn main() {
@@ -138,6 +142,16 @@ fn main() {
         let samples = rt.block_on(time_calls(&ex, &rec, &egress, pool, iters, warm));
         sandbox_rows.push(summarise(name, samples));
     }
+    // The warm row and the bare spawn minutes apart meet the machine in different states; here
+    // they alternate, call by call.
+    let alternating = {
+        let ex = SandboxExecutor::with_backend(backend()).with_warm_pool(2);
+        let (calls, spawns) = rt.block_on(alternate(&ex, &rec, &tool, iters, warm));
+        (
+            summarise("sandbox, warm pool (2), no egress, alternating", calls),
+            summarise("bare spawn, alternating with those calls", spawns),
+        )
+    };
 
     // Provision + execute + destroy, each awaited (the executor returns before the destroy).
     let with_destroy = rt.block_on(async {
@@ -284,6 +298,59 @@ fn main() {
             ratio(&sandbox_rows[2], b)
         );
     }
+    println!(
+        "the same, alternating call by call           = {:.2}",
+        ratio(&alternating.0, &alternating.1)
+    );
+}
+
+/// `iters` warm no-op calls of `rec` (no egress, each once the pool has caught up) and as many
+/// bare spawns of `tool`, alternating (which goes first alternates too), after `warm` of each:
+/// both meet the same state of the machine — its drift, the previous sandbox's teardown.
+async fn alternate(
+    ex: &SandboxExecutor,
+    rec: &ToolRecord,
+    tool: &Path,
+    iters: usize,
+    warm: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let egress = EgressGrant::default();
+    ex.prewarm(rec, &egress).await.unwrap();
+    let pool = ex
+        .tier(rec)
+        .expect("the tool's tier")
+        .pool
+        .expect("a warm pool");
+    let (mut calls, mut spawns) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
+    for i in 0..iters + warm {
+        for call_first in [i % 2 == 0, i % 2 != 0] {
+            if call_first {
+                for _ in 0..2000 {
+                    if pool.ready() >= 2 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                let start = Instant::now();
+                let out = call(ex, rec, &json!({}), &egress, Duration::from_secs(30))
+                    .await
+                    .expect("the no-op runs");
+                let took = start.elapsed();
+                assert_eq!(out, json!({}));
+                if i >= warm {
+                    calls.push(took);
+                }
+            } else {
+                let mut cmd = Command::new(tool);
+                cmd.arg("noop");
+                let took = run_once(cmd).expect("the bare spawn runs");
+                if i >= warm {
+                    spawns.push(took);
+                }
+            }
+        }
+    }
+    (calls, spawns)
 }
 
 /// `iters` timed no-op calls of `rec` with `egress` through `ex` (after `warm` untimed ones);

@@ -38,7 +38,8 @@
 //!   API, never attached to the host's tree ([`root`]): **copies** of only what the tool needs —
 //!   its binary, the shared libraries its ELF dependency walk finds (interpreter, `DT_NEEDED`,
 //!   recursively), the CA certificates — `/dev/{null,zero,full,random,urandom}` nodes and a
-//!   minimal `/etc`. Nothing of the host is mounted, so the tool's mount table names no host
+//!   minimal `/etc` (with a loader cache of the copied libraries, where the host has glibc's
+//!   `ldconfig`). Nothing of the host is mounted, so the tool's mount table names no host
 //!   path, device or mount option; a pinned (`sha256`) binary's copy is hashed as it is made, so
 //!   what runs is what was hashed;
 //! - `/proc` is a procfs of the sandbox's PID namespace with its processes only (`subset=pid`):

@@ -1,7 +1,8 @@
 //! What a tool's sandbox root will hold, listed before any sandbox exists (`escepine check
 //! --show-root TOOL`): a binary's copies (the binary, its ELF interpreter and libraries, a
 //! script's interpreter, the CA certificates), the host paths bound read-only, or an image's
-//! tree; and what every sandbox gets (device nodes, a minimal `/etc`, `/proc`, `/workspace`).
+//! tree; and what every sandbox gets (device nodes, a minimal `/etc`, `/proc`, `/workspace`),
+//! with a loader cache of a binary's libraries where the host has `ldconfig`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use escepine_registry::record::ToolRecord;
 use crate::executor::{ExecError, ProcessExecutor};
 use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::WORKSPACE;
-use escepine_sandbox::root::DEVICES;
+use escepine_sandbox::root::{self, DEVICES};
 use escepine_sandbox::ToolImage;
 
 /// Where an entry of the root comes from.
@@ -77,6 +78,12 @@ pub async fn root_of(
                 source: RootSource::Copied,
             }));
         }
+    }
+    if image.is_none() && root::ldconfig().is_some() {
+        out.push(RootEntry {
+            path: PathBuf::from(root::LOADER_CACHE),
+            source: RootSource::Made,
+        });
     }
     out.extend(tool.sandbox_profile().read_only.iter().map(|p| RootEntry {
         path: p.clone(),

@@ -15,7 +15,8 @@ pub const STDLIB: &str = crate::fixtures::PYTHON_STDLIB;
 
 /// What the probe script reports, as JSON on stdout: the executable, the working directory,
 /// where the standard library's `json.decoder` was found, whether the standard library is
-/// writable (`"allowed"` or the errno), and every mount point.
+/// writable (`"allowed"` or the errno), whether the root has a loader cache
+/// (`/etc/ld.so.cache`), and every mount point.
 pub const PROBE: &str = r#"
 import json, os, sys
 facts = {"executable": sys.executable, "cwd": os.getcwd()}
@@ -29,6 +30,7 @@ try:
     facts["write"] = "allowed"
 except OSError as e:
     facts["write"] = e.errno
+facts["ld_cache"] = os.path.lexists("/etc/ld.so.cache")
 mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
 facts["mounts"] = mounts
 print(json.dumps(facts))

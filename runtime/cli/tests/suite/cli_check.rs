@@ -466,6 +466,11 @@ fn show_root_lists_what_a_script_gets_and_what_its_read_only_paths_add() {
         listing.contains("/workspace  (made for every sandbox)"),
         "{listing}"
     );
+    // The interpreter's libraries through a cache of the image's own (this host has glibc).
+    assert!(
+        listing.contains("/etc/ld.so.cache  (made for every sandbox)"),
+        "{listing}"
+    );
 
     // With `sed` listed read-only, it is bound at its own path.
     c.edit_record("tavily_search", |v| {

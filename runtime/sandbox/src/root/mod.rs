@@ -25,9 +25,14 @@ use crate::io::copy_hashing;
 use crate::SandboxError;
 
 mod in_root;
+mod loader_cache;
+
+pub use loader_cache::ldconfig;
 
 /// Device nodes made in every image, as on the host.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+/// The loader's cache a binary's image gets where the host has [`ldconfig`].
+pub const LOADER_CACHE: &str = "/etc/ld.so.cache";
 /// The name every sandbox file system shows as its source.
 pub(crate) const SOURCE: &str = "escepine";
 
@@ -296,6 +301,13 @@ pub(crate) fn build(spec: &SandboxSpec, extra_dirs: &[&str]) -> Result<Image, Sa
         "root:x:0:0:sandbox:/workspace:/nonexistent\n",
     )?;
     write(&mount, "etc/group", "root:x:0:\n")?;
+    // A binary's image gets a loader cache of its own libraries; an image's tree never does
+    // (see `loader_cache`), and a cache copied in with a read-only path is kept.
+    if spec.root_tree.is_none() && !loader_cache::present(&mount)? {
+        if let Err(why) = loader_cache::write(&mount) {
+            tracing::debug!(image = %spec.program_identity, %why, "no loader cache in the image");
+        }
+    }
     Ok(Image { mount })
 }
 

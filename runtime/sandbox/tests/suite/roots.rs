@@ -1,11 +1,14 @@
 //! Sandbox roots that are a whole directory tree (what the image store unpacks): the tree is
-//! the root, its working directory applies, nothing of the host is mounted, and a hostile
-//! image's links to host directories change nothing on the host — or are refused, naming the
-//! image and the entry. Real sandboxes (root, namespaces), the host's python copied in.
+//! the root, its working directory applies, nothing of the host is mounted, no loader cache is
+//! made from its files, and a hostile image's links to host directories change nothing on the
+//! host — or are refused, naming the image and the entry. And a binary's root: the loader finds
+//! its libraries through a cache of the image's own. Real sandboxes (root, namespaces), the
+//! host's python copied in.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::{JobStatus, LinuxBackend, SandboxBackend, SandboxSpec};
 use serde_json::Value;
 
@@ -68,6 +71,10 @@ async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
     assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
     assert_eq!(facts["cwd"], "/app");
     assert_eq!(facts["write"], 30, "the root is read-only: {facts}");
+    assert_eq!(
+        facts["ld_cache"], false,
+        "no loader cache is made from an image's files: {facts}"
+    );
     let mut mounts: Vec<&str> = facts["mounts"]
         .as_array()
         .expect("mount points")
@@ -79,6 +86,75 @@ async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
         mounts,
         ["/", "/proc", "/workspace"],
         "nothing of the host is mounted"
+    );
+}
+
+/// What the loader of a binary's sandbox reports, and the libraries its cache lists.
+const CACHE_PROBE: &str = r#"
+import json, re
+cache = open("/etc/ld.so.cache", "rb").read()
+print(json.dumps(sorted({m.decode() for m in re.findall(rb"/[^\0]+?\.so[^\0]*", cache)})))
+"#;
+
+/// A binary's root (the host's python, its libraries and standard library copied in) has a
+/// loader cache of its own: the loader finds every library through it, trying no directory,
+/// and it lists libraries of the image only — not the host's others, which the host's cache
+/// would show the tool.
+#[tokio::test]
+async fn a_binarys_root_has_a_loader_cache_of_its_own_libraries() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = backend(run_dir.path());
+    let python = Path::new(PYTHON);
+    let identity = deps::identity(python).expect("the interpreter");
+    let mut read_only = DepCache::default()
+        .needs(python, &identity)
+        .expect("its libraries");
+    let copied: Vec<String> = read_only.iter().map(|p| p.display().to_string()).collect();
+    read_only.push(STDLIB.into());
+    let spec = SandboxSpec {
+        program: python.to_path_buf(),
+        program_identity: identity,
+        program_sha256: None,
+        read_only,
+        binds: Vec::new(),
+        root_tree: None,
+        egress: escepine_contract::EgressGrant::default(),
+        limits: Default::default(),
+    };
+    let argv = vec![
+        PYTHON.to_string(),
+        "-I".into(),
+        "-c".into(),
+        CACHE_PROBE.into(),
+    ];
+    let mut job = job(argv, None);
+    job.env.push(("LD_DEBUG".into(), "libs".into()));
+    let (status, listed, stderr) = run(&backend, spec, job).await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    let listed: Vec<&str> = listed
+        .as_array()
+        .expect("the cache's libraries")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        listed.iter().any(|l| l.ends_with("/libc.so.6")),
+        "the cache lists the C library: {listed:?}"
+    );
+    for library in &listed {
+        assert!(
+            copied.iter().any(|c| c == library),
+            "the cache lists {library}, which is not a copy in the image (copies: {copied:?})"
+        );
+    }
+    assert!(
+        stderr.contains("search cache=/etc/ld.so.cache"),
+        "the loader looks in the cache: {stderr}"
+    );
+    assert!(
+        !stderr.contains("search path="),
+        "the loader found every library in the cache, without trying a directory: {stderr}"
     );
 }
 
