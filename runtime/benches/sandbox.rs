@@ -299,9 +299,40 @@ fn main() {
         );
     }
     println!(
-        "the same, alternating call by call           = {:.2}",
+        "the same, alternating call by call          = {:.2}",
         ratio(&alternating.0, &alternating.1)
     );
+}
+
+/// One timed no-op call of `rec` with `egress` through `ex`; with a warm pool of `pool`, once
+/// the pool has caught up — a call rate the pool keeps up with: the previous call's replacement
+/// is ready (as between an agent's tool calls).
+async fn timed_noop(
+    ex: &SandboxExecutor,
+    rec: &ToolRecord,
+    egress: &EgressGrant,
+    pool: usize,
+) -> Duration {
+    if pool > 0 {
+        let p = ex
+            .tier(rec)
+            .expect("the tool's tier")
+            .pool
+            .expect("a warm pool");
+        for _ in 0..2000 {
+            if p.ready() >= pool {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let start = Instant::now();
+    let out = call(ex, rec, &json!({}), egress, Duration::from_secs(30))
+        .await
+        .expect("the no-op runs");
+    let took = start.elapsed();
+    assert_eq!(out, json!({}));
+    took
 }
 
 /// `iters` warm no-op calls of `rec` (no egress, each once the pool has caught up) and as many
@@ -316,27 +347,11 @@ async fn alternate(
 ) -> (Vec<Duration>, Vec<Duration>) {
     let egress = EgressGrant::default();
     ex.prewarm(rec, &egress).await.unwrap();
-    let pool = ex
-        .tier(rec)
-        .expect("the tool's tier")
-        .pool
-        .expect("a warm pool");
     let (mut calls, mut spawns) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     for i in 0..iters + warm {
         for call_first in [i % 2 == 0, i % 2 != 0] {
             if call_first {
-                for _ in 0..2000 {
-                    if pool.ready() >= 2 {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                let start = Instant::now();
-                let out = call(ex, rec, &json!({}), &egress, Duration::from_secs(30))
-                    .await
-                    .expect("the no-op runs");
-                let took = start.elapsed();
-                assert_eq!(out, json!({}));
+                let took = timed_noop(ex, rec, &egress, 2).await;
                 if i >= warm {
                     calls.push(took);
                 }
@@ -366,27 +381,7 @@ async fn time_calls(
     ex.prewarm(rec, egress).await.unwrap();
     let mut samples = Vec::with_capacity(iters);
     for i in 0..iters + warm {
-        if pool > 0 {
-            // A call rate the pool keeps up with: the previous call's replacement is ready (as
-            // between an agent's tool calls).
-            let p = ex
-                .tier(rec)
-                .expect("the tool's tier")
-                .pool
-                .expect("a warm pool");
-            for _ in 0..2000 {
-                if p.ready() >= pool {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-        let start = Instant::now();
-        let out = call(ex, rec, &json!({}), egress, Duration::from_secs(30))
-            .await
-            .expect("the no-op runs");
-        let took = start.elapsed();
-        assert_eq!(out, json!({}));
+        let took = timed_noop(ex, rec, egress, pool).await;
         if i >= warm {
             samples.push(took);
         }
