@@ -15,15 +15,15 @@
 //!   runtime's cgroup refuses to enable `memory` for its children for that reason, the runtime
 //!   moves itself into a leaf child, `escepine-runtime`, first.
 //!
-//! Each sandbox's cgroup is named `escepine-sbx-<runtime pid>-<n>`. At destroy, once its last
-//! process has left, it is kept for the next sandbox rather than removed (creating a memory
-//! cgroup and the kernel's offlining of a removed one are most of what a cgroup costs): emptied
-//! of its page cache when more than [`SPARE_RESIDUE_KEPT`] is left charged to it (v1
-//! `memory.force_empty`, v2 `memory.reclaim`), renamed `escepine-spare-<runtime pid>-<n>` and
-//! put in the parent's spares, at most [`SPARES_KEPT`]; the next sandbox renames one back and
-//! sets its bound. Its OOM-kill count is taken as the new baseline. The cgroups a killed
-//! runtime left behind (its pid gone), sandboxes' and spares alike, are removed by the next
-//! backend that finds the same parent.
+//! Each sandbox's cgroup is named as its run directory, `escepine-sbx-<runtime pid>-<n>-<random>`.
+//! At destroy, once its last process has left, it is kept for the next sandbox rather than
+//! removed (creating a memory cgroup and the kernel's offlining of a removed one are most of
+//! what a cgroup costs): emptied of its page cache when more than [`SPARE_RESIDUE_KEPT`] is left
+//! charged to it (v1 `memory.force_empty`, v2 `memory.reclaim`), renamed
+//! `escepine-spare-<runtime pid>-<n>-<random>` and put in the parent's spares, at most
+//! [`SPARES_KEPT`]; the next sandbox renames one back and sets its bound. Its OOM-kill count is
+//! taken as the new baseline. The cgroups a killed runtime left behind (its pid gone),
+//! sandboxes' and spares alike, are removed by the next backend that finds the same parent.
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -116,8 +116,8 @@ impl LinuxBackend {
         self
     }
 
-    /// Keep each sandbox's proxy socket directory (`escepine-sbx-<pid>-<n>`) under `dir`
-    /// (by default [`crate::default_run_dir`]).
+    /// Keep each sandbox's proxy socket directory (`escepine-sbx-<pid>-<n>-<random>`) under
+    /// `dir` (by default [`crate::default_run_dir`]).
     pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = dir.into();
         self
@@ -140,10 +140,10 @@ impl LinuxBackend {
         &self.run_dir
     }
 
-    /// Removes from the run directory the sandbox directories (`escepine-sbx-<pid>-<n>`) that
-    /// runtimes killed with sandboxes alive left behind; returns those removed. The backend
-    /// does this once by itself, in the background, when it provisions its first sandbox
-    /// with egress.
+    /// Removes from the run directory the sandbox directories
+    /// (`escepine-sbx-<pid>-<n>-<random>`) that runtimes killed with sandboxes alive left
+    /// behind; returns those removed. The backend does this once by itself, in the background,
+    /// when it provisions its first sandbox with egress.
     ///
     /// A directory goes only when its runtime's pid is not in `/proc`, no socket is listening
     /// at its `proxy.sock`, it has not changed for ten seconds, and it holds no directory
@@ -227,6 +227,8 @@ impl LinuxBackend {
             }
         };
         let (uid, gid) = self.outside_ids(slot.slot);
+        let name = super::run_dir::sandbox_name(std::process::id(), id)
+            .map_err(|e| SandboxError::io("drawing the sandbox's name", e))?;
         let image = self.images.get(&spec).await?;
         let mut state = LinuxSandbox::default();
         state.slot = Some(slot);
@@ -239,9 +241,7 @@ impl LinuxBackend {
                     super::run_dir::Tier::Namespaces,
                 );
             });
-            let dir = self
-                .run_dir
-                .join(super::run_dir::sandbox_name(std::process::id(), id));
+            let dir = self.run_dir.join(&name);
             std::fs::DirBuilder::new()
                 .mode(0o700)
                 .create(&dir)
@@ -274,10 +274,7 @@ impl LinuxBackend {
         let memory = self.memory.as_ref().map_err(|why| {
             SandboxError::Init(format!("cannot bound the sandbox's memory: {why}"))
         })?;
-        let cgroup = memory.create(
-            &super::run_dir::sandbox_name(std::process::id(), id),
-            spec.limits.memory_bytes,
-        )?;
+        let cgroup = memory.create(&name, spec.limits.memory_bytes)?;
         let netns = self
             .netns
             .get_or_init(NetnsPool::start)

@@ -1,10 +1,11 @@
 //! The run directory's leftovers. Each sandbox with egress on the namespace tier has a
-//! directory there, `escepine-sbx-<runtime pid>-<n>`, holding its proxy's socket; each gVisor
-//! sandbox has `escepine-gv-<runtime pid>-<n>`, holding its bundle, `runsc`'s state and its
-//! sockets. Destroying or dropping a sandbox removes its directory; a runtime killed with
-//! sandboxes alive (SIGKILL, a crash) leaves them behind. The next backend with the same run
-//! directory removes them, once, in the background, when it first needs a directory of its
-//! own.
+//! directory there, `escepine-sbx-<runtime pid>-<n>-<random>`, holding its proxy's socket; each
+//! gVisor sandbox has `escepine-gv-<runtime pid>-<n>-<random>`, holding its bundle, `runsc`'s
+//! state and its sockets. The random end (16 hex digits) keeps anyone else who may write in a
+//! shared run directory from taking a sandbox's name first. Destroying or dropping a sandbox
+//! removes its directory; a runtime killed with sandboxes alive (SIGKILL, a crash) leaves them
+//! behind. The next backend with the same run directory removes them, once, in the background,
+//! when it first needs a directory of its own.
 //!
 //! Unless a backend is told otherwise, its run directory is [`default_dir`]: a place in memory
 //! where one is at hand, since each sandbox with egress makes, binds in and removes a directory
@@ -12,8 +13,9 @@
 //!
 //! The run directory is shared (the system's temporary directory, `/run`, `/dev/shm`), so a
 //! name alone proves nothing. A directory is removed only when all of these hold:
-//! - its name is exactly one of the two above (decimal numbers), and it is a directory itself,
-//!   not a symbolic link to one;
+//! - its name is exactly one of the two above (decimal numbers, the random end in lowercase hex,
+//!   or no random end: a name given before names had one), and it is a directory itself, not a
+//!   symbolic link to one;
 //! - no process `<pid>` is visible in `/proc`;
 //! - no listening socket is bound inside it (a runtime in another PID namespace, whose pid this
 //!   one cannot see, still has its proxy or control socket there);
@@ -77,14 +79,40 @@ fn in_memory(dir: &Path) -> bool {
 pub(super) const GVISOR_PREFIX: &str = "escepine-gv-";
 
 /// The name of a runtime's `n`th sandbox on the namespace tier: its directory's here and its
-/// memory cgroup's.
-pub(super) fn sandbox_name(pid: u32, n: u64) -> String {
-    format!("{PREFIX}{pid}-{n}")
+/// memory cgroup's (see [`named`]).
+///
+/// # Errors
+/// When the system's random number generator cannot be read.
+pub(super) fn sandbox_name(pid: u32, n: u64) -> std::io::Result<String> {
+    named(PREFIX, pid, n)
 }
 
-/// The name of a runtime's `n`th gVisor sandbox: its directory's and its container's.
-pub(super) fn gvisor_name(pid: u32, n: u64) -> String {
-    format!("{GVISOR_PREFIX}{pid}-{n}")
+/// The name of a runtime's `n`th gVisor sandbox: its directory's and its container's (see
+/// [`named`]).
+///
+/// # Errors
+/// When the system's random number generator cannot be read.
+pub(super) fn gvisor_name(pid: u32, n: u64) -> std::io::Result<String> {
+    named(GVISOR_PREFIX, pid, n)
+}
+
+/// How many random bytes end a sandbox's name.
+const NONCE_BYTES: usize = 8;
+
+/// `<prefix><pid>-<n>-<16 hex digits drawn at random>`: the runtime's pid for the sweep, and a
+/// random end so that nobody else with a right to write in a shared run directory can make a
+/// directory under a sandbox's name before it (the sandbox could not be made then).
+fn named(prefix: &str, pid: u32, n: u64) -> std::io::Result<String> {
+    let mut nonce = [0u8; NONCE_BYTES];
+    let mut filled = 0;
+    while filled < nonce.len() {
+        match rustix::rand::getrandom(&mut nonce[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(got) => filled += got,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(format!("{prefix}{pid}-{n}-{}", hex::encode(nonce)))
 }
 
 /// Which tier's directories a sweep removes.
@@ -107,9 +135,19 @@ impl Tier {
 
 /// The runtime pid in `name`, if it is exactly the name of a `tier` sandbox's directory.
 fn owner(tier: Tier, name: &str) -> Option<u32> {
-    let (pid, n) = name.strip_prefix(tier.prefix())?.split_once('-')?;
+    let (pid, rest) = name.strip_prefix(tier.prefix())?.split_once('-')?;
+    // No random end: a name given before names had one.
+    let (n, nonce) = match rest.split_once('-') {
+        Some((n, nonce)) => (n, Some(nonce)),
+        None => (rest, None),
+    };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(pid) || !digits(n) {
+    let random = |s: &str| {
+        s.len() == 2 * NONCE_BYTES
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    if !digits(pid) || !digits(n) || !nonce.is_none_or(random) {
         return None;
     }
     n.parse::<u64>().ok()?;
@@ -328,11 +366,21 @@ mod tests {
         assert_eq!(owner(Tier::Gvisor, "escepine-gv-123-4"), Some(123));
         assert_eq!(owner(Tier::Gvisor, "escepine-sbx-123-4"), None);
         assert_eq!(owner(Tier::Namespaces, "escepine-gv-123-4"), None);
+        assert_eq!(
+            owner(Tier::Namespaces, "escepine-sbx-123-4-0123456789abcdef"),
+            Some(123)
+        );
         for name in [
             "escepine-sbx-123",
             "escepine-sbx-123-",
             "escepine-sbx--4",
             "escepine-sbx-12a-4",
+            "escepine-sbx-123-4-",
+            "escepine-sbx-123-4-0123456789abcde",
+            "escepine-sbx-123-4-0123456789abcdef0",
+            "escepine-sbx-123-4-0123456789ABCDEF",
+            "escepine-sbx-123-4-0123456789abcdeg",
+            "escepine-sbx-123-4-0123456789abcdef-5",
             "escepine-sbx-123-4-5",
             "escepine-sbx-+123-4",
             "escepine-sbx-123-+4",
@@ -342,8 +390,14 @@ mod tests {
         ] {
             assert_eq!(owner(Tier::Namespaces, name), None, "{name}");
         }
-        assert_eq!(owner(Tier::Namespaces, &sandbox_name(7, 8)), Some(7));
-        assert_eq!(owner(Tier::Gvisor, &gvisor_name(7, 8)), Some(7));
+        let drawn = sandbox_name(7, 8).expect("a name");
+        assert_eq!(owner(Tier::Namespaces, &drawn), Some(7));
+        assert_eq!(
+            owner(Tier::Gvisor, &gvisor_name(7, 8).expect("a name")),
+            Some(7)
+        );
+        // The random end differs from one drawing to the next.
+        assert_ne!(drawn, sandbox_name(7, 8).expect("a name"));
     }
 
     #[test]

@@ -144,10 +144,10 @@ impl GvisorBackend {
         self
     }
 
-    /// Removes from the run directory the gVisor sandbox directories (`escepine-gv-<pid>-<n>`)
-    /// that runtimes killed with sandboxes alive left behind; returns those removed. The
-    /// backend does this once by itself, in the background, when it provisions its first
-    /// sandbox.
+    /// Removes from the run directory the gVisor sandbox directories
+    /// (`escepine-gv-<pid>-<n>-<random>`) that runtimes killed with sandboxes alive left behind;
+    /// returns those removed. The backend does this once by itself, in the background, when it
+    /// provisions its first sandbox.
     ///
     /// A directory goes only when its runtime's pid is not in `/proc`, no socket is listening
     /// in it, it has stood unchanged for ten seconds and no mount point is at or below it.
@@ -197,7 +197,8 @@ impl GvisorBackend {
         self.swept.call_once(|| {
             crate::run_dir::sweep_in_background(self.run_dir.clone(), crate::run_dir::Tier::Gvisor);
         });
-        let name = crate::run_dir::gvisor_name(std::process::id(), id);
+        let name = crate::run_dir::gvisor_name(std::process::id(), id)
+            .map_err(|e| SandboxError::io("drawing the sandbox's name", e))?;
         let dir = self.run_dir.join(&name);
         let runsc_root = dir.join("state");
         let mut state = GvisorSandbox::default();

@@ -1,7 +1,8 @@
 //! A killed runtime's sandbox directories in the run directory: the next backend removes them,
 //! and nothing else, whatever lies about being one (a symbolic link, a directory with a
 //! directory in it, a runtime's directory in another PID namespace whose proxy still listens, a
-//! directory made a moment ago, a name that only starts like one).
+//! directory made a moment ago, a name that only starts like one). And a name taken first by
+//! someone else who may write in the run directory stops no sandbox.
 
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
@@ -182,4 +183,90 @@ fn a_gvisor_directory_goes_only_once_nothing_is_mounted_in_it() {
     age(&dir);
     assert_eq!(backend.sweep_run_dir(), vec![dir.clone()]);
     assert!(!dir.exists());
+}
+
+/// Someone else who may write in a shared run directory (`/dev/shm`, `/tmp`) makes directories
+/// under the names this runtime's sandboxes would get without a random end — its pid, the next
+/// few hundred numbers — and under one with a random end: sandboxes with egress are made all the
+/// same, each in a directory of its own with a random end, and nothing of theirs is touched.
+#[tokio::test]
+async fn a_name_taken_first_in_the_run_directory_stops_no_sandbox() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let pid = std::process::id();
+    let mut taken = Vec::new();
+    for n in 0..512 {
+        let dir = run_dir.path().join(format!("escepine-sbx-{pid}-{n}"));
+        mkdir(&dir);
+        taken.push(dir);
+    }
+    let guessed = run_dir
+        .path()
+        .join(format!("escepine-sbx-{pid}-1-0000000000000000"));
+    mkdir(&guessed);
+    std::fs::write(guessed.join("planted"), "kept").expect("write");
+    taken.push(guessed.clone());
+    let backend = backend(run_dir.path());
+    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
+    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
+        .parse()
+        .expect("an egress entry")]);
+    let spec = Arc::new(spec);
+    let mut ours = Vec::new();
+    let mut sandboxes = Vec::new();
+    for _ in 0..3 {
+        let before: Vec<PathBuf> = entries(run_dir.path());
+        sandboxes.push(
+            backend
+                .provision(Arc::clone(&spec))
+                .await
+                .expect("provisioned though its names were taken"),
+        );
+        let new: Vec<PathBuf> = entries(run_dir.path())
+            .into_iter()
+            .filter(|e| !before.contains(e))
+            .collect();
+        let [dir] = &new[..] else {
+            panic!("one new directory per sandbox: {new:?}")
+        };
+        ours.push(dir.clone());
+    }
+    for dir in &ours {
+        let name = dir
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        let nonce = name
+            .strip_prefix(&format!("escepine-sbx-{pid}-"))
+            .and_then(|rest| rest.split_once('-'))
+            .map(|(_, nonce)| nonce.to_string())
+            .unwrap_or_default();
+        assert!(
+            nonce.len() == 16 && nonce.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{name} ends in 16 random hex digits"
+        );
+    }
+    for sandbox in sandboxes {
+        let teardown = backend.destroy(sandbox).await;
+        assert!(teardown.problems.is_empty(), "{:?}", teardown.problems);
+    }
+    for dir in &ours {
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+    for dir in &taken {
+        assert!(dir.is_dir(), "{} was removed", dir.display());
+    }
+    assert_eq!(
+        std::fs::read_to_string(guessed.join("planted")).expect("planted"),
+        "kept"
+    );
+}
+
+/// The entries of `dir`.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("the run directory")
+        .map(|e| e.expect("an entry").path())
+        .collect()
 }
