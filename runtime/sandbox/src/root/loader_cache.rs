@@ -15,11 +15,15 @@
 //! searches as before.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{in_root, LOADER_CACHE};
+use super::in_root;
 use crate::SandboxError;
+
+/// The loader's cache a binary's image gets where the host has [`ldconfig`].
+pub const LOADER_CACHE: &str = "/etc/ld.so.cache";
 
 /// Where glibc's `ldconfig` is looked for.
 const LDCONFIG: &[&str] = &["/sbin/ldconfig", "/usr/sbin/ldconfig"];
@@ -34,9 +38,9 @@ pub fn ldconfig() -> Option<&'static Path> {
 /// # Errors
 /// When its `/etc` cannot be opened or looked in.
 pub(super) fn present(root: &OwnedFd) -> Result<bool, SandboxError> {
-    let path = super::relative(Path::new(LOADER_CACHE));
+    let path = Path::new(LOADER_CACHE.trim_start_matches('/'));
     let (etc, name) =
-        in_root::parent(root, &path).map_err(|e| SandboxError::io("image: open /etc", e))?;
+        in_root::parent(root, path).map_err(|e| SandboxError::io("image: open /etc", e))?;
     in_root::kind(&etc, name)
         .map(|found| found.is_some())
         .map_err(|e| SandboxError::io(format!("image: stat {LOADER_CACHE}"), e))
@@ -49,15 +53,27 @@ pub(super) fn present(root: &OwnedFd) -> Result<bool, SandboxError> {
 /// Why no cache was written: no `ldconfig`, or how it failed.
 pub(super) fn write(root: &OwnedFd) -> Result<(), String> {
     let ldconfig = ldconfig().ok_or_else(|| format!("no ldconfig at {}", LDCONFIG.join(" or ")))?;
-    // The detached mount has no path of its own but this process's descriptor, which
-    // `ldconfig` (running as root, like this process) reaches through `/proc`.
-    let image = format!("/proc/{}/fd/{}", std::process::id(), root.as_raw_fd());
-    let out = Command::new(ldconfig)
-        .args(["-X", "-r", &image])
+    // The detached mount has no path of its own but its descriptor, which `ldconfig` inherits
+    // and reaches through its own `/proc/self` (never another process's fd table).
+    let fd = root.as_raw_fd();
+    let mut cmd = Command::new(ldconfig);
+    cmd.args(["-X", "-r", &format!("/proc/self/fd/{fd}")])
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec the closure makes one async-signal-safe system call
+    // (fcntl) on a descriptor the child inherited open (this process holds `root` until the
+    // child has been reaped).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd
         .output()
         .map_err(|e| format!("cannot run {}: {e}", ldconfig.display()))?;
     if out.status.success() {

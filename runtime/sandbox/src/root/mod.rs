@@ -27,12 +27,10 @@ use crate::SandboxError;
 mod in_root;
 mod loader_cache;
 
-pub use loader_cache::ldconfig;
+pub use loader_cache::{ldconfig, LOADER_CACHE};
 
 /// Device nodes made in every image, as on the host.
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
-/// The loader's cache a binary's image gets where the host has [`ldconfig`].
-pub const LOADER_CACHE: &str = "/etc/ld.so.cache";
 /// The name every sandbox file system shows as its source.
 pub(crate) const SOURCE: &str = "escepine";
 
