@@ -5,7 +5,8 @@
 //! shared run directory from taking a sandbox's name first. Destroying or dropping a sandbox
 //! removes its directory; a runtime killed with sandboxes alive (SIGKILL, a crash) leaves them
 //! behind. The next backend with the same run directory removes them, once, in the background,
-//! when it first needs a directory of its own.
+//! when it first needs a directory of its own; it looks in the temporary directory too, the
+//! default run directory of earlier versions.
 //!
 //! Unless a backend is told otherwise, its run directory is [`default_dir`]: a place in memory
 //! where one is at hand, since each sandbox with egress makes, binds in and removes a directory
@@ -286,15 +287,33 @@ fn remove_flat(dir: &Path) -> bool {
     std::fs::remove_dir(dir).is_ok()
 }
 
-/// [`sweep`] on a thread of its own, each directory removed logged.
+/// [`sweep`] of each of [`swept_places`] on a thread of its own, each directory removed logged.
 pub(super) fn sweep_in_background(run_dir: PathBuf, tier: Tier) {
     let _ = std::thread::Builder::new()
         .name("escepine-run-sweep".into())
         .spawn(move || {
-            for dir in sweep(&run_dir, tier) {
-                tracing::info!(dir = %dir.display(), "removed a killed runtime's sandbox directory");
+            for place in swept_places(&run_dir) {
+                for dir in sweep(&place, tier) {
+                    tracing::info!(dir = %dir.display(), "removed a killed runtime's sandbox directory");
+                }
             }
         });
+}
+
+/// Where a backend's first sweep looks: its run directory and, when that is another place, the
+/// temporary directory — every backend's run directory before the default moved into memory, so
+/// a runtime killed then may have left its sandboxes' directories there.
+fn swept_places(run_dir: &Path) -> Vec<PathBuf> {
+    let temp = std::env::temp_dir();
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(run_dir, &temp) {
+        vec![run_dir.to_path_buf()]
+    } else {
+        vec![run_dir.to_path_buf(), temp]
+    }
 }
 
 /// Removes `dir` and everything below it, unless one of `mounts` is at or below it (then
@@ -357,6 +376,17 @@ mod tests {
             rustix::fs::access(&default, rustix::fs::Access::WRITE_OK).is_ok(),
             "{}",
             default.display()
+        );
+    }
+
+    #[test]
+    fn the_temporary_directory_is_swept_beside_another_run_directory() {
+        let temp = std::env::temp_dir();
+        assert_eq!(swept_places(&temp), vec![temp.clone()]);
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            swept_places(elsewhere.path()),
+            vec![elsewhere.path().to_path_buf(), temp]
         );
     }
 

@@ -185,6 +185,37 @@ fn a_gvisor_directory_goes_only_once_nothing_is_mounted_in_it() {
     assert!(!dir.exists());
 }
 
+/// A runtime killed while the run directory's default was the temporary directory left a
+/// sandbox's directory there: a backend with its run directory elsewhere removes it too, on its
+/// first sandbox with egress.
+#[tokio::test]
+async fn a_leftover_in_the_temporary_directory_goes_with_the_first_sweep() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    // A number no other test's leftover has, in the shared temporary directory.
+    let n = u64::from(std::process::id()) * 1_000 + 7;
+    let stale = leftover(&std::env::temp_dir(), n);
+    let backend = backend(run_dir.path());
+    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
+    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
+        .parse()
+        .expect("an egress entry")]);
+    let sandbox = backend
+        .provision(Arc::new(spec))
+        .await
+        .expect("provisioned");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stale.exists() {
+        if Instant::now() > deadline {
+            let _ = std::fs::remove_dir_all(&stale);
+            panic!("{} not swept", stale.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let teardown = backend.destroy(sandbox).await;
+    assert!(teardown.problems.is_empty(), "{:?}", teardown.problems);
+}
+
 /// Someone else who may write in a shared run directory (`/dev/shm`, `/tmp`) makes directories
 /// under the names this runtime's sandboxes would get without a random end — its pid, the next
 /// few hundred numbers — and under one with a random end: sandboxes with egress are made all the
