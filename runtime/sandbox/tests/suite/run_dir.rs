@@ -128,21 +128,7 @@ async fn the_first_sandbox_with_egress_sweeps_in_the_background() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(stale.exists(), "swept without a sandbox with egress");
 
-    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
-    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
-        .parse()
-        .expect("an egress entry")]);
-    let sandbox = backend
-        .provision(Arc::new(spec))
-        .await
-        .expect("provisioned");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stale.exists() {
-        assert!(Instant::now() < deadline, "{} not swept", stale.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let teardown = backend.destroy(sandbox).await;
-    assert!(teardown.problems.is_empty(), "{:?}", teardown.problems);
+    swept_by_a_sandbox_with_egress(&backend, &stale).await;
     assert_eq!(
         std::fs::read_dir(run_dir.path()).expect("run dir").count(),
         0,
@@ -196,24 +182,7 @@ async fn a_leftover_in_the_temporary_directory_goes_with_the_first_sweep() {
     let n = u64::from(std::process::id()) * 1_000 + 7;
     let stale = leftover(&std::env::temp_dir(), n);
     let backend = backend(run_dir.path());
-    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
-    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
-        .parse()
-        .expect("an egress entry")]);
-    let sandbox = backend
-        .provision(Arc::new(spec))
-        .await
-        .expect("provisioned");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stale.exists() {
-        if Instant::now() > deadline {
-            let _ = std::fs::remove_dir_all(&stale);
-            panic!("{} not swept", stale.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let teardown = backend.destroy(sandbox).await;
-    assert!(teardown.problems.is_empty(), "{:?}", teardown.problems);
+    swept_by_a_sandbox_with_egress(&backend, &stale).await;
 }
 
 /// Someone else who may write in a shared run directory (`/dev/shm`, `/tmp`) makes directories
@@ -238,10 +207,7 @@ async fn a_name_taken_first_in_the_run_directory_stops_no_sandbox() {
     std::fs::write(guessed.join("planted"), "kept").expect("write");
     taken.push(guessed.clone());
     let backend = backend(run_dir.path());
-    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
-    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
-        .parse()
-        .expect("an egress entry")]);
+    let spec = with_egress();
     let spec = Arc::new(spec);
     let mut ours = Vec::new();
     let mut sandboxes = Vec::new();
@@ -300,4 +266,33 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
         .expect("the run directory")
         .map(|e| e.expect("an entry").path())
         .collect()
+}
+
+/// A spec with egress (its sandboxes make a directory in the run directory).
+fn with_egress() -> escepine_sandbox::SandboxSpec {
+    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
+    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
+        .parse()
+        .expect("an egress entry")]);
+    spec
+}
+
+/// Provisions a sandbox with egress on `backend` (whose first such sandbox sweeps), waits up
+/// to 10 s for `dir` to be swept — failing, and removing it, since it may lie in the shared
+/// temporary directory, if it is not — and destroys the sandbox.
+async fn swept_by_a_sandbox_with_egress(backend: &LinuxBackend, dir: &Path) {
+    let sandbox = backend
+        .provision(Arc::new(with_egress()))
+        .await
+        .expect("provisioned");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while dir.exists() {
+        if Instant::now() > deadline {
+            let _ = std::fs::remove_dir_all(dir);
+            panic!("{} not swept", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let teardown = backend.destroy(sandbox).await;
+    assert!(teardown.problems.is_empty(), "{:?}", teardown.problems);
 }
