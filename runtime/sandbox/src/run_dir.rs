@@ -144,9 +144,7 @@ fn owner(tier: Tier, name: &str) -> Option<u32> {
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let random = |s: &str| {
-        s.len() == 2 * NONCE_BYTES
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        s.len() == 2 * NONCE_BYTES && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     };
     if !digits(pid) || !digits(n) || !nonce.is_none_or(random) {
         return None;
@@ -268,22 +266,47 @@ pub(super) fn sweep(run_dir: &Path, tier: Tier) -> Vec<PathBuf> {
 
 /// Unlinks every entry of `dir` and then `dir` itself, unless an entry is a directory (then
 /// nothing is removed); whether `dir` is gone.
+///
+/// Through a descriptor of `dir` opened without following a link: in a shared run directory
+/// someone may swap `dir` for a link to another directory after it was checked, and nothing
+/// is then listed or unlinked through that link.
 fn remove_flat(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let Ok(fd) = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
         return false;
     };
-    let entries: Vec<_> = entries.flatten().collect();
-    if entries
-        .iter()
-        .any(|e| e.file_type().map_or(true, |t| t.is_dir()))
-    {
-        tracing::debug!(dir = %dir.display(), "a leftover sandbox directory holds a directory: kept");
+    let Ok(listing) = rustix::fs::Dir::read_from(&fd) else {
         return false;
+    };
+    let mut names = Vec::new();
+    for entry in listing.flatten() {
+        let name = entry.file_name().to_owned();
+        if name.as_bytes() == b"." || name.as_bytes() == b".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => {
+                rustix::fs::statat(&fd, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| FileType::from_raw_mode(st.st_mode))
+                    .unwrap_or(FileType::Directory)
+            }
+            kind => kind,
+        };
+        if kind == FileType::Directory {
+            tracing::debug!(dir = %dir.display(), "a leftover sandbox directory holds a directory: kept");
+            return false;
+        }
+        names.push(name);
     }
-    for e in &entries {
+    for name in &names {
         // A symbolic link is unlinked itself, never followed.
-        let _ = std::fs::remove_file(e.path());
+        let _ = rustix::fs::unlinkat(&fd, name.as_c_str(), AtFlags::empty());
     }
+    // A link put in its place meanwhile is no directory to remove.
     std::fs::remove_dir(dir).is_ok()
 }
 

@@ -110,6 +110,66 @@ fn only_a_killed_runtimes_directories_are_removed() {
     );
 }
 
+/// Someone who may write in the shared run directory swaps a leftover for a link to another
+/// directory and back, over and over, while sweeps run: nothing is ever listed or unlinked
+/// through the link, so the other directory's files all stay.
+#[test]
+fn a_leftover_swapped_for_a_link_during_a_sweep_removes_nothing_through_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let victims: Vec<PathBuf> = (0..8)
+        .map(|i| outside.path().join(format!("v{i}")))
+        .collect();
+    for v in &victims {
+        std::fs::write(v, "kept").expect("write");
+    }
+    let backend = backend(run_dir.path());
+    for n in 0..200 {
+        let stale = leftover(run_dir.path(), n);
+        for i in 0..8 {
+            // Named as the victims are, so that a path through the link would name them.
+            std::fs::write(stale.join(format!("v{i}")), "leftover").expect("write");
+        }
+        age(&stale);
+        let aside = run_dir.path().join(format!("aside-{n}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stale, aside, target, stop) = (
+                stale.clone(),
+                aside.clone(),
+                outside.path().to_path_buf(),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if std::fs::rename(&stale, &aside).is_err() {
+                        break;
+                    }
+                    let _ = std::os::unix::fs::symlink(&target, &stale);
+                    let _ = std::fs::remove_file(&stale);
+                    if std::fs::rename(&aside, &stale).is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        backend.sweep_run_dir();
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().expect("the swapper");
+        for v in &victims {
+            assert_eq!(
+                std::fs::read_to_string(v).expect("a file outside the run directory"),
+                "kept",
+                "removed through a swapped link, round {n}"
+            );
+        }
+        let _ = std::fs::remove_file(&stale);
+        let _ = std::fs::remove_dir_all(&stale);
+        let _ = std::fs::remove_dir_all(&aside);
+    }
+}
+
 #[tokio::test]
 async fn the_first_sandbox_with_egress_sweeps_in_the_background() {
     let _host = crate::HOST.lock().await;
