@@ -9,7 +9,8 @@
 //! path in the host's file system) — and so that a pinned binary runs from the copy whose bytes
 //! were hashed: the digest is computed while the binary is copied, and a mismatch refuses the
 //! image. The image is made once per spec and shared by its sandboxes; nobody can write to it
-//! (its files belong to the host's root, and each sandbox mounts it read-only).
+//! (its files belong to the host's root, and each sandbox mounts it read-only). Its files are
+//! kept in large folios ([`LARGE_FOLIOS`]), as the host's page cache keeps the originals.
 
 use std::fs::File;
 use std::io;
@@ -54,6 +55,17 @@ fn io(what: String) -> impl FnOnce(io::Error) -> SandboxError {
 fn errno(what: String) -> impl FnOnce(rustix::io::Errno) -> SandboxError {
     move |e| SandboxError::io(what, e.into())
 }
+
+/// The tmpfs option that keeps an image's files in large folios.
+///
+/// Without it every page of a tmpfs file is a folio of its own, so each start of the tool maps
+/// its program and libraries a page at a time at every fault and unmaps them so at exit, where
+/// the host's page cache would hand out large folios. Since Linux 6.14, `huge=within_size`
+/// lets a tmpfs file's folios grow as large as its writes and its size allow (never past the
+/// end of the file, so it takes no more memory); before, it gives whole huge pages to files of
+/// 2 MiB and more only. A kernel without transparent huge pages refuses the option, and the
+/// image is made without it.
+const LARGE_FOLIOS: (&str, &str) = ("huge", "within_size");
 
 /// A new, empty tmpfs, detached, made with the credentials of this process (so that no owner
 /// of a user namespace appears in its options), mounted with `attrs`.
@@ -226,10 +238,15 @@ pub(crate) fn build(spec: &SandboxSpec, extra_dirs: &[&str]) -> Result<Image, Sa
             .fold((0u64, 0u64), |(b, i), (pb, pi)| (b + pb, i + pi)),
     };
     let (size, nr_inodes) = sized(bytes, inodes + 2 * spec.binds.len() as u64);
-    let mount = detached_tmpfs(
-        &[("mode", "0755"), ("size", &size), ("nr_inodes", &nr_inodes)],
+    let options = [("mode", "0755"), ("size", &size), ("nr_inodes", &nr_inodes)];
+    let mount = match detached_tmpfs(
+        &[&options[..], &[LARGE_FOLIOS]].concat(),
         MountAttrFlags::empty(),
-    )
+    ) {
+        // A kernel without transparent huge pages does not know the option.
+        Err(rustix::io::Errno::INVAL) => detached_tmpfs(&options, MountAttrFlags::empty()),
+        made => made,
+    }
     .map_err(errno(
         "image: a tmpfs of the runtime's own (needs root)".into(),
     ))?;
@@ -468,6 +485,87 @@ mod tests {
         assert!(SYSTEM_DIRS
             .iter()
             .any(|(name, rule)| *name == workspace && *rule == NotADirectory::Replace));
+    }
+
+    /// The copy of a program of several megabytes (this test program), mapped and read as the
+    /// loader would, sits mostly in large folios: each page's frame (`/proc/self/pagemap`) is
+    /// part of a compound page (`/proc/kpageflags`). Needs root, as an image does.
+    #[test]
+    fn an_images_files_are_kept_in_large_folios() {
+        use std::os::unix::fs::FileExt;
+        /// `KPF_COMPOUND_HEAD` and `KPF_COMPOUND_TAIL`.
+        const COMPOUND: u64 = 1 << 15 | 1 << 16;
+        let program = std::env::current_exe().expect("this test program");
+        let spec = SandboxSpec {
+            program: program.clone(),
+            program_identity: program.display().to_string(),
+            program_sha256: None,
+            read_only: vec![program.clone()],
+            binds: Vec::new(),
+            root_tree: None,
+            egress: Default::default(),
+            limits: Default::default(),
+        };
+        let image = build(&spec, &[]).expect("an image (as root)");
+        let copy: File = rustix::fs::openat(
+            &image.mount,
+            relative(&program),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .expect("the program's copy")
+        .into();
+        let len = copy.metadata().expect("its size").len() as usize;
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).expect("a size");
+        assert!(len > 1 << 22, "this test program is several MiB: {len}");
+        // SAFETY: a new private read-only mapping of a file this test holds open; it is read
+        // within its length and unmapped below.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(&copy),
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED, "mmap of the copy");
+        let pagemap = File::open("/proc/self/pagemap").expect("pagemap");
+        let kpageflags = File::open("/proc/kpageflags").expect("kpageflags (root)");
+        let word = |file: &File, at: u64| {
+            let mut bytes = [0u8; 8];
+            file.read_exact_at(&mut bytes, at * 8).expect("eight bytes");
+            u64::from_ne_bytes(bytes)
+        };
+        let (mut pages, mut compound) = (0usize, 0usize);
+        for offset in (0..len).step_by(page) {
+            // SAFETY: within the mapping.
+            let at = unsafe { map.cast::<u8>().add(offset) };
+            // Read (which faults the page in) until present: the kernel may be migrating the
+            // page just then (compaction), which leaves its entry not present for a moment.
+            let entry = (0..1000)
+                .map(|_| {
+                    // SAFETY: a read of a mapped byte.
+                    unsafe { std::ptr::read_volatile(at) };
+                    word(&pagemap, (at as usize / page) as u64)
+                })
+                .find(|entry| entry >> 63 == 1)
+                .unwrap_or_else(|| panic!("the page at {offset} is never present"));
+            let frame = entry & ((1 << 55) - 1);
+            assert_ne!(frame, 0, "frames are shown to root");
+            pages += 1;
+            if word(&kpageflags, frame) & COMPOUND != 0 {
+                compound += 1;
+            }
+        }
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(map, len) };
+        assert!(
+            compound * 4 >= pages * 3,
+            "{compound} of the copy's {pages} pages are in large folios"
+        );
     }
 
     #[test]
