@@ -382,7 +382,9 @@ fn receive_provision(control: &OwnedFd) -> Result<Option<Received>, String> {
     use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut line: Vec<u8> = Vec::new();
     let mut fds: Vec<OwnedFd> = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    // One page: a provision is a few hundred bytes, and this process, forked from the zygote,
+    // pays a page fault for every page it writes (a 64 KiB buffer, zeroed, was 16 of them).
+    let mut buf = [0u8; 4096];
     while !line.ends_with(b"\n") {
         let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
         let mut ancillary = RecvAncillaryBuffer::new(&mut space);

@@ -107,3 +107,33 @@ async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
     }
     assert_eq!(left, before, "every sandbox's processes ended");
 }
+
+/// A provision many times longer than what the outer process reads at once (300 read-only
+/// paths of 100-odd bytes each) arrives whole: every path is in the sandbox's root.
+#[tokio::test]
+async fn a_provision_longer_than_one_read_arrives_whole() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = backend(run_dir.path());
+    let files = tempfile::tempdir().expect("tempdir");
+    let mut spec = spec();
+    for i in 0..300 {
+        let path = files.path().join(format!("{i:03}-{}", "p".repeat(80)));
+        std::fs::write(&path, i.to_string()).expect("write");
+        spec.read_only.push(path);
+    }
+    let dir = files.path().display().to_string();
+    let code = format!(
+        "import json, os; names = os.listdir({dir:?}); \
+         print(json.dumps({{'n': len(names), 'last': open(os.path.join({dir:?}, max(names))).read()}}))"
+    );
+    let (status, facts, stderr) = escepine_testkit::python_probe::run(
+        &backend,
+        spec,
+        job(vec![PYTHON.into(), "-c".into(), code], None),
+    )
+    .await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    assert_eq!(facts["n"], 300, "every read-only path is in the root");
+    assert_eq!(facts["last"], "299");
+}
