@@ -58,7 +58,8 @@ pub struct LinuxBackend {
     memory: Result<cgroup::Parent, String>,
     /// The root image of each program provisioned lately.
     images: KeptImages,
-    /// Network namespaces made ahead of demand (started on the first provision).
+    /// Network namespaces made ahead of demand and given back emptied (started on the first
+    /// provision).
     netns: std::sync::OnceLock<Option<NetnsPool>>,
     /// Set once the run directory's leftovers have been swept (on the first sandbox with
     /// egress).
@@ -297,7 +298,8 @@ impl LinuxBackend {
         let mut fds = vec![stdin_r.as_fd(), image.fd().as_fd()];
         fds.extend(netns.as_ref().map(AsFd::as_fd));
         send_with_fds(&host_end, &provision, &fds)?;
-        drop((stdin_r, netns));
+        drop(stdin_r);
+        state.netns = netns.map(|netns| (netns, !spec.egress.is_empty()));
         state.stdin = Some(
             tokio::net::unix::pipe::Sender::from_owned_fd(stdin_w)
                 .map_err(|e| SandboxError::io("the stdin pipe", e))?,
@@ -470,6 +472,9 @@ struct LinuxSandbox {
     slot: Option<SlotGuard>,
     /// The sandbox's memory cgroup, removed once its processes are gone.
     cgroup: Option<Cgroup>,
+    /// The network namespace the pool handed out for this sandbox, with whether its loopback
+    /// is up: given back once every process of the sandbox has exited.
+    netns: Option<(OwnedFd, bool)>,
 }
 
 impl LinuxSandbox {
@@ -623,7 +628,11 @@ async fn exited(pidfd: OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
-async fn destroy_inner(sandbox: Sandbox, parent: Option<cgroup::Parent>) -> Teardown {
+async fn destroy_inner(
+    sandbox: Sandbox,
+    parent: Option<cgroup::Parent>,
+    netns_pool: Option<&NetnsPool>,
+) -> Teardown {
     let mut teardown = Teardown::default();
     let mut state = match sandbox.into_state::<LinuxSandbox>() {
         Ok(s) => s,
@@ -640,7 +649,13 @@ async fn destroy_inner(sandbox: Sandbox, parent: Option<cgroup::Parent>) -> Tear
     state.control.take();
     if let Some(outer) = state.outer.take() {
         match tokio::time::timeout(REAP_GRACE, exited(outer)).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => {
+                // The outer process was the sandbox's last: nothing is left in its namespace
+                // that a process could still add to.
+                if let (Some(pool), Some((netns, loopback))) = (netns_pool, state.netns.take()) {
+                    pool.give_back(netns, loopback);
+                }
+            }
             Ok(Err(e)) => teardown.problems.push(format!("waiting for init: {e}")),
             Err(_) => teardown
                 .problems
@@ -713,7 +728,11 @@ impl SandboxBackend for LinuxBackend {
     }
 
     fn destroy(&self, sandbox: Sandbox) -> BoxFuture<'_, Teardown> {
-        Box::pin(destroy_inner(sandbox, self.memory.as_ref().ok().cloned()))
+        Box::pin(destroy_inner(
+            sandbox,
+            self.memory.as_ref().ok().cloned(),
+            self.netns.get().and_then(Option::as_ref),
+        ))
     }
 
     fn is_alive(&self, sandbox: &mut Sandbox) -> bool {

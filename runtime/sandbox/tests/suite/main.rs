@@ -5,6 +5,7 @@
 
 mod cgroups;
 mod jobs;
+mod netns;
 mod roots;
 mod run_dir;
 
