@@ -11,7 +11,8 @@
 //! tool's. Each sandbox runs in two processes:
 //!
 //! - the **outer** process (in the host's namespaces) reads [`Provision`], enters the
-//!   never-used network namespace the host made ahead of demand when one came with it
+//!   network namespace the host made ahead of demand (never used, or emptied by an ended
+//!   sandbox) when one came with it
 //!   (`netns`), clones the sandbox's PID 1 into fresh user, PID, mount, IPC, UTS and cgroup
 //!   namespaces (and a network namespace, when none came), writes its
 //!   `setgroups`/`uid_map`/`gid_map` (uid and gid 0 inside → the unprivileged outside id), lets
@@ -272,8 +273,8 @@ fn outer() -> i32 {
         | libc::CLONE_NEWUTS
         | libc::CLONE_NEWCGROUP;
     match netns {
-        // The host's never-used namespace (its loopback up if the sandbox has egress): entered
-        // here, as the host's root, so PID 1 is created in it.
+        // The host's namespace, never used or emptied (its loopback up if the sandbox has
+        // egress): entered here, as the host's root, so PID 1 is created in it.
         Some(netns) => {
             if let Err(message) = enter_netns(&netns) {
                 ctl.send(&FromInit::Failed { message });

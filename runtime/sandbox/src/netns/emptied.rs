@@ -6,7 +6,7 @@
 //! sysctl. What a process without those capabilities can leave in a network namespace is
 //! sockets, and what sockets make. The tool's seccomp filter allows sockets of `AF_UNIX`,
 //! `AF_INET` and `AF_INET6` only (no raw, packet or netlink sockets). A socket ends with the
-//! last descriptor of it, unless
+//! last descriptor of it (so a UDP or ping socket needs no look), unless
 //! - it is a TCP connection still ending, or its `TIME-WAIT` (the kernel keeps those past
 //!   their descriptors): asked of the kernel with `sock_diag`, every TCP state but `LISTEN`
 //!   (a listening socket ends with its descriptor), IPv4 and IPv6;
@@ -32,9 +32,9 @@ const TABLES: &[&str] = &["unix", "ip6_flowlabel", "sctp/assocs", "sctp/eps"];
 /// The sysctls, below `/proc/sys/net/`, written in the namespace the pool's namespaces are
 /// made from, so that each of them has TCP and UDP socket tables of its own, of these sizes,
 /// rather than sharing the host's (262,144 TCP buckets on a machine of 24 GiB): the kernel
-/// lists a namespace's sockets, and purges its `TIME-WAIT`s when it is destroyed, by walking
-/// every bucket of its table, which took 6 ms per table in the host's. A sandbox's sockets are
-/// the tool's and the relay's; a table of these sizes holds thousands.
+/// walks every bucket of a namespace's table to list its connections (the look before the
+/// namespace is given again) and to purge its `TIME-WAIT`s when it is destroyed. A sandbox's
+/// sockets are the tool's and the relay's; a table of these sizes holds thousands.
 const OWN_TABLES: &[(&str, &str)] = &[
     ("ipv4/tcp_child_ehash_entries", "1024"),
     ("ipv4/udp_child_hash_entries", "256"),
@@ -44,15 +44,7 @@ const OWN_TABLES: &[(&str, &str)] = &[
 /// from it have socket tables of their own; a kernel without these settings (before Linux
 /// 6.1 and 6.2) makes them share the host's tables, as it always did.
 pub(super) fn own_tables() -> io::Result<()> {
-    for (name, value) in OWN_TABLES {
-        let path = format!("/proc/sys/net/{name}");
-        match std::fs::write(&path, value) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io::Error::new(e.kind(), format!("writing {path}: {e}"))),
-        }
-    }
-    Ok(())
+    write_sysctls(OWN_TABLES, true)
 }
 
 /// The sysctls, below `/proc/sys/net/`, written in each namespace with loopback up before it is
@@ -67,10 +59,19 @@ const NO_TCP_MEMORY: &[(&str, &str)] = &[
 
 /// Writes [`NO_TCP_MEMORY`] in the network namespace of the calling thread.
 pub(super) fn forget_tcp_peers() -> io::Result<()> {
-    for (name, value) in NO_TCP_MEMORY {
+    write_sysctls(NO_TCP_MEMORY, false)
+}
+
+/// Writes each of `sysctls` (a name below `/proc/sys/net/`, a value) in the network namespace of
+/// the calling thread; one the kernel does not have is passed over if `missing_ok`.
+fn write_sysctls(sysctls: &[(&str, &str)], missing_ok: bool) -> io::Result<()> {
+    for (name, value) in sysctls {
         let path = format!("/proc/sys/net/{name}");
-        std::fs::write(&path, value)
-            .map_err(|e| io::Error::new(e.kind(), format!("writing {path}: {e}")))?;
+        match std::fs::write(&path, value) {
+            Ok(()) => {}
+            Err(e) if missing_ok && e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io::Error::new(e.kind(), format!("writing {path}: {e}"))),
+        }
     }
     Ok(())
 }

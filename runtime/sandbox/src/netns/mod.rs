@@ -4,11 +4,12 @@
 //! Creating a network namespace is the largest single cost of a sandbox's `clone` (the kernel
 //! sets up every protocol's per-namespace state and registers the loopback device), and it
 //! waits for the RTNL lock, which the kernel's clean-up of ended namespaces holds for
-//! milliseconds at a time. So the backend keeps a few never-used namespaces ready: a thread of
-//! the runtime makes each (`unshare(CLONE_NEWNET)`, its `/proc/thread-self/ns/net` opened, the
-//! thread back in the runtime's own namespace), and each sandbox takes one, whose descriptor
-//! travels with its provision; its outer process enters it (`setns`) before it creates PID 1,
-//! which then gets no network namespace of its own making.
+//! milliseconds at a time. So the backend keeps a few namespaces ready: a thread of the runtime
+//! makes each (`unshare(CLONE_NEWNET)` from a namespace of its own, whose settings give each
+//! namespace made from it socket tables of its own, [`emptied`]; its
+//! `/proc/thread-self/ns/net` opened, the thread back in the runtime's own namespace), and each
+//! sandbox takes one, whose descriptor travels with its provision; its outer process enters it
+//! (`setns`) before it creates PID 1, which then gets no network namespace of its own making.
 //!
 //! Two stocks are kept: namespaces as the kernel makes them, loopback down, for sandboxes
 //! without egress (nothing in them can reach even themselves over IP), and namespaces whose
@@ -18,8 +19,9 @@
 //! over it (it cannot configure its interfaces, which the tool could not anyway). When its
 //! sandbox has ended — its outer process, the last of its processes, has exited — the backend
 //! gives it back ([`NetnsPool::give_back`]), and the thread, having entered it, puts it back in
-//! its stock only if it holds nothing of that sandbox ([`emptied`]: no socket of any state and
-//! no flow label listed, loopback as made); otherwise it is let go and the kernel destroys it.
+//! its stock only if it holds nothing of that sandbox ([`emptied`]: no TCP connection in any
+//! state, no Unix socket, SCTP association or flow label, loopback as made); otherwise it is let
+//! go and the kernel destroys it.
 //! Making and destroying a namespace per sandbox took a sixth of the CPU of a burst of
 //! sandboxes, and both hold the RTNL lock that the next sandbox's namespace waits for.
 //!
@@ -93,8 +95,9 @@ impl State {
     }
 }
 
-/// Up to [`KEPT`] never-used network namespaces with loopback down and [`KEPT_LOOPBACK`] with
-/// it up, refilled by a thread of their own.
+/// Network namespaces with loopback down and up: at least [`KEPT`] and [`KEPT_LOOPBACK`] kept
+/// ready by a thread of their own, which makes them, and up to [`KEPT_EMPTIED`] of each given
+/// back emptied.
 #[derive(Debug)]
 pub(super) struct NetnsPool {
     shared: Arc<Shared>,
@@ -113,8 +116,8 @@ impl NetnsPool {
         Some(Self { shared })
     }
 
-    /// A never-used namespace, its loopback up if `loopback` (for a sandbox with egress), if
-    /// one is ready.
+    /// A namespace never used or emptied, its loopback up if `loopback` (for a sandbox with
+    /// egress), if one is ready.
     pub(super) fn take(&self, loopback: bool) -> Option<OwnedFd> {
         let taken = self.shared.lock().stock(loopback).pop();
         if taken.is_some() {
