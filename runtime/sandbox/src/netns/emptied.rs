@@ -22,7 +22,6 @@
 //! are empty and its loopback is as it was made.
 
 use std::io;
-use std::os::fd::AsRawFd;
 
 /// The tables of `/proc/<tid>/net` that list what of a sandbox may outlive its processes,
 /// besides TCP's connections: a namespace any of them lists something in is not given again.
@@ -101,7 +100,7 @@ pub(super) fn leftover(loopback: bool) -> io::Result<Option<String>> {
             return Ok(Some(format!("{entries} entries in {table}")));
         }
     }
-    let up = loopback_is_up()?;
+    let up = super::loopback_is_up()?;
     if up != loopback {
         return Ok(Some(format!(
             "loopback {}, made {}",
@@ -175,26 +174,4 @@ fn tcp_sockets() -> io::Result<usize> {
         }
     }
     Ok(found)
-}
-
-/// Whether the loopback interface of the calling thread's network namespace is up.
-pub(super) fn loopback_is_up() -> io::Result<bool> {
-    let sock = rustix::net::socket(
-        rustix::net::AddressFamily::INET,
-        rustix::net::SocketType::DGRAM,
-        None,
-    )?;
-    // SAFETY: `ifreq` is a plain C struct (a name and a union of integers and addresses), for
-    // which all-zero bytes are a valid value.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo") {
-        *dst = *src as libc::c_char;
-    }
-    // SAFETY: SIOCGIFFLAGS writes one `ifreq` through the pointer, which is valid for the call.
-    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: SIOCGIFFLAGS filled the union's flags.
-    let flags = unsafe { req.ifr_ifru.ifru_flags };
-    Ok(flags & libc::IFF_UP as libc::c_short != 0)
 }

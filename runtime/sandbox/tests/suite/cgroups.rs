@@ -66,6 +66,16 @@ pub(crate) fn spec(memory_bytes: u64) -> SandboxSpec {
     spec_with_binds(memory_bytes, Vec::new())
 }
 
+/// [`spec`] under the default memory bound, with an egress entry (so its sandboxes get the
+/// relay, a proxy and a directory in the run directory).
+pub(crate) fn spec_with_egress() -> SandboxSpec {
+    let mut spec = spec(Limits::default().memory_bytes);
+    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
+        .parse()
+        .expect("an egress entry")]);
+    spec
+}
+
 fn spec_with_binds(memory_bytes: u64, binds: Vec<PathBuf>) -> SandboxSpec {
     let program = PathBuf::from(PYTHON);
     let id = identity(&program).expect("python");

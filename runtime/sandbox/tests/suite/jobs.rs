@@ -15,13 +15,6 @@ fn spec() -> SandboxSpec {
     crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes)
 }
 
-/// A backend with this program as its init, its proxy sockets under `run_dir`.
-fn backend(run_dir: &std::path::Path) -> LinuxBackend {
-    LinuxBackend::new()
-        .expect("this test program dispatches the sandbox init")
-        .with_run_dir(run_dir)
-}
-
 /// The error of `argv` in `cwd`, run in a sandbox provisioned and left idle a moment first (as
 /// a pooled one is).
 async fn failure(backend: &LinuxBackend, argv: &[&str], cwd: Option<&str>) -> String {
@@ -44,7 +37,7 @@ async fn failure(backend: &LinuxBackend, argv: &[&str], cwd: Option<&str>) -> St
 async fn a_job_that_cannot_start_is_reported_by_name_and_a_good_one_still_runs() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
 
     let err = failure(&backend, &[PYTHON, "-c", "pass"], Some("/no-such-dir")).await;
     assert!(
@@ -80,7 +73,7 @@ async fn a_job_that_cannot_start_is_reported_by_name_and_a_good_one_still_runs()
 async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let before = sandbox_processes().len();
     let mut sandboxes = Vec::new();
     for _ in 0..3 {
@@ -114,7 +107,7 @@ async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
 async fn a_provision_longer_than_one_read_arrives_whole() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let files = tempfile::tempdir().expect("tempdir");
     let mut spec = spec();
     for i in 0..300 {

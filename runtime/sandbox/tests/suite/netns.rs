@@ -22,20 +22,12 @@ while s.recv(4096):
 s.close()
 print(json.dumps({'netns': os.readlink('/proc/self/ns/net'), 'connected': True}))";
 
-fn backend(run_dir: &std::path::Path) -> LinuxBackend {
-    LinuxBackend::new()
-        .expect("this test program dispatches the sandbox init")
-        .with_run_dir(run_dir)
-}
-
 fn spec(egress: bool) -> SandboxSpec {
-    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
     if egress {
-        spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
-            .parse()
-            .expect("an egress entry")]);
+        crate::cgroups::spec_with_egress()
+    } else {
+        crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes)
     }
-    spec
 }
 
 /// Runs `code` in a fresh sandbox (with egress or not): what it printed.
@@ -61,7 +53,7 @@ async fn namespaces(backend: &LinuxBackend, egress: bool, runs: usize) -> Vec<St
 async fn a_namespace_left_empty_serves_again_and_one_left_with_a_socket_does_not() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let own = std::fs::read_link("/proc/self/ns/net").expect("this process's namespace");
 
     for egress in [false, true] {

@@ -9,17 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use escepine_sandbox::deps::{self, DepCache};
-use escepine_sandbox::{JobStatus, LinuxBackend, SandboxBackend, SandboxSpec};
+use escepine_sandbox::{JobStatus, SandboxBackend, SandboxSpec};
 use serde_json::Value;
 
 use escepine_testkit::python_probe::{job, run, PROBE, PYTHON, STDLIB};
-
-/// The Linux backend with this program as its init, its proxy sockets under `run_dir`.
-fn backend(run_dir: &Path) -> LinuxBackend {
-    LinuxBackend::new()
-        .expect("this test program dispatches the sandbox init")
-        .with_run_dir(run_dir)
-}
 
 /// A root made of a directory tree (what the image store unpacks): the host's python copied in
 /// with its libraries and standard library, nothing else of the host.
@@ -55,7 +48,7 @@ async fn a_tree_is_the_whole_root_and_its_working_directory_applies() {
     let run_dir = tempfile::tempdir().expect("tempdir");
     let tree = tempfile::tempdir().expect("tempdir");
     python_tree(tree.path());
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let spec = SandboxSpec {
         program: PathBuf::from(PYTHON),
         program_identity: "oci:/test@sha256:0".into(),
@@ -104,7 +97,7 @@ print(json.dumps(sorted({m.decode() for m in re.findall(rb"/[^\0]+?\.so[^\0]*", 
 async fn a_binarys_root_has_a_loader_cache_of_its_own_libraries() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let python = Path::new(PYTHON);
     let identity = deps::identity(python).expect("the interpreter");
     let mut read_only = DepCache::default()
@@ -247,7 +240,7 @@ async fn an_image_linking_its_system_directories_to_the_host_changes_nothing_on_
     std::os::unix::fs::symlink("/image-var", tree.path().join("var")).expect("symlink");
     let bound = bound_dir();
     let before = host_snapshot(targets.path());
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let spec = image_spec(
         tree.path(),
         &["/usr", "/lib", "/lib64", "/app", "/image-var", "/var"],
@@ -310,7 +303,7 @@ async fn an_image_leading_a_mount_point_onto_the_host_is_refused_and_changes_not
     std::os::unix::fs::symlink(&var, tree.path().join("var")).expect("symlink");
     let bound = bound_dir();
     let before = host_snapshot(targets.path());
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let spec = image_spec(
         tree.path(),
         &["/usr", "/lib", "/lib64", "/app"],
@@ -339,7 +332,7 @@ async fn an_image_linking_its_etc_to_the_host_is_refused_and_changes_nothing_on_
     let etc = targets.path().join("etc");
     std::os::unix::fs::symlink(&etc, tree.path().join("etc")).expect("symlink");
     let before = host_snapshot(targets.path());
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     let spec = image_spec(tree.path(), &["/usr", "/lib", "/lib64", "/app"], Vec::new());
     let err = backend
         .provision(Arc::new(spec))

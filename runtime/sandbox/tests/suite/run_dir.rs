@@ -14,12 +14,6 @@ use escepine_sandbox::{LinuxBackend, SandboxBackend};
 /// A pid no process can have (above the kernel's largest `pid_max`, 2^22).
 const DEAD: u32 = 4_294_967;
 
-fn backend(run_dir: &Path) -> LinuxBackend {
-    LinuxBackend::new()
-        .expect("this test program dispatches the sandbox init")
-        .with_run_dir(run_dir)
-}
-
 fn mkdir(path: &Path) {
     std::fs::create_dir_all(path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
 }
@@ -84,7 +78,7 @@ fn only_a_killed_runtimes_directories_are_removed() {
     std::fs::rename(&odd, &odd_renamed).expect("rename");
     age(&odd_renamed);
 
-    let removed = backend(run_dir.path()).sweep_run_dir();
+    let removed = crate::backend(run_dir.path()).sweep_run_dir();
     assert_eq!(removed, vec![stale.clone()]);
     assert!(!stale.exists());
     assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "kept");
@@ -105,7 +99,7 @@ fn only_a_killed_runtimes_directories_are_removed() {
     drop(_proxy);
     age(&listening);
     assert_eq!(
-        backend(run_dir.path()).sweep_run_dir(),
+        crate::backend(run_dir.path()).sweep_run_dir(),
         vec![listening.clone()]
     );
 }
@@ -124,7 +118,7 @@ fn a_leftover_swapped_for_a_link_during_a_sweep_removes_nothing_through_it() {
     for v in &victims {
         std::fs::write(v, "kept").expect("write");
     }
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     for n in 0..200 {
         let stale = leftover(run_dir.path(), n);
         for i in 0..8 {
@@ -175,7 +169,7 @@ async fn the_first_sandbox_with_egress_sweeps_in_the_background() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let stale = leftover(run_dir.path(), 1);
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
 
     // Without egress, no directory is needed and none is swept.
     let sandbox = backend
@@ -241,7 +235,7 @@ async fn a_leftover_in_the_temporary_directory_goes_with_the_first_sweep() {
     // A number no other test's leftover has, in the shared temporary directory.
     let n = u64::from(std::process::id()) * 1_000 + 7;
     let stale = leftover(&std::env::temp_dir(), n);
-    let backend = backend(run_dir.path());
+    let backend = crate::backend(run_dir.path());
     swept_by_a_sandbox_with_egress(&backend, &stale).await;
 }
 
@@ -266,8 +260,8 @@ async fn a_name_taken_first_in_the_run_directory_stops_no_sandbox() {
     mkdir(&guessed);
     std::fs::write(guessed.join("planted"), "kept").expect("write");
     taken.push(guessed.clone());
-    let backend = backend(run_dir.path());
-    let spec = with_egress();
+    let backend = crate::backend(run_dir.path());
+    let spec = crate::cgroups::spec_with_egress();
     let spec = Arc::new(spec);
     let mut ours = Vec::new();
     let mut sandboxes = Vec::new();
@@ -328,21 +322,12 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A spec with egress (its sandboxes make a directory in the run directory).
-fn with_egress() -> escepine_sandbox::SandboxSpec {
-    let mut spec = crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes);
-    spec.egress = escepine_contract::EgressGrant::new(vec!["example.test:443"
-        .parse()
-        .expect("an egress entry")]);
-    spec
-}
-
 /// Provisions a sandbox with egress on `backend` (whose first such sandbox sweeps), waits up
 /// to 10 s for `dir` to be swept — failing, and removing it, since it may lie in the shared
 /// temporary directory, if it is not — and destroys the sandbox.
 async fn swept_by_a_sandbox_with_egress(backend: &LinuxBackend, dir: &Path) {
     let sandbox = backend
-        .provision(Arc::new(with_egress()))
+        .provision(Arc::new(crate::cgroups::spec_with_egress()))
         .await
         .expect("provisioned");
     let deadline = Instant::now() + Duration::from_secs(10);
