@@ -100,7 +100,7 @@ pub(super) fn leftover(loopback: bool) -> io::Result<Option<String>> {
             return Ok(Some(format!("{entries} entries in {table}")));
         }
     }
-    let up = super::loopback_is_up()?;
+    let up = super::loopback::loopback_is_up()?;
     if up != loopback {
         return Ok(Some(format!(
             "loopback {}, made {}",

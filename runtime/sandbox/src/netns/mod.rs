@@ -30,8 +30,11 @@
 //! again.
 
 mod emptied;
+mod loopback;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+pub(crate) use loopback::loopback_up;
+
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// How many namespaces with loopback down the pool keeps ready.
@@ -312,46 +315,6 @@ fn make(home: &OwnedFd, parent: &OwnedFd, loopback: bool) -> std::io::Result<Own
     made
 }
 
-/// Brings the loopback interface of this thread's network namespace up (it starts down,
-/// without its addresses routed).
-pub(crate) fn loopback_up() -> Result<(), String> {
-    loopback_flags(
-        libc::SIOCSIFFLAGS,
-        (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short,
-    )
-    .map(drop)
-    .map_err(|e| format!("bringing loopback up: {e}"))
-}
-
-/// Whether the loopback interface of this thread's network namespace is up.
-pub(super) fn loopback_is_up() -> std::io::Result<bool> {
-    let flags = loopback_flags(libc::SIOCGIFFLAGS, 0)?;
-    Ok(flags & libc::IFF_UP as libc::c_short != 0)
-}
-
-/// One `request` (`SIOCGIFFLAGS`, or `SIOCSIFFLAGS` with `flags`) on the loopback interface of
-/// this thread's network namespace: its flags after the request.
-fn loopback_flags(request: libc::Ioctl, flags: libc::c_short) -> std::io::Result<libc::c_short> {
-    let sock = rustix::net::socket(
-        rustix::net::AddressFamily::INET,
-        rustix::net::SocketType::DGRAM,
-        None,
-    )?;
-    // SAFETY: `ifreq` is a plain C struct (a name and a union of integers and addresses), for
-    // which all-zero bytes are a valid value.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo") {
-        *dst = *src as libc::c_char;
-    }
-    req.ifr_ifru.ifru_flags = flags;
-    // SAFETY: both requests read and write one `ifreq` through the pointer, valid for the call.
-    if unsafe { libc::ioctl(sock.as_raw_fd(), request, &mut req) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the flags are the union's member both requests use.
-    Ok(unsafe { req.ifr_ifru.ifru_flags })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,7 +337,7 @@ mod tests {
 
     /// Whether the loopback interface of the namespace `fd` is up.
     fn loopback_is_up(fd: &OwnedFd) -> bool {
-        inside(fd, || super::loopback_is_up().expect("SIOCGIFFLAGS"))
+        inside(fd, || loopback::loopback_is_up().expect("SIOCGIFFLAGS"))
     }
 
     /// A TCP connection on loopback (`127.0.0.1` and `::1`), from its start to its orderly
