@@ -4,9 +4,12 @@
 //! `bwrap --unshare-all` with a minimal root (each only if installed); and warm calls and bare
 //! spawns alternating, call by call, so that both meet the machine in the same state. Then an
 //! `mcp-stdio` server (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a
-//! fresh sandbox against the same session with a plain child process. Then the gVisor tier: the no-op cold (with and
-//! without the proxy) and from a warm pool of started containers, beside `runsc do` of the same
-//! binary, and an MCP session with the Python SDK server on each tier.
+//! fresh sandbox against the same session with a plain child process. Then rounds of 64
+//! concurrent calls with a proxy each (the first round, which meets the backend's stocks empty,
+//! apart), beside the same rounds of `unshare --fork` with and without a network namespace. Then
+//! the gVisor tier: the no-op cold (with and without the proxy) and from a warm pool of started
+//! containers, beside `runsc do` of the same binary, and an MCP session with the Python SDK
+//! server on each tier.
 //!
 //! `cargo bench -p escepine-runtime --bench sandbox` (needs root or unprivileged user
 //! namespaces). `ESCEPINE_BENCH_ITERS` sets the number of timed runs per row (default 300);
@@ -209,15 +212,31 @@ fn main() {
         mcp_rows.push(summarise(name, samples));
     }
 
-    // 64 concurrent sandboxed calls with a proxy each, 20 rounds: the wall time of a round and
-    // what is left on the host afterwards (one round of 8 in a smoke run, which only proves
-    // the row works).
+    // 64 concurrent sandboxed calls with a proxy each, 20 rounds after a first: the wall time
+    // of a round and what is left on the host afterwards (one round of 8 after the first in a
+    // smoke run, which only proves the rows work). The first round meets the stocks the burst
+    // draws on (network namespaces, cgroups) empty: it is shown on its own. Beside it, the same
+    // rounds of `unshare --fork` of the tool, with and without a network namespace: what the
+    // kernel's namespaces alone allow at that concurrency on this machine.
     let (rounds, concurrent) = if support::smoke() { (1, 8) } else { (20, 64) };
-    let (round_times, left) = rt.block_on(async {
+    let unshare_rounds = ["-Urnmp", "-Urmp"].map(|flags| {
+        let row = concurrent_rounds(
+            &format!("{concurrent} concurrent unshare {flags} --fork (one round)"),
+            rounds,
+            concurrent,
+            || {
+                let mut c = Command::new("unshare");
+                c.args([flags, "--fork"]).arg(&tool).arg("noop");
+                c
+            },
+        );
+        (flags, row)
+    });
+    let (first_round, round_times, left) = rt.block_on(async {
         let ex = SandboxExecutor::with_backend(backend());
         let payload = json!({});
-        let mut times = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
+        let mut times = Vec::with_capacity(rounds + 1);
+        for _ in 0..=rounds {
             let start = Instant::now();
             let calls = (0..concurrent)
                 .map(|_| call(&ex, &rec, &payload, &proxy_egress, Duration::from_secs(30)));
@@ -242,19 +261,31 @@ fn main() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        (times, left)
+        let first = times.remove(0);
+        (first, times, left)
     });
     let round = summarise(
         &format!("{concurrent} concurrent calls with proxies (one round)"),
         round_times,
     );
+    let per_s = |r: &Row| concurrent as f64 / r.p50.as_secs_f64();
     println!(
-        "  = {:.0} sandboxed calls/s at p50; left on the host afterwards: {} sandbox processes, {} \
-         proxy directories",
-        concurrent as f64 / round.p50.as_secs_f64(),
+        "  = {:.0} sandboxed calls/s at p50; the first round, stocks empty: {:.2} ms; left on \
+         the host afterwards: {} sandbox processes, {} proxy directories",
+        per_s(&round),
+        first_round.as_secs_f64() * 1e3,
         left.0,
         left.1
     );
+    for (flags, u) in &unshare_rounds {
+        if let Some(u) = u {
+            println!(
+                "  = {:.2} of the {:.0} calls/s of unshare {flags} --fork",
+                u.ratio(&round),
+                per_s(u)
+            );
+        }
+    }
 
     if support::tier_wanted("gvisor") {
         gvisor_tier(
@@ -387,6 +418,39 @@ async fn time_calls(
         }
     }
     samples
+}
+
+/// `rounds` rounds of `concurrent` runs of `make`'s command at once (as [`run_once`], each from
+/// a thread of its own): the wall time of a round, or `None` (said why) if a run failed.
+fn concurrent_rounds(
+    name: &str,
+    rounds: usize,
+    concurrent: usize,
+    make: impl Fn() -> Command + Sync,
+) -> Option<Row> {
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let failed = std::thread::scope(|s| {
+            let runs: Vec<_> = (0..concurrent)
+                .map(|_| s.spawn(|| run_once(make())))
+                .collect();
+            runs.into_iter()
+                .filter_map(|r| {
+                    r.join()
+                        .map_err(|_| "a run panicked".to_string())
+                        .and_then(|r| r)
+                        .err()
+                })
+                .next()
+        });
+        if let Some(why) = failed {
+            println!("{name:<48} skipped: {why}");
+            return None;
+        }
+        times.push(start.elapsed());
+    }
+    Some(summarise(name, times))
 }
 
 /// Entries of `dir`.

@@ -2,7 +2,7 @@
 //! key changes, at most [`IMAGES_KEPT`] of them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::backend::SandboxSpec;
@@ -17,7 +17,17 @@ const IMAGES_KEPT: usize = 32;
 pub(crate) struct KeptImages {
     /// Top-level directories every image of this backend has besides the system ones.
     extra_dirs: &'static [&'static str],
-    images: Mutex<HashMap<PathBuf, (String, Arc<Image>)>>,
+    slots: Mutex<HashMap<PathBuf, Slot>>,
+}
+
+/// One program's (or image tree's) place among the kept images.
+#[derive(Debug, Default)]
+struct Slot {
+    /// The image and the key of the spec it was made for.
+    kept: Option<(String, Arc<Image>)>,
+    /// Held while the slot's image is made: the calls of a burst that find no image wait for
+    /// the first one's instead of each making (copying, and for a pin hashing) its own.
+    making: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl KeptImages {
@@ -25,11 +35,12 @@ impl KeptImages {
     pub(crate) fn with_extra_dirs(extra_dirs: &'static [&'static str]) -> Self {
         Self {
             extra_dirs,
-            images: Mutex::default(),
+            slots: Mutex::default(),
         }
     }
 
-    /// The root image of `spec`, made on first use (off the async workers).
+    /// The root image of `spec`, made on first use (off the async workers), by one call at a
+    /// time per program.
     pub(crate) async fn get(&self, spec: &Arc<SandboxSpec>) -> Result<Arc<Image>, SandboxError> {
         let key = format!(
             "{}\0{}\0{}\0{:?}\0{:?}\0{:?}",
@@ -45,13 +56,14 @@ impl KeptImages {
             .root_tree
             .clone()
             .unwrap_or_else(|| spec.program.clone());
-        if let Some(found) = self
-            .images
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&slot).filter(|(k, _)| *k == key).cloned())
-        {
-            return Ok(found.1);
+        let making = match self.kept(&slot, &key) {
+            Kept::Image(image) => return Ok(image),
+            Kept::Making(making) => making,
+        };
+        let _making = making.lock().await;
+        // Another call may have made it while this one waited.
+        if let Kept::Image(image) = self.kept(&slot, &key) {
+            return Ok(image);
         }
         let for_build = Arc::clone(spec);
         let extra = self.extra_dirs;
@@ -59,15 +71,113 @@ impl KeptImages {
             .await
             .map_err(|e| SandboxError::Protocol(format!("making the root image: {e}")))??;
         let made = Arc::new(made);
-        if let Ok(mut images) = self.images.lock() {
+        if let Ok(mut slots) = self.slots.lock() {
             // One image per program: a newer version replaces the older.
-            if images.len() >= IMAGES_KEPT && !images.contains_key(&slot) {
-                if let Some(old) = images.keys().next().cloned() {
-                    images.remove(&old);
-                }
+            slots.entry(slot.clone()).or_default().kept = Some((key, Arc::clone(&made)));
+            while slots.len() > IMAGES_KEPT {
+                let Some(old) = slots.keys().find(|k| **k != slot).cloned() else {
+                    break;
+                };
+                slots.remove(&old);
             }
-            images.insert(slot, (key, Arc::clone(&made)));
         }
         Ok(made)
+    }
+
+    /// The image kept in `slot` for `key`, or else the lock to hold while making it.
+    fn kept(&self, slot: &Path, key: &str) -> Kept {
+        let Ok(mut slots) = self.slots.lock() else {
+            // A poisoned map: make the image without keeping or sharing it.
+            return Kept::Making(Arc::default());
+        };
+        let found = slots.entry(slot.to_path_buf()).or_default();
+        match &found.kept {
+            Some((k, image)) if k == key => Kept::Image(Arc::clone(image)),
+            _ => Kept::Making(Arc::clone(&found.making)),
+        }
+    }
+}
+
+/// What [`KeptImages::kept`] found.
+enum Kept {
+    Image(Arc<Image>),
+    Making(Arc<tokio::sync::Mutex<()>>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spec running `program` (a system binary), with `also` copied in beside it.
+    fn spec(program: &str, also: &[&str]) -> Arc<SandboxSpec> {
+        Arc::new(SandboxSpec {
+            program: program.into(),
+            program_identity: program.to_string(),
+            program_sha256: None,
+            read_only: std::iter::once(&program)
+                .chain(also)
+                .map(PathBuf::from)
+                .collect(),
+            binds: Vec::new(),
+            root_tree: None,
+            egress: Default::default(),
+            limits: Default::default(),
+        })
+    }
+
+    /// Calls that find no image at once share the one the first makes; a spec whose key
+    /// changed gets an image of its own, which replaces the older; the slots stay bounded by
+    /// [`IMAGES_KEPT`] however many programs come. Needs root, as an image does.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_shares_one_image_and_the_slots_stay_bounded() {
+        let kept = Arc::new(KeptImages::default());
+        let first = spec("/bin/true", &[]);
+        let burst: Vec<_> = (0..16)
+            .map(|_| {
+                let (kept, spec) = (Arc::clone(&kept), Arc::clone(&first));
+                tokio::spawn(async move { kept.get(&spec).await })
+            })
+            .collect();
+        let mut images = Vec::new();
+        for call in burst {
+            images.push(call.await.expect("joined").expect("an image (as root)"));
+        }
+        assert!(
+            images.iter().all(|i| Arc::ptr_eq(i, &images[0])),
+            "every call of the burst got the one image"
+        );
+        let again = kept.get(&first).await.expect("kept");
+        assert!(Arc::ptr_eq(&again, &images[0]), "a later call gets it too");
+        let changed = kept
+            .get(&spec("/bin/true", &["/bin/false"]))
+            .await
+            .expect("an image");
+        assert!(
+            !Arc::ptr_eq(&changed, &images[0]),
+            "a changed spec, a new image"
+        );
+        let replaced = kept.get(&first).await.expect("an image");
+        assert!(
+            !Arc::ptr_eq(&replaced, &images[0]) && !Arc::ptr_eq(&replaced, &changed),
+            "the slot holds the newer image only, so the older spec's is made again"
+        );
+        let programs: Vec<_> = std::fs::read_dir("/usr/bin")
+            .expect("/usr/bin")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            // Small ones: the test keeps dozens of images in memory at once.
+            .filter(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() < 1 << 20))
+            .take(IMAGES_KEPT + 8)
+            .collect();
+        assert_eq!(
+            programs.len(),
+            IMAGES_KEPT + 8,
+            "enough programs in /usr/bin"
+        );
+        for program in &programs {
+            let program = program.to_str().expect("a UTF-8 path");
+            kept.get(&spec(program, &[])).await.expect("an image");
+        }
+        let slots = kept.slots.lock().expect("not poisoned").len();
+        assert_eq!(slots, IMAGES_KEPT, "at most {IMAGES_KEPT} slots kept");
     }
 }
