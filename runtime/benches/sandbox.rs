@@ -345,17 +345,7 @@ async fn timed_noop(
     pool: usize,
 ) -> Duration {
     if pool > 0 {
-        let p = ex
-            .tier(rec)
-            .expect("the tool's tier")
-            .pool
-            .expect("a warm pool");
-        for _ in 0..2000 {
-            if p.ready() >= pool {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        caught_up(ex, rec, pool).await;
     }
     let start = Instant::now();
     let out = call(ex, rec, &json!({}), egress, Duration::from_secs(30))
@@ -366,9 +356,26 @@ async fn timed_noop(
     took
 }
 
-/// `iters` warm no-op calls of `rec` (no egress, each once the pool has caught up) and as many
-/// bare spawns of `tool`, alternating (which goes first alternates too), after `warm` of each:
-/// both meet the same state of the machine — its drift, the previous sandbox's teardown.
+/// Waits (up to 2 s) until `rec`'s warm pool in `ex` holds `pool` ready sandboxes: the
+/// replacement of the last one taken has been provisioned.
+async fn caught_up(ex: &SandboxExecutor, rec: &ToolRecord, pool: usize) {
+    let p = ex
+        .tier(rec)
+        .expect("the tool's tier")
+        .pool
+        .expect("a warm pool");
+    for _ in 0..2000 {
+        if p.ready() >= pool {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// `iters` warm no-op calls of `rec` (no egress) and as many bare spawns of `tool`,
+/// alternating (which goes first alternates too), after `warm` of each, each once the pool has
+/// caught up: both meet the same state of the machine (its drift, the previous sandbox's
+/// teardown), and neither runs beside the pool's provisioning of a replacement.
 async fn alternate(
     ex: &SandboxExecutor,
     rec: &ToolRecord,
@@ -387,6 +394,7 @@ async fn alternate(
                     calls.push(took);
                 }
             } else {
+                caught_up(ex, rec, 2).await;
                 let mut cmd = Command::new(tool);
                 cmd.arg("noop");
                 let took = run_once(cmd).expect("the bare spawn runs");
