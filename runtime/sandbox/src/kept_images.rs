@@ -125,6 +125,35 @@ mod tests {
         })
     }
 
+    /// A pinned program whose copy does not match: every call of a burst is refused with the
+    /// digests named, and nothing is kept (the next call checks again).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_digest_that_does_not_match_is_refused_to_every_call_and_never_kept() {
+        let kept = Arc::new(KeptImages::default());
+        let mut pinned = (*spec("/bin/true", &[])).clone();
+        pinned.program_sha256 = Some("0".repeat(64));
+        let pinned = Arc::new(pinned);
+        let burst: Vec<_> = (0..8)
+            .map(|_| {
+                let (kept, spec) = (Arc::clone(&kept), Arc::clone(&pinned));
+                tokio::spawn(async move { kept.get(&spec).await })
+            })
+            .collect();
+        for call in burst {
+            match call.await.expect("joined") {
+                Err(SandboxError::DigestMismatch { expected, .. }) => {
+                    assert_eq!(expected, "0".repeat(64));
+                }
+                other => panic!("expected a digest mismatch, got {other:?}"),
+            }
+        }
+        let slots = kept.slots.lock().expect("not poisoned");
+        assert!(
+            slots.values().all(|slot| slot.kept.is_none()),
+            "no image kept for a refused program"
+        );
+    }
+
     /// Calls that find no image at once share the one the first makes; a spec whose key
     /// changed gets an image of its own, which replaces the older; the slots stay bounded by
     /// [`IMAGES_KEPT`] however many programs come. Needs root, as an image does.
