@@ -336,8 +336,8 @@ fn main() {
 }
 
 /// One timed no-op call of `rec` with `egress` through `ex`; with a warm pool of `pool`, once
-/// the pool has caught up — a call rate the pool keeps up with: the previous call's replacement
-/// is ready (as between an agent's tool calls).
+/// the pool has caught up — a call rate the pool keeps up with: the previous call's sandbox is
+/// destroyed and its replacement ready (as between an agent's tool calls).
 async fn timed_noop(
     ex: &SandboxExecutor,
     rec: &ToolRecord,
@@ -356,9 +356,11 @@ async fn timed_noop(
     took
 }
 
-/// Waits (up to 2 s) until `rec`'s warm pool in `ex` holds `pool` ready sandboxes: the
-/// replacement of the last one taken has been provisioned.
+/// Waits until the sandboxes of the calls returned have been destroyed and (up to 2 s) until
+/// `rec`'s warm pool in `ex` holds `pool` ready sandboxes: the replacement of the last one taken
+/// has been provisioned.
 async fn caught_up(ex: &SandboxExecutor, rec: &ToolRecord, pool: usize) {
+    ex.teardowns_settled().await;
     let p = ex
         .tier(rec)
         .expect("the tool's tier")
@@ -374,8 +376,8 @@ async fn caught_up(ex: &SandboxExecutor, rec: &ToolRecord, pool: usize) {
 
 /// `iters` warm no-op calls of `rec` (no egress) and as many bare spawns of `tool`,
 /// alternating (which goes first alternates too), after `warm` of each, each once the pool has
-/// caught up: both meet the same state of the machine (its drift, the previous sandbox's
-/// teardown), and neither runs beside the pool's provisioning of a replacement.
+/// caught up: both meet the same state of the machine (its drift), and neither runs beside the
+/// previous sandbox's teardown or the pool's provisioning of a replacement.
 async fn alternate(
     ex: &SandboxExecutor,
     rec: &ToolRecord,

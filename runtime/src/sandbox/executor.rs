@@ -15,6 +15,7 @@ use escepine_sandbox::{
 };
 use tokio::time::Instant;
 
+use super::teardowns::Teardowns;
 use crate::executor::bounded::read_stderr;
 use crate::executor::exit::{self, Finished};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
@@ -82,6 +83,8 @@ pub struct SandboxExecutor {
     deps: Arc<DepCache>,
     stdout_limit: usize,
     stderr_limit: usize,
+    /// The sandboxes destroyed after their call's result was returned.
+    teardowns: Arc<Teardowns>,
 }
 
 impl std::fmt::Debug for SandboxExecutor {
@@ -130,6 +133,7 @@ impl SandboxExecutor {
             deps: Arc::default(),
             stdout_limit: DEFAULT_STDOUT_LIMIT,
             stderr_limit: DEFAULT_STDERR_LIMIT,
+            teardowns: Arc::default(),
         }
     }
 
@@ -282,6 +286,19 @@ impl SandboxExecutor {
         self.spec_for(tool, &program, egress)
             .await
             .map_err(spawn_error)
+    }
+
+    /// How many sandboxes this executor is destroying in the background: a call returns its
+    /// result once its job has ended, before its sandbox is torn down.
+    pub fn teardowns_in_flight(&self) -> usize {
+        self.teardowns.in_flight()
+    }
+
+    /// Waits until every sandbox whose call has returned has been destroyed (its processes
+    /// reaped, its proxy stopped, its directory removed): before a program exits, or to start
+    /// the next call on a settled machine. Returns at once if none is being destroyed.
+    pub async fn teardowns_settled(&self) {
+        self.teardowns.settled().await;
     }
 
     /// Fill the warm pool for `tool` (no-op without a pool).
@@ -495,7 +512,7 @@ impl SandboxExecutor {
                 // (reaping, stopping the proxy, removing its directory) need not delay the
                 // caller.
                 let backend = Arc::clone(backend);
-                tokio::spawn(async move {
+                self.teardowns.spawn(async move {
                     backend.destroy(sandbox).await;
                 });
                 let egress = Egress {

@@ -32,6 +32,28 @@ async fn a_thousand_calls_leave_nothing_behind() {
     host.assert_clean().await;
 }
 
+/// `n` calls of `rec` at once, each with `{}` and an egress grant (so a proxy each): their
+/// results.
+async fn at_once_with_proxies(
+    ex: &SandboxExecutor,
+    rec: &escepine_registry::record::ToolRecord,
+    n: usize,
+) -> Vec<Result<escepine_runtime::executor::Execution, escepine_runtime::executor::ExecError>> {
+    let secrets = BTreeMap::new();
+    let egress: Vec<EgressEntry> = vec!["example.test:443".parse().unwrap()];
+    let calls = (0..n).map(|_| {
+        run(
+            ex,
+            rec,
+            json!({}),
+            &secrets,
+            &egress,
+            Duration::from_secs(60),
+        )
+    });
+    futures::future::join_all(calls).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_concurrent_calls_with_proxies_leave_nothing_behind() {
     let _host = host::exclusive().await;
@@ -39,20 +61,7 @@ async fn sixty_four_concurrent_calls_with_proxies_leave_nothing_behind() {
     let host = HostSnapshot::take(dir.path());
     let ex = executor(MapResolver::default(), dir.path());
     let rec = hostile_record("hostile_probe", "probe");
-    let secrets = BTreeMap::new();
-    let egress: Vec<EgressEntry> = vec!["example.test:443".parse().unwrap()];
-    let calls = (0..64).map(|_| {
-        run(
-            &ex,
-            &rec,
-            json!({}),
-            &secrets,
-            &egress,
-            Duration::from_secs(60),
-        )
-    });
-    let results = futures::future::join_all(calls).await;
-    for r in results {
+    for r in at_once_with_proxies(&ex, &rec, 64).await {
         let out = r.expect("the probe runs").output;
         // Each sees a fresh workspace and only its own processes.
         assert_eq!(out["workspace_before"]["entries"], json!([]), "{out}");
@@ -69,6 +78,25 @@ async fn sixty_four_concurrent_calls_with_proxies_leave_nothing_behind() {
         assert_eq!(out["signal_init"]["errno"], json!(libc::EPERM), "{out}");
     }
     host.assert_clean().await;
+}
+
+/// A call returns before its sandbox is torn down; once the executor's teardowns have settled,
+/// nothing of the returned calls' sandboxes is left, with nothing more waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_the_teardowns_settle_nothing_of_the_returned_calls_is_left() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex = executor(MapResolver::default(), dir.path());
+    let rec = hostile_record("hostile_noop", "noop");
+    for _ in 0..3 {
+        for r in at_once_with_proxies(&ex, &rec, 8).await {
+            assert_eq!(r.expect("the no-op runs").output, json!({}));
+        }
+        ex.teardowns_settled().await;
+        assert_eq!(ex.teardowns_in_flight(), 0);
+        host.assert_clean_now();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -462,31 +462,45 @@ impl HostSnapshot {
     pub async fn assert_clean(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let procs = sandbox_processes();
-            let extra: Vec<u32> = children().difference(&self.children).copied().collect();
-            let outers = outers();
-            let mounts = mount_count();
-            let dirs = sandbox_dirs(&self.run_dir);
-            let cgroups = sandbox_cgroups_of(std::process::id());
-            if procs.is_empty()
-                && extra.is_empty()
-                && outers.is_empty()
-                && mounts == self.mounts
-                && dirs.is_empty()
-                && cgroups.is_empty()
-            {
+            let Some(left) = self.left_behind() else {
                 return;
-            }
+            };
             if Instant::now() > deadline {
-                panic!(
-                    "left behind: sandbox processes {procs:?}, children {extra:?}, outer \
-                     processes {outers:?}, mounts {} (before {}), directories {dirs:?}, \
-                     cgroups {cgroups:?}",
-                    mounts, self.mounts
-                );
+                panic!("{left}");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// As [`HostSnapshot::assert_clean`], at once: nothing is waited for.
+    pub fn assert_clean_now(&self) {
+        if let Some(left) = self.left_behind() {
+            panic!("{left}");
+        }
+    }
+
+    /// What the sandboxes left behind since the snapshot, said in a sentence; `None` if nothing.
+    fn left_behind(&self) -> Option<String> {
+        let procs = sandbox_processes();
+        let extra: Vec<u32> = children().difference(&self.children).copied().collect();
+        let outers = outers();
+        let mounts = mount_count();
+        let dirs = sandbox_dirs(&self.run_dir);
+        let cgroups = sandbox_cgroups_of(std::process::id());
+        if procs.is_empty()
+            && extra.is_empty()
+            && outers.is_empty()
+            && mounts == self.mounts
+            && dirs.is_empty()
+            && cgroups.is_empty()
+        {
+            return None;
+        }
+        Some(format!(
+            "left behind: sandbox processes {procs:?}, children {extra:?}, outer processes \
+             {outers:?}, mounts {} (before {}), directories {dirs:?}, cgroups {cgroups:?}",
+            mounts, self.mounts
+        ))
     }
 }
 
