@@ -445,14 +445,12 @@ fn concurrent_rounds(
             let runs: Vec<_> = (0..concurrent)
                 .map(|_| s.spawn(|| run_once(make())))
                 .collect();
-            runs.into_iter()
-                .filter_map(|r| {
-                    r.join()
-                        .map_err(|_| "a run panicked".to_string())
-                        .and_then(|r| r)
-                        .err()
-                })
-                .next()
+            runs.into_iter().find_map(|r| {
+                r.join()
+                    .map_err(|_| "a run panicked".to_string())
+                    .and_then(|r| r)
+                    .err()
+            })
         });
         if let Some(why) = failed {
             println!("{name:<48} skipped: {why}");

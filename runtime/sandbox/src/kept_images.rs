@@ -74,12 +74,7 @@ impl KeptImages {
         if let Ok(mut slots) = self.slots.lock() {
             // One image per program: a newer version replaces the older.
             slots.entry(slot.clone()).or_default().kept = Some((key, Arc::clone(&made)));
-            while slots.len() > IMAGES_KEPT {
-                let Some(old) = slots.keys().find(|k| **k != slot).cloned() else {
-                    break;
-                };
-                slots.remove(&old);
-            }
+            bound(&mut slots, &slot);
         }
         Ok(made)
     }
@@ -91,10 +86,29 @@ impl KeptImages {
             return Kept::Making(Arc::default());
         };
         let found = slots.entry(slot.to_path_buf()).or_default();
-        match &found.kept {
+        let kept = match &found.kept {
             Some((k, image)) if k == key => Kept::Image(Arc::clone(image)),
             _ => Kept::Making(Arc::clone(&found.making)),
-        }
+        };
+        // A program whose image is never made (its build fails) holds a slot too.
+        bound(&mut slots, slot);
+        kept
+    }
+}
+
+/// Lets go of slots other than `keep`'s until at most [`IMAGES_KEPT`] are left, those without
+/// an image first.
+fn bound(slots: &mut HashMap<PathBuf, Slot>, keep: &Path) {
+    while slots.len() > IMAGES_KEPT {
+        let others = || slots.iter().filter(|(k, _)| k.as_path() != keep);
+        let Some(old) = others()
+            .find(|(_, slot)| slot.kept.is_none())
+            .or_else(|| others().next())
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        slots.remove(&old);
     }
 }
 
@@ -125,6 +139,24 @@ mod tests {
         })
     }
 
+    /// More small programs of `/usr/bin` than [`IMAGES_KEPT`] (small: a test keeps dozens of
+    /// images in memory at once).
+    fn more_programs_than_kept() -> Vec<String> {
+        let programs: Vec<_> = std::fs::read_dir("/usr/bin")
+            .expect("/usr/bin")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() < 1 << 20))
+            .filter_map(|p| p.to_str().map(str::to_string))
+            .take(IMAGES_KEPT + 8)
+            .collect();
+        assert_eq!(
+            programs.len(),
+            IMAGES_KEPT + 8,
+            "enough programs in /usr/bin"
+        );
+        programs
+    }
+
     /// A pinned program whose copy does not match: every call of a burst is refused with the
     /// digests named, and nothing is kept (the next call checks again).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,11 +179,21 @@ mod tests {
                 other => panic!("expected a digest mismatch, got {other:?}"),
             }
         }
-        let slots = kept.slots.lock().expect("not poisoned");
-        assert!(
-            slots.values().all(|slot| slot.kept.is_none()),
-            "no image kept for a refused program"
-        );
+        {
+            let slots = kept.slots.lock().expect("not poisoned");
+            assert!(
+                slots.values().all(|slot| slot.kept.is_none()),
+                "no image kept for a refused program"
+            );
+        }
+        // Programs whose image is never made do not pile up slots either.
+        for program in &more_programs_than_kept() {
+            let mut refused = (*spec(program, &[])).clone();
+            refused.program_sha256 = Some("0".repeat(64));
+            assert!(kept.get(&Arc::new(refused)).await.is_err(), "{program}");
+        }
+        let slots = kept.slots.lock().expect("not poisoned").len();
+        assert!(slots <= IMAGES_KEPT, "{slots} slots for refused programs");
     }
 
     /// Calls that find no image at once share the one the first makes; a spec whose key
@@ -190,20 +232,7 @@ mod tests {
             !Arc::ptr_eq(&replaced, &images[0]) && !Arc::ptr_eq(&replaced, &changed),
             "the slot holds the newer image only, so the older spec's is made again"
         );
-        let programs: Vec<_> = std::fs::read_dir("/usr/bin")
-            .expect("/usr/bin")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            // Small ones: the test keeps dozens of images in memory at once.
-            .filter(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() < 1 << 20))
-            .take(IMAGES_KEPT + 8)
-            .collect();
-        assert_eq!(
-            programs.len(),
-            IMAGES_KEPT + 8,
-            "enough programs in /usr/bin"
-        );
-        for program in &programs {
-            let program = program.to_str().expect("a UTF-8 path");
+        for program in &more_programs_than_kept() {
             kept.get(&spec(program, &[])).await.expect("an image");
         }
         let slots = kept.slots.lock().expect("not poisoned").len();
