@@ -27,7 +27,8 @@ fn bench(c: &mut Criterion) {
     let payload = json!({"url": "https://docs.example.org/guide/intro?lang=en", "max_depth": 2, "render": true});
     let tool = "tool_042";
     let minimal = json!({"url": "https://docs.example.org/", "max_depth": 1});
-    for count in [10usize, 1000] {
+    // The larger catalog is a tenth of its size in a smoke run.
+    for count in [10usize, escepine_testkit::bench::scaled(1000)] {
         let (_dir, registry) = catalog(count);
         let ours = Authorizer::new(registry.cedar(), registry.records(), None).expect("authorizer");
         let naive = Naive {

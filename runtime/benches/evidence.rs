@@ -11,9 +11,10 @@
 //! `cargo bench -p escepine-runtime --features in-process --bench evidence` (as root: real
 //! namespaces). `ESCEPINE_BENCH_ITERS` sets the timed runs per row (default 200 for approve,
 //! 50 for the sandboxed rows). Without `--bench` (as `cargo test --benches` runs it) each row
-//! runs once. Prints p50 and p99 per row.
+//! runs once, on ledgers a tenth of their size. Prints p50 and p99 per row.
 
 use escepine_testkit::bench::sandboxed as support;
+use escepine_testkit::bench::scaled;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -206,7 +207,9 @@ fn main() {
 
     let iters = support::iters(200);
     println!("approve: {iters} timed approvals per row (SQLite, synchronous=FULL)");
-    for entries in [1_000usize, 10_000] {
+    // Ledgers a tenth of their size in a smoke run.
+    let (small, large) = (scaled(1_000), scaled(10_000));
+    for entries in [small, large] {
         approvals(
             &rt,
             &format!("approve, {entries} entries"),
@@ -218,9 +221,9 @@ fn main() {
     }
     approvals(
         &rt,
-        "approve, 10000 entries, trusted checkpoint",
+        &format!("approve, {large} entries, trusted checkpoint"),
         &registry,
-        10_000,
+        large,
         true,
         iters,
     );

@@ -29,11 +29,8 @@ use escepine_ledger::sqlite::SqliteLedger;
 use escepine_ledger::store::{Durability, Ledger};
 use escepine_runtime::executor::InProcessExecutor;
 use escepine_runtime::{CallOptions, Runtime};
+use escepine_testkit::bench::smoke;
 use serde_json::{json, Value};
-
-fn smoke() -> bool {
-    !std::env::args().any(|a| a == "--bench")
-}
 
 fn registry() -> escepine_policy::BoundRegistry {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/flows");

@@ -16,16 +16,11 @@ use std::time::{Duration, Instant};
 
 use escepine_ledger::location::LedgerLocation;
 use escepine_ledger::store::{Durability, Ledger};
+use escepine_testkit::bench::smoke;
 use escepine_testkit::ledger::{intent, outcome};
 use escepine_testkit::postgres::TestDatabase;
 
 const CHILD_ENV: &str = "ESCEPINE_BENCH_APPENDER";
-
-/// Whether this is a smoke run (no `--bench`, as `cargo test --benches` runs it): every row
-/// once with a few calls, to prove the bench works.
-fn smoke() -> bool {
-    !std::env::args().any(|a| a == "--bench")
-}
 
 /// Calls per process at each concurrency.
 fn calls_for(concurrency: usize) -> usize {

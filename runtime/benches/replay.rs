@@ -9,7 +9,8 @@
 //! - `LedgerLocation::verified_entries + replay`: what `escepine policy replay` does with the file — read the
 //!   rows once, verify the hash chain, decode the bodies, then replay.
 //!
-//! criterion's `elem/s` is recorded requests per second. Run: `cargo bench -p escepine-runtime
+//! A smoke run (without `--bench`) records a tenth of the calls. criterion's `elem/s` is recorded
+//! requests per second. Run: `cargo bench -p escepine-runtime
 //! --bench replay`.
 
 use escepine_testkit::bench::catalog;
@@ -30,8 +31,10 @@ use escepine_policy::authorize::Authorizer;
 use escepine_runtime::replay::replay;
 use serde_json::json;
 
-/// Recorded calls.
-const CALLS: usize = 10_000;
+/// Recorded calls (a tenth in a smoke run).
+fn calls() -> usize {
+    escepine_testkit::bench::scaled(10_000)
+}
 
 /// The URL call `n` reads.
 fn url(n: usize) -> String {
@@ -46,7 +49,7 @@ fn url(n: usize) -> String {
     }
 }
 
-/// The ledger of [`CALLS`] calls decided by `enforced`, written to `path`.
+/// The ledger of [`calls`] calls decided by `enforced`, written to `path`.
 fn record(path: &std::path::Path, enforced: &Authorizer) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -55,7 +58,7 @@ fn record(path: &std::path::Path, enforced: &Authorizer) {
     let ledger: Arc<dyn Ledger> =
         Arc::new(SqliteLedger::open(path, Durability::Normal).expect("a ledger"));
     let principal = Principal::agent("alice");
-    let records: Vec<(Record, Record)> = (0..CALLS)
+    let records: Vec<(Record, Record)> = (0..calls())
         .map(|n| {
             let tool = format!("tool_{:03}", n % TOOLS);
             let k = n % 997;
@@ -138,23 +141,24 @@ fn bench(c: &mut Criterion) {
     record(&path, &enforced);
     let location = LedgerLocation::Sqlite(path.clone());
     let entries = location.verified_entries().expect("the ledger verifies");
-    assert_eq!(entries.len(), 2 * CALLS);
+    let calls = calls();
+    assert_eq!(entries.len(), 2 * calls);
 
     for count in [10usize, 1000] {
         let (_dir, registry) = catalog(count);
         let candidate =
             Authorizer::new(registry.cedar(), registry.records(), None).expect("an authorizer");
         let report = replay(&entries, &candidate);
-        assert_eq!(report.replayed, CALLS);
+        assert_eq!(report.replayed, calls);
         eprintln!(
-            "{count} policies: {} of {CALLS} requests flip ({} widened)",
+            "{count} policies: {} of {calls} requests flip ({} widened)",
             report.flips.len(),
             report.widened()
         );
         let mut group = c.benchmark_group(format!(
-            "replay {CALLS} recorded requests, {count} policies"
+            "replay {calls} recorded requests, {count} policies"
         ));
-        group.throughput(Throughput::Elements(CALLS as u64));
+        group.throughput(Throughput::Elements(calls as u64));
         group.sample_size(10);
         group.bench_function("replay", |b| {
             b.iter(|| black_box(replay(black_box(&entries), &candidate)))

@@ -21,11 +21,7 @@ pub fn run_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(escepine_sandbox::default_run_dir()).expect("a run directory")
 }
 
-/// Whether this run is a smoke run: the program was started without `--bench`, as
-/// `cargo test --benches` starts it, so every row runs once to prove the bench works.
-pub fn smoke() -> bool {
-    !std::env::args().any(|a| a == "--bench")
-}
+pub use super::smoke;
 
 /// The timed runs per row: one in a [`smoke`] run, else `ESCEPINE_BENCH_ITERS`, else
 /// `default`.
