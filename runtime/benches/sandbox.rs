@@ -212,8 +212,8 @@ fn main() {
         mcp_rows.push(summarise(name, samples));
     }
 
-    // 64 concurrent sandboxed calls with a proxy each, 20 rounds after a first: the wall time
-    // of a round and what is left on the host afterwards (one round of 8 after the first in a
+    // 64 concurrent sandboxed calls, without egress and then with a proxy each, 20 rounds after
+    // a first: the wall time of a round and what is left on the host afterwards (one round of 8 after the first in a
     // smoke run, which only proves the rows work). The first round meets the stocks the burst
     // draws on (network namespaces, cgroups) empty: it is shown on its own. Beside it, the same
     // rounds of `unshare --fork` of the tool, with and without a network namespace: what the
@@ -232,58 +232,66 @@ fn main() {
         );
         (flags, row)
     });
-    let (first_round, round_times, left) = rt.block_on(async {
-        let ex = SandboxExecutor::with_backend(backend());
-        let payload = json!({});
-        let mut times = Vec::with_capacity(rounds + 1);
-        for _ in 0..=rounds {
-            let start = Instant::now();
-            let calls = (0..concurrent)
-                .map(|_| call(&ex, &rec, &payload, &proxy_egress, Duration::from_secs(30)));
-            let outs = futures::future::join_all(calls).await;
-            times.push(start.elapsed());
-            for out in &outs {
-                match out {
-                    Ok(e) => assert_eq!(e, &json!({})),
-                    Err(e) => panic!("a concurrent call failed: {e}"),
+    // The burst without egress (no proxy, no relay), then with a proxy each, each on a backend
+    // of its own.
+    for (what, egress) in [
+        ("without egress", EgressGrant::default()),
+        ("with proxies", proxy_egress.clone()),
+    ] {
+        let (first_round, round_times, left) = rt.block_on(async {
+            let ex = SandboxExecutor::with_backend(backend());
+            let payload = json!({});
+            let mut times = Vec::with_capacity(rounds + 1);
+            for _ in 0..=rounds {
+                let start = Instant::now();
+                let calls = (0..concurrent)
+                    .map(|_| call(&ex, &rec, &payload, &egress, Duration::from_secs(30)));
+                let outs = futures::future::join_all(calls).await;
+                times.push(start.elapsed());
+                for out in &outs {
+                    match out {
+                        Ok(e) => assert_eq!(e, &json!({})),
+                        Err(e) => panic!("a concurrent call failed: {e}"),
+                    }
                 }
             }
-        }
-        // Teardowns run in the background after each result: give them a moment.
-        let mut left = (usize::MAX, usize::MAX);
-        for _ in 0..100 {
-            left = (
-                escepine_testkit::sandbox_host::sandbox_processes().len(),
-                entries(run_dir.path()),
-            );
-            if left == (0, 0) {
-                break;
+            // Teardowns run in the background after each result: wait for them, then look.
+            ex.teardowns_settled().await;
+            let mut left = (usize::MAX, usize::MAX);
+            for _ in 0..100 {
+                left = (
+                    escepine_testkit::sandbox_host::sandbox_processes().len(),
+                    entries(run_dir.path()),
+                );
+                if left == (0, 0) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let first = times.remove(0);
-        (first, times, left)
-    });
-    let round = summarise(
-        &format!("{concurrent} concurrent calls with proxies (one round)"),
-        round_times,
-    );
-    let per_s = |r: &Row| concurrent as f64 / r.p50.as_secs_f64();
-    println!(
-        "  = {:.0} sandboxed calls/s at p50; the first round, stocks empty: {:.2} ms; left on \
-         the host afterwards: {} sandbox processes, {} proxy directories",
-        per_s(&round),
-        first_round.as_secs_f64() * 1e3,
-        left.0,
-        left.1
-    );
-    for (flags, u) in &unshare_rounds {
-        if let Some(u) = u {
-            println!(
-                "  = {:.2} of the {:.0} calls/s of unshare {flags} --fork",
-                u.ratio(&round),
-                per_s(u)
-            );
+            let first = times.remove(0);
+            (first, times, left)
+        });
+        let round = summarise(
+            &format!("{concurrent} concurrent calls {what} (one round)"),
+            round_times,
+        );
+        let per_s = |r: &Row| concurrent as f64 / r.p50.as_secs_f64();
+        println!(
+            "  = {:.0} sandboxed calls/s at p50; the first round, stocks empty: {:.2} ms; left \
+             on the host afterwards: {} sandbox processes, {} run directories",
+            per_s(&round),
+            first_round.as_secs_f64() * 1e3,
+            left.0,
+            left.1
+        );
+        for (flags, u) in &unshare_rounds {
+            if let Some(u) = u {
+                println!(
+                    "  = {:.2} of the {:.0} calls/s of unshare {flags} --fork",
+                    u.ratio(&round),
+                    per_s(u)
+                );
+            }
         }
     }
 

@@ -310,6 +310,16 @@ impl Runtime {
         &self.inner.authorizer
     }
 
+    /// Waits until its executors have finished what they do in the background for calls that
+    /// have returned ([`Executor::settled`]: the sandbox executor destroys each call's sandbox
+    /// after the call's result). A program awaits it before it exits, on the async runtime its
+    /// calls ran on; one that exits without it may leave the last sandboxes' cgroups and
+    /// directories to the next runtime's sweep.
+    pub async fn settled(&self) {
+        self.inner.executor.settled().await;
+        self.inner.remote.settled().await;
+    }
+
     /// The JSON entry for proposals made by a planner or an LLM: [`Runtime::call`] with
     /// default options, for the gated output alone.
     ///

@@ -296,6 +296,9 @@ async fn research(
         .await
         .map_err(|e| format!("the run could not be driven: {e}"))?;
     let run_ms = ms(run_started.elapsed());
+    // The last calls' sandboxes are destroyed behind their results: nothing of them outlives
+    // the program.
+    runtime.settled().await;
     let traffic = services.traffic();
     let live_notes = services.live_notes();
     let services_collector = services.collector().to_string();

@@ -70,6 +70,7 @@ fn decide(args: &Args, approve: bool) -> Result<escepine_runtime::CallReport, Cl
         } else {
             runtime.reject(&approver, &args.call_id).await
         };
+        crate::args::settle(&runtime).await;
         decided.map_err(|e| CliError::new(status(&e), e))
     })
 }

@@ -216,6 +216,25 @@ fn trusted_checkpoints(
         .collect()
 }
 
+/// How long a command that ran calls waits, before it exits, for their sandboxes to be destroyed.
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Before a command that ran calls exits: waits, at most [`SETTLE_LIMIT`], until `runtime`'s
+/// executor has destroyed the sandboxes of the calls that returned ([`Runtime::settled`]), so
+/// that the command leaves no cgroup, directory or process of them behind. Awaited on the
+/// async runtime the calls ran on, whatever they returned.
+pub(crate) async fn settle(runtime: &Runtime) {
+    if tokio::time::timeout(SETTLE_LIMIT, runtime.settled())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "the sandboxes of this command's calls were still being destroyed after \
+             {SETTLE_LIMIT:?}; the next runtime on this machine removes what is left"
+        );
+    }
+}
+
 /// A multi-threaded async runtime for a command.
 ///
 /// # Errors

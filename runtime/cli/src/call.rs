@@ -74,10 +74,9 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             trace: TraceContext::from_env(),
             ..CallOptions::default()
         };
-        runtime
-            .call(&principal, &args.tool, payload, opts)
-            .await
-            .map_err(|e| CliError::new(exit::call(e.kind()), e))
+        let report = runtime.call(&principal, &args.tool, payload, opts).await;
+        crate::args::settle(&runtime).await;
+        report.map_err(|e| CliError::new(exit::call(e.kind()), e))
     })?;
     print_report(&report, io)
 }

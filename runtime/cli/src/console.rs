@@ -162,6 +162,7 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
             session_ttl: Duration::from_secs(args.session_ttl),
             ..ConsoleConfig::new(args.runtime.ledger.clone())
         };
+        let calls_on = runtime.clone();
         let console = Console::new(runtime, auth, config);
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
@@ -182,10 +183,9 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
         }
         let _ = writeln!(io.err, "escepine console: {}; console on http://{addr}/", console.describe());
         let _ = io.err.flush();
-        console
-            .serve(listener, crate::serve::stop_signal())
-            .await
-            .map_err(|e| invalid(&e))
+        let served = console.serve(listener, crate::serve::stop_signal()).await;
+        crate::args::settle(&calls_on).await;
+        served.map_err(|e| invalid(&e))
     });
     rt.shutdown_timeout(Duration::from_secs(2));
     result

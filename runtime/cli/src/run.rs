@@ -173,6 +173,7 @@ fn drive(
 ) -> CliResult {
     let rt = crate::args::async_runtime(NOT_DRIVEN)?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let calls_on = runtime.clone();
     let engine = match Engine::builder(runtime, sop, Arc::new(planner))
         .observer(Arc::new(Printer(tx)))
         .build()
@@ -187,7 +188,7 @@ fn drive(
         let ctrl_c = tokio::signal::ctrl_c();
         tokio::pin!(ctrl_c);
         let mut interrupted = false;
-        loop {
+        let outcome = loop {
             tokio::select! {
                 Some(line) = rx.recv() => {
                     let _ = writeln!(io.out, "{line}");
@@ -207,7 +208,9 @@ fn drive(
                     break r;
                 }
             }
-        }
+        };
+        crate::args::settle(&calls_on).await;
+        outcome
     });
     match result {
         Ok(outcome) => {

@@ -250,8 +250,9 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
                 Some(Authenticator::OAuth(OAuth::new(config, verifier)))
             }
         };
+        let calls_on = runtime.clone();
         let server = GovernedServer::new(runtime, listing);
-        match (principal, auth) {
+        let served = match (principal, auth) {
             (Some(p), _) => {
                 let _ = writeln!(
                     io.err,
@@ -286,7 +287,9 @@ pub(crate) fn exec(args: &Args, io: &mut Io<'_>) -> CliResult {
                     .map_err(|e| failed(&e))
             }
             (None, None) => Err(failed(&"no principal and no tokens")),
-        }
+        };
+        crate::args::settle(&calls_on).await;
+        served
     });
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(watch);

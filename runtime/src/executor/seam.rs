@@ -207,6 +207,14 @@ pub trait Executor: Send + Sync + 'static {
             }
         })
     }
+
+    /// Waits until what this executor still does in the background for attempts that have
+    /// returned (the sandbox executor destroys each sandbox after its result) has ended: a
+    /// program awaits it before it exits, so that nothing of its calls is left behind. The
+    /// default has nothing in the background and returns at once.
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// The refusal of an executor that has no workspace (the process and in-process executors) to

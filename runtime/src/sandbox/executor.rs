@@ -870,6 +870,10 @@ impl Executor for SandboxExecutor {
     fn attempt<'a>(&'a self, inv: Invocation<'a>) -> BoxFuture<'a, Attempted> {
         Box::pin(self.run(inv))
     }
+
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.teardowns_settled())
+    }
 }
 
 /// How `tool` starts in `image` (its record's command and arguments over the image's config).

@@ -1,7 +1,9 @@
 //! The host's view of sandboxes: the processes whose real uid is one of a Linux backend's
-//! sandbox ids (the default base, and the 60,000 ids from there it may map).
+//! sandbox ids (the default base, and the 60,000 ids from there it may map), and the memory
+//! cgroups a runtime's backends make.
 
 use escepine_sandbox::DEFAULT_UID_BASE;
+use std::path::PathBuf;
 
 /// The outside uids of sandboxes on the default base.
 pub const UID_RANGE: std::ops::Range<u32> = DEFAULT_UID_BASE..DEFAULT_UID_BASE + 60_000;
@@ -49,4 +51,78 @@ fn real_uid(status: &str) -> Option<u32> {
         .next()?
         .parse()
         .ok()
+}
+
+/// The prefix of a sandbox's memory cgroup: `escepine-sbx-<runtime pid>-…`.
+pub const SANDBOX_CGROUP: &str = "escepine-sbx-";
+/// The prefix of an emptied memory cgroup a backend keeps for reuse:
+/// `escepine-spare-<runtime pid>-…`.
+pub const SPARE_CGROUP: &str = "escepine-spare-";
+
+/// This process's memory cgroup directory (v1 `memory` hierarchy, else the unified one; the
+/// parent of a cgroup v2 runtime's leaf `escepine-runtime`): where a Linux backend of this
+/// process, or of a child that stayed in its cgroup, makes its sandboxes' cgroups.
+pub fn own_memory_cgroup() -> Option<PathBuf> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let (v1, path) = cgroups
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == "memory")
+                .then(|| (true, path.to_string()))
+        })
+        .or_else(|| {
+            cgroups
+                .lines()
+                .find_map(|l| l.strip_prefix("0::").map(|p| (false, p.to_string())))
+        })?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let fields: Vec<&str> = before.split(' ').collect();
+        let tail: Vec<&str> = after.split(' ').collect();
+        let found = if v1 {
+            tail[0] == "cgroup" && tail.get(2)?.split(',').any(|o| o == "memory")
+        } else {
+            tail[0] == "cgroup2"
+        };
+        if !found {
+            return None;
+        }
+        let relative = path
+            .strip_prefix(fields[3].trim_end_matches('/'))
+            .unwrap_or(&path)
+            .trim_start_matches('/');
+        let mut dir = PathBuf::from(fields[4]).join(relative);
+        if dir.ends_with("escepine-runtime") {
+            dir.pop();
+        }
+        Some(dir)
+    })
+}
+
+/// The memory cgroups named `<prefix><pid>-…` ([`SANDBOX_CGROUP`], [`SPARE_CGROUP`]) that
+/// exist now beside this process's own memory cgroup.
+pub fn cgroups_of(pid: u32, prefix: &str) -> Vec<PathBuf> {
+    let prefix = format!("{prefix}{pid}-");
+    own_memory_cgroup()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The names of the sandbox memory cgroups of the process `pid` that exist now.
+pub fn sandbox_cgroups_of(pid: u32) -> Vec<String> {
+    cgroups_of(pid, SANDBOX_CGROUP)
+        .iter()
+        .filter_map(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect()
 }

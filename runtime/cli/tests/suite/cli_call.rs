@@ -11,10 +11,23 @@ fn fixtures() -> PathBuf {
 }
 
 fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str]) -> Output {
+    call_command(ledger, principal, tool, input, extra)
+        .output()
+        .unwrap()
+}
+
+/// The command of [`call`].
+fn call_command(
+    ledger: &Path,
+    principal: &str,
+    tool: &str,
+    input: &str,
+    extra: &[&str],
+) -> Command {
     let f = fixtures();
     let _ = escepine_testkit::testtool::testtool();
-    Command::new(env!("CARGO_BIN_EXE_escepine"))
-        .args(["call", "--records"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
+    cmd.args(["call", "--records"])
         .arg(f.join("records"))
         .arg("--policies")
         .arg(f.join("policies"))
@@ -30,9 +43,8 @@ fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str])
             "--ledger",
         ])
         .arg(ledger)
-        .args(extra)
-        .output()
-        .unwrap()
+        .args(extra);
+    cmd
 }
 
 fn text(b: &[u8]) -> String {
@@ -697,4 +709,48 @@ fn a_call_names_its_flow_and_flow_show_prints_it() {
     let default = show("principal:Agent::\"alice\"");
     assert_eq!(default["state"]["calls"], 1, "{default}");
     assert_eq!(show("never-used")["state"]["calls"], 0);
+}
+
+/// `escepine call` waits, before it exits, until the sandbox of its call has been destroyed (it
+/// is destroyed after the call's result): once the command has exited, nothing of the sandbox
+/// is left: no memory cgroup (the sandbox's, or an emptied one kept for reuse) and no run
+/// directory named for the command's pid.
+#[test]
+fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
+    use escepine_testkit::sandbox_host::{cgroups_of, SANDBOX_CGROUP, SPARE_CGROUP};
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.db");
+    let run_dir = escepine_sandbox::default_run_dir();
+    for _ in 0..5 {
+        let child = call_command(
+            &ledger,
+            r#"Agent::"alice""#,
+            "t_count",
+            r#"{"counter":"/workspace/counter"}"#,
+            &[],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let left: Vec<_> = [SANDBOX_CGROUP, SPARE_CGROUP]
+            .into_iter()
+            .flat_map(|prefix| cgroups_of(pid, prefix))
+            .collect();
+        assert!(left.is_empty(), "the call's cgroups outlived it: {left:?}");
+        let named = format!("{SANDBOX_CGROUP}{pid}-");
+        let dirs: Vec<_> = std::fs::read_dir(&run_dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&named))
+            .map(|e| e.path())
+            .collect();
+        assert!(
+            dirs.is_empty(),
+            "the call's run directories outlived it: {dirs:?}"
+        );
+    }
 }

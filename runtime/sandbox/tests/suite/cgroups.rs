@@ -9,46 +9,16 @@ use escepine_sandbox::deps::{identity, DepCache};
 use escepine_sandbox::{JobStatus, Limits, LinuxBackend, SandboxBackend, SandboxSpec};
 
 use escepine_testkit::python_probe::{job, PYTHON, STDLIB};
+use escepine_testkit::sandbox_host::{cgroups_of, SANDBOX_CGROUP, SPARE_CGROUP};
 
-/// This process's memory cgroup directory (v1's `memory` hierarchy, else the unified one).
-fn own_memory_cgroup() -> PathBuf {
-    let text = std::fs::read_to_string("/proc/self/cgroup").expect("/proc/self/cgroup");
-    let v1 = text.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let (_, ctrl, path) = (parts.next()?, parts.next()?, parts.next()?);
-        ctrl.split(',')
-            .any(|c| c == "memory")
-            .then(|| Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/')))
-    });
-    v1.unwrap_or_else(|| {
-        let path = text
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))
-            .expect("a cgroup path");
-        Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'))
-    })
-}
-
-/// This process's sandbox cgroups (`escepine-sbx-`) or spares (`escepine-spare-`) beside its
-/// own memory cgroup (the v2 runtime leaf's parent too).
+/// This process's sandbox cgroups (`escepine-sbx-`) or spares (`escepine-spare-`).
 fn our_dirs(prefix: &str) -> Vec<PathBuf> {
-    let prefix = format!("{prefix}{}-", std::process::id());
-    let dir = own_memory_cgroup();
-    let mut dirs = vec![dir.clone()];
-    dirs.extend(dir.parent().map(Path::to_path_buf));
-    dirs.into_iter()
-        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
+    cgroups_of(std::process::id(), prefix)
 }
 
 /// How many sandbox cgroups and spares this process has.
 fn ours() -> (usize, usize) {
-    (
-        our_dirs("escepine-sbx-").len(),
-        our_dirs("escepine-spare-").len(),
-    )
+    (our_dirs(SANDBOX_CGROUP).len(), our_dirs(SPARE_CGROUP).len())
 }
 
 /// The memory charged to the cgroup `dir` (v1 `memory.usage_in_bytes`, v2 `memory.current`).
@@ -206,8 +176,8 @@ async fn a_spare_is_emptied_of_a_large_page_cache_its_sandbox_left() {
         String::from_utf8_lossy(&out.stdout).trim(),
         FILE.to_string()
     );
-    let [cgroup] = &our_dirs("escepine-sbx-")[..] else {
-        panic!("one sandbox cgroup: {:?}", our_dirs("escepine-sbx-"));
+    let [cgroup] = &our_dirs(SANDBOX_CGROUP)[..] else {
+        panic!("one sandbox cgroup: {:?}", our_dirs(SANDBOX_CGROUP));
     };
     let left = usage(cgroup);
     assert!(
@@ -215,8 +185,8 @@ async fn a_spare_is_emptied_of_a_large_page_cache_its_sandbox_left() {
         "the file's pages are charged to the sandbox: {left} bytes"
     );
     backend.destroy(sandbox).await;
-    let [spare] = &our_dirs("escepine-spare-")[..] else {
-        panic!("one spare: {:?}", our_dirs("escepine-spare-"));
+    let [spare] = &our_dirs(SPARE_CGROUP)[..] else {
+        panic!("one spare: {:?}", our_dirs(SPARE_CGROUP));
     };
     let kept = usage(spare);
     assert!(

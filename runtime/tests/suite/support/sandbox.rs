@@ -31,7 +31,9 @@ use escepine_sandbox::ToolImage;
 use escepine_sandbox::{GvisorBackend, LinuxBackend};
 use serde_json::Value;
 
-pub use escepine_testkit::sandbox_host::{sandbox_processes, uid_of, UID_RANGE};
+pub use escepine_testkit::sandbox_host::{
+    sandbox_cgroups_of, sandbox_processes, uid_of, UID_RANGE,
+};
 
 /// The path of a current `escepine-hostile`.
 pub fn hostile() -> PathBuf {
@@ -371,62 +373,6 @@ pub fn outers() -> BTreeSet<u32> {
         .into_iter()
         .filter(|p| is_zygote(*p))
         .flat_map(children_of)
-        .collect()
-}
-
-/// This process's memory cgroup directory (v1 `memory` hierarchy, else the unified one).
-pub fn own_memory_cgroup() -> Option<PathBuf> {
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let (v1, path) = cgroups
-        .lines()
-        .find_map(|l| {
-            let mut parts = l.splitn(3, ':');
-            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-            controllers
-                .split(',')
-                .any(|c| c == "memory")
-                .then(|| (true, path.to_string()))
-        })
-        .or_else(|| {
-            cgroups
-                .lines()
-                .find_map(|l| l.strip_prefix("0::").map(|p| (false, p.to_string())))
-        })?;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mountinfo.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        let fields: Vec<&str> = before.split(' ').collect();
-        let tail: Vec<&str> = after.split(' ').collect();
-        let found = if v1 {
-            tail[0] == "cgroup" && tail.get(2)?.split(',').any(|o| o == "memory")
-        } else {
-            tail[0] == "cgroup2"
-        };
-        if !found {
-            return None;
-        }
-        let relative = path
-            .strip_prefix(fields[3].trim_end_matches('/'))
-            .unwrap_or(&path)
-            .trim_start_matches('/');
-        let mut dir = PathBuf::from(fields[4]).join(relative);
-        if dir.ends_with("escepine-runtime") {
-            dir.pop();
-        }
-        Some(dir)
-    })
-}
-
-/// The sandbox memory cgroups of the process `pid` that exist now.
-pub fn sandbox_cgroups_of(pid: u32) -> Vec<String> {
-    let prefix = format!("escepine-sbx-{pid}-");
-    own_memory_cgroup()
-        .and_then(|dir| std::fs::read_dir(dir).ok())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
         .collect()
 }
 
