@@ -213,8 +213,8 @@ fn main() {
     }
 
     // 64 concurrent sandboxed calls, without egress and then with a proxy each, 20 rounds after
-    // a first: the wall time of a round and what is left on the host afterwards (one round of 8 after the first in a
-    // smoke run, which only proves the rows work). The first round meets the stocks the burst
+    // a first: the wall time of a round and what is left on the host afterwards (one round of 8
+    // after the first in a smoke run, which only proves the rows work). The first round meets the stocks the burst
     // draws on (network namespaces, cgroups) empty: it is shown on its own. Beside it, the same
     // rounds of `unshare --fork` of the tool, with and without a network namespace: what the
     // kernel's namespaces alone allow at that concurrency on this machine.
@@ -255,7 +255,8 @@ fn main() {
                     }
                 }
             }
-            // Teardowns run in the background after each result: wait for them, then look.
+            // Teardowns run in the background after each result: wait for them, then look (the
+            // host's view counts every executor's sandboxes, which may still be exiting).
             ex.teardowns_settled().await;
             let mut left = (usize::MAX, usize::MAX);
             for _ in 0..100 {

@@ -3,7 +3,7 @@
 //! cgroups a runtime's backends make.
 
 use escepine_sandbox::DEFAULT_UID_BASE;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The outside uids of sandboxes on the default base.
 pub const UID_RANGE: std::ops::Range<u32> = DEFAULT_UID_BASE..DEFAULT_UID_BASE + 60_000;
@@ -53,7 +53,8 @@ fn real_uid(status: &str) -> Option<u32> {
         .ok()
 }
 
-/// The prefix of a sandbox's memory cgroup: `escepine-sbx-<runtime pid>-…`.
+/// The prefix of a sandbox's memory cgroup and of its run directory:
+/// `escepine-sbx-<runtime pid>-…`.
 pub const SANDBOX_CGROUP: &str = "escepine-sbx-";
 /// The prefix of an emptied memory cgroup a backend keeps for reuse:
 /// `escepine-spare-<runtime pid>-…`.
@@ -107,13 +108,17 @@ pub fn own_memory_cgroup() -> Option<PathBuf> {
 /// The memory cgroups named `<prefix><pid>-…` ([`SANDBOX_CGROUP`], [`SPARE_CGROUP`]) that
 /// exist now beside this process's own memory cgroup.
 pub fn cgroups_of(pid: u32, prefix: &str) -> Vec<PathBuf> {
-    let prefix = format!("{prefix}{pid}-");
-    own_memory_cgroup()
-        .and_then(|dir| std::fs::read_dir(dir).ok())
+    own_memory_cgroup().map_or_else(Vec::new, |dir| named_in(&dir, &format!("{prefix}{pid}-")))
+}
+
+/// The entries of `dir` whose name starts with `prefix` (none if it cannot be read): a run
+/// directory's sandboxes are named as their cgroups, `<SANDBOX_CGROUP><pid>-…`.
+pub fn named_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
         .map(|e| e.path())
         .collect()
 }

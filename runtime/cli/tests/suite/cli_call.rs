@@ -717,7 +717,7 @@ fn a_call_names_its_flow_and_flow_show_prints_it() {
 /// directory named for the command's pid.
 #[test]
 fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
-    use escepine_testkit::sandbox_host::{cgroups_of, SANDBOX_CGROUP, SPARE_CGROUP};
+    use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.db");
     let run_dir = escepine_sandbox::default_run_dir();
@@ -741,13 +741,7 @@ fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
             .flat_map(|prefix| cgroups_of(pid, prefix))
             .collect();
         assert!(left.is_empty(), "the call's cgroups outlived it: {left:?}");
-        let named = format!("{SANDBOX_CGROUP}{pid}-");
-        let dirs: Vec<_> = std::fs::read_dir(&run_dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(&named))
-            .map(|e| e.path())
-            .collect();
+        let dirs = named_in(&run_dir, &format!("{SANDBOX_CGROUP}{pid}-"));
         assert!(
             dirs.is_empty(),
             "the call's run directories outlived it: {dirs:?}"

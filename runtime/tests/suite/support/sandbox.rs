@@ -382,14 +382,11 @@ fn mount_count() -> usize {
         .unwrap_or(0)
 }
 
-fn sandbox_dirs(run_dir: &Path) -> Vec<String> {
-    std::fs::read_dir(run_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("escepine-sbx-"))
-        .collect()
+fn sandbox_dirs(run_dir: &Path) -> Vec<PathBuf> {
+    escepine_testkit::sandbox_host::named_in(
+        run_dir,
+        escepine_testkit::sandbox_host::SANDBOX_CGROUP,
+    )
 }
 
 impl HostSnapshot {
