@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use cargo_config2::ResolveOptions;
+
 use crate::record::ResolvedCommand;
 
 /// The binaries a Cargo workspace declares (`[[bin]]` names, `src/main.rs`, `src/bin/*.rs`).
@@ -83,16 +85,18 @@ impl WorkspaceBins {
     }
 
     /// Where a declared binary is (or will be) built: `<target>/<profile>/<name>`, for each
-    /// existing candidate target directory.
+    /// candidate target directory ([`target_dirs`] of the workspace root; without one, the
+    /// directory Cargo's configuration names from the current directory).
     pub fn built_candidates(&self, name: &str) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        let mut targets = Vec::new();
-        if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
-            targets.push(PathBuf::from(t));
-        }
-        if let Some(r) = &self.root {
-            targets.push(r.join("target"));
-        }
+        let targets = match &self.root {
+            Some(root) => target_dirs(root),
+            None => std::env::current_dir()
+                .ok()
+                .and_then(|cwd| configured_target_dir(&cwd, ResolveOptions::default()))
+                .into_iter()
+                .collect(),
+        };
         for t in targets {
             for profile in ["release", "debug"] {
                 out.push(t.join(profile).join(name));
@@ -100,6 +104,32 @@ impl WorkspaceBins {
         }
         out
     }
+}
+
+/// The directories Cargo builds the workspace at `root` into, in the order a built binary is
+/// looked for: the one Cargo's configuration names, read as Cargo reads it (`CARGO_TARGET_DIR`,
+/// `CARGO_BUILD_TARGET_DIR`, or `build.target-dir` in a `.cargo/config.toml` from `root` up or
+/// in Cargo's home, a relative path taken from the directory holding that `.cargo`), then
+/// `<root>/target` (where a build without that setting went).
+pub fn target_dirs(root: &Path) -> Vec<PathBuf> {
+    target_dirs_with(root, ResolveOptions::default())
+}
+
+/// [`target_dirs`] with the environment and Cargo's home `options` give.
+fn target_dirs_with(root: &Path, options: ResolveOptions) -> Vec<PathBuf> {
+    let default = root.join("target");
+    let mut dirs: Vec<PathBuf> = configured_target_dir(root, options).into_iter().collect();
+    if !dirs.contains(&default) {
+        dirs.push(default);
+    }
+    dirs
+}
+
+/// The target directory Cargo's configuration names for a build run from `dir`, if any. A
+/// configuration Cargo itself would refuse names none here: Cargo would build nothing with it.
+fn configured_target_dir(dir: &Path, options: ResolveOptions) -> Option<PathBuf> {
+    let config = cargo_config2::Config::load_with_options(dir, options).ok()?;
+    config.build.target_dir
 }
 
 fn package_bins(dir: &Path, names: &mut BTreeSet<String>) {
@@ -255,6 +285,100 @@ fn is_executable(p: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workspace at `<tmp>/parent/ws`, with an empty Cargo home beside it.
+    fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = tmp.path().join("parent/ws");
+        fs::create_dir_all(ws.join(".cargo")).expect("mkdir");
+        fs::write(ws.join("Cargo.toml"), "[workspace]\n").expect("write");
+        let home = tmp.path().join("cargo-home");
+        fs::create_dir_all(&home).expect("mkdir");
+        (tmp, ws, home)
+    }
+
+    /// Cargo's home at `home` and only the environment `env`.
+    fn options(home: &Path, env: &[(&str, &str)]) -> ResolveOptions {
+        ResolveOptions::default()
+            .cargo_home(home.to_path_buf())
+            .env(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn the_target_directory_is_the_one_cargo_would_build_into() {
+        let (_tmp, ws, home) = workspace();
+        let none = options(&home, &[]);
+        assert_eq!(target_dirs_with(&ws, none), vec![ws.join("target")]);
+
+        // A relative `build.target-dir` is taken from the directory holding the `.cargo`, and
+        // one in a nearer directory wins over one further up or in Cargo's home.
+        let parent = ws.parent().expect("parent").to_path_buf();
+        fs::create_dir_all(parent.join(".cargo")).expect("mkdir");
+        fs::write(
+            parent.join(".cargo/config.toml"),
+            "[build]\ntarget-dir = \"shared\"\n",
+        )
+        .expect("write");
+        fs::write(
+            home.join("config.toml"),
+            "[build]\ntarget-dir = \"/home-wide\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &[])),
+            vec![parent.join("shared"), ws.join("target")]
+        );
+        fs::write(
+            ws.join(".cargo/config.toml"),
+            "[build]\ntarget-dir = \"out\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &[])),
+            vec![ws.join("out"), ws.join("target")]
+        );
+
+        // The environment wins over every file, `CARGO_TARGET_DIR` over `CARGO_BUILD_TARGET_DIR`.
+        let env = [
+            ("CARGO_BUILD_TARGET_DIR", "/from-build-env"),
+            ("CARGO_TARGET_DIR", "/from-env"),
+        ];
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &env)),
+            vec![PathBuf::from("/from-env"), ws.join("target")]
+        );
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &env[..1])),
+            vec![PathBuf::from("/from-build-env"), ws.join("target")]
+        );
+
+        // Configured as the default: named once.
+        let env = [("CARGO_TARGET_DIR", ws.join("target").display().to_string())];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &env)),
+            vec![ws.join("target")]
+        );
+    }
+
+    #[test]
+    fn a_configuration_cargo_would_refuse_names_no_target_directory() {
+        let (_tmp, ws, home) = workspace();
+        fs::write(
+            ws.join(".cargo/config.toml"),
+            "[build\ntarget-dir = \"out\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &[])),
+            vec![ws.join("target")]
+        );
+        fs::write(ws.join(".cargo/config.toml"), "[build]\ntarget-dir = 7\n").expect("write");
+        assert_eq!(
+            target_dirs_with(&ws, options(&home, &[])),
+            vec![ws.join("target")]
+        );
+    }
 
     #[test]
     fn resolves_absolute_path_and_path_names() {

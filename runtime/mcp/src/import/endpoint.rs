@@ -28,7 +28,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use escepine_registry::endpoint::WorkspaceBins;
+use escepine_registry::endpoint::{target_dirs, WorkspaceBins};
 use escepine_registry::host_path;
 
 use super::model::ImportError;
@@ -115,11 +115,10 @@ impl EndpointDraft {
             if let (Some(root), Some(name)) = (workspace, path.file_name().and_then(|n| n.to_str()))
             {
                 let bins = WorkspaceBins::discover(root);
-                // The workspace's target directory, or the one `CARGO_TARGET_DIR` names.
-                let targets = std::iter::once(root.join("target"))
-                    .chain(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from));
-                let in_target = targets
-                    .map(|t| absolute(&t, cwd))
+                // Where Cargo builds the workspace (its configuration read as Cargo reads it).
+                let in_target = target_dirs(root)
+                    .iter()
+                    .map(|t| absolute(t, cwd))
                     .any(|t| path.starts_with(t));
                 if bins.names.contains(name) && in_target {
                     cmd = name.to_string();
