@@ -22,6 +22,7 @@
 //! | `http_delete` | `DELETE <store>/items/<key>` |
 //! | `http_version` | `POST <store>/items/<key>/versions` with body `{"value": value}` |
 //! | `http_get` | `GET <store>/items/<key>` |
+//! | `linger` | forks a process that closes its standard streams, allocates and touches `mb` MiB (default 256) and waits for a signal, forever; once it holds that memory, outputs `{"lingering": <its pid>, "mb": mb}` and exits, leaving it behind |
 //! | `workspace_file` | reads `/workspace/<name>` (the payload's `name`) and outputs `{"text": <its contents, lossy UTF-8>, "bytes": <its size>, "mode": <its permission bits>, "write", "truncate", "chmod", "unlink", "rename", "beside"}`: for each attempt to change it (open for writing, truncate, `chmod 0666`, unlink, rename) and to write a new file beside it, `"ok"` or the `errno` name |
 //!
 //! The `http_*` modes make one plain HTTP/1.1 request (`Connection: close`) to the payload's
@@ -271,8 +272,57 @@ fn respond(mode: &str, payload: &Value) -> Result<Value, Exit> {
         "http_version" => http(payload, "POST", "/versions", true),
         "http_get" => http(payload, "GET", "", false),
         "workspace_file" => workspace_file(payload),
+        "linger" => linger(payload.get("mb").and_then(Value::as_u64).unwrap_or(256)),
         other => Err(exit(2, format!("unknown mode `{other}`"))),
     }
+}
+
+/// The `linger` mode: a process outliving this one, holding `mb` MiB, whose end (and so its
+/// sandbox's) takes the time of freeing that memory.
+fn linger(mb: u64) -> Result<Value, Exit> {
+    let bytes = usize::try_from(mb << 20).map_err(|_| exit(2, "`mb` is too large"))?;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors `pipe` writes.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(exit(1, format!("pipe: {}", io::Error::last_os_error())));
+    }
+    let [read_end, write_end] = fds;
+    // SAFETY: this program is single-threaded, so the child may allocate after the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(exit(1, format!("fork: {}", io::Error::last_os_error())));
+    }
+    if pid == 0 {
+        // SAFETY: plain descriptor and signal calls on descriptors this process owns.
+        unsafe {
+            libc::close(read_end);
+            for fd in 0..3 {
+                libc::close(fd);
+            }
+        }
+        let held = vec![1u8; bytes];
+        std::hint::black_box(&held);
+        // SAFETY: one byte from a live buffer to the pipe; `pause` only waits.
+        unsafe {
+            libc::write(write_end, [1u8].as_ptr().cast(), 1);
+            loop {
+                libc::pause();
+            }
+        }
+    }
+    let mut byte = [0u8];
+    // SAFETY: closing this process's copy of the write end; reading one byte into `byte`.
+    let got = unsafe {
+        libc::close(write_end);
+        libc::read(read_end, byte.as_mut_ptr().cast(), 1)
+    };
+    if got != 1 {
+        return Err(exit(
+            1,
+            "the lingering process ended before it held its memory",
+        ));
+    }
+    Ok(json!({ "lingering": pid, "mb": mb }))
 }
 
 /// The `workspace_file` mode: what the tool can read of a workspace input and what it cannot

@@ -714,28 +714,85 @@ fn a_call_names_its_flow_and_flow_show_prints_it() {
 /// `escepine call` waits, before it exits, until the sandbox of its call has been destroyed (it
 /// is destroyed after the call's result): once the command has exited, nothing of the sandbox
 /// is left: no memory cgroup (the sandbox's, or an emptied one kept for reuse) and no run
-/// directory named for the command's pid.
+/// directory named for the command's pid. The tool leaves a process behind holding 256 MiB
+/// (`linger`), so the sandbox's end, which waits for that memory to be freed, outlasts the
+/// command's own exit after the result: a command that did not wait would leave its cgroup.
 #[test]
 fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
     use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ledger.db");
+    let records = dir.path().join("records");
+    std::fs::create_dir(&records).unwrap();
+    let record = serde_json::json!({
+        "tool_id": "t_linger",
+        "version": "1.0.0",
+        "description": "Leaves a process behind, holding memory.",
+        "input_schema": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": { "mb": { "type": "integer", "minimum": 1 } },
+            "required": ["mb"]
+        },
+        "output_schema": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "lingering": { "type": "integer" },
+                "mb": { "type": "integer" }
+            },
+            "required": ["lingering", "mb"]
+        },
+        "side_effect_class": "read-only",
+        "accepts_credentials": false,
+        "timeout_ms": 20000,
+        "retry": { "max_attempts": 1, "backoff_ms": 0 },
+        "on_failure": ["halt"],
+        "endpoint": {
+            "transport": "stdio-json",
+            "command": escepine_testkit::testtool::testtool(),
+            "args": ["linger"]
+        },
+        "auth": { "secrets": [] },
+        "sandbox_profile": { "egress": [], "filesystem": "workspace" }
+    });
+    std::fs::write(
+        records.join("t_linger.json"),
+        serde_json::to_string_pretty(&record).unwrap(),
+    )
+    .unwrap();
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    std::fs::write(
+        policies.join("allow.cedar"),
+        r#"permit(principal == Agent::"alice", action, resource);"#,
+    )
+    .unwrap();
     let run_dir = escepine_sandbox::default_run_dir();
     for _ in 0..5 {
-        let child = call_command(
-            &ledger,
-            r#"Agent::"alice""#,
-            "t_count",
-            r#"{"counter":"/workspace/counter"}"#,
-            &[],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_escepine"))
+            .arg("call")
+            .arg("--records")
+            .arg(&records)
+            .arg("--policies")
+            .arg(&policies)
+            .arg("--envelope")
+            .arg(fixtures().join("envelope.json"))
+            .args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
+            .args(["--input", r#"{"mb":256}"#, "--ledger"])
+            .arg(&ledger)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
         let pid = child.id();
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains(r#""mb":256"#),
+            "{}",
+            text(&out.stdout)
+        );
         let left: Vec<_> = [SANDBOX_CGROUP, SPARE_CGROUP]
             .into_iter()
             .flat_map(|prefix| cgroups_of(pid, prefix))

@@ -73,3 +73,25 @@ fn failures_and_protocol_breakers() {
     let o = testtool("nonsense", &json!({}), &[]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn linger_leaves_a_process_holding_its_memory() {
+    let o = testtool("linger", &json!({ "mb": 32 }), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = json_out(&o);
+    assert_eq!(out["mb"], 32);
+    let pid = out["lingering"]
+        .as_i64()
+        .and_then(|p| i32::try_from(p).ok())
+        .expect("the lingering process's pid");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+    // SAFETY: a signal to the process this test left behind.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let status = status.expect("the lingering process outlives the tool");
+    let rss_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    assert!(rss_kb >= 32 * 1024, "it holds {rss_kb} kB");
+}
