@@ -2,7 +2,8 @@
 //! provision + execute + destroy, with and without the egress proxy, cold and from a warm pool —
 //! against a bare spawn of the same binary, `unshare -Urnmp --fork` of it, and
 //! `bwrap --unshare-all` with a minimal root (each only if installed); and warm calls and bare
-//! spawns alternating, call by call, so that both meet the machine in the same state. Then an
+//! spawns alternating, call by call, so that both meet the machine in the same state, and bare
+//! spawns each 1 ms and 5 ms after the last (a warm call too comes after a wait). Then an
 //! `mcp-stdio` server (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a
 //! fresh sandbox against the same session with a plain child process. Then rounds of 64
 //! concurrent calls with a proxy each (the first round, which meets the backend's stocks empty,
@@ -91,6 +92,22 @@ fn main() {
         let mut c = Command::new(&tool);
         c.arg("noop");
         c
+    });
+    // The same spawn, each 1 ms and then 5 ms after the last ended: a warm call waits for its
+    // pool's refill (polled every millisecond) and so meets the machine with its cores idle
+    // just before, which a spawn right after the last does not.
+    let paced = [1u64, 5].map(|pause| {
+        let row = time_command(
+            &format!("bare spawn, {pause} ms after the last"),
+            iters,
+            || {
+                std::thread::sleep(Duration::from_millis(pause));
+                let mut c = Command::new(&tool);
+                c.arg("noop");
+                c
+            },
+        );
+        (pause, row)
     });
     let unshare = time_command("unshare -Urnmp --fork", iters, || {
         let mut c = Command::new("unshare");
@@ -337,6 +354,15 @@ fn main() {
             "warm pool (no egress) p50 / bare spawn p50  = {:.2}",
             ratio(&sandbox_rows[2], b)
         );
+    }
+    for (pause, p) in &paced {
+        if let Some(p) = p {
+            println!(
+                "warm pool p50 / bare spawn {pause} ms apart p50: no egress {:.2}, with proxy {:.2}",
+                ratio(&sandbox_rows[2], p),
+                ratio(warm, p)
+            );
+        }
     }
     println!(
         "the same, alternating call by call          = {:.2}",
