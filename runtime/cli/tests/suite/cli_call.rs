@@ -1,4 +1,5 @@
-//! `escepine call`: one governed call from the command line, with design.md's exit codes.
+//! `escepine call`: one governed call from the command line, with design.md's exit codes; and
+//! that `call` and `run` leave nothing of their sandboxes once they have exited.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -711,18 +712,12 @@ fn a_call_names_its_flow_and_flow_show_prints_it() {
     assert_eq!(show("never-used")["state"]["calls"], 0);
 }
 
-/// `escepine call` waits, before it exits, until the sandbox of its call has been destroyed (it
-/// is destroyed after the call's result): once the command has exited, nothing of the sandbox
-/// is left: no memory cgroup (the sandbox's, or an emptied one kept for reuse) and no run
-/// directory named for the command's pid. The tool leaves a process behind holding 256 MiB
-/// (`linger`), so the sandbox's end, which waits for that memory to be freed, outlasts the
-/// command's own exit after the result: a command that did not wait would leave its cgroup.
-#[test]
-fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
-    use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = dir.path().join("ledger.db");
-    let records = dir.path().join("records");
+/// Records and policies in `dir` for `t_linger`: the testtool's `linger` mode, which leaves a
+/// process behind holding the input's `mb` MiB, so that its sandbox's end, which waits for that
+/// memory to be freed, outlasts a command's own exit after the result. Returns the records and
+/// policies directories.
+fn lingering_tool(dir: &Path) -> (PathBuf, PathBuf) {
+    let records = dir.join("records");
     std::fs::create_dir(&records).unwrap();
     let record = serde_json::json!({
         "tool_id": "t_linger",
@@ -761,47 +756,115 @@ fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
         serde_json::to_string_pretty(&record).unwrap(),
     )
     .unwrap();
-    let policies = dir.path().join("policies");
+    let policies = dir.join("policies");
     std::fs::create_dir(&policies).unwrap();
     std::fs::write(
         policies.join("allow.cedar"),
         r#"permit(principal == Agent::"alice", action, resource);"#,
     )
     .unwrap();
+    (records, policies)
+}
+
+/// `escepine ARGS` over the records and policies of [`lingering_tool`] and the ledger.
+fn lingering_command(records: &Path, policies: &Path, ledger: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
+    cmd.args(args)
+        .arg("--records")
+        .arg(records)
+        .arg("--policies")
+        .arg(policies)
+        .arg("--envelope")
+        .arg(fixtures().join("envelope.json"))
+        .arg("--ledger")
+        .arg(ledger)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// Runs `cmd` to its end; then nothing of the sandboxes of its calls is left: no memory cgroup
+/// (a sandbox's, or an emptied one kept for reuse) and no run directory named for its pid.
+fn leaves_nothing(mut cmd: Command) -> Output {
+    use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let left: Vec<_> = [SANDBOX_CGROUP, SPARE_CGROUP]
+        .into_iter()
+        .flat_map(|prefix| cgroups_of(pid, prefix))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the command's cgroups outlived it: {left:?}"
+    );
     let run_dir = escepine_sandbox::default_run_dir();
+    let dirs = named_in(&run_dir, &format!("{SANDBOX_CGROUP}{pid}-"));
+    assert!(
+        dirs.is_empty(),
+        "the command's run directories outlived it: {dirs:?}"
+    );
+    out
+}
+
+/// `escepine call` waits, before it exits, until the sandbox of its call has been destroyed (it
+/// is destroyed after the call's result), though the tool left a process behind
+/// ([`lingering_tool`]).
+#[test]
+fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
+    let dir = tempfile::tempdir().unwrap();
+    let (records, policies) = lingering_tool(dir.path());
+    let ledger = dir.path().join("ledger.db");
     for _ in 0..5 {
-        let child = Command::new(env!("CARGO_BIN_EXE_escepine"))
-            .arg("call")
-            .arg("--records")
-            .arg(&records)
-            .arg("--policies")
-            .arg(&policies)
-            .arg("--envelope")
-            .arg(fixtures().join("envelope.json"))
-            .args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
-            .args(["--input", r#"{"mb":256}"#, "--ledger"])
-            .arg(&ledger)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let out = child.wait_with_output().unwrap();
+        let mut cmd = lingering_command(&records, &policies, &ledger, &["call"]);
+        cmd.args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
+            .args(["--input", r#"{"mb":256}"#]);
+        let out = leaves_nothing(cmd);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(
             text(&out.stdout).contains(r#""mb":256"#),
             "{}",
             text(&out.stdout)
         );
-        let left: Vec<_> = [SANDBOX_CGROUP, SPARE_CGROUP]
-            .into_iter()
-            .flat_map(|prefix| cgroups_of(pid, prefix))
-            .collect();
-        assert!(left.is_empty(), "the call's cgroups outlived it: {left:?}");
-        let dirs = named_in(&run_dir, &format!("{SANDBOX_CGROUP}{pid}-"));
+    }
+}
+
+/// `escepine run` waits the same way for the sandboxes of an SOP's steps.
+#[test]
+fn a_run_leaves_nothing_of_its_sandboxes_once_the_command_has_exited() {
+    let dir = tempfile::tempdir().unwrap();
+    let (records, policies) = lingering_tool(dir.path());
+    let ledger = dir.path().join("ledger.db");
+    let sop = dir.path().join("linger.json");
+    std::fs::write(
+        &sop,
+        serde_json::json!({
+            "sop_id": "linger",
+            "version": "1.0.0",
+            "description": "Two steps whose tool leaves a process behind.",
+            "start": "first",
+            "states": {
+                "first": { "kind": "execution", "tool": "t_linger", "on_failure": "halt", "next": "second" },
+                "second": { "kind": "execution", "tool": "t_linger", "on_failure": "halt", "next": "done" },
+                "done": { "kind": "terminal" }
+            }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let proposals = dir.path().join("proposals.json");
+    std::fs::write(&proposals, r#"{"first":{"mb":256},"second":{"mb":256}}"#).unwrap();
+    for _ in 0..3 {
+        let mut cmd = lingering_command(&records, &policies, &ledger, &["run"]);
+        cmd.arg(&sop)
+            .args(["--principal", r#"Agent::"alice""#, "--proposals"])
+            .arg(&proposals);
+        let out = leaves_nothing(cmd);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(
-            dirs.is_empty(),
-            "the call's run directories outlived it: {dirs:?}"
+            text(&out.stdout).contains("completed"),
+            "{}",
+            text(&out.stdout)
         );
     }
 }
