@@ -60,10 +60,10 @@ impl Control {
                 let mut buf = [0u8; 64];
                 loop {
                     match watched.read(&mut buf) {
-                        Ok(0) => std::process::exit(HOST_GONE),
+                        Ok(0) => super::exit::end(HOST_GONE),
                         Ok(_) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(_) => std::process::exit(HOST_GONE),
+                        Err(_) => super::exit::end(HOST_GONE),
                     }
                 }
             })

@@ -36,6 +36,7 @@
 //! PID 1 runs again (see `waiting`).
 
 mod control;
+mod exit;
 mod fence;
 pub mod guest;
 mod inputs;
@@ -167,13 +168,13 @@ fn server() -> i32 {
                 if rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).is_err()
                     || rustix::process::getppid() != Some(zygote)
                 {
-                    std::process::exit(70)
+                    exit::end(70)
                 }
                 let ok = rustix::stdio::dup2_stdin(&control).is_ok()
                     && rustix::stdio::dup2_stdout(&stdout).is_ok()
                     && rustix::stdio::dup2_stderr(&stderr).is_ok();
                 drop((control, stdout, stderr));
-                std::process::exit(if ok { outer() } else { 70 })
+                exit::end(if ok { outer() } else { 70 })
             }
             // The child holds its copies; a failed fork drops the request, whose control
             // socket then reads end-of-file on the runtime's side.
@@ -446,10 +447,10 @@ fn pid1(
         Ok(Some(prepared)) => {
             let exec: Exec = match ctl.recv() {
                 Ok(Some(e)) => e,
-                Ok(None) => std::process::exit(0),
+                Ok(None) => exit::end(0),
                 Err(message) => {
                     ctl.send(&FromInit::Failed { message });
-                    std::process::exit(1)
+                    exit::end(1)
                 }
             };
             let report = match launch(prepared, exec) {
@@ -457,12 +458,12 @@ fn pid1(
                 Err(message) => FromInit::Failed { message },
             };
             ctl.send(&report);
-            std::process::exit(0)
+            exit::end(0)
         }
-        Ok(None) => std::process::exit(0),
+        Ok(None) => exit::end(0),
         Err(message) => {
             ctl.send(&FromInit::Failed { message });
-            std::process::exit(1)
+            exit::end(1)
         }
     }
 }
