@@ -1,5 +1,5 @@
 //! `escepine call`: one governed call from the command line, with design.md's exit codes; and
-//! that `call` and `run` leave nothing of their sandboxes once they have exited.
+//! that `call`, `run` and `approve` leave nothing of their sandboxes once they have exited.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -714,9 +714,9 @@ fn a_call_names_its_flow_and_flow_show_prints_it() {
 
 /// Records and policies in `dir` for `t_linger`: the testtool's `linger` mode, which leaves a
 /// process behind holding the input's `mb` MiB, so that its sandbox's end, which waits for that
-/// memory to be freed, outlasts a command's own exit after the result. Returns the records and
-/// policies directories.
-fn lingering_tool(dir: &Path) -> (PathBuf, PathBuf) {
+/// memory to be freed, outlasts a command's own exit after the result. `policy` is the Cedar
+/// policy set. Returns the records and policies directories.
+fn lingering_tool(dir: &Path, policy: &str) -> (PathBuf, PathBuf) {
     let records = dir.join("records");
     std::fs::create_dir(&records).unwrap();
     let record = serde_json::json!({
@@ -758,13 +758,12 @@ fn lingering_tool(dir: &Path) -> (PathBuf, PathBuf) {
     .unwrap();
     let policies = dir.join("policies");
     std::fs::create_dir(&policies).unwrap();
-    std::fs::write(
-        policies.join("allow.cedar"),
-        r#"permit(principal == Agent::"alice", action, resource);"#,
-    )
-    .unwrap();
+    std::fs::write(policies.join("policies.cedar"), policy).unwrap();
     (records, policies)
 }
+
+/// Alice may do anything.
+const ALICE_MAY: &str = r#"permit(principal == Agent::"alice", action, resource);"#;
 
 /// `escepine ARGS` over the records and policies of [`lingering_tool`] and the ledger.
 fn lingering_command(records: &Path, policies: &Path, ledger: &Path, args: &[&str]) -> Command {
@@ -813,7 +812,7 @@ fn leaves_nothing(mut cmd: Command) -> Output {
 #[test]
 fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
     let dir = tempfile::tempdir().unwrap();
-    let (records, policies) = lingering_tool(dir.path());
+    let (records, policies) = lingering_tool(dir.path(), ALICE_MAY);
     let ledger = dir.path().join("ledger.db");
     for _ in 0..5 {
         let mut cmd = lingering_command(&records, &policies, &ledger, &["call"]);
@@ -833,7 +832,7 @@ fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
 #[test]
 fn a_run_leaves_nothing_of_its_sandboxes_once_the_command_has_exited() {
     let dir = tempfile::tempdir().unwrap();
-    let (records, policies) = lingering_tool(dir.path());
+    let (records, policies) = lingering_tool(dir.path(), ALICE_MAY);
     let ledger = dir.path().join("ledger.db");
     let sop = dir.path().join("linger.json");
     std::fs::write(
@@ -863,6 +862,40 @@ fn a_run_leaves_nothing_of_its_sandboxes_once_the_command_has_exited() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(
             text(&out.stdout).contains("completed"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}
+
+/// `escepine approve` waits the same way for the sandbox of the call it lets run.
+#[test]
+fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = r#"
+        @approval("lingering needs a reviewer")
+        permit(principal == Agent::"alice", action == Action::"t_linger", resource);
+        permit(principal == Agent::"bob", action == Action::"approve", resource);
+    "#;
+    let (records, policies) = lingering_tool(dir.path(), policy);
+    let ledger = dir.path().join("ledger.db");
+    for _ in 0..3 {
+        let mut cmd = lingering_command(&records, &policies, &ledger, &["call"]);
+        cmd.args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
+            .args(["--input", r#"{"mb":256}"#]);
+        let waiting = cmd.output().unwrap();
+        assert_eq!(waiting.status.code(), Some(8), "{}", text(&waiting.stderr));
+        let id = text(&waiting.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let mut cmd = lingering_command(&records, &policies, &ledger, &["approve", &id]);
+        cmd.args(["--principal", r#"Agent::"bob""#]);
+        let out = leaves_nothing(cmd);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains(r#""mb":256"#),
             "{}",
             text(&out.stdout)
         );
