@@ -782,6 +782,14 @@ fn lingering_command(records: &Path, policies: &Path, ledger: &Path, args: &[&st
     cmd
 }
 
+/// `escepine call` of `t_linger` by alice, 256 MiB left behind.
+fn lingering_call(records: &Path, policies: &Path, ledger: &Path) -> Command {
+    let mut cmd = lingering_command(records, policies, ledger, &["call"]);
+    cmd.args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
+        .args(["--input", r#"{"mb":256}"#]);
+    cmd
+}
+
 /// Runs `cmd` to its end; then nothing of the sandboxes of its calls is left: no memory cgroup
 /// (a sandbox's, or an emptied one kept for reuse) and no run directory named for its pid.
 fn leaves_nothing(mut cmd: Command) -> Output {
@@ -815,10 +823,7 @@ fn a_call_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
     let (records, policies) = lingering_tool(dir.path(), ALICE_MAY);
     let ledger = dir.path().join("ledger.db");
     for _ in 0..5 {
-        let mut cmd = lingering_command(&records, &policies, &ledger, &["call"]);
-        cmd.args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
-            .args(["--input", r#"{"mb":256}"#]);
-        let out = leaves_nothing(cmd);
+        let out = leaves_nothing(lingering_call(&records, &policies, &ledger));
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert!(
             text(&out.stdout).contains(r#""mb":256"#),
@@ -880,10 +885,9 @@ fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
     let (records, policies) = lingering_tool(dir.path(), policy);
     let ledger = dir.path().join("ledger.db");
     for _ in 0..3 {
-        let mut cmd = lingering_command(&records, &policies, &ledger, &["call"]);
-        cmd.args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
-            .args(["--input", r#"{"mb":256}"#]);
-        let waiting = cmd.output().unwrap();
+        let waiting = lingering_call(&records, &policies, &ledger)
+            .output()
+            .unwrap();
         assert_eq!(waiting.status.code(), Some(8), "{}", text(&waiting.stderr));
         let id = text(&waiting.stdout)
             .lines()
