@@ -3,9 +3,10 @@
 //! `build.rs` runs) — or, for an endpoint
 //! with an image, a command inside the image, which the host cannot resolve.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use cargo_config2::ResolveOptions;
 
@@ -93,7 +94,7 @@ impl WorkspaceBins {
             Some(root) => target_dirs(root),
             None => std::env::current_dir()
                 .ok()
-                .and_then(|cwd| configured_target_dir(&cwd, ResolveOptions::default()))
+                .and_then(|cwd| configured_once(&cwd))
                 .into_iter()
                 .collect(),
         };
@@ -110,19 +111,39 @@ impl WorkspaceBins {
 /// looked for: the one Cargo's configuration names, read as Cargo reads it (`CARGO_TARGET_DIR`,
 /// `CARGO_BUILD_TARGET_DIR`, or `build.target-dir` in a `.cargo/config.toml` from `root` up or
 /// in Cargo's home, a relative path taken from the directory holding that `.cargo`), then
-/// `<root>/target` (where a build without that setting went).
+/// `<root>/target` (where a build without that setting went). The configuration is read once
+/// per directory and process: a binary is located at every call of its tool.
 pub fn target_dirs(root: &Path) -> Vec<PathBuf> {
-    target_dirs_with(root, ResolveOptions::default())
+    with_default(root, configured_once(root))
 }
 
-/// [`target_dirs`] with the environment and Cargo's home `options` give.
+/// [`target_dirs`] with the environment and Cargo's home `options` give, read now.
+#[cfg(test)]
 fn target_dirs_with(root: &Path, options: ResolveOptions) -> Vec<PathBuf> {
+    with_default(root, configured_target_dir(root, options))
+}
+
+/// `configured`, then `<root>/target` unless that is the one configured.
+fn with_default(root: &Path, configured: Option<PathBuf>) -> Vec<PathBuf> {
     let default = root.join("target");
-    let mut dirs: Vec<PathBuf> = configured_target_dir(root, options).into_iter().collect();
+    let mut dirs: Vec<PathBuf> = configured.into_iter().collect();
     if !dirs.contains(&default) {
         dirs.push(default);
     }
     dirs
+}
+
+/// [`configured_target_dir`] of `dir` in this process's environment, read the first time `dir`
+/// is asked for.
+fn configured_once(dir: &Path) -> Option<PathBuf> {
+    static READ: OnceLock<Mutex<HashMap<PathBuf, Option<PathBuf>>>> = OnceLock::new();
+    let mut read = READ
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    read.entry(dir.to_path_buf())
+        .or_insert_with(|| configured_target_dir(dir, ResolveOptions::default()))
+        .clone()
 }
 
 /// The target directory Cargo's configuration names for a build run from `dir`, if any. A
@@ -297,6 +318,12 @@ mod tests {
         (tmp, ws, home)
     }
 
+    /// `dir/.cargo/config.toml` holding `text`.
+    fn config(dir: &Path, text: &str) {
+        fs::create_dir_all(dir.join(".cargo")).expect("mkdir");
+        fs::write(dir.join(".cargo/config.toml"), text).expect("write");
+    }
+
     /// Cargo's home at `home` and only the environment `env`.
     fn options(home: &Path, env: &[(&str, &str)]) -> ResolveOptions {
         ResolveOptions::default()
@@ -313,12 +340,7 @@ mod tests {
         // A relative `build.target-dir` is taken from the directory holding the `.cargo`, and
         // one in a nearer directory wins over one further up or in Cargo's home.
         let parent = ws.parent().expect("parent").to_path_buf();
-        fs::create_dir_all(parent.join(".cargo")).expect("mkdir");
-        fs::write(
-            parent.join(".cargo/config.toml"),
-            "[build]\ntarget-dir = \"shared\"\n",
-        )
-        .expect("write");
+        config(&parent, "[build]\ntarget-dir = \"shared\"\n");
         fs::write(
             home.join("config.toml"),
             "[build]\ntarget-dir = \"/home-wide\"\n",
@@ -328,11 +350,7 @@ mod tests {
             target_dirs_with(&ws, options(&home, &[])),
             vec![parent.join("shared"), ws.join("target")]
         );
-        fs::write(
-            ws.join(".cargo/config.toml"),
-            "[build]\ntarget-dir = \"out\"\n",
-        )
-        .expect("write");
+        config(&ws, "[build]\ntarget-dir = \"out\"\n");
         assert_eq!(
             target_dirs_with(&ws, options(&home, &[])),
             vec![ws.join("out"), ws.join("target")]
@@ -364,16 +382,23 @@ mod tests {
     #[test]
     fn a_configuration_cargo_would_refuse_names_no_target_directory() {
         let (_tmp, ws, home) = workspace();
-        fs::write(
-            ws.join(".cargo/config.toml"),
+        // A table never closed; a directory that is not a string.
+        for text in [
             "[build\ntarget-dir = \"out\"\n",
-        )
-        .expect("write");
-        assert_eq!(
-            target_dirs_with(&ws, options(&home, &[])),
-            vec![ws.join("target")]
-        );
-        fs::write(ws.join(".cargo/config.toml"), "[build]\ntarget-dir = 7\n").expect("write");
+            "[build]\ntarget-dir = 7\n",
+        ] {
+            config(&ws, text);
+            assert_eq!(
+                target_dirs_with(&ws, options(&home, &[])),
+                vec![ws.join("target")],
+                "{text}"
+            );
+        }
+        // A configuration file that is a directory, below one that names a directory.
+        let parent = ws.parent().expect("parent").to_path_buf();
+        config(&parent, "[build]\ntarget-dir = \"shared\"\n");
+        fs::remove_file(ws.join(".cargo/config.toml")).expect("rm");
+        fs::create_dir(ws.join(".cargo/config.toml")).expect("mkdir");
         assert_eq!(
             target_dirs_with(&ws, options(&home, &[])),
             vec![ws.join("target")]

@@ -17,7 +17,7 @@ fn call(ledger: &Path, principal: &str, tool: &str, input: &str, extra: &[&str])
         .unwrap()
 }
 
-/// The command of [`call`].
+/// The command of [`call`], over the fixtures' records and policies.
 fn call_command(
     ledger: &Path,
     principal: &str,
@@ -26,25 +26,45 @@ fn call_command(
     extra: &[&str],
 ) -> Command {
     let f = fixtures();
+    let mut cmd = call_over(
+        &f.join("records"),
+        &f.join("policies"),
+        ledger,
+        principal,
+        tool,
+        input,
+    );
+    cmd.args(extra);
+    cmd
+}
+
+/// `escepine call` of `tool` by `principal` with `input`, over `records` and `policies`.
+fn call_over(
+    records: &Path,
+    policies: &Path,
+    ledger: &Path,
+    principal: &str,
+    tool: &str,
+    input: &str,
+) -> Command {
+    let mut cmd = escepine_over(records, policies, ledger, &["call"]);
+    cmd.args(["--principal", principal, "--tool", tool, "--input", input]);
+    cmd
+}
+
+/// `escepine ARGS` over `records`, `policies`, the fixtures' envelope and `ledger`.
+fn escepine_over(records: &Path, policies: &Path, ledger: &Path, args: &[&str]) -> Command {
     let _ = escepine_testkit::testtool::testtool();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
-    cmd.args(["call", "--records"])
-        .arg(f.join("records"))
+    cmd.args(args)
+        .arg("--records")
+        .arg(records)
         .arg("--policies")
-        .arg(f.join("policies"))
+        .arg(policies)
         .arg("--envelope")
-        .arg(f.join("envelope.json"))
-        .args([
-            "--principal",
-            principal,
-            "--tool",
-            tool,
-            "--input",
-            input,
-            "--ledger",
-        ])
-        .arg(ledger)
-        .args(extra);
+        .arg(fixtures().join("envelope.json"))
+        .arg("--ledger")
+        .arg(ledger);
     cmd
 }
 
@@ -765,36 +785,27 @@ fn lingering_tool(dir: &Path, policy: &str) -> (PathBuf, PathBuf) {
 /// Alice may do anything.
 const ALICE_MAY: &str = r#"permit(principal == Agent::"alice", action, resource);"#;
 
-/// `escepine ARGS` over the records and policies of [`lingering_tool`] and the ledger.
-fn lingering_command(records: &Path, policies: &Path, ledger: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_escepine"));
-    cmd.args(args)
-        .arg("--records")
-        .arg(records)
-        .arg("--policies")
-        .arg(policies)
-        .arg("--envelope")
-        .arg(fixtures().join("envelope.json"))
-        .arg("--ledger")
-        .arg(ledger)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    cmd
-}
-
 /// `escepine call` of `t_linger` by alice, 256 MiB left behind.
 fn lingering_call(records: &Path, policies: &Path, ledger: &Path) -> Command {
-    let mut cmd = lingering_command(records, policies, ledger, &["call"]);
-    cmd.args(["--principal", r#"Agent::"alice""#, "--tool", "t_linger"])
-        .args(["--input", r#"{"mb":256}"#]);
-    cmd
+    call_over(
+        records,
+        policies,
+        ledger,
+        r#"Agent::"alice""#,
+        "t_linger",
+        r#"{"mb":256}"#,
+    )
 }
 
 /// Runs `cmd` to its end; then nothing of the sandboxes of its calls is left: no memory cgroup
 /// (a sandbox's, or an emptied one kept for reuse) and no run directory named for its pid.
 fn leaves_nothing(mut cmd: Command) -> Output {
     use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
-    let child = cmd.spawn().unwrap();
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     let left: Vec<_> = [SANDBOX_CGROUP, SPARE_CGROUP]
@@ -859,7 +870,7 @@ fn a_run_leaves_nothing_of_its_sandboxes_once_the_command_has_exited() {
     let proposals = dir.path().join("proposals.json");
     std::fs::write(&proposals, r#"{"first":{"mb":256},"second":{"mb":256}}"#).unwrap();
     for _ in 0..3 {
-        let mut cmd = lingering_command(&records, &policies, &ledger, &["run"]);
+        let mut cmd = escepine_over(&records, &policies, &ledger, &["run"]);
         cmd.arg(&sop)
             .args(["--principal", r#"Agent::"alice""#, "--proposals"])
             .arg(&proposals);
@@ -894,7 +905,7 @@ fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
             .next()
             .unwrap_or_default()
             .to_string();
-        let mut cmd = lingering_command(&records, &policies, &ledger, &["approve", &id]);
+        let mut cmd = escepine_over(&records, &policies, &ledger, &["approve", &id]);
         cmd.args(["--principal", r#"Agent::"bob""#]);
         let out = leaves_nothing(cmd);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
