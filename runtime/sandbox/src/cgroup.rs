@@ -435,8 +435,8 @@ pub(super) struct Cgroup {
 }
 
 impl Cgroup {
-    /// Its directory (the sandbox's outer process moves itself into it: `tasks` on v1,
-    /// `cgroup.procs` on v2).
+    /// Its directory (the sandbox's PID 1 moves itself into it, through a file of it the
+    /// zygote opened: `tasks` on v1, `cgroup.procs` on v2).
     pub(super) fn dir(&self) -> &Path {
         &self.dir
     }

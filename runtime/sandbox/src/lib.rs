@@ -24,9 +24,10 @@
 //! [`LinuxBackend`] needs nothing installed beyond `cargo build`: by default it starts the
 //! program itself (`/proc/self/exe`, as `runc init` does) once per backend as a zygote — every
 //! program that starts sandboxes calls [`init::dispatch`] first in `main`, which runs the init
-//! when the program was started as one — and the zygote forks one outer process per sandbox
-//! (no program start on the critical path); that process clones the sandbox's PID 1 into fresh
-//! user, PID, mount, network, IPC, UTS and cgroup namespaces. The network namespace is one the
+//! when the program was started as one — and the zygote clones each sandbox's PID 1 (no program
+//! start on the critical path, and no process between the zygote and PID 1) into fresh user,
+//! PID, mount, network, IPC and UTS namespaces; PID 1 adds a cgroup namespace once it is in its
+//! memory cgroup. The network namespace is one the
 //! backend made ahead of demand and never handed out before (a thread keeps a few ready: making
 //! one is the dearest part of the `clone`), or, when none is ready, one PID 1 makes itself.
 //! Inside:
@@ -43,9 +44,9 @@
 //!   path, device or mount option; a pinned (`sha256`) binary's copy is hashed as it is made, so
 //!   what runs is what was hashed;
 //! - `/proc` is a procfs of the sandbox's PID namespace with its processes only (`subset=pid`):
-//!   no host kernel command line, memory, CPUs, sysctls, kcore or keys; PID 1 is a fork of the
-//!   zygote, whose command line is `escepine-init --server`;
-//! - `/workspace`, a fresh size-limited tmpfs (made by the outer process as the host's root, so
+//!   no host kernel command line, memory, CPUs, sysctls, kcore or keys; PID 1 is a clone of
+//!   the zygote, whose command line is `escepine-init --server`;
+//! - `/workspace`, a fresh size-limited tmpfs (made by the zygote as the host's root, so
 //!   its options show no outside uid), is the working directory, `$HOME` and `$TMPDIR`, and the
 //!   only writable place; it disappears with the sandbox's mount namespace;
 //! - a memory cgroup of its own, below the runtime's ([`Limits::memory_bytes`], 1 GiB by

@@ -1,5 +1,5 @@
 //! The Linux backend, host side: has the zygote (`escepine-sandbox-init --server`, one per
-//! backend) fork an outer process for each sandbox, speaks the control protocol, runs the
+//! backend) clone the PID 1 of each sandbox, speaks the control protocol, runs the
 //! call's egress proxy, and kills everything on destroy, on timeout and on drop.
 
 use std::io;
@@ -32,7 +32,7 @@ pub const INIT_BIN: &str = "escepine-sandbox-init";
 pub const SELF_EXE: &str = "/proc/self/exe";
 /// First outside uid (and gid) of sandboxes when the runtime runs as root.
 pub const DEFAULT_UID_BASE: u32 = 100_000;
-/// How long destroy waits for the init process to be reaped after the kill.
+/// How long destroy waits for PID 1 to end after the kill.
 const REAP_GRACE: Duration = Duration::from_secs(5);
 /// How long a sandbox's cgroup may stay busy after its processes were seen to end.
 const CGROUP_GRACE: Duration = Duration::from_secs(5);
@@ -45,8 +45,8 @@ const CGROUP_GRACE: Duration = Duration::from_secs(5);
 /// names what is missing.
 pub struct LinuxBackend {
     init: PathBuf,
-    /// The zygote that forks each sandbox's outer process (started on first use, restarted if
-    /// it died).
+    /// The zygote that clones each sandbox's PID 1 (started on first use, restarted if it
+    /// died).
     zygote: std::sync::Mutex<Option<Zygote>>,
     resolver: Arc<dyn Resolver>,
     run_dir: PathBuf,
@@ -183,10 +183,10 @@ impl LinuxBackend {
         }
     }
 
-    /// Hands the descriptors of a new sandbox (its control socket, stdout and stderr) to the
-    /// zygote, which forks its outer process; starts the zygote first if there is none or it
-    /// died.
-    fn start_outer(&self, fds: [OwnedFd; 3]) -> Result<(), SandboxError> {
+    /// Hands the descriptors of a new sandbox (its control socket, with the provision waiting
+    /// on it, stdout and stderr) to the zygote, which clones its PID 1; starts the zygote first
+    /// if there is none or it died.
+    fn start_in_zygote(&self, fds: [OwnedFd; 3]) -> Result<(), SandboxError> {
         let mut zygote = self
             .zygote
             .lock()
@@ -269,9 +269,6 @@ impl LinuxBackend {
             .map_err(|e| SandboxError::io("pipe", e.into()))?;
         let (stderr_r, stderr_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|e| SandboxError::io("pipe", e.into()))?;
-        // The zygote forks the outer process, which waits for the provision, while the memory
-        // cgroup is made here.
-        self.start_outer([OwnedFd::from(init_end), stdout_w, stderr_w])?;
         let memory = self.memory.as_ref().map_err(|why| {
             SandboxError::Init(format!("cannot bound the sandbox's memory: {why}"))
         })?;
@@ -297,7 +294,16 @@ impl LinuxBackend {
             .map_err(|e| SandboxError::io("pipe", e.into()))?;
         let mut fds = vec![stdin_r.as_fd(), image.fd().as_fd()];
         fds.extend(netns.as_ref().map(AsFd::as_fd));
-        send_with_fds(&host_end, &provision, &fds)?;
+        let unsent = send_with_fds(&host_end, &provision, &fds)?;
+        // The provision waits on the socket: the zygote's work for this sandbox never waits
+        // for the host.
+        self.start_in_zygote([OwnedFd::from(init_end), stdout_w, stderr_w])?;
+        if !unsent.is_empty() {
+            use std::io::Write;
+            (&host_end)
+                .write_all(&unsent)
+                .map_err(|e| SandboxError::io("sending the provision", e))?;
+        }
         drop(stdin_r);
         state.netns = netns.map(|netns| (netns, !spec.egress.is_empty()));
         state.stdin = Some(
@@ -322,7 +328,7 @@ impl LinuxBackend {
         let spawned = started.elapsed();
         let handshake = async {
             match state.control()?.recv().await? {
-                FromInit::Spawned { pid1, outer } => state.adopt(pid1, outer)?,
+                FromInit::Spawned { pid1 } => state.adopt(pid1)?,
                 FromInit::Failed { message } => return Err(SandboxError::Init(message)),
                 other => {
                     return Err(SandboxError::Protocol(format!(
@@ -420,13 +426,14 @@ impl Zygote {
     }
 }
 
-/// Sends `msg` as one line with `fds` (at most three) attached (`SCM_RIGHTS`), on the
-/// still-blocking socket.
+/// Sends as much of `msg`, one line, as the socket takes at once, with `fds` (at most three)
+/// attached (`SCM_RIGHTS`): what is left, to be written once somebody reads (rare: a provision
+/// longer than the socket's buffer, whose reader, the zygote, gets the socket after this).
 fn send_with_fds<T: serde::Serialize>(
     socket: &std::os::unix::net::UnixStream,
     msg: &T,
     fds: &[std::os::fd::BorrowedFd<'_>],
-) -> Result<(), SandboxError> {
+) -> Result<Vec<u8>, SandboxError> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
     let mut line = serde_json::to_vec(msg)
         .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
@@ -442,30 +449,21 @@ fn send_with_fds<T: serde::Serialize>(
         socket,
         &[std::io::IoSlice::new(&line)],
         &mut ancillary,
-        SendFlags::NOSIGNAL,
+        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
     )
     .map_err(|e| SandboxError::io("sending the provision", e.into()))?;
-    // The rest (rare: a long provision) follows as plain bytes.
-    if sent < line.len() {
-        use std::io::Write;
-        let mut s = socket;
-        s.write_all(&line[sent..])
-            .map_err(|e| SandboxError::io("sending the provision", e))?;
-    }
-    Ok(())
+    Ok(line.split_off(sent))
 }
 
 /// Everything one sandbox holds on the host; dropping it kills and releases all of it.
 #[derive(Debug, Default)]
 struct LinuxSandbox {
-    /// A pidfd of the outer process (the zygote's child that cloned PID 1); readable once it
-    /// has exited, which it does right after PID 1.
-    outer: Option<OwnedFd>,
     control: Option<ControlHost>,
     stdin: Option<pipe::Sender>,
     stdout: Option<pipe::Receiver>,
     stderr: Option<pipe::Receiver>,
-    /// A pidfd of the sandbox's PID 1: killing it ends the PID namespace.
+    /// A pidfd of the sandbox's PID 1: killing it ends the PID namespace, and it is readable
+    /// once PID 1 has exited, which it does only after every other process of its namespace.
     pid1: Option<OwnedFd>,
     proxy: Option<ProxyHandle>,
     proxy_dir: Option<PathBuf>,
@@ -484,23 +482,22 @@ impl LinuxSandbox {
             .ok_or(SandboxError::Misuse("the control socket is gone"))
     }
 
-    fn adopt(&mut self, pid1: i32, outer: i32) -> Result<(), SandboxError> {
-        let pidfd = |raw: i32| {
-            let pid = rustix::process::Pid::from_raw(raw)
-                .ok_or_else(|| SandboxError::Protocol(format!("bad pid {raw}")))?;
+    fn adopt(&mut self, pid1: i32) -> Result<(), SandboxError> {
+        let pid = rustix::process::Pid::from_raw(pid1)
+            .ok_or_else(|| SandboxError::Protocol(format!("bad pid {pid1}")))?;
+        // It cannot have ended yet: it is told to go on only after the zygote sent its pid, and
+        // builds the sandbox before it could fail and end (milliseconds), or has the host's
+        // word (the job) to wait for.
+        self.pid1 = Some(
             rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-                .map_err(|e| SandboxError::io("pidfd_open", e.into()))
-        };
-        // Neither can have been reaped yet: PID 1 waits for our word, and the outer process
-        // waits for PID 1.
-        self.pid1 = Some(pidfd(pid1)?);
-        self.outer = Some(pidfd(outer)?);
+                .map_err(|e| SandboxError::io("pidfd_open", e.into()))?,
+        );
         Ok(())
     }
 
-    /// Whether the outer process is still running (its pidfd is not readable yet).
-    fn outer_running(&self) -> bool {
-        self.outer.as_ref().is_some_and(|fd| {
+    /// Whether PID 1 is still running (its pidfd is not readable yet).
+    fn running(&self) -> bool {
+        self.pid1.as_ref().is_some_and(|fd| {
             let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
             matches!(
                 rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())),
@@ -534,9 +531,8 @@ impl LinuxSandbox {
 
 impl Drop for LinuxSandbox {
     fn drop(&mut self) {
-        // Not destroyed (a cancelled attempt, a pool dropped): kill PID 1 now (the outer process
-        // follows it; before PID 1 is known, the closed control socket ends both); the proxy
-        // handle stops its proxy on drop.
+        // Not destroyed (a cancelled attempt, a pool dropped): kill PID 1 now (before it is
+        // known, the closed control socket ends it); the proxy handle stops its proxy on drop.
         self.kill();
         self.proxy.take();
         let _ = self.remove_dir();
@@ -647,11 +643,11 @@ async fn destroy_inner(
     let started = std::time::Instant::now();
     state.kill();
     state.control.take();
-    if let Some(outer) = state.outer.take() {
-        match tokio::time::timeout(REAP_GRACE, exited(outer)).await {
+    if let Some(pid1) = state.pid1.take() {
+        match tokio::time::timeout(REAP_GRACE, exited(pid1)).await {
             Ok(Ok(())) => {
-                // The outer process was the sandbox's last: nothing is left in its namespace
-                // that a process could still add to.
+                // PID 1 was the sandbox's last process: nothing is left in its namespace that a
+                // process could still add to.
                 if let (Some(pool), Some((netns, loopback))) = (netns_pool, state.netns.take()) {
                     pool.give_back(netns, loopback);
                 }
@@ -680,7 +676,6 @@ async fn destroy_inner(
     if let Some(problem) = state.remove_dir() {
         teardown.problems.push(problem);
     }
-    state.pid1.take();
     state.slot.take();
     tracing::debug!(
         reap_us = reaped.as_micros() as u64,
@@ -737,7 +732,7 @@ impl SandboxBackend for LinuxBackend {
 
     fn is_alive(&self, sandbox: &mut Sandbox) -> bool {
         match sandbox.state_mut::<LinuxSandbox>() {
-            Some(state) => state.outer_running(),
+            Some(state) => state.running(),
             None => false,
         }
     }

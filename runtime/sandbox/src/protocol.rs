@@ -1,9 +1,9 @@
 //! The messages between the host side of the Linux backend and `escepine-sandbox-init`.
 //!
-//! The init process gets one end of a Unix stream socket as its standard input; every message is
-//! one line of JSON. The host sends [`Provision`] first, with the read end of the tool's stdin
+//! Each sandbox has a Unix stream socket between the host and its init (the zygote, then the
+//! sandbox's PID 1); every message is one line of JSON. The host sends [`Provision`] first, with the read end of the tool's stdin
 //! pipe, the spec's root image (a detached mount) and, when [`Provision::netns`] says so, a
-//! network namespace attached (`SCM_RIGHTS`); the outer init answers
+//! network namespace attached (`SCM_RIGHTS`), then hands the socket to the zygote, which answers
 //! [`FromInit::Spawned`] once the sandbox's PID 1 exists and its identity maps are written, and
 //! PID 1 answers [`FromInit::Ready`] (or [`FromInit::Failed`]) once the sandbox is built. Then
 //! the sandbox waits — a warm pool keeps it waiting — until the host sends [`Exec`], after which
@@ -46,13 +46,13 @@ pub struct Provision {
     pub proxy_dir: Option<PathBuf>,
     /// Resource limits of the tool.
     pub limits: Limits,
-    /// The sandbox's memory cgroup (a directory of the host's cgroup file system), which the
-    /// outer process joins before it creates PID 1.
+    /// The sandbox's memory cgroup (a directory of the host's cgroup file system), which PID 1
+    /// joins before it creates any process (through a file the zygote opened).
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
     /// Whether a never-used network namespace of the host's making (its loopback up when the
-    /// sandbox has egress) comes as the third descriptor: the outer process enters it before it
-    /// creates PID 1, which then makes none. Otherwise PID 1 gets a network namespace of its
+    /// sandbox has egress) comes as the third descriptor: the zygote enters it to clone PID 1,
+    /// which then makes none. Otherwise PID 1 gets a network namespace of its
     /// own in its `clone`.
     #[serde(default)]
     pub netns: bool,
@@ -119,10 +119,8 @@ impl ExecFile {
 pub enum FromInit {
     /// The sandbox's PID 1 exists (its pid in the host's PID namespace) and its maps are written.
     Spawned {
-        /// Host pid of the sandbox's PID 1.
+        /// Host pid of the sandbox's PID 1 (the zygote's child).
         pid1: i32,
-        /// Host pid of the outer process that cloned it (it exits once PID 1 has).
-        outer: i32,
     },
     /// The sandbox is built and waits for [`Exec`].
     Ready,

@@ -290,8 +290,8 @@ fn a_killed_runtime_leaves_no_sandbox_behind() {
     // SIGKILL: no destructor of the runtime runs.
     child.kill().unwrap();
     child.wait().unwrap();
-    // The zygote reads end-of-file and ends; its outer process gets SIGKILL, and PID 1 with it,
-    // which ends every process of the sandbox.
+    // The zygote reads end-of-file and ends; PID 1 gets SIGKILL, which ends every process of
+    // the sandbox.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let left = sandbox_processes();

@@ -2,7 +2,7 @@
 //! line-delimited JSON.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use serde::de::DeserializeOwned;
@@ -72,10 +72,26 @@ impl Control {
     }
 
     pub(super) fn send(&mut self, msg: &FromInit) {
-        if let Ok(mut line) = serde_json::to_string(msg) {
-            line.push('\n');
+        if let Some(line) = line(msg) {
             // The host may be gone; then nobody is listening and the sandbox dies anyway.
-            let _ = self.writer.write_all(line.as_bytes());
+            let _ = self.writer.write_all(&line);
         }
     }
+}
+
+/// Sends `msg` on the control socket `fd` without a [`Control`] (the zygote's messages about a
+/// sandbox it starts: short, on a socket nobody else has written to yet, so one `send` holds
+/// the line).
+pub(super) fn send_on(fd: &impl AsFd, msg: &FromInit) {
+    if let Some(line) = line(msg) {
+        // The host may be gone; then nobody is listening.
+        let _ = rustix::net::send(fd, &line, rustix::net::SendFlags::NOSIGNAL);
+    }
+}
+
+/// `msg` as a line of the protocol.
+fn line(msg: &FromInit) -> Option<Vec<u8>> {
+    let mut line = serde_json::to_vec(msg).ok()?;
+    line.push(b'\n');
+    Some(line)
 }

@@ -5,7 +5,7 @@
 //!
 //! Every file system mounted is the sandbox's own and mounted at its root, so the tool's mount
 //! table names no host path, device or option: the image and the workspace are tmpfs mounts the
-//! host's root made (the runtime and the outer process, with the new mount API), whose options
+//! host's root made (the runtime and the zygote, with the new mount API), whose options
 //! show no owner from a user namespace (`uid=`/`gid=` of the outside id), and `/proc` is a new
 //! procfs. Nothing is bind-mounted from the host, except the host paths a record lists in
 //! `sandbox_profile.read_only` ([`Provision::binds`]): each is a read-only, `nosuid`, `nodev`
@@ -28,7 +28,7 @@ const STAGING: &str = "/tmp";
 pub(super) struct Sources {
     /// The spec's root image (a detached mount, from the runtime).
     pub(super) image: OwnedFd,
-    /// The workspace (a detached tmpfs, from the outer process).
+    /// The workspace (a detached tmpfs, from the zygote).
     pub(super) workspace: OwnedFd,
     /// Read-only clones of the host paths of [`Provision::binds`], with where each goes.
     pub(super) binds: Vec<(String, OwnedFd)>,
@@ -93,7 +93,7 @@ pub(super) fn open_binds(p: &Provision) -> Result<Vec<(String, OwnedFd)>, String
     Ok(out)
 }
 
-/// The workspace: a new tmpfs of the provision's size, made by the outer process (the host's
+/// The workspace: a new tmpfs of the provision's size, made by the zygote (the host's
 /// root, so that its options name no user-namespace owner) and given to the outside id, mounted
 /// `nosuid`, `nodev` and `noexec`. Detached until PID 1 mounts it.
 pub(super) fn workspace(p: &Provision) -> Result<OwnedFd, String> {

@@ -8,8 +8,9 @@
 //! makes each (`unshare(CLONE_NEWNET)` from a namespace of its own, whose settings give each
 //! namespace made from it socket tables of its own, [`emptied`]; its
 //! `/proc/thread-self/ns/net` opened, the thread back in the runtime's own namespace), and each
-//! sandbox takes one, whose descriptor travels with its provision; its outer process enters it
-//! (`setns`) before it creates PID 1, which then gets no network namespace of its own making.
+//! sandbox takes one, whose descriptor travels with its provision; the zygote enters it
+//! (`setns`) to clone the sandbox's PID 1, which then gets no network namespace of its own
+//! making, and returns to its own.
 //!
 //! Two stocks are kept: namespaces as the kernel makes them, loopback down, for sandboxes
 //! without egress (nothing in them can reach even themselves over IP), and namespaces whose
@@ -17,7 +18,7 @@
 //!
 //! A namespace belongs to the host's user namespace, so the sandbox's root holds no capability
 //! over it (it cannot configure its interfaces, which the tool could not anyway). When its
-//! sandbox has ended — its outer process, the last of its processes, has exited — the backend
+//! sandbox has ended — its PID 1, the last of its processes, has exited — the backend
 //! gives it back ([`NetnsPool::give_back`]), and the thread, having entered it, puts it back in
 //! its stock only if it holds nothing of that sandbox ([`emptied`]: no TCP connection in any
 //! state, no Unix socket, SCTP association or flow label, loopback as made); otherwise it is let

@@ -197,3 +197,34 @@ async fn a_spare_is_emptied_of_a_large_page_cache_its_sandbox_left() {
     drop(backend);
     assert_eq!(ours(), (0, 0), "a dropped backend leaves no cgroup");
 }
+
+/// The tool's cgroups, as it reads them: the root of every hierarchy. Its cgroup namespace is
+/// made once PID 1 is in the sandbox's memory cgroup, so not even that cgroup's name (nor the
+/// runtime's place in the host's hierarchy) shows inside.
+#[tokio::test]
+async fn the_sandbox_sees_its_own_cgroup_as_the_root() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = crate::backend(run_dir.path());
+    let code = "import json; print(json.dumps(open('/proc/self/cgroup').read().splitlines()))";
+    let (status, lines, stderr) = escepine_testkit::python_probe::run(
+        &backend,
+        spec(Limits::default().memory_bytes),
+        job(vec![PYTHON.into(), "-c".into(), code.into()], None),
+    )
+    .await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    let lines: Vec<String> = serde_json::from_value(lines).expect("the lines of /proc/self/cgroup");
+    // `hierarchy:controllers:path`; the memory controller's line on v1, the unified one on v2.
+    let memory = lines.iter().find(|l| {
+        let controllers = l.split(':').nth(1).unwrap_or_default();
+        controllers.split(',').any(|c| c == "memory") || l.starts_with("0::")
+    });
+    assert!(memory.is_some(), "no memory cgroup: {lines:?}");
+    for line in &lines {
+        assert!(
+            line.ends_with(":/"),
+            "a cgroup path shows inside: {line} ({lines:?})"
+        );
+    }
+}

@@ -84,8 +84,7 @@ async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
                 .expect("provisioned"),
         );
     }
-    // Each holds PID 1 and the waiting tool's process (its outer process keeps the host's
-    // root's id).
+    // Each holds PID 1 and the waiting tool's process.
     assert_eq!(sandbox_processes().len(), before + 6);
     for sandbox in sandboxes {
         backend.destroy(sandbox).await;
@@ -101,32 +100,49 @@ async fn a_sandbox_destroyed_without_a_job_leaves_no_process() {
     assert_eq!(left, before, "every sandbox's processes ended");
 }
 
-/// A provision many times longer than what the outer process reads at once (300 read-only
-/// paths of 100-odd bytes each) arrives whole: every path is in the sandbox's root.
+/// A provision longer than the control socket's buffer holds (3,000 read-only paths of 200-odd
+/// bytes each, more than twice the socket's default send buffer), which the host sends only in
+/// part before the zygote reads, and the zygote in many reads: every path is in the sandbox's
+/// root.
 #[tokio::test]
-async fn a_provision_longer_than_one_read_arrives_whole() {
+async fn a_provision_longer_than_the_sockets_buffer_arrives_whole() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = crate::backend(run_dir.path());
     let files = tempfile::tempdir().expect("tempdir");
     let mut spec = spec();
-    for i in 0..300 {
-        let path = files.path().join(format!("{i:03}-{}", "p".repeat(80)));
+    for i in 0..3000 {
+        let path = files.path().join(format!("{i:04}-{}", "p".repeat(200)));
         std::fs::write(&path, i.to_string()).expect("write");
         spec.read_only.push(path);
     }
+    let buffer: usize = std::fs::read_to_string("/proc/sys/net/core/wmem_default")
+        .expect("the socket's default send buffer")
+        .trim()
+        .parse()
+        .expect("a number");
+    let listed: usize = spec.read_only.iter().map(|p| p.as_os_str().len()).sum();
+    assert!(
+        listed > 2 * buffer,
+        "{listed} bytes of paths, a buffer of {buffer}"
+    );
     let dir = files.path().display().to_string();
     let code = format!(
         "import json, os; names = os.listdir({dir:?}); \
          print(json.dumps({{'n': len(names), 'last': open(os.path.join({dir:?}, max(names))).read()}}))"
     );
-    let (status, facts, stderr) = escepine_testkit::python_probe::run(
-        &backend,
-        spec,
-        job(vec![PYTHON.into(), "-c".into(), code], None),
+    // A provision stuck between the host and the zygote would hang, not fail: bounded.
+    let (status, facts, stderr) = tokio::time::timeout(
+        Duration::from_secs(60),
+        escepine_testkit::python_probe::run(
+            &backend,
+            spec,
+            job(vec![PYTHON.into(), "-c".into(), code], None),
+        ),
     )
-    .await;
+    .await
+    .expect("the provision reached the zygote");
     assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
-    assert_eq!(facts["n"], 300, "every read-only path is in the root");
-    assert_eq!(facts["last"], "299");
+    assert_eq!(facts["n"], 3000, "every read-only path is in the root");
+    assert_eq!(facts["last"], "2999");
 }

@@ -367,8 +367,8 @@ pub fn zygotes() -> BTreeSet<u32> {
         .collect()
 }
 
-/// Live children of this process's zygotes: each is the outer process of a live sandbox.
-pub fn outers() -> BTreeSet<u32> {
+/// Live children of this process's zygotes: each is the PID 1 of a live sandbox.
+pub fn pid1s() -> BTreeSet<u32> {
     children_of(std::process::id())
         .into_iter()
         .filter(|p| is_zygote(*p))
@@ -426,13 +426,13 @@ impl HostSnapshot {
     fn left_behind(&self) -> Option<String> {
         let procs = sandbox_processes();
         let extra: Vec<u32> = children().difference(&self.children).copied().collect();
-        let outers = outers();
+        let pid1s = pid1s();
         let mounts = mount_count();
         let dirs = sandbox_dirs(&self.run_dir);
         let cgroups = sandbox_cgroups_of(std::process::id());
         if procs.is_empty()
             && extra.is_empty()
-            && outers.is_empty()
+            && pid1s.is_empty()
             && mounts == self.mounts
             && dirs.is_empty()
             && cgroups.is_empty()
@@ -440,8 +440,8 @@ impl HostSnapshot {
             return None;
         }
         Some(format!(
-            "left behind: sandbox processes {procs:?}, children {extra:?}, outer processes \
-             {outers:?}, mounts {} (before {}), directories {dirs:?}, cgroups {cgroups:?}",
+            "left behind: sandbox processes {procs:?}, children {extra:?}, PIDs 1 {pid1s:?}, \
+             mounts {} (before {}), directories {dirs:?}, cgroups {cgroups:?}",
             mounts, self.mounts
         ))
     }
