@@ -1,9 +1,9 @@
 //! Cost of a sandbox: a no-op tool (`escepine-hostile noop`) through the sandbox executor —
 //! provision + execute + destroy, with and without the egress proxy, cold and from a warm pool —
 //! against a bare spawn of the same binary, `unshare -Urnmp --fork` of it, and
-//! `bwrap --unshare-all` with a minimal root (each only if installed); and warm calls and bare
-//! spawns alternating, call by call, so that both meet the machine in the same state, and bare
-//! spawns each 1 ms and 5 ms after the last (a warm call too comes after a wait). Then an
+//! `bwrap --unshare-all` with a minimal root (each only if installed); and warm calls (with and
+//! without the proxy) and bare spawns alternating, call by call, so that both meet the machine
+//! in the same state, and bare spawns each 1 ms and 5 ms after the last (a warm call too comes after a wait). Then an
 //! `mcp-stdio` server (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a
 //! fresh sandbox against the same session with a plain child process. Then rounds of 64
 //! concurrent calls with a proxy each (the first round, which meets the backend's stocks empty,
@@ -162,16 +162,27 @@ fn main() {
         let samples = rt.block_on(time_calls(&ex, &rec, &egress, pool, iters, warm));
         sandbox_rows.push(summarise(name, samples));
     }
-    // The warm row and the bare spawn minutes apart meet the machine in different states; here
-    // they alternate, call by call.
-    let alternating = {
+    // The warm rows and the bare spawn minutes apart meet the machine in different states; here
+    // they alternate, call by call, without egress and with a proxy.
+    let alternating = [
+        ("no egress", EgressGrant::default()),
+        ("with proxy", proxy_egress.clone()),
+    ]
+    .map(|(what, egress)| {
         let ex = SandboxExecutor::with_backend(backend()).with_warm_pool(2);
-        let (calls, spawns) = rt.block_on(alternate(&ex, &rec, &tool, iters, warm));
+        let (calls, spawns) = rt.block_on(alternate(&ex, &rec, &egress, &tool, iters, warm));
         (
-            summarise("sandbox, warm pool (2), no egress, alternating", calls),
-            summarise("bare spawn, alternating with those calls", spawns),
+            what,
+            summarise(
+                &format!("sandbox, warm pool (2), {what}, alternating"),
+                calls,
+            ),
+            summarise(
+                &format!("bare spawn, alternating with those calls ({what})"),
+                spawns,
+            ),
         )
-    };
+    });
 
     // Provision + execute + destroy, each awaited (the executor returns before the destroy).
     let with_destroy = rt.block_on(async {
@@ -364,10 +375,12 @@ fn main() {
             );
         }
     }
-    println!(
-        "the same, alternating call by call          = {:.2}",
-        ratio(&alternating.0, &alternating.1)
-    );
+    for (what, calls, spawns) in &alternating {
+        println!(
+            "the same, alternating call by call, {what:10} = {:.2}",
+            ratio(calls, spawns)
+        );
+    }
 }
 
 /// One timed no-op call of `rec` with `egress` through `ex`; with a warm pool of `pool`, once
@@ -409,24 +422,24 @@ async fn caught_up(ex: &SandboxExecutor, rec: &ToolRecord, pool: usize) {
     }
 }
 
-/// `iters` warm no-op calls of `rec` (no egress) and as many bare spawns of `tool`,
+/// `iters` warm no-op calls of `rec` with `egress` and as many bare spawns of `tool`,
 /// alternating (which goes first alternates too), after `warm` of each, each once the pool has
 /// caught up: both meet the same state of the machine (its drift), and neither runs beside the
 /// previous sandbox's teardown or the pool's provisioning of a replacement.
 async fn alternate(
     ex: &SandboxExecutor,
     rec: &ToolRecord,
+    egress: &EgressGrant,
     tool: &Path,
     iters: usize,
     warm: usize,
 ) -> (Vec<Duration>, Vec<Duration>) {
-    let egress = EgressGrant::default();
-    ex.prewarm(rec, &egress).await.unwrap();
+    ex.prewarm(rec, egress).await.unwrap();
     let (mut calls, mut spawns) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     for i in 0..iters + warm {
         for call_first in [i % 2 == 0, i % 2 != 0] {
             if call_first {
-                let took = timed_noop(ex, rec, &egress, 2).await;
+                let took = timed_noop(ex, rec, egress, 2).await;
                 if i >= warm {
                     calls.push(took);
                 }
