@@ -1,5 +1,6 @@
 //! `escepine call`: one governed call from the command line, with design.md's exit codes; and
-//! that `call`, `run` and `approve` leave nothing of their sandboxes once they have exited.
+//! that `call`, `run`, `approve` and `serve` leave nothing of their sandboxes once they have
+//! exited.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -800,7 +801,6 @@ fn lingering_call(records: &Path, policies: &Path, ledger: &Path) -> Command {
 /// Runs `cmd` to its end; then nothing of the sandboxes of its calls is left: no memory cgroup
 /// (a sandbox's, or an emptied one kept for reuse) and no run directory named for its pid.
 fn leaves_nothing(mut cmd: Command) -> Output {
-    use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
     let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -808,6 +808,14 @@ fn leaves_nothing(mut cmd: Command) -> Output {
         .unwrap();
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
+    nothing_left_of(pid);
+    out
+}
+
+/// No memory cgroup (a sandbox's, or an emptied one kept for reuse) and no run directory named
+/// for the process `pid`, which has exited.
+fn nothing_left_of(pid: u32) {
+    use escepine_testkit::sandbox_host::{cgroups_of, named_in, SANDBOX_CGROUP, SPARE_CGROUP};
     let left: Vec<_> = [SANDBOX_CGROUP, SPARE_CGROUP]
         .into_iter()
         .flat_map(|prefix| cgroups_of(pid, prefix))
@@ -822,7 +830,6 @@ fn leaves_nothing(mut cmd: Command) -> Output {
         dirs.is_empty(),
         "the command's run directories outlived it: {dirs:?}"
     );
-    out
 }
 
 /// `escepine call` waits, before it exits, until the sandbox of its call has been destroyed (it
@@ -915,4 +922,47 @@ fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
             text(&out.stdout)
         );
     }
+}
+
+/// `escepine serve --mcp stdio` waits the same way, once its client has closed its standard
+/// input, for the sandboxes of the calls it served: three lingering calls from rmcp's client.
+#[tokio::test]
+async fn a_served_session_leaves_nothing_of_its_sandboxes_once_the_server_has_exited() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (records, policies) = lingering_tool(dir.path(), ALICE_MAY);
+    let ledger = dir.path().join("ledger.db");
+    let mut cmd = escepine_over(&records, &policies, &ledger, &["serve", "--mcp", "stdio"]);
+    cmd.args(["--principal", r#"Agent::"alice""#]);
+    let (transport, _) =
+        rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(cmd))
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+    let pid = transport.id().expect("the server's pid");
+    let client = ().serve(transport).await.expect("initialize");
+    for _ in 0..3 {
+        let mut params = CallToolRequestParams::new("t_linger");
+        params.arguments = serde_json::json!({ "mb": 256 }).as_object().cloned();
+        let out = client
+            .call_tool(params)
+            .await
+            .expect("the call is answered");
+        assert_ne!(out.is_error, Some(true), "{out:?}");
+        assert_eq!(
+            out.structured_content.as_ref().and_then(|c| c.get("mb")),
+            Some(&serde_json::json!(256)),
+            "{out:?}"
+        );
+    }
+    // rmcp's client closes the server's stdin, waits up to 3 s for it to exit, then signals it: an
+    // exit sooner is the server's own.
+    let closing = std::time::Instant::now();
+    client.cancel().await.expect("the session closes");
+    assert!(
+        closing.elapsed() < std::time::Duration::from_secs(3),
+        "the server did not end on its own at the end of its stdin"
+    );
+    nothing_left_of(pid);
 }
