@@ -127,14 +127,13 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
     if pid == 0 {
         drop(sync_w);
         let streams = [stdin, stdout, stderr];
-        let ctl = match pid1_prologue(zygote, &streams, cgroup) {
-            Ok(()) => Control::new(control),
-            Err(message) => {
-                control::send_on(&control, &FromInit::Failed { message });
-                exit::end(70)
-            }
+        if let Err(message) = pid1_prologue(zygote, &streams, cgroup) {
+            control::send_on(&control, &FromInit::Failed { message });
+            exit::end(70)
+        }
+        let Ok(ctl) = Control::new(control) else {
+            exit::end(70)
         };
-        let Ok(ctl) = ctl else { exit::end(70) };
         drop(streams);
         return Ok(Started::Pid1(Box::new(Pid1 {
             ctl,
@@ -145,30 +144,35 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
         })));
     }
     drop(sync_r);
-    let child = Pid::from_raw(pid as i32);
-    let kill = || {
-        if let Some(p) = child {
-            let _ = rustix::process::kill_process(p, Signal::KILL);
-        }
+    // Back to the host's network namespace first, whatever the clone did.
+    let home = if netns.is_some() {
+        enter_netns(&zygote.netns)
+    } else {
+        Ok(())
     };
-    if netns.is_some() {
-        if let Err(message) = enter_netns(&zygote.netns) {
-            kill();
-            control::send_on(&control, &FromInit::Failed { message });
-            return Err(Stranded);
-        }
+    let Some(child) = cloned(pid) else {
+        let message = format!("cannot create the sandbox's namespaces: {clone_error}");
+        control::send_on(&control, &FromInit::Failed { message });
+        return home.map(|()| Started::Zygote).map_err(|_| Stranded);
+    };
+    let kill = || {
+        let _ = rustix::process::kill_process(child, Signal::KILL);
+    };
+    if let Err(message) = home {
+        kill();
+        control::send_on(&control, &FromInit::Failed { message });
+        return Err(Stranded);
     }
-    if pid < 0 {
-        return failed(format!(
-            "cannot create the sandbox's namespaces: {clone_error}"
-        ));
-    }
-    let pid = pid as i32;
-    if let Err(message) = write_maps(pid, &provision) {
+    if let Err(message) = write_maps(child, &provision) {
         kill();
         return failed(message);
     }
-    control::send_on(&control, &FromInit::Spawned { pid1: pid });
+    control::send_on(
+        &control,
+        &FromInit::Spawned {
+            pid1: child.as_raw_nonzero().get(),
+        },
+    );
     let _ = rustix::io::write(&sync_w, b"g");
     Ok(Started::Zygote)
 }
@@ -295,8 +299,18 @@ fn receive_provision(control: &OwnedFd) -> Result<Option<Received>, String> {
     Ok(Some((provision, stdin, image, netns)))
 }
 
+/// The child a `clone` returning `pid` made in its parent; `None` when it made none. (Never a
+/// pid of 0 or below, which `kill` would take for a process group or every process.)
+fn cloned(pid: libc::c_long) -> Option<Pid> {
+    i32::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .and_then(Pid::from_raw)
+}
+
 /// Maps uid and gid 0 of PID 1's new user namespace to the outside ids.
-fn write_maps(pid: i32, p: &Provision) -> Result<(), String> {
+fn write_maps(pid: Pid, p: &Provision) -> Result<(), String> {
+    let pid = pid.as_raw_nonzero();
     let write = |file: &str, text: String| {
         std::fs::write(format!("/proc/{pid}/{file}"), text)
             .map_err(|e| format!("cannot write /proc/{pid}/{file}: {e}"))
@@ -305,4 +319,17 @@ fn write_maps(pid: i32, p: &Provision) -> Result<(), String> {
     write("uid_map", format!("0 {} 1\n", p.outside_uid))?;
     write("gid_map", format!("0 {} 1\n", p.outside_gid))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cloned;
+
+    #[test]
+    fn only_a_positive_pid_names_a_child() {
+        assert_eq!(cloned(-1), None, "a failed clone");
+        assert_eq!(cloned(0), None, "the child's own side");
+        assert_eq!(cloned(i64::from(i32::MAX) + 1), None, "no pid");
+        assert_eq!(cloned(4242).map(|p| p.as_raw_nonzero().get()), Some(4242));
+    }
 }
