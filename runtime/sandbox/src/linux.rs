@@ -298,12 +298,6 @@ impl LinuxBackend {
         // The provision waits on the socket: the zygote's work for this sandbox never waits
         // for the host.
         self.start_in_zygote([OwnedFd::from(init_end), stdout_w, stderr_w])?;
-        if !unsent.is_empty() {
-            use std::io::Write;
-            (&host_end)
-                .write_all(&unsent)
-                .map_err(|e| SandboxError::io("sending the provision", e))?;
-        }
         drop(stdin_r);
         state.netns = netns.map(|netns| (netns, !spec.egress.is_empty()));
         state.stdin = Some(
@@ -313,8 +307,18 @@ impl LinuxBackend {
         host_end
             .set_nonblocking(true)
             .map_err(|e| SandboxError::io("socketpair", e))?;
-        let host_end = tokio::net::UnixStream::from_std(host_end)
+        let mut host_end = tokio::net::UnixStream::from_std(host_end)
             .map_err(|e| SandboxError::io("socketpair", e))?;
+        if !unsent.is_empty() {
+            // What did not fit in the socket's buffer, written as the zygote reads it: no
+            // thread of the runtime blocks on the zygote meanwhile (as the handshake below, it
+            // waits as long as whoever provisions: a call's deadline, the pool's life).
+            use tokio::io::AsyncWriteExt;
+            host_end
+                .write_all(&unsent)
+                .await
+                .map_err(|e| SandboxError::io("sending the provision", e))?;
+        }
         state.stdout = Some(
             pipe::Receiver::from_owned_fd(stdout_r)
                 .map_err(|e| SandboxError::io("the stdout pipe", e))?,

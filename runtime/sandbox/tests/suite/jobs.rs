@@ -146,3 +146,110 @@ async fn a_provision_longer_than_the_sockets_buffer_arrives_whole() {
     assert_eq!(facts["n"], 3000, "every read-only path is in the root");
     assert_eq!(facts["last"], "2999");
 }
+
+/// The zygotes this process has started (its children named `escepine-init`, started with
+/// `--server`).
+fn zygotes() -> Vec<u32> {
+    escepine_testkit::sandbox_host::host_pids()
+        .filter(|pid| {
+            let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    // The fields after the name, which is in parentheses and may hold spaces.
+                    let after = stat.rsplit_once(')')?.1.to_string();
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                });
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let mut args = cmdline.split(|b| *b == 0);
+            let argv0 = args.next().unwrap_or_default();
+            parent == Some(std::process::id())
+                && argv0.ends_with(escepine_sandbox::init::PROCESS_NAME.as_bytes())
+                && args.next() == Some(escepine_sandbox::init::SERVER_FLAG.as_bytes())
+        })
+        .collect()
+}
+
+/// While the zygote reads nothing (stopped), a provision longer than the control socket's buffer
+/// waits for it without holding the runtime's one thread: a timer on that thread keeps firing.
+/// Once the zygote goes on, the sandbox is provisioned.
+#[tokio::test]
+async fn a_provision_waiting_for_the_zygote_blocks_no_thread_of_the_runtime() {
+    use rustix::process::{kill_process, Pid, Signal};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = Arc::new(crate::backend(run_dir.path()));
+    let before = zygotes();
+    let first = backend
+        .provision(Arc::new(spec()))
+        .await
+        .expect("provisioned");
+    backend.destroy(first).await;
+    let started: Vec<u32> = zygotes()
+        .into_iter()
+        .filter(|pid| !before.contains(pid))
+        .collect();
+    let [zygote] = started[..] else {
+        panic!("one zygote started by this backend: {started:?}");
+    };
+    let zygote = Pid::from_raw(i32::try_from(zygote).expect("a pid")).expect("a pid");
+
+    let files = tempfile::tempdir().expect("tempdir");
+    let mut long = spec();
+    for i in 0..3000 {
+        let path = files.path().join(format!("{i:04}-{}", "p".repeat(200)));
+        std::fs::write(&path, i.to_string()).expect("write");
+        long.read_only.push(path);
+    }
+    let long = Arc::new(long);
+    // Once with the zygote running: the spec's root image is made, and cached.
+    let first = backend
+        .provision(Arc::clone(&long))
+        .await
+        .expect("provisioned");
+    backend.destroy(first).await;
+    kill_process(zygote, Signal::STOP).expect("SIGSTOP the zygote");
+    // Should the provision hold the thread, the zygote goes on after 3 s all the same, and the
+    // timer below has not fired meanwhile.
+    let (resumed, resume_now) = std::sync::mpsc::channel::<()>();
+    let resume = std::thread::spawn(move || {
+        let _ = resume_now.recv_timeout(Duration::from_secs(3));
+        let _ = kill_process(zygote, Signal::CONT);
+    });
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let ticker = tokio::spawn({
+        let ticks = Arc::clone(&ticks);
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                ticks.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    let provision = tokio::spawn({
+        let backend = Arc::clone(&backend);
+        async move { backend.provision(long).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ticked = ticks.load(Ordering::Relaxed);
+    let finished = provision.is_finished();
+    kill_process(zygote, Signal::CONT).expect("SIGCONT the zygote");
+    let _ = resumed.send(());
+    ticker.abort();
+    let sandbox = tokio::time::timeout(Duration::from_secs(60), provision)
+        .await
+        .expect("provisioned once the zygote went on")
+        .expect("the task ran")
+        .expect("provisioned");
+    backend.destroy(sandbox).await;
+    resume.join().expect("the thread that resumes the zygote");
+    assert!(
+        !finished,
+        "nothing was provisioned while the zygote was stopped"
+    );
+    assert!(
+        ticked >= 10,
+        "the runtime's thread ran {ticked} ticks of 10 ms in 500 ms"
+    );
+}
