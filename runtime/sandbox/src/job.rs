@@ -1,63 +1,16 @@
-//! One job in a provisioned sandbox, whatever its tier: the control socket's host end, the
-//! job's message, its stdin fed, stdout bounded (an overflow kills the sandbox), stderr
+//! One job in a provisioned sandbox, whatever its tier: the job's message, its stdin fed, stdout bounded (an overflow kills the sandbox), stderr
 //! scrubbed and bounded, the status the sandbox's init reports, and the deadline.
 
 use std::pin::Pin;
 
 use escepine_egress::ProxyHandle;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::backend::{Attached, Job, JobOutput, JobStatus};
+use crate::control_host::ControlHost;
 use crate::io::{read_bounded, read_stderr, Bounded};
-use crate::protocol::{Exec, ExecFile, FromInit, MAX_LINE};
+use crate::protocol::{Exec, ExecFile, FromInit};
 use crate::SandboxError;
-
-/// The host's end of one sandbox's control socket.
-#[derive(Debug)]
-pub(crate) struct ControlHost {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
-}
-
-impl ControlHost {
-    /// The host end of `stream`.
-    pub(crate) fn new(stream: tokio::net::UnixStream) -> Self {
-        let (read, write) = stream.into_split();
-        Self {
-            reader: BufReader::new(read),
-            writer: write,
-        }
-    }
-
-    /// Sends one message, a line of JSON.
-    pub(crate) async fn send<T: serde::Serialize>(&mut self, msg: &T) -> Result<(), SandboxError> {
-        let mut line = serde_json::to_vec(msg)
-            .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
-        line.push(b'\n');
-        self.writer
-            .write_all(&line)
-            .await
-            .map_err(|e| SandboxError::io("writing to the sandbox's init", e))
-    }
-
-    /// The next message of the init.
-    pub(crate) async fn recv(&mut self) -> Result<FromInit, SandboxError> {
-        let mut line = String::new();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| SandboxError::io("reading from the sandbox's init", e))?;
-        if n == 0 {
-            return Err(SandboxError::Protocol(
-                "it exited without a word".to_string(),
-            ));
-        }
-        serde_json::from_str(&line)
-            .map_err(|e| SandboxError::Protocol(format!("malformed message: {e}")))
-    }
-}
 
 /// A provisioned sandbox's streams, taken for its one job.
 pub(crate) struct Streams {

@@ -80,6 +80,8 @@ pub mod cache;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod cgroup;
 #[cfg(all(feature = "linux", target_os = "linux"))]
+mod control_host;
+#[cfg(all(feature = "linux", target_os = "linux"))]
 pub mod deps;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod gvisor;

@@ -16,7 +16,8 @@ use tokio::process::{Child, Command};
 
 use super::backend::{Attached, Job, JobOutput, Sandbox, SandboxBackend, SandboxSpec, Teardown};
 use super::cgroup::{self, Cgroup};
-use super::job::{self, ControlHost, Running, Streams};
+use super::control_host::ControlHost;
+use super::job::{self, Running, Streams};
 use super::kept_images::KeptImages;
 use super::netns::NetnsPool;
 use super::protocol::{FromInit, Provision, PROXY_SOCKET};
@@ -331,10 +332,10 @@ impl LinuxBackend {
 
         let spawned = started.elapsed();
         let handshake = async {
-            match state.control()?.recv().await? {
-                FromInit::Spawned { pid1 } => state.adopt(pid1)?,
-                FromInit::Failed { message } => return Err(SandboxError::Init(message)),
-                other => {
+            match state.control()?.recv_with_fds().await? {
+                (FromInit::Spawned { .. }, pidfd) => state.adopt(pidfd)?,
+                (FromInit::Failed { message }, _) => return Err(SandboxError::Init(message)),
+                (other, _) => {
                     return Err(SandboxError::Protocol(format!(
                         "expected `spawned`, got {other:?}"
                     )))
@@ -486,16 +487,16 @@ impl LinuxSandbox {
             .ok_or(SandboxError::Misuse("the control socket is gone"))
     }
 
-    fn adopt(&mut self, pid1: i32) -> Result<(), SandboxError> {
-        let pid = rustix::process::Pid::from_raw(pid1)
-            .ok_or_else(|| SandboxError::Protocol(format!("bad pid {pid1}")))?;
-        // It cannot have ended yet: it is told to go on only after the zygote sent its pid, and
-        // builds the sandbox before it could fail and end (milliseconds), or has the host's
-        // word (the job) to wait for.
-        self.pid1 = Some(
-            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-                .map_err(|e| SandboxError::io("pidfd_open", e.into()))?,
-        );
+    /// Keeps the pidfd of the sandbox's PID 1 that came with `spawned`: the zygote's, made by
+    /// the `clone` itself (`CLONE_PIDFD`), so it names that process even if it has ended and
+    /// its pid been given to another since.
+    fn adopt(&mut self, pidfd: Vec<OwnedFd>) -> Result<(), SandboxError> {
+        let Ok([pidfd]) = <[OwnedFd; 1]>::try_from(pidfd) else {
+            return Err(SandboxError::Protocol(
+                "`spawned` came without PID 1's pidfd, or with more than it".to_string(),
+            ));
+        };
+        self.pid1 = Some(pidfd);
         Ok(())
     }
 

@@ -4,7 +4,8 @@
 //! sandbox's PID 1); every message is one line of JSON. The host sends [`Provision`] first, with the read end of the tool's stdin
 //! pipe, the spec's root image (a detached mount) and, when [`Provision::netns`] says so, a
 //! network namespace attached (`SCM_RIGHTS`), then hands the socket to the zygote, which answers
-//! [`FromInit::Spawned`] once the sandbox's PID 1 exists and its identity maps are written, and
+//! [`FromInit::Spawned`] once the sandbox's PID 1 exists and its identity maps are written (with
+//! a pidfd of PID 1 attached, made by the `clone` itself), and
 //! PID 1 answers [`FromInit::Ready`] (or [`FromInit::Failed`]) once the sandbox is built. Then
 //! the sandbox waits — a warm pool keeps it waiting — until the host sends [`Exec`], after which
 //! PID 1 reports [`FromInit::Exited`] or [`FromInit::Signaled`] for the tool and exits, which
@@ -117,7 +118,10 @@ impl ExecFile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FromInit {
-    /// The sandbox's PID 1 exists (its pid in the host's PID namespace) and its maps are written.
+    /// The sandbox's PID 1 exists (its pid in the host's PID namespace) and its maps are
+    /// written. A pidfd of it comes with the message (`SCM_RIGHTS`): the host kills and waits
+    /// for PID 1 through it, never through the pid, which the kernel may give to another
+    /// process once PID 1 has ended.
     Spawned {
         /// Host pid of the sandbox's PID 1 (the zygote's child).
         pid1: i32,

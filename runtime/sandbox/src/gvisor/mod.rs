@@ -39,7 +39,8 @@ use tokio::process::{Child, Command};
 
 use crate::backend::{Attached, Job, JobOutput, Sandbox, SandboxBackend, SandboxSpec, Teardown};
 use crate::cgroup::{self, Cgroup};
-use crate::job::{self, ControlHost, Running, Streams};
+use crate::control_host::ControlHost;
+use crate::job::{self, Running, Streams};
 use crate::kept_images::KeptImages;
 use crate::protocol::{FromInit, GuestSetup, CONTROL_SOCKET, PROXY_SOCKET};
 use crate::{BoxFuture, SandboxError};

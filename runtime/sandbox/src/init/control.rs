@@ -2,7 +2,7 @@
 //! line-delimited JSON.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use serde::de::DeserializeOwned;
@@ -79,14 +79,27 @@ impl Control {
     }
 }
 
-/// Sends `msg` on the control socket `fd` without a [`Control`] (the zygote's messages about a
-/// sandbox it starts: short, on a socket nobody else has written to yet, so one `send` holds
-/// the line).
-pub(super) fn send_on(fd: &impl AsFd, msg: &FromInit) {
-    if let Some(line) = line(msg) {
-        // The host may be gone; then nobody is listening.
-        let _ = rustix::net::send(fd, &line, rustix::net::SendFlags::NOSIGNAL);
+/// Sends `msg` on the control socket `fd` without a [`Control`], with `fds` attached
+/// (`SCM_RIGHTS`) if any: the zygote's messages about a sandbox it starts, short, on a socket
+/// nobody else has written to yet, so one `sendmsg` holds the line.
+pub(super) fn send_on(fd: &impl AsFd, msg: &FromInit, fds: &[BorrowedFd<'_>]) {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let Some(line) = line(msg) else {
+        return;
+    };
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut ancillary = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() && !ancillary.push(SendAncillaryMessage::ScmRights(fds)) {
+        // More than a message carries: the host hears of no descriptor, and refuses.
+        ancillary.clear();
     }
+    // The host may be gone; then nobody is listening.
+    let _ = rustix::net::sendmsg(
+        fd,
+        &[std::io::IoSlice::new(&line)],
+        &mut ancillary,
+        SendFlags::NOSIGNAL,
+    );
 }
 
 /// `msg` as a line of the protocol.

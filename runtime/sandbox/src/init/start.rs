@@ -11,7 +11,7 @@
 //! sandbox is a few dozen system calls; what takes time (building the root, the seccomp filter,
 //! the tool's process) is PID 1's, in parallel with the others'.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use rustix::process::{Pid, Signal};
@@ -73,7 +73,7 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
         stderr,
     } = request;
     let failed = |message: String| {
-        control::send_on(&control, &FromInit::Failed { message });
+        control::send_on(&control, &FromInit::Failed { message }, &[]);
         Ok(Started::Zygote)
     };
     let (provision, stdin, image, netns) = match receive_provision(&control) {
@@ -109,16 +109,21 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
         }
         None => flags |= libc::CLONE_NEWNET,
     }
+    // Where the clone puts PID 1's pidfd (in the zygote only): it names PID 1 whatever
+    // happens to its pid, which the zygote never holds (PIDs 1 are reaped by the kernel).
+    let mut pidfd: libc::c_int = -1;
     // SAFETY: `clone` with a null stack and no CLONE_VM/CLONE_THREAD behaves like `fork`: the
     // child gets a copy of this address space. The zygote never starts a thread, so the child
     // may go on running ordinary Rust code (no lock can be held by a thread that does not exist
-    // in the child). The arguments after the stack are unused without CLONE_*TID/SETTLS flags.
+    // in the child). With CLONE_PIDFD the third argument (parent_tid on every architecture's
+    // order) is where the kernel writes the pidfd; the others are unused without
+    // CLONE_CHILD_*TID/SETTLS.
     let pid = unsafe {
         libc::syscall(
             libc::SYS_clone,
-            (flags | libc::SIGCHLD) as libc::c_ulong,
+            (flags | libc::CLONE_PIDFD | libc::SIGCHLD) as libc::c_ulong,
             0usize,
-            0usize,
+            std::ptr::from_mut(&mut pidfd),
             0usize,
             0usize,
         )
@@ -128,7 +133,7 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
         drop(sync_w);
         let streams = [stdin, stdout, stderr];
         if let Err(message) = pid1_prologue(zygote, &streams, cgroup) {
-            control::send_on(&control, &FromInit::Failed { message });
+            control::send_on(&control, &FromInit::Failed { message }, &[]);
             exit::end(70)
         }
         let Ok(ctl) = Control::new(control) else {
@@ -152,15 +157,18 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
     };
     let Some(child) = cloned(pid) else {
         let message = format!("cannot create the sandbox's namespaces: {clone_error}");
-        control::send_on(&control, &FromInit::Failed { message });
+        control::send_on(&control, &FromInit::Failed { message }, &[]);
         return home.map(|()| Started::Zygote).map_err(|_| Stranded);
     };
+    // SAFETY: the clone made a child, so the kernel wrote a new descriptor here, owned by
+    // nobody else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     let kill = || {
-        let _ = rustix::process::kill_process(child, Signal::KILL);
+        let _ = rustix::process::pidfd_send_signal(&pidfd, Signal::KILL);
     };
     if let Err(message) = home {
         kill();
-        control::send_on(&control, &FromInit::Failed { message });
+        control::send_on(&control, &FromInit::Failed { message }, &[]);
         return Err(Stranded);
     }
     if let Err(message) = write_maps(child, &provision) {
@@ -172,7 +180,9 @@ pub(super) fn sandbox(request: Request, zygote: &Zygote) -> Result<Started, Stra
         &FromInit::Spawned {
             pid1: child.as_raw_nonzero().get(),
         },
+        &[pidfd.as_fd()],
     );
+    drop(pidfd);
     let _ = rustix::io::write(&sync_w, b"g");
     Ok(Started::Zygote)
 }
