@@ -1,6 +1,6 @@
 //! `escepine call`: one governed call from the command line, with design.md's exit codes; and
-//! that `call`, `run`, `approve` and `serve` leave nothing of their sandboxes once they have
-//! exited.
+//! that `call`, `run`, `approve`, `serve` and `console` leave nothing of their sandboxes once
+//! they have exited.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -895,12 +895,7 @@ fn a_run_leaves_nothing_of_its_sandboxes_once_the_command_has_exited() {
 #[test]
 fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = r#"
-        @approval("lingering needs a reviewer")
-        permit(principal == Agent::"alice", action == Action::"t_linger", resource);
-        permit(principal == Agent::"bob", action == Action::"approve", resource);
-    "#;
-    let (records, policies) = lingering_tool(dir.path(), policy);
+    let (records, policies) = lingering_tool(dir.path(), REVIEWED_LINGERING);
     let ledger = dir.path().join("ledger.db");
     for _ in 0..3 {
         let waiting = lingering_call(&records, &policies, &ledger)
@@ -923,6 +918,90 @@ fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
         );
     }
 }
+
+/// `escepine console` waits the same way, once stopped (SIGTERM), for the sandboxes of the
+/// calls it let run: three lingering calls, each approved through it by a reviewer's bearer
+/// token.
+#[test]
+fn a_console_leaves_nothing_of_the_sandboxes_of_the_calls_it_approved_once_stopped() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let (records, policies) = lingering_tool(dir.path(), REVIEWED_LINGERING);
+    let ledger = dir.path().join("ledger.db");
+    let waiting: Vec<String> = (0..3)
+        .map(|_| {
+            let out = lingering_call(&records, &policies, &ledger)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(8), "{}", text(&out.stderr));
+            text(&out.stdout)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let tokens = dir.path().join("tokens.json");
+    std::fs::write(
+        &tokens,
+        serde_json::json!({ "tok-bob-console-000001": r#"Agent::"bob""# }).to_string(),
+    )
+    .unwrap();
+    let mut cmd = escepine_over(
+        &records,
+        &policies,
+        &ledger,
+        &["console", "--listen", "127.0.0.1:0"],
+    );
+    cmd.arg("--tokens").arg(&tokens);
+    let mut console = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = console.id();
+    let mut lines = std::io::BufReader::new(console.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("the console exited before listening")
+            .unwrap();
+        if let Some(at) = line.find("console on ") {
+            break line[at + "console on ".len()..]
+                .trim()
+                .trim_end_matches('/')
+                .to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    for id in &waiting {
+        let mut r = agent
+            .post(&format!("{base}/approvals/{id}/approve"))
+            .header("Authorization", "Bearer tok-bob-console-000001")
+            .send_form([("go", "approve")])
+            .unwrap();
+        let page = r.body_mut().read_to_string().unwrap_or_default();
+        assert_eq!(r.status().as_u16(), 200, "{page}");
+        assert!(page.contains("Approved"), "{page}");
+    }
+    let target = i32::try_from(pid).expect("a pid");
+    // SAFETY: a signal to the console's own pid, which this test waits for below.
+    assert_eq!(unsafe { libc::kill(target, libc::SIGTERM) }, 0);
+    let status = console.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    nothing_left_of(pid);
+}
+
+/// Alice's lingering calls wait for a reviewer; bob reviews.
+const REVIEWED_LINGERING: &str = r#"
+    @approval("lingering needs a reviewer")
+    permit(principal == Agent::"alice", action == Action::"t_linger", resource);
+    permit(principal == Agent::"bob", action == Action::"approve", resource);
+"#;
 
 /// `escepine serve --mcp stdio` waits the same way, once its client has closed its standard
 /// input, for the sandboxes of the calls it served: three lingering calls from rmcp's client.
