@@ -18,24 +18,22 @@
 //!   `EPERM`: they share the x86_64 audit architecture, so rules keyed on x86_64 numbers would
 //!   not see them.
 //!
-//! [`rules`] builds the rules as data and [`programs`] turns them into one program per action:
-//! the filter as specified. What is installed is [`Filters`], the same verdicts in two programs
-//! ([`compile`], done once per process by [`compiled`]: the zygote, before its first fork, so
-//! that no sandbox compiles them). A namespace sandbox's PID 1 installs [`Filters::sandbox`]
-//! (every rule but the refusal of `mount`, chained into one program) on itself before it
-//! reports ready, and the tool's process adds [`Filters::tool`] (`mount`, which PID 1 still
-//! calls after ready, to bind the call's inputs read-only). Installing a program costs in
-//! proportion to its length, so a warm sandbox's call pays for a few instructions only; and
-//! the kernel runs a new filter for every system call number, to find those it always allows,
-//! so [`Filters::sandbox`] starts with a binary search that allows the calls no rule names in
-//! a few instructions ([`with_fast_path`]). A gVisor guest installs both in the tool's process.
+//! [`rules`] builds the rules as data, and (in the tests) `spec::programs` makes seccompiler turn them
+//! into one program per action: the filter as specified. What is installed is [`Filters`], the
+//! same verdicts in two programs ([`compile`], done once per process by [`compiled`]: the
+//! zygote, before its first fork, so that no sandbox compiles them). A namespace sandbox's PID 1
+//! installs [`Filters::sandbox`] (every rule but the refusal of `mount`, in one program) on
+//! itself before it reports ready, and the tool's process adds [`Filters::tool`] (`mount`, which
+//! PID 1 still calls after ready, to bind the call's inputs read-only). Installing a program
+//! costs in proportion to its length, for every sandbox, and the kernel runs a new filter for
+//! every system call number to find those it always allows: [`Filters::sandbox`] is laid out by
+//! hand ([`compact`]), a binary search that allows the calls no rule names in a few
+//! instructions, and a short block for each call a rule names. A gVisor guest installs both in
+//! the tool's process.
 
 use std::collections::BTreeMap;
 
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
+use seccompiler::BpfProgram;
 
 /// System calls refused outright.
 const DENIED: &[libc::c_long] = &[
@@ -91,116 +89,109 @@ const CLONE_NS_FLAGS: &[libc::c_int] = &[
 ];
 
 /// The address families of `socket`: everything else is `EAFNOSUPPORT`.
-pub(super) const SOCKET_FAMILIES: &[libc::c_int] = &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6];
+pub(super) const SOCKET_FAMILIES: &[u32] = &[
+    libc::AF_UNIX as u32,
+    libc::AF_INET as u32,
+    libc::AF_INET6 as u32,
+];
 /// The address families of `socketpair` (only Unix sockets come in pairs).
-pub(super) const SOCKETPAIR_FAMILIES: &[libc::c_int] = &[libc::AF_UNIX];
+pub(super) const SOCKETPAIR_FAMILIES: &[u32] = &[libc::AF_UNIX as u32];
+/// The socket types refused (`EPERM`) whatever the family: raw sockets, and the obsolete
+/// packet socket type `SOCK_PACKET` (10).
+const REFUSED_SOCKET_TYPES: &[u32] = &[libc::SOCK_RAW as u32, 10];
+/// The bits of `socket`'s type argument that hold the type (the others are flags).
+const SOCKET_TYPE_MASK: u32 = 0xf;
 
 /// The x32 ABI's bit in x86_64 system call numbers.
 pub(super) const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
-/// The rules, as data: each map is one filter (system call → rules; a call matching any of its
-/// rules, or listed with no rules, gets the filter's action).
+/// When a rule refuses a call, judged on the low 32 bits of its arguments (as the seccompiler
+/// conditions the tests' `spec::programs` makes of it, `SeccompCmpArgLen::Dword`, are).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum When {
+    /// Every call.
+    Always,
+    /// When argument `arg` has any bit of `mask` set.
+    AnyBit { arg: u8, mask: u32 },
+    /// When argument `arg`, masked with `mask`, is one of `values` (masked too).
+    MaskedIn {
+        arg: u8,
+        mask: u32,
+        values: &'static [u32],
+    },
+    /// When argument `arg` is none of `values`.
+    NoneOf { arg: u8, values: &'static [u32] },
+}
+
+/// The rules, as data: each map is one filter (system call → when it is refused), refusing
+/// with its own errno.
 pub(super) struct Rules {
     /// Refused with `EPERM`.
-    pub(super) denied: BTreeMap<i64, Vec<SeccompRule>>,
+    pub(super) denied: BTreeMap<i64, When>,
     /// Refused with `EAFNOSUPPORT`: sockets of a family not allowed.
-    pub(super) families: BTreeMap<i64, Vec<SeccompRule>>,
+    pub(super) families: BTreeMap<i64, When>,
     /// Refused with `ENOSYS`.
-    pub(super) absent: BTreeMap<i64, Vec<SeccompRule>>,
+    pub(super) absent: BTreeMap<i64, When>,
 }
 
-fn arch() -> Result<TargetArch, String> {
-    TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|e| format!("seccomp: unsupported architecture: {e}"))
-}
-
-fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
-        .map_err(|e| format!("seccomp condition: {e}"))
-}
-
-fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
-    SeccompRule::new(conditions).map_err(|e| format!("seccomp rule: {e}"))
-}
-
-/// One rule matching a first argument that is none of `allowed`.
-fn none_of(allowed: &[libc::c_int]) -> Result<SeccompRule, String> {
-    rule(
-        allowed
-            .iter()
-            .map(|&f| condition(0, SeccompCmpOp::Ne, f as u64))
-            .collect::<Result<_, _>>()?,
-    )
+/// The OR of `flags`.
+const fn any_of(flags: &[libc::c_int]) -> u32 {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < flags.len() {
+        mask |= flags[i] as u32;
+        i += 1;
+    }
+    mask
 }
 
 /// The rules of the tool's filters.
-pub(super) fn rules() -> Result<Rules, String> {
-    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for &nr in DENIED {
-        denied.insert(nr, Vec::new());
-    }
-    let sock_type_mask = 0xf;
+pub(super) fn rules() -> Rules {
+    let mut denied: BTreeMap<i64, When> = DENIED.iter().map(|&nr| (nr, When::Always)).collect();
     denied.insert(
         libc::SYS_socket,
-        vec![
-            rule(vec![condition(
-                1,
-                SeccompCmpOp::MaskedEq(sock_type_mask),
-                libc::SOCK_RAW as u64,
-            )?])?,
-            // SOCK_PACKET (10), the obsolete packet socket type.
-            rule(vec![condition(
-                1,
-                SeccompCmpOp::MaskedEq(sock_type_mask),
-                10,
-            )?])?,
-        ],
+        When::MaskedIn {
+            arg: 1,
+            mask: SOCKET_TYPE_MASK,
+            values: REFUSED_SOCKET_TYPES,
+        },
     );
     denied.insert(
         libc::SYS_clone,
-        CLONE_NS_FLAGS
-            .iter()
-            .map(|&f| {
-                rule(vec![condition(
-                    0,
-                    SeccompCmpOp::MaskedEq(f as u64),
-                    f as u64,
-                )?])
-            })
-            .collect::<Result<_, _>>()?,
+        When::AnyBit {
+            arg: 0,
+            mask: any_of(CLONE_NS_FLAGS),
+        },
     );
     let families = BTreeMap::from([
-        (libc::SYS_socket, vec![none_of(SOCKET_FAMILIES)?]),
-        (libc::SYS_socketpair, vec![none_of(SOCKETPAIR_FAMILIES)?]),
+        (
+            libc::SYS_socket,
+            When::NoneOf {
+                arg: 0,
+                values: SOCKET_FAMILIES,
+            },
+        ),
+        (
+            libc::SYS_socketpair,
+            When::NoneOf {
+                arg: 0,
+                values: SOCKETPAIR_FAMILIES,
+            },
+        ),
     ]);
-    let absent = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
-    Ok(Rules {
+    let absent = BTreeMap::from([(libc::SYS_clone3, When::Always)]);
+    Rules {
         denied,
         families,
         absent,
-    })
-}
-
-fn filter(
-    rules: BTreeMap<i64, Vec<SeccompRule>>,
-    errno: i32,
-    arch: TargetArch,
-) -> Result<BpfProgram, String> {
-    let f = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(errno as u32),
-        arch,
-    )
-    .map_err(|e| format!("seccomp filter: {e}"))?;
-    BpfProgram::try_from(f).map_err(|e| format!("seccomp compile: {e}"))
+    }
 }
 
 /// The two programs installed (see the [module](self)).
 #[derive(Debug)]
 pub(super) struct Filters {
-    /// Every rule but the refusal of `mount`, chained into one program behind a fast path:
-    /// PID 1's, before ready.
+    /// Every rule but the refusal of `mount`, in one program ([`compact`]): PID 1's, before
+    /// ready.
     pub(super) sandbox: BpfProgram,
     /// The refusal of `mount`: the tool's process's.
     pub(super) tool: BpfProgram,
@@ -215,23 +206,36 @@ pub(super) fn compiled() -> Result<&'static Filters, String> {
     FILTERS.get_or_init(compile).as_ref().map_err(Clone::clone)
 }
 
-/// The [`programs`] as the two [`Filters`], which installed together answer as they do.
+/// The rules as the two [`Filters`], which installed together answer as the filter as
+/// specified (the tests' `spec::programs`) does.
 pub(super) fn compile() -> Result<Filters, String> {
-    let mut rules = rules()?;
+    let mut rules = rules();
     rules.denied.remove(&libc::SYS_mount);
-    let ruled = rules.numbers();
     Ok(Filters {
-        sandbox: with_fast_path(&ruled, chain(programs_of(rules)?)?)?,
+        sandbox: compact(&rules)?,
         tool: refuse_one(libc::SYS_mount as u32, libc::EPERM),
     })
 }
 
 impl Rules {
+    /// The maps with their errno, in the order their filters are installed one by one. Among
+    /// errno answers the kernel takes the last one's, so the family filter comes after the
+    /// `EPERM` one: a packet socket of `SOCK_RAW` type is `EAFNOSUPPORT`, as on a kernel
+    /// without `AF_PACKET`.
+    fn in_order(&self) -> [(&BTreeMap<i64, When>, i32); 3] {
+        [
+            (&self.denied, libc::EPERM),
+            (&self.absent, libc::ENOSYS),
+            (&self.families, libc::EAFNOSUPPORT),
+        ]
+    }
+
     /// Every system call number some rule names, in order.
     fn numbers(&self) -> Vec<u32> {
-        let mut numbers: Vec<u32> = [&self.denied, &self.families, &self.absent]
+        let mut numbers: Vec<u32> = self
+            .in_order()
             .into_iter()
-            .flat_map(|rules| rules.keys())
+            .flat_map(|(rules, _)| rules.keys())
             .filter_map(|&nr| u32::try_from(nr).ok())
             .collect();
         numbers.sort_unstable();
@@ -240,65 +244,140 @@ impl Rules {
     }
 }
 
-/// `program` behind a fast path that allows, after a binary search of `ruled` (a few
-/// comparisons), every native system call whose number is not in `ruled` and has no x32 bit;
-/// the others go on to `program`. Sound only when `program` allows every such call whatever
-/// its arguments, as the chained [`programs`] do for the numbers their rules name.
+/// `rules` as one program answering as their programs installed one by one would (the tests'
+/// `spec::programs_of`). After the architecture, a number with the x32 bit is refused
+/// (`EPERM`), and
+/// a binary search of the numbers the rules name (a few comparisons) allows every other call.
+/// Each number named has a block of its own: the rules naming it, newest filter first, each
+/// refusing if it holds; then `RET ALLOW`.
 ///
-/// When a filter is installed the kernel runs it, for every system call number, to find the
-/// calls it always allows (which then skip it): with the fast path that costs a few
-/// instructions per number instead of a walk through every rule, and that run happens while
-/// the kernel holds the process's signal lock.
+/// Installing a program costs in proportion to its length (the kernel checks it, translates it
+/// and compiles it to machine code, for every sandbox), and the kernel runs a new filter for
+/// every system call number, to find those it always allows, while it holds the process's
+/// signal lock: so few instructions, and few run per number.
 ///
 /// # Errors
-/// When a jump of the search would be longer than classic BPF's 255 instructions.
-fn with_fast_path(ruled: &[u32], program: BpfProgram) -> Result<BpfProgram, String> {
+/// When a jump would be longer than classic BPF's 255 instructions, or a rule compares with no
+/// value.
+fn compact(rules: &Rules) -> Result<BpfProgram, String> {
     use bpf::{op, JGE_K, RET_K};
+    let numbers = rules.numbers();
     let mut ops: Vec<Jump> = bpf::native_number().into_iter().map(Jump::op).collect();
     ops.push(Jump {
         code: JGE_K,
-        jt: To::Full,
+        jt: To::X32,
         jf: To::Next,
         k: X32_SYSCALL_BIT,
     });
-    search(ruled, &mut ops);
+    search(&numbers, 0, &mut ops);
     let allow = ops.len();
-    let mut out = Vec::with_capacity(allow + 1 + program.len());
+    let x32 = allow + 1;
+    let blocks = numbers
+        .iter()
+        .map(|&nr| block(rules, nr))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut starts = Vec::with_capacity(blocks.len());
+    let mut at = x32 + 1;
+    for b in &blocks {
+        starts.push(at);
+        at += b.len();
+    }
+    let mut out = Vec::with_capacity(at);
     for (at, jump) in ops.into_iter().enumerate() {
         let offset = |to: To| -> Result<u8, String> {
             let target = match to {
                 To::Next => at + 1,
                 To::Skip(n) => at + 1 + usize::from(n),
                 To::Allow => allow,
-                To::Full => allow + 1,
+                To::X32 => x32,
+                To::Block(i) => starts[i],
                 To::At(target) => target,
             };
             u8::try_from(target - at - 1)
-                .map_err(|_| format!("seccomp: a fast-path jump of {} instructions", target - at))
+                .map_err(|_| format!("seccomp: a jump of {} instructions", target - at))
         };
         out.push(op(jump.code, offset(jump.jt)?, offset(jump.jf)?, jump.k));
     }
     out.push(op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
-    out.extend(program);
+    out.push(op(RET_K, 0, 0, bpf::errno(libc::EPERM)));
+    out.extend(blocks.into_iter().flatten());
     Ok(out)
 }
 
-/// Where a jump of the fast path goes.
+/// The block of system call `nr` in [`compact`]'s program: the rules naming it, newest filter
+/// first, each returning its errno if it holds; `RET ALLOW` if none does.
+///
+/// # Errors
+/// A rule comparing with no value (which holds for no call, and which seccompiler cannot say).
+fn block(rules: &Rules, nr: u32) -> Result<BpfProgram, String> {
+    use bpf::{load_arg, op, AND_K, JEQ_K, JSET_K, RET_K};
+    let mut out = Vec::new();
+    for (map, errno) in rules.in_order().into_iter().rev() {
+        let Some(&when) = map.get(&i64::from(nr)) else {
+            continue;
+        };
+        let refuse = op(RET_K, 0, 0, bpf::errno(errno));
+        match when {
+            When::Always => {
+                out.push(refuse);
+                return Ok(out);
+            }
+            When::AnyBit { arg, mask } => {
+                out.extend([load_arg(arg), op(JSET_K, 0, 1, mask), refuse]);
+            }
+            // seccompiler takes a call listed without rules for one always refused.
+            When::MaskedIn { values: [], .. } => {
+                return Err(format!(
+                    "seccomp: the rule of system call {nr} compares with no value"
+                ))
+            }
+            When::MaskedIn { arg, mask, values } => {
+                out.extend([load_arg(arg), op(AND_K, 0, 0, mask)]);
+                let n = values.len();
+                for (i, &v) in values.iter().enumerate() {
+                    // Equal: on to the refusal after the last comparison; the last one
+                    // unequal: over it.
+                    let to_refusal = u8::try_from(n - 1 - i).unwrap_or(u8::MAX);
+                    let last = u8::from(i + 1 == n);
+                    // Masked as seccompiler masks it.
+                    out.push(op(JEQ_K, to_refusal, last, v & mask));
+                }
+                out.push(refuse);
+            }
+            When::NoneOf { arg, values } => {
+                out.push(load_arg(arg));
+                let n = values.len();
+                for (i, &v) in values.iter().enumerate() {
+                    // Equal: over the refusal.
+                    let past_refusal = u8::try_from(n - i).unwrap_or(u8::MAX);
+                    out.push(op(JEQ_K, past_refusal, 0, v));
+                }
+                out.push(refuse);
+            }
+        }
+    }
+    out.push(op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
+    Ok(out)
+}
+
+/// Where a jump of [`compact`]'s search goes.
 #[derive(Debug, Clone, Copy)]
 enum To {
     /// The next instruction.
     Next,
     /// This many instructions after the next one.
     Skip(u8),
-    /// The fast path's `RET ALLOW`.
+    /// The search's `RET ALLOW`.
     Allow,
-    /// The full program.
-    Full,
+    /// The refusal of an x32 number.
+    X32,
+    /// The block of the `n`th number named.
+    Block(usize),
     /// The instruction at this index.
     At(usize),
 }
 
-/// An instruction of the fast path, its jumps not laid out yet.
+/// An instruction of the search, its jumps not laid out yet.
 #[derive(Debug, Clone, Copy)]
 struct Jump {
     code: u16,
@@ -319,9 +398,9 @@ impl Jump {
     }
 }
 
-/// A binary search of the sorted `numbers` for the number loaded: found → [`To::Full`], not
-/// found → [`To::Allow`].
-fn search(numbers: &[u32], ops: &mut Vec<Jump>) {
+/// A binary search of the sorted `numbers` (from the `first`th number named on) for the number
+/// loaded: found → its [`To::Block`], not found → [`To::Allow`].
+fn search(numbers: &[u32], first: usize, ops: &mut Vec<Jump>) {
     use bpf::{JEQ_K, JGE_K};
     if numbers.len() <= 3 {
         if numbers.is_empty() {
@@ -336,7 +415,7 @@ fn search(numbers: &[u32], ops: &mut Vec<Jump>) {
             let last = i + 1 == numbers.len();
             ops.push(Jump {
                 code: JEQ_K,
-                jt: To::Full,
+                jt: To::Block(first + i),
                 jf: if last { To::Allow } else { To::Next },
                 k: nr,
             });
@@ -351,84 +430,9 @@ fn search(numbers: &[u32], ops: &mut Vec<Jump>) {
         jf: To::Next,
         k: numbers[mid],
     });
-    search(&numbers[..mid], ops);
+    search(&numbers[..mid], first, ops);
     ops[split].jt = To::At(ops.len());
-    search(&numbers[mid..], ops);
-}
-
-/// The programs in `installed` order as one program answering as the kernel would for them
-/// installed one after another: it runs them newest first, and the first answer other than
-/// `SECCOMP_RET_ALLOW` is the verdict. (The kernel takes the strictest action of all, and among
-/// equal actions the newest filter's; the only action stricter than an errno these programs
-/// give is the kill for a foreign architecture, which each gives first.) Each program's
-/// `RET ALLOW`, but the last one's, becomes a jump to the next program's first instruction.
-///
-/// # Errors
-/// When the chained program is longer than the kernel takes (`BPF_MAXINSNS`).
-pub(super) fn chain(installed: Vec<BpfProgram>) -> Result<BpfProgram, String> {
-    use seccompiler::sock_filter;
-    /// The longest program the kernel loads.
-    const MAX_INSNS: usize = 4096;
-    let count = installed.len();
-    let mut out: Vec<sock_filter> = Vec::new();
-    for (n, program) in installed.into_iter().rev().enumerate() {
-        let last = n + 1 == count;
-        let len = program.len();
-        for (at, mut op) in program.into_iter().enumerate() {
-            if !last && op.code == bpf::RET_K && op.k == libc::SECCOMP_RET_ALLOW {
-                op = sock_filter {
-                    code: bpf::JA,
-                    jt: 0,
-                    jf: 0,
-                    // From the instruction after this one to the end of this program.
-                    k: u32::try_from(len - at - 1).unwrap_or(u32::MAX),
-                };
-            }
-            out.push(op);
-        }
-    }
-    if out.len() > MAX_INSNS {
-        return Err(format!(
-            "seccomp: the chained filter has {} instructions, more than the kernel's {MAX_INSNS}",
-            out.len()
-        ));
-    }
-    Ok(out)
-}
-
-/// The filter as specified: one program per action, in the order they would be installed one
-/// by one. The kernel runs every filter and takes the strictest action; among errno answers,
-/// the one of the filter installed last — so the family filter comes after the `EPERM` one,
-/// and a packet socket of `SOCK_RAW` type is `EAFNOSUPPORT`, as on a kernel without
-/// `AF_PACKET`. The tests hold the installed [`Filters`] to it.
-#[cfg(test)]
-pub(super) fn programs() -> Result<Vec<BpfProgram>, String> {
-    programs_of(rules()?)
-}
-
-/// The programs of `rules`, in the order of [`programs`].
-fn programs_of(rules: Rules) -> Result<Vec<BpfProgram>, String> {
-    let arch = arch()?;
-    let Rules {
-        denied,
-        families,
-        absent,
-    } = rules;
-    let mut programs = vec![
-        filter(denied, libc::EPERM, arch)?,
-        filter(absent, libc::ENOSYS, arch)?,
-        filter(families, libc::EAFNOSUPPORT, arch)?,
-    ];
-    if cfg!(target_arch = "x86_64") {
-        programs.push(x32_guard());
-    }
-    Ok(programs)
-}
-
-/// A program refusing (`EPERM`) every system call whose number carries the x32 bit; others
-/// pass (an architecture other than x86_64 is killed, as by the other filters).
-pub(super) fn x32_guard() -> BpfProgram {
-    refuse_numbers(bpf::JGE_K, X32_SYSCALL_BIT, libc::EPERM)
+    search(&numbers[mid..], first + mid, ops);
 }
 
 /// A program refusing the system call `nr` with `errno`; others pass (an architecture other
@@ -460,8 +464,10 @@ mod bpf {
     pub(super) const JEQ_K: u16 = 0x15;
     /// `BPF_JMP | BPF_JGE | BPF_K`.
     pub(super) const JGE_K: u16 = 0x35;
-    /// `BPF_JMP | BPF_JA`.
-    pub(super) const JA: u16 = 0x05;
+    /// `BPF_JMP | BPF_JSET | BPF_K`.
+    pub(super) const JSET_K: u16 = 0x45;
+    /// `BPF_ALU | BPF_AND | BPF_K`.
+    pub(super) const AND_K: u16 = 0x54;
     /// `BPF_RET | BPF_K`.
     pub(super) const RET_K: u16 = 0x06;
     /// Where `struct seccomp_data` has `int nr`.
@@ -482,6 +488,14 @@ mod bpf {
         ]
     }
 
+    /// Loads the low 32 bits of system call argument `arg` (`seccomp_data.args[arg]`).
+    pub(super) fn load_arg(arg: u8) -> sock_filter {
+        /// Where `struct seccomp_data` has `__u64 args[6]`.
+        const ARGS: u32 = 16;
+        let low = if cfg!(target_endian = "big") { 4 } else { 0 };
+        op(LD_W_ABS, 0, 0, ARGS + 8 * u32::from(arg) + low)
+    }
+
     /// One instruction.
     pub(super) fn op(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
         sock_filter { code, jt, jf, k }
@@ -498,8 +512,121 @@ pub(super) fn apply(filter: &BpfProgram) -> Result<(), String> {
     seccompiler::apply_filter(filter).map_err(|e| format!("seccomp: {e}"))
 }
 
+/// The filter as specified, made by seccompiler from the same [`Rules`]: the tests' measure of
+/// what [`compile`] lays out by hand.
+#[cfg(test)]
+mod spec {
+    use std::collections::BTreeMap;
+
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+
+    use super::{bpf, refuse_numbers, rules, Rules, When, X32_SYSCALL_BIT};
+
+    fn arch() -> Result<TargetArch, String> {
+        TargetArch::try_from(std::env::consts::ARCH)
+            .map_err(|e| format!("seccomp: unsupported architecture: {e}"))
+    }
+
+    fn condition(arg: u8, op: SeccompCmpOp, value: u32) -> Result<SeccompCondition, String> {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, u64::from(value))
+            .map_err(|e| format!("seccomp condition: {e}"))
+    }
+
+    fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+        SeccompRule::new(conditions).map_err(|e| format!("seccomp rule: {e}"))
+    }
+
+    impl When {
+        /// The seccompiler rules of a call refused when this holds (any one of them matching; none
+        /// at all, always).
+        fn seccompiler(self) -> Result<Vec<SeccompRule>, String> {
+            match self {
+                When::Always => Ok(Vec::new()),
+                When::AnyBit { arg, mask } => (0..32)
+                    .map(|b| 1u32 << b)
+                    .filter(|bit| mask & bit != 0)
+                    .map(|bit| {
+                        rule(vec![condition(
+                            arg,
+                            SeccompCmpOp::MaskedEq(bit.into()),
+                            bit,
+                        )?])
+                    })
+                    .collect(),
+                When::MaskedIn { arg, mask, values } => values
+                    .iter()
+                    .map(|&v| {
+                        rule(vec![condition(
+                            arg,
+                            SeccompCmpOp::MaskedEq(mask.into()),
+                            v,
+                        )?])
+                    })
+                    .collect(),
+                When::NoneOf { arg, values } => Ok(vec![rule(
+                    values
+                        .iter()
+                        .map(|&v| condition(arg, SeccompCmpOp::Ne, v))
+                        .collect::<Result<_, _>>()?,
+                )?]),
+            }
+        }
+    }
+
+    fn filter(
+        rules: &BTreeMap<i64, When>,
+        errno: i32,
+        arch: TargetArch,
+    ) -> Result<BpfProgram, String> {
+        let rules = rules
+            .iter()
+            .map(|(&nr, when)| Ok((nr, when.seccompiler()?)))
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
+        let f = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(|e| format!("seccomp filter: {e}"))?;
+        BpfProgram::try_from(f).map_err(|e| format!("seccomp compile: {e}"))
+    }
+
+    /// The filter as specified: one program per action, in the order they would be installed one
+    /// by one ([`Rules::in_order`]), made by seccompiler. The kernel runs every filter and takes
+    /// the strictest action; among errno answers, the one of the filter installed last. The tests
+    /// hold the installed [`Filters`] to it.
+    pub(super) fn programs() -> Result<Vec<BpfProgram>, String> {
+        programs_of(&rules())
+    }
+
+    /// The programs of `rules`, in the order of [`programs`].
+    pub(super) fn programs_of(rules: &Rules) -> Result<Vec<BpfProgram>, String> {
+        let arch = arch()?;
+        let mut programs = rules
+            .in_order()
+            .into_iter()
+            .map(|(map, errno)| filter(map, errno, arch))
+            .collect::<Result<Vec<_>, _>>()?;
+        if cfg!(target_arch = "x86_64") {
+            programs.push(x32_guard());
+        }
+        Ok(programs)
+    }
+
+    /// A program refusing (`EPERM`) every system call whose number carries the x32 bit; others
+    /// pass (an architecture other than x86_64 is killed, as by the other filters).
+    pub(super) fn x32_guard() -> BpfProgram {
+        refuse_numbers(bpf::JGE_K, X32_SYSCALL_BIT, libc::EPERM)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::spec::{programs, programs_of};
     use super::*;
 
     /// What the kernel answers, as the filters decide it.
@@ -536,10 +663,11 @@ mod tests {
                 }
                 0x54 => acc &= i.k,
                 0x05 => pc += i.k as usize,
-                0x15 | 0x25 | 0x35 => {
+                0x15 | 0x25 | 0x35 | 0x45 => {
                     let taken = match i.code {
                         0x15 => acc == i.k,
                         0x25 => acc > i.k,
+                        0x45 => acc & i.k != 0,
                         _ => acc >= i.k,
                     };
                     pc += usize::from(if taken { i.jt } else { i.jf });
@@ -592,12 +720,13 @@ mod tests {
             "the tool's own program is short: {}",
             installed[1].len()
         );
-        let mut firsts: Vec<u64> = vec![0, 1, 2, 3, u64::MAX];
+        let mut firsts: Vec<u64> = vec![0, 1, 2, 3, u64::MAX, 0xffff_ffff_0000_0001];
         firsts.extend(
             SOCKET_FAMILIES
                 .iter()
-                .chain(CLONE_NS_FLAGS)
-                .flat_map(|&f| [f as u64, (f | libc::SIGCHLD) as u64]),
+                .map(|&f| f as libc::c_int)
+                .chain(CLONE_NS_FLAGS.iter().copied())
+                .flat_map(|f| [f as u64, (f | libc::SIGCHLD) as u64]),
         );
         firsts.extend([libc::AF_PACKET, libc::AF_NETLINK, libc::AF_VSOCK].map(|f| f as u64));
         let seconds = [
@@ -640,8 +769,18 @@ mod tests {
     #[test]
     fn a_call_no_rule_names_is_allowed_in_a_few_instructions() {
         let Filters { sandbox, .. } = compile().expect("the filters compile");
+        let spec: usize = programs()
+            .expect("the programs compile")
+            .iter()
+            .map(Vec::len)
+            .sum();
+        assert!(
+            sandbox.len() <= 200 && sandbox.len() * 2 < spec,
+            "{} instructions installed, {spec} as specified",
+            sandbox.len()
+        );
         let ruled = {
-            let mut rules = rules().expect("rules");
+            let mut rules = rules();
             rules.denied.remove(&libc::SYS_mount);
             rules.numbers()
         };
@@ -654,18 +793,19 @@ mod tests {
         }
         assert!(
             longest <= 12,
-            "the longest fast path took {longest} instructions"
+            "the longest search took {longest} instructions"
         );
-        // A ruled call goes on to the rules.
-        let (_, steps) = run_counted(&sandbox, AUDIT_ARCH_X86_64, libc::SYS_socket as u32, [0; 6]);
-        assert!(steps > longest, "{steps}");
+        // A call a rule names goes on to its block, which is short too.
+        for nr in ruled {
+            let (_, steps) = run_counted(&sandbox, AUDIT_ARCH_X86_64, nr, [0; 6]);
+            assert!(steps <= longest + 8, "{nr}: {steps}");
+        }
     }
 
     #[test]
-    fn the_fast_path_is_exact_for_any_set_of_numbers() {
-        // Behind the fast path, a program refusing everything: what it refuses is exactly
-        // what the search sends on.
-        let refuse_all = vec![bpf::op(bpf::RET_K, 0, 0, bpf::errno(libc::EPERM))];
+    fn the_search_is_exact_for_any_set_of_numbers() {
+        // Each number of the set refused outright: what is refused is exactly the set (and
+        // every x32 number).
         for set in [
             vec![],
             vec![5],
@@ -673,7 +813,15 @@ mod tests {
             vec![3, 9, 10],
             (0..40).map(|n| n * 7).collect(),
         ] {
-            let program = with_fast_path(&set, refuse_all.clone()).expect("laid out");
+            let rules = Rules {
+                denied: set
+                    .iter()
+                    .map(|&nr| (i64::from(nr), When::Always))
+                    .collect(),
+                families: BTreeMap::new(),
+                absent: BTreeMap::new(),
+            };
+            let program = compact(&rules).expect("laid out");
             for nr in (0..300).chain([X32_SYSCALL_BIT, X32_SYSCALL_BIT + 5, u32::MAX]) {
                 let refused = set.contains(&nr) || nr >= X32_SYSCALL_BIT;
                 let expected = if refused {
@@ -689,17 +837,87 @@ mod tests {
                 Verdict::Kill
             );
         }
-        let too_many: Vec<u32> = (0..400).collect();
-        let err = with_fast_path(&too_many, refuse_all).expect_err("jumps too long");
-        assert!(err.contains("fast-path jump"), "{err}");
+        let too_many = Rules {
+            denied: (0..400).map(|nr| (nr, When::Always)).collect(),
+            families: BTreeMap::new(),
+            absent: BTreeMap::new(),
+        };
+        let err = compact(&too_many).expect_err("jumps too long");
+        assert!(err.contains("a jump of"), "{err}");
     }
 
     #[test]
-    fn a_chain_longer_than_the_kernel_takes_is_refused() {
-        let program = x32_guard();
-        let copies = 4096 / program.len() + 1;
-        let err = chain(vec![program; copies]).expect_err("too long");
-        assert!(err.contains("4096"), "{err}");
+    fn each_kind_of_rule_answers_as_seccompiler_does_for_it() {
+        // One number per kind of rule, several of them naming one number, against the same
+        // rules as seccompiler makes them, installed one by one.
+        const VALUES: &[u32] = &[3, 10, 0xffff_ffff];
+        let rules = Rules {
+            denied: BTreeMap::from([
+                (
+                    1,
+                    When::AnyBit {
+                        arg: 2,
+                        mask: 0x8001_0100,
+                    },
+                ),
+                (
+                    2,
+                    When::MaskedIn {
+                        arg: 1,
+                        mask: 0xf0f,
+                        values: VALUES,
+                    },
+                ),
+                (
+                    3,
+                    When::NoneOf {
+                        arg: 0,
+                        values: VALUES,
+                    },
+                ),
+                (4, When::Always),
+            ]),
+            families: BTreeMap::from([(
+                2,
+                When::NoneOf {
+                    arg: 0,
+                    values: &[7],
+                },
+            )]),
+            absent: BTreeMap::from([(4, When::Always), (3, When::AnyBit { arg: 5, mask: 1 })]),
+        };
+        let installed = compact(&rules).expect("laid out");
+        let programs = programs_of(&rules).expect("the programs compile");
+        let values: Vec<u64> = [0u64, 1, 3, 7, 10, 0x100, 0x103, 0xf03, 0x8000_0000]
+            .into_iter()
+            .chain([0xffff_ffff, 0x1_0000_0003, u64::MAX])
+            .collect();
+        for nr in 0..8 {
+            for &a in &values {
+                for &b in &values {
+                    for args in [[a, b, 0, 0, 0, 0], [a, 0, b, 0, 0, 0], [a, 0, 0, 0, 0, b]] {
+                        let expected = combined(&programs, AUDIT_ARCH_X86_64, nr, args);
+                        let got = decode(run(&installed, AUDIT_ARCH_X86_64, nr as u32, args));
+                        assert_eq!(got, expected, "system call {nr} with {args:?}");
+                    }
+                }
+            }
+        }
+        // A comparison with no value, which seccompiler would take for a rule always holding.
+        let mut empty = rules;
+        empty.denied.insert(
+            5,
+            When::MaskedIn {
+                arg: 0,
+                mask: 0xff,
+                values: &[],
+            },
+        );
+        let err = compact(&empty).expect_err("no value to compare with");
+        assert!(
+            err.contains("system call 5 compares with no value"),
+            "{err}"
+        );
     }
 
     fn socket(family: i32, ty: i32) -> Verdict {
@@ -717,7 +935,7 @@ mod tests {
             );
         }
         for f in (0..=255).chain([0x1_0001, -1]) {
-            if SOCKET_FAMILIES.contains(&f) {
+            if SOCKET_FAMILIES.contains(&(f as u32)) {
                 continue;
             }
             assert_eq!(
