@@ -152,6 +152,14 @@ fn server() -> i32 {
         Ok(fd) => fd,
         Err(_) => return 70,
     };
+    // No fast bins: a PID 1's first large allocation would otherwise consolidate the fast-bin
+    // chunks the zygote left in its heap, writing to pages it shares with the zygote (a
+    // copy-on-write fault each). The zygote's allocations are few; its PIDs 1 inherit this.
+    // SAFETY: a plain setting of the allocator, made before any other thread exists.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_MXFAST, 0)
+    };
     let zygote = start::Zygote { requests, netns };
     // SAFETY: setting a signal disposition to SIG_IGN installs no handler code.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
