@@ -1,5 +1,6 @@
-//! One job in a provisioned sandbox, whatever its tier: the job's message, its stdin fed, stdout bounded (an overflow kills the sandbox), stderr
-//! scrubbed and bounded, the status the sandbox's init reports, and the deadline.
+//! One job in a provisioned sandbox, whatever its tier: the job's message, its stdin fed, stdout
+//! bounded (an overflow kills the sandbox), stderr scrubbed and bounded, the status the
+//! sandbox's init reports, and the deadline.
 
 use std::pin::Pin;
 

@@ -18,18 +18,18 @@
 //!   `EPERM`: they share the x86_64 audit architecture, so rules keyed on x86_64 numbers would
 //!   not see them.
 //!
-//! [`rules`] builds the rules as data, and (in the tests) `spec::programs` makes seccompiler turn them
-//! into one program per action: the filter as specified. What is installed is [`Filters`], the
-//! same verdicts in two programs ([`compile`], done once per process by [`compiled`]: the
-//! zygote, before its first fork, so that no sandbox compiles them). A namespace sandbox's PID 1
-//! installs [`Filters::sandbox`] (every rule but the refusal of `mount`, in one program) on
-//! itself before it reports ready, and the tool's process adds [`Filters::tool`] (`mount`, which
-//! PID 1 still calls after ready, to bind the call's inputs read-only). Installing a program
-//! costs in proportion to its length, for every sandbox, and the kernel runs a new filter for
-//! every system call number to find those it always allows: [`Filters::sandbox`] is laid out by
-//! hand ([`compact`]), a binary search that allows the calls no rule names in a few
-//! instructions, and a short block for each call a rule names. A gVisor guest installs both in
-//! the tool's process.
+//! [`rules`] builds the rules as data, and (in the tests) `spec::programs` makes seccompiler
+//! turn them into one program per action: the filter as specified. What is installed is
+//! [`Filters`], the same verdicts in two programs ([`compile`], done once per process by
+//! [`compiled`]: the zygote, before its first fork, so that no sandbox compiles them). A
+//! namespace sandbox's PID 1 installs [`Filters::sandbox`] (every rule but the refusal of
+//! `mount`, in one program) on itself before it reports ready, and the tool's process adds
+//! [`Filters::tool`] (`mount`, which PID 1 still calls after ready, to bind the call's inputs
+//! read-only). Installing a program costs in proportion to its length, for every sandbox, and
+//! the kernel runs a new filter for every system call number to find those it always allows:
+//! [`Filters::sandbox`] is laid out by hand ([`compact`]), a binary search that allows the calls
+//! no rule names in a few instructions, and a short block for each call a rule names. A gVisor
+//! guest installs both in the tool's process.
 
 use std::collections::BTreeMap;
 
@@ -246,10 +246,9 @@ impl Rules {
 
 /// `rules` as one program answering as their programs installed one by one would (the tests'
 /// `spec::programs_of`). After the architecture, a number with the x32 bit is refused
-/// (`EPERM`), and
-/// a binary search of the numbers the rules name (a few comparisons) allows every other call.
-/// Each number named has a block of its own: the rules naming it, newest filter first, each
-/// refusing if it holds; then `RET ALLOW`.
+/// (`EPERM`), and a binary search of the numbers the rules name (a few comparisons) allows every
+/// other call. Each number named has a block of its own: the rules naming it, newest filter
+/// first, each refusing if it holds; then `RET ALLOW`.
 ///
 /// Installing a program costs in proportion to its length (the kernel checks it, translates it
 /// and compiles it to machine code, for every sandbox), and the kernel runs a new filter for
