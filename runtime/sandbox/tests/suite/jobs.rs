@@ -1,7 +1,8 @@
 //! A job's start in a real sandbox (root): the tool's process is started and confined while
 //! the sandbox is built, so a job it cannot start — a working directory or a program missing
 //! from the root — is reported by name after the sandbox has long been ready, and a sandbox
-//! destroyed without a job leaves no process behind.
+//! destroyed without a job leaves no process behind. And the zygote's side of a start: a long
+//! provision, a zygote slow to read it, a `clone` the kernel refuses.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -252,4 +253,119 @@ async fn a_provision_waiting_for_the_zygote_blocks_no_thread_of_the_runtime() {
         ticked >= 10,
         "the runtime's thread ran {ticked} ticks of 10 ms in 500 ms"
     );
+}
+
+/// A pids cgroup of this test's own, holding one process at most; moved out of and removed on
+/// drop.
+struct PidsLimit {
+    dir: std::path::PathBuf,
+}
+
+impl PidsLimit {
+    /// Moves `pid` into a new pids cgroup that admits no other process.
+    fn hold(pid: u32) -> Self {
+        let root = std::path::Path::new("/sys/fs/cgroup/pids");
+        assert!(
+            root.join("cgroup.procs").exists(),
+            "this test needs the cgroup v1 pids controller at {}",
+            root.display()
+        );
+        let dir = root.join(format!("escepine-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).expect("a pids cgroup");
+        let limit = Self { dir };
+        std::fs::write(limit.dir.join("cgroup.procs"), pid.to_string()).expect("moved in");
+        limit.set_max("1");
+        limit
+    }
+
+    fn set_max(&self, max: &str) {
+        std::fs::write(self.dir.join("pids.max"), max).expect("pids.max");
+    }
+}
+
+impl Drop for PidsLimit {
+    fn drop(&mut self) {
+        let root = std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs");
+        if let Ok(procs) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
+            for pid in procs.lines() {
+                let _ = std::fs::write(root, pid);
+            }
+        }
+        // Processes of ended sandboxes may still be leaving it.
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// When the zygote's `clone` of a PID 1 fails (here its pids cgroup admits no other process),
+/// the provision fails with the kernel's reason, nothing of the sandbox is left, and the same
+/// zygote starts the next sandbox once it may.
+#[tokio::test]
+async fn a_clone_the_kernel_refuses_fails_that_sandbox_only() {
+    let _host = crate::HOST.lock().await;
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let backend = crate::backend(run_dir.path());
+    let before = zygotes();
+    let first = backend
+        .provision(Arc::new(spec()))
+        .await
+        .expect("provisioned");
+    backend.destroy(first).await;
+    let started: Vec<u32> = zygotes()
+        .into_iter()
+        .filter(|pid| !before.contains(pid))
+        .collect();
+    let [zygote] = started[..] else {
+        panic!("one zygote started by this backend: {started:?}");
+    };
+    let cgroups = escepine_testkit::sandbox_host::sandbox_cgroups_of(std::process::id()).len();
+
+    let limit = PidsLimit::hold(zygote);
+    let err = backend
+        .provision(Arc::new(spec()))
+        .await
+        .expect_err("no PID 1 can be made");
+    let message = err.to_string();
+    assert!(
+        message.contains("cannot create the sandbox's namespaces")
+            && message.contains("Resource temporarily unavailable"),
+        "{message}"
+    );
+    assert!(zygotes().contains(&zygote), "the zygote goes on");
+    let mut left = usize::MAX;
+    for _ in 0..100 {
+        left = escepine_testkit::sandbox_host::sandbox_cgroups_of(std::process::id()).len();
+        if left == cgroups {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(left, cgroups, "no cgroup of the failed sandbox is left");
+
+    limit.set_max("max");
+    let (status, facts, stderr) = escepine_testkit::python_probe::run(
+        &backend,
+        spec(),
+        job(
+            vec![
+                PYTHON.into(),
+                "-c".into(),
+                "import json, os; print(json.dumps({'pid': os.getpid()}))".into(),
+            ],
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
+    assert_eq!(facts["pid"], 2);
+    let started: Vec<u32> = zygotes()
+        .into_iter()
+        .filter(|pid| !before.contains(pid))
+        .collect();
+    assert_eq!(started, [zygote], "the same zygote started it");
+    drop(limit);
 }
