@@ -9,11 +9,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
 use crate::protocol::{FromInit, MAX_LINE};
+use crate::scm;
 use crate::SandboxError;
-
-/// Room for the descriptors of one message: one more than any message carries, so that a
-/// message carrying too many is seen as such.
-const FDS_ROOM: usize = 2;
 
 /// The host's end of one sandbox's control socket.
 #[derive(Debug)]
@@ -129,28 +126,12 @@ fn parse(line: &[u8]) -> Result<FromInit, SandboxError> {
         .map_err(|e| SandboxError::Protocol(format!("malformed message: {e}")))
 }
 
-/// One read of `socket` into `buf`, with the descriptors that came with it (close-on-exec).
+/// One read of `socket` into `buf`, with the descriptors that came with it ([`scm::recv`]).
 async fn recv_some(socket: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     loop {
         socket.readable().await?;
         let got = socket.try_io(tokio::io::Interest::READABLE, || {
-            let mut space =
-                [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS_ROOM))];
-            let mut ancillary = RecvAncillaryBuffer::new(&mut space);
-            let got = rustix::net::recvmsg(
-                socket,
-                &mut [io::IoSliceMut::new(buf)],
-                &mut ancillary,
-                RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
-            )?;
-            let mut fds = Vec::new();
-            for msg in ancillary.drain() {
-                if let RecvAncillaryMessage::ScmRights(received) = msg {
-                    fds.extend(received);
-                }
-            }
-            Ok((got.bytes, fds))
+            scm::recv(socket, &mut *buf, rustix::net::RecvFlags::DONTWAIT).map_err(io::Error::from)
         });
         match got {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -168,19 +149,8 @@ mod tests {
 
     /// Sends `bytes` on `socket` in one message, with `fds` attached.
     fn send(socket: &std::os::unix::net::UnixStream, bytes: &[u8], fds: &[BorrowedFd<'_>]) {
-        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
-        let mut ancillary = SendAncillaryBuffer::new(&mut space);
-        if !fds.is_empty() {
-            assert!(ancillary.push(SendAncillaryMessage::ScmRights(fds)));
-        }
-        let sent = rustix::net::sendmsg(
-            socket,
-            &[std::io::IoSlice::new(bytes)],
-            &mut ancillary,
-            SendFlags::empty(),
-        )
-        .expect("sendmsg");
+        let sent =
+            crate::scm::send(socket, bytes, fds, rustix::net::SendFlags::empty()).expect("sendmsg");
         assert_eq!(sent, bytes.len());
     }
 

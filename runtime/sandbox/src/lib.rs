@@ -103,6 +103,8 @@ pub mod root;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod run_dir;
 #[cfg(all(feature = "linux", target_os = "linux"))]
+mod scm;
+#[cfg(all(feature = "linux", target_os = "linux"))]
 mod slots;
 mod tool_image;
 

@@ -21,6 +21,7 @@ use super::job::{self, Running, Streams};
 use super::kept_images::KeptImages;
 use super::netns::NetnsPool;
 use super::protocol::{FromInit, Provision, PROXY_SOCKET};
+use super::scm;
 use super::slots::{SlotGuard, Slots};
 use super::SandboxError;
 use crate::BoxFuture;
@@ -414,18 +415,12 @@ impl Zygote {
 
     /// One request: a byte with the three descriptors attached.
     fn send(&self, fds: &[OwnedFd; 3]) -> Result<(), rustix::io::Errno> {
-        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
         let borrowed = [fds[0].as_fd(), fds[1].as_fd(), fds[2].as_fd()];
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-        let mut ancillary = SendAncillaryBuffer::new(&mut space);
-        if !ancillary.push(SendAncillaryMessage::ScmRights(&borrowed)) {
-            return Err(rustix::io::Errno::NOBUFS);
-        }
-        rustix::net::sendmsg(
+        scm::send(
             &self.requests,
-            &[std::io::IoSlice::new(b"s")],
-            &mut ancillary,
-            SendFlags::NOSIGNAL,
+            b"s",
+            &borrowed,
+            rustix::net::SendFlags::empty(),
         )
         .map(drop)
     }
@@ -439,24 +434,11 @@ fn send_with_fds<T: serde::Serialize>(
     msg: &T,
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> Result<Vec<u8>, SandboxError> {
-    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
     let mut line = serde_json::to_vec(msg)
         .map_err(|e| SandboxError::Protocol(format!("cannot encode a message: {e}")))?;
     line.push(b'\n');
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-    let mut ancillary = SendAncillaryBuffer::new(&mut space);
-    if !ancillary.push(SendAncillaryMessage::ScmRights(fds)) {
-        return Err(SandboxError::Protocol(
-            "no room for the provision's descriptors".into(),
-        ));
-    }
-    let sent = rustix::net::sendmsg(
-        socket,
-        &[std::io::IoSlice::new(&line)],
-        &mut ancillary,
-        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
-    )
-    .map_err(|e| SandboxError::io("sending the provision", e.into()))?;
+    let sent = scm::send(socket, &line, fds, rustix::net::SendFlags::DONTWAIT)
+        .map_err(|e| SandboxError::io("sending the provision", e.into()))?;
     Ok(line.split_off(sent))
 }
 

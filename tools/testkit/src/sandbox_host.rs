@@ -3,6 +3,7 @@
 //! cgroups a runtime's backends make.
 
 use escepine_sandbox::DEFAULT_UID_BASE;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The outside uids of sandboxes on the default base.
@@ -129,5 +130,40 @@ pub fn sandbox_cgroups_of(pid: u32) -> Vec<String> {
         .iter()
         .filter_map(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Live (not zombie) children of `parent`.
+pub fn children_of(parent: u32) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    for pid in host_pids() {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 1 && fields[0] != "Z" && fields[1].parse::<u32>().ok() == Some(parent) {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+/// Whether `pid` is a backend's zygote (`escepine-init --server`): it lives as long
+/// as its backend.
+pub fn is_zygote(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+        c.split(|b| *b == 0)
+            .any(|arg| arg == escepine_sandbox::init::SERVER_FLAG.as_bytes())
+    })
+}
+
+/// This process's live zygotes.
+pub fn zygotes() -> BTreeSet<u32> {
+    children_of(std::process::id())
+        .into_iter()
+        .filter(|p| is_zygote(*p))
         .collect()
 }

@@ -924,7 +924,6 @@ fn an_approval_leaves_nothing_of_its_sandbox_once_the_command_has_exited() {
 /// token.
 #[test]
 fn a_console_leaves_nothing_of_the_sandboxes_of_the_calls_it_approved_once_stopped() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let (records, policies) = lingering_tool(dir.path(), REVIEWED_LINGERING);
     let ledger = dir.path().join("ledger.db");
@@ -954,44 +953,21 @@ fn a_console_leaves_nothing_of_the_sandboxes_of_the_calls_it_approved_once_stopp
         &["console", "--listen", "127.0.0.1:0"],
     );
     cmd.arg("--tokens").arg(&tokens);
-    let mut console = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = console.id();
-    let mut lines = std::io::BufReader::new(console.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("the console exited before listening")
-            .unwrap();
-        if let Some(at) = line.find("console on ") {
-            break line[at + "console on ".len()..]
-                .trim()
-                .trim_end_matches('/')
-                .to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let mut console = crate::console::ConsoleProcess::start(cmd);
+    let agent = crate::console::agent();
     for id in &waiting {
-        let mut r = agent
-            .post(&format!("{base}/approvals/{id}/approve"))
-            .header("Authorization", "Bearer tok-bob-console-000001")
-            .send_form([("go", "approve")])
-            .unwrap();
-        let page = r.body_mut().read_to_string().unwrap_or_default();
-        assert_eq!(r.status().as_u16(), 200, "{page}");
+        let (status, page) = crate::console::body(
+            agent
+                .post(&console.url(&format!("/approvals/{id}/approve")))
+                .header("Authorization", "Bearer tok-bob-console-000001")
+                .send_form([("go", "approve")])
+                .unwrap(),
+        );
+        assert_eq!(status, 200, "{page}");
         assert!(page.contains("Approved"), "{page}");
     }
-    let target = i32::try_from(pid).expect("a pid");
-    // SAFETY: a signal to the console's own pid, which this test waits for below.
-    assert_eq!(unsafe { libc::kill(target, libc::SIGTERM) }, 0);
-    let status = console.wait().unwrap();
+    let pid = console.pid();
+    let status = console.terminate();
     assert!(status.success(), "{status:?}");
     nothing_left_of(pid);
 }

@@ -196,13 +196,14 @@ fn escepine(args: &[&str], paths: &[&Path]) -> Output {
 }
 
 /// A running console; killed on drop.
-struct ConsoleProcess {
+pub(super) struct ConsoleProcess {
     child: Child,
     base: String,
 }
 
 impl ConsoleProcess {
-    fn start(mut cmd: Command) -> Self {
+    /// Starts `cmd` (an `escepine console`) and waits until it listens.
+    pub(super) fn start(mut cmd: Command) -> Self {
         let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let mut seen = String::new();
@@ -223,8 +224,22 @@ impl ConsoleProcess {
         Self { child, base }
     }
 
-    fn url(&self, path: &str) -> String {
+    /// The console's URL of `path`.
+    pub(super) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// Its pid.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops it as an operator would (SIGTERM) and waits for its exit.
+    pub(super) fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = i32::try_from(self.child.id()).expect("a pid");
+        // SAFETY: a signal to the console's own pid, which is waited for below.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        self.child.wait().unwrap()
     }
 }
 
@@ -622,7 +637,8 @@ async fn assert_no_injection(b: &Client) {
 
 // ----- without a browser: what a browser would not send -----
 
-fn agent() -> ureq::Agent {
+/// An HTTP agent that follows no redirect and takes every status as an answer.
+pub(super) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .max_redirects(0)
         .http_status_as_error(false)
@@ -630,7 +646,8 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-fn body(mut r: ureq::http::Response<ureq::Body>) -> (u16, String) {
+/// A response's status and body.
+pub(super) fn body(mut r: ureq::http::Response<ureq::Body>) -> (u16, String) {
     let status = r.status().as_u16();
     (status, r.body_mut().read_to_string().unwrap_or_default())
 }

@@ -83,23 +83,10 @@ impl Control {
 /// (`SCM_RIGHTS`) if any: the zygote's messages about a sandbox it starts, short, on a socket
 /// nobody else has written to yet, so one `sendmsg` holds the line.
 pub(super) fn send_on(fd: &impl AsFd, msg: &FromInit, fds: &[BorrowedFd<'_>]) {
-    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    let Some(line) = line(msg) else {
-        return;
-    };
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut ancillary = SendAncillaryBuffer::new(&mut space);
-    if !fds.is_empty() && !ancillary.push(SendAncillaryMessage::ScmRights(fds)) {
-        // More than a message carries: the host hears of no descriptor, and refuses.
-        ancillary.clear();
+    if let Some(line) = line(msg) {
+        // The host may be gone; then nobody is listening.
+        let _ = crate::scm::send(fd, &line, fds, rustix::net::SendFlags::empty());
     }
-    // The host may be gone; then nobody is listening.
-    let _ = rustix::net::sendmsg(
-        fd,
-        &[std::io::IoSlice::new(&line)],
-        &mut ancillary,
-        SendFlags::NOSIGNAL,
-    );
 }
 
 /// `msg` as a line of the protocol.

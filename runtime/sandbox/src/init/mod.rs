@@ -191,28 +191,9 @@ fn server() -> i32 {
 
 /// The descriptors of the next request; `None` at end of stream.
 fn receive_fds(socket: &OwnedFd) -> Result<Option<Vec<OwnedFd>>, rustix::io::Errno> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut byte = [0u8; 16];
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
-    let got = loop {
-        match rustix::net::recvmsg(
-            socket,
-            &mut [std::io::IoSliceMut::new(&mut byte)],
-            &mut ancillary,
-            RecvFlags::CMSG_CLOEXEC,
-        ) {
-            Err(rustix::io::Errno::INTR) => continue,
-            other => break other?,
-        }
-    };
-    let mut fds = Vec::new();
-    for msg in ancillary.drain() {
-        if let RecvAncillaryMessage::ScmRights(received) = msg {
-            fds.extend(received);
-        }
-    }
-    if got.bytes == 0 && fds.is_empty() {
+    let (bytes, fds) = crate::scm::recv(socket, &mut byte, rustix::net::RecvFlags::empty())?;
+    if bytes == 0 && fds.is_empty() {
         return Ok(None);
     }
     Ok(Some(fds))

@@ -268,30 +268,19 @@ type Received = (Provision, OwnedFd, OwnedFd, Option<OwnedFd>);
 /// tool's stdin pipe, the root image and, when [`Provision::netns`] says so, a network
 /// namespace; `None` if the host closed the socket first.
 fn receive_provision(control: &OwnedFd) -> Result<Option<Received>, String> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
     let mut line: Vec<u8> = Vec::new();
     let mut fds: Vec<OwnedFd> = Vec::new();
     // One page: a provision is a few hundred bytes.
     let mut buf = [0u8; 4096];
     while !line.ends_with(b"\n") {
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
-        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
-        let got = rustix::net::recvmsg(
-            control,
-            &mut [std::io::IoSliceMut::new(&mut buf)],
-            &mut ancillary,
-            RecvFlags::CMSG_CLOEXEC,
-        )
-        .map_err(|e| format!("cannot read the control socket: {e}"))?;
-        for msg in ancillary.drain() {
-            if let RecvAncillaryMessage::ScmRights(received) = msg {
-                fds.extend(received);
-            }
-        }
-        if got.bytes == 0 {
+        let (bytes, received) =
+            crate::scm::recv(control, &mut buf, rustix::net::RecvFlags::empty())
+                .map_err(|e| format!("cannot read the control socket: {e}"))?;
+        fds.extend(received);
+        if bytes == 0 {
             return Ok(None);
         }
-        line.extend_from_slice(&buf[..got.bytes]);
+        line.extend_from_slice(&buf[..bytes]);
         if line.len() > MAX_LINE {
             return Err("the provision message is too long".into());
         }

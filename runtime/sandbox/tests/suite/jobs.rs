@@ -4,13 +4,14 @@
 //! destroyed without a job leaves no process behind. And the zygote's side of a start: a long
 //! provision, a zygote slow to read it, a `clone` the kernel refuses.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use escepine_sandbox::{JobStatus, LinuxBackend, SandboxBackend, SandboxError, SandboxSpec};
 
 use escepine_testkit::python_probe::{job, PYTHON};
-use escepine_testkit::sandbox_host::sandbox_processes;
+use escepine_testkit::sandbox_host::{sandbox_processes, zygotes};
 
 fn spec() -> SandboxSpec {
     crate::cgroups::spec(escepine_sandbox::Limits::default().memory_bytes)
@@ -111,12 +112,7 @@ async fn a_provision_longer_than_the_sockets_buffer_arrives_whole() {
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = crate::backend(run_dir.path());
     let files = tempfile::tempdir().expect("tempdir");
-    let mut spec = spec();
-    for i in 0..3000 {
-        let path = files.path().join(format!("{i:04}-{}", "p".repeat(200)));
-        std::fs::write(&path, i.to_string()).expect("write");
-        spec.read_only.push(path);
-    }
+    let spec = long_spec(files.path());
     let buffer: usize = std::fs::read_to_string("/proc/sys/net/core/wmem_default")
         .expect("the socket's default send buffer")
         .trim()
@@ -148,26 +144,37 @@ async fn a_provision_longer_than_the_sockets_buffer_arrives_whole() {
     assert_eq!(facts["last"], "2999");
 }
 
-/// The zygotes this process has started (its children named `escepine-init`, started with
-/// `--server`).
-fn zygotes() -> Vec<u32> {
-    escepine_testkit::sandbox_host::host_pids()
-        .filter(|pid| {
-            let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    // The fields after the name, which is in parentheses and may hold spaces.
-                    let after = stat.rsplit_once(')')?.1.to_string();
-                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
-                });
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let mut args = cmdline.split(|b| *b == 0);
-            let argv0 = args.next().unwrap_or_default();
-            parent == Some(std::process::id())
-                && argv0.ends_with(escepine_sandbox::init::PROCESS_NAME.as_bytes())
-                && args.next() == Some(escepine_sandbox::init::SERVER_FLAG.as_bytes())
-        })
-        .collect()
+/// The zygote `backend` starts (it starts one on its first sandbox, provisioned and destroyed
+/// here), and the zygotes there were before it.
+async fn zygote_of(backend: &LinuxBackend) -> (u32, BTreeSet<u32>) {
+    let before = zygotes();
+    let first = backend
+        .provision(Arc::new(spec()))
+        .await
+        .expect("provisioned");
+    backend.destroy(first).await;
+    let started = zygotes_since(&before);
+    let [zygote] = started[..] else {
+        panic!("one zygote started by this backend: {started:?}");
+    };
+    (zygote, before)
+}
+
+/// The zygotes of this process that are not among `before`.
+fn zygotes_since(before: &BTreeSet<u32>) -> Vec<u32> {
+    zygotes().difference(before).copied().collect()
+}
+
+/// [`spec`] with 3,000 read-only paths of 200-odd bytes each, files made in `dir`: a provision
+/// longer than the control socket's buffer.
+fn long_spec(dir: &std::path::Path) -> SandboxSpec {
+    let mut spec = spec();
+    for i in 0..3000 {
+        let path = dir.join(format!("{i:04}-{}", "p".repeat(200)));
+        std::fs::write(&path, i.to_string()).expect("write");
+        spec.read_only.push(path);
+    }
+    spec
 }
 
 /// While the zygote reads nothing (stopped), a provision longer than the control socket's buffer
@@ -181,28 +188,11 @@ async fn a_provision_waiting_for_the_zygote_blocks_no_thread_of_the_runtime() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = Arc::new(crate::backend(run_dir.path()));
-    let before = zygotes();
-    let first = backend
-        .provision(Arc::new(spec()))
-        .await
-        .expect("provisioned");
-    backend.destroy(first).await;
-    let started: Vec<u32> = zygotes()
-        .into_iter()
-        .filter(|pid| !before.contains(pid))
-        .collect();
-    let [zygote] = started[..] else {
-        panic!("one zygote started by this backend: {started:?}");
-    };
+    let (zygote, _) = zygote_of(&backend).await;
     let zygote = Pid::from_raw(i32::try_from(zygote).expect("a pid")).expect("a pid");
 
     let files = tempfile::tempdir().expect("tempdir");
-    let mut long = spec();
-    for i in 0..3000 {
-        let path = files.path().join(format!("{i:04}-{}", "p".repeat(200)));
-        std::fs::write(&path, i.to_string()).expect("write");
-        long.read_only.push(path);
-    }
+    let long = long_spec(files.path());
     let long = Arc::new(long);
     // Once with the zygote running: the spec's root image is made, and cached.
     let first = backend
@@ -309,19 +299,7 @@ async fn a_clone_the_kernel_refuses_fails_that_sandbox_only() {
     let _host = crate::HOST.lock().await;
     let run_dir = tempfile::tempdir().expect("tempdir");
     let backend = crate::backend(run_dir.path());
-    let before = zygotes();
-    let first = backend
-        .provision(Arc::new(spec()))
-        .await
-        .expect("provisioned");
-    backend.destroy(first).await;
-    let started: Vec<u32> = zygotes()
-        .into_iter()
-        .filter(|pid| !before.contains(pid))
-        .collect();
-    let [zygote] = started[..] else {
-        panic!("one zygote started by this backend: {started:?}");
-    };
+    let (zygote, before) = zygote_of(&backend).await;
     let cgroups = escepine_testkit::sandbox_host::sandbox_cgroups_of(std::process::id()).len();
 
     let limit = PidsLimit::hold(zygote);
@@ -362,10 +340,10 @@ async fn a_clone_the_kernel_refuses_fails_that_sandbox_only() {
     .await;
     assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
     assert_eq!(facts["pid"], 2);
-    let started: Vec<u32> = zygotes()
-        .into_iter()
-        .filter(|pid| !before.contains(pid))
-        .collect();
-    assert_eq!(started, [zygote], "the same zygote started it");
+    assert_eq!(
+        zygotes_since(&before),
+        [zygote],
+        "the same zygote started it"
+    );
     drop(limit);
 }

@@ -326,44 +326,13 @@ pub struct HostSnapshot {
     run_dir: PathBuf,
 }
 
-/// Live (not zombie) children of `parent`.
-pub fn children_of(parent: u32) -> BTreeSet<u32> {
-    let mut out = BTreeSet::new();
-    for pid in escepine_testkit::sandbox_host::host_pids() {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 1 && fields[0] != "Z" && fields[1].parse::<u32>().ok() == Some(parent) {
-            out.insert(pid);
-        }
-    }
-    out
-}
-
-/// Whether `pid` is a backend's zygote (`escepine-init --server`): it lives as long
-/// as its backend.
-pub fn is_zygote(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"--server"))
-}
+pub use escepine_testkit::sandbox_host::{children_of, is_zygote, zygotes};
 
 /// Live children of this process, zygotes excluded.
 pub fn children() -> BTreeSet<u32> {
     children_of(std::process::id())
         .into_iter()
         .filter(|p| !is_zygote(*p))
-        .collect()
-}
-
-/// This process's live zygotes.
-pub fn zygotes() -> BTreeSet<u32> {
-    children_of(std::process::id())
-        .into_iter()
-        .filter(|p| is_zygote(*p))
         .collect()
 }
 
