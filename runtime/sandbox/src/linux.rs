@@ -730,6 +730,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spawned_is_adopted_only_with_exactly_one_descriptor() {
+        let fd = || OwnedFd::from(tempfile::tempfile().expect("a file"));
+        for wrong in [vec![], vec![fd(), fd()]] {
+            let mut state = LinuxSandbox::default();
+            let err = state.adopt(wrong).expect_err("refused");
+            assert!(err.to_string().contains("PID 1's pidfd"), "{err}");
+            assert!(state.pid1.is_none());
+        }
+        let mut state = LinuxSandbox::default();
+        state.adopt(vec![fd()]).expect("one descriptor");
+        assert!(state.pid1.is_some());
+    }
+
+    #[test]
     fn the_program_is_its_own_init_only_once_it_dispatches() {
         let named = std::env::var_os("ESCEPINE_SANDBOX_INIT").map(PathBuf::from);
         match (&named, LinuxBackend::locate_init()) {
