@@ -63,9 +63,9 @@
 //!   `AF_INET6`;
 //! - the network namespace has nothing but loopback, and the sandbox's root holds no capability
 //!   over one the backend made. With a non-empty egress profile, PID 1
-//!   runs a relay from `127.0.0.1:3128` to the call's `escepine_egress::EgressProxy` (through a
-//!   descriptor of its Unix socket's directory, which the tool never gets) and the tool gets
-//!   `HTTP_PROXY`/`HTTPS_PROXY`;
+//!   serves a relay from `127.0.0.1:3128` to the call's `escepine_egress::EgressProxy` (through
+//!   a descriptor of its Unix socket's directory, which the tool never gets), on its one thread,
+//!   in the loop in which it waits for the tool; the tool gets `HTTP_PROXY`/`HTTPS_PROXY`;
 //!   with an empty profile loopback stays down and there is no relay;
 //! - the tool's environment is exactly `PATH`, `LANG`, `HOME`, `TMPDIR`, the call id and
 //!   idempotency key, its declared secrets (never argv) and the proxy variables;
@@ -139,7 +139,7 @@ use serde::{Deserialize, Serialize};
 /// Resource limits of a sandboxed tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Limits {
-    /// `RLIMIT_NPROC`: tasks (processes and threads) of the sandbox's user, its PID 1 and relay
+    /// `RLIMIT_NPROC`: tasks (processes and threads) of the sandbox's user, its PID 1
     /// included.
     pub processes: u64,
     /// The sandbox's memory bound: all of its processes' memory together — private and shared

@@ -50,6 +50,21 @@ async fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
     (port, hits)
 }
 
+/// An echo server on 127.0.0.1: each connection gets back every byte it sends, until it ends.
+async fn echo_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.into_split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    port
+}
+
 fn entry(s: &str) -> EgressEntry {
     s.parse().unwrap()
 }
@@ -302,7 +317,45 @@ async fn an_overlay_names_a_loopback_server_reached_through_the_proxy(tier: Isol
     host.assert_clean().await;
 }
 
+/// The relay runs on PID 1's own thread: many connections at once, each moving more than
+/// every buffer on the way holds, each way at the same time, arrive whole and in order; and
+/// PID 1 still reaps the processes it inherits meanwhile.
+async fn the_relay_splices_many_connections_at_once_without_a_thread(tier: Isolation) {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let port = echo_server().await;
+    let ex = executor(resolver(), dir.path());
+    let target = format!("127.0.0.1:{port}");
+    let (connections, bytes) = (8, 1 << 20);
+    let done = run(
+        &ex,
+        &Target::namespaces(Root::Binary)
+            .with_tier(tier)
+            .hostile_record("hostile_bulk", "bulk"),
+        json!({ "target": target, "connections": connections, "bytes": bytes, "orphans": 3 }),
+        &BTreeMap::new(),
+        &[entry(&target)],
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("the tool runs");
+    let out = &done.output;
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(results.len(), connections, "{out}");
+    for (n, r) in results.iter().enumerate() {
+        assert_eq!(r["ok"], json!(true), "connection {n}: {r}");
+        assert_eq!(r["intact"], json!(true), "connection {n}: {r}");
+    }
+    // PID 1 (the gVisor guest on that tier) serves the relay and watches its children on its
+    // one thread.
+    assert_eq!(out["pid1_threads"], json!(1), "{out}");
+    assert_eq!(out["zombies_left"], json!(0), "{out}");
+    host.assert_clean().await;
+}
+
 crate::support::sandbox::on_tiers!(
+    the_relay_splices_many_connections_at_once_without_a_thread,
     only_the_profile_is_reachable_and_refusals_are_evidence,
     an_empty_profile_means_no_network_at_all,
     an_overlay_names_a_loopback_server_reached_through_the_proxy,

@@ -43,32 +43,10 @@ impl Control {
             .map_err(|e| format!("malformed control message: {e}"))
     }
 
-    /// Ends this process as soon as the host's end of the socket closes (the runtime gone,
-    /// killed included), watched from a thread of its own. The host sends nothing after the
-    /// job, so whatever else arrives is read and ignored.
-    ///
-    /// # Errors
-    /// Why the watching thread could not be started.
-    pub(super) fn exit_when_host_gone(&self) -> Result<(), String> {
-        let mut watched = self
-            .writer
-            .try_clone()
-            .map_err(|e| format!("watching the control socket: {e}"))?;
-        std::thread::Builder::new()
-            .name("host-watch".into())
-            .spawn(move || {
-                let mut buf = [0u8; 64];
-                loop {
-                    match watched.read(&mut buf) {
-                        Ok(0) => super::exit::end(HOST_GONE),
-                        Ok(_) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(_) => super::exit::end(HOST_GONE),
-                    }
-                }
-            })
-            .map(drop)
-            .map_err(|e| format!("watching the control socket: {e}"))
+    /// The socket itself, to watch for the host's end closing (the runtime gone, killed
+    /// included).
+    pub(super) fn socket(&self) -> BorrowedFd<'_> {
+        self.writer.as_fd()
     }
 
     pub(super) fn send(&mut self, msg: &FromInit) {

@@ -23,7 +23,7 @@ use std::os::unix::net::UnixStream;
 use rustix::fs::{Mode, OFlags};
 
 use super::control::Control;
-use super::{inputs, relay, seccomp, spawn};
+use super::{inputs, relay, seccomp, spawn, watch};
 use crate::protocol::{Exec, FromInit, GuestSetup, CONTROL_SOCKET, GUEST_DIR, HOSTNAME, WORKSPACE};
 
 /// The argument that makes the init the guest of a gVisor sandbox.
@@ -94,11 +94,11 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
     )
     .map_err(|e| format!("covering {GUEST_DIR}: {e}"))?;
     rustix::system::sethostname(HOSTNAME.as_bytes()).map_err(|e| format!("sethostname: {e}"))?;
-    let listener = match proxy {
-        Some(_) => {
+    let relay = match proxy {
+        Some(dir) => {
             // gVisor's loopback may be up already; the relay's bind tells if it is not.
             let _ = crate::netns::loopback_up();
-            Some(relay::listen()?)
+            Some(relay::listen(dir)?)
         }
         None => None,
     };
@@ -117,14 +117,11 @@ fn serve(ctl: &mut Control, run: &str) -> Result<Option<FromInit>, String> {
         .map_err(|e| format!("handing {WORKSPACE} to the tool's user: {e}"))?;
     let cwd = exec.cwd.unwrap_or_else(|| WORKSPACE.to_string());
     let pid = spawn::fork_tool(|| child(&setup.limits, filters, &cwd, &argv, &envp))?;
-    if let (Some(listener), Some(dir)) = (listener, proxy) {
-        relay::spawn(listener, dir);
-    }
-    // A runtime killed during the job leaves no sandbox running: this process's end ends
-    // every process of the container (the tool's too, should the watch fail to start), and
+    spawn::let_go_of_stdio();
+    // A runtime killed during the job leaves no sandbox running: this process ends once the
+    // host's end of the control socket closes, which ends every process of the container, and
     // `runsc` with it.
-    ctl.exit_when_host_gone()?;
-    spawn::wait_tool(pid).map(Some)
+    watch::until_tool_ends(pid, relay, Some(ctl.socket())).map(Some)
 }
 
 /// In the tool's process: confine it and execute the tool. Returns only on failure, with why.

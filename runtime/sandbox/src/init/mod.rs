@@ -25,15 +25,14 @@
 //!   limits, enforces the ruleset, refuses itself `mount` too and waits. PID 1 binds the
 //!   loopback relay's socket (`relay`), reports ready and waits for [`Exec`]: it places the
 //!   call's inputs and hands the job to the waiting process, which changes directory and
-//!   executes (losing every capability PID 1 still holds); PID 1 runs the relay, reaps every
-//!   process, and when the tool ends reports its status and exits — which kills everything
-//!   left in the PID namespace;
+//!   executes (losing every capability PID 1 still holds); PID 1 reaps every process and
+//!   serves the relay on its one thread (`watch`), and when the tool ends reports its status
+//!   and exits — which kills everything left in the PID namespace;
 //! - the **tool's process**, PID 1's clone, which executes the tool.
 //!
-//! The zygote and PID 1 are single-threaded whenever they clone (the relay thread starts
-//! after the tool's process), so the code between a clone and what follows may be ordinary
-//! Rust; the tool's waiting process, which shares PID 1's memory, keeps to system calls once
-//! PID 1 runs again (see `waiting`).
+//! The zygote and PID 1 are single-threaded, so the code between a clone and what follows may
+//! be ordinary Rust; the tool's waiting process, which shares PID 1's memory, keeps to system
+//! calls once PID 1 runs again (see `waiting`).
 
 mod control;
 mod exit;
@@ -47,6 +46,7 @@ mod seccomp;
 mod spawn;
 mod start;
 mod waiting;
+mod watch;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -237,8 +237,8 @@ fn pid1(started: start::Pid1) -> ! {
 struct Prepared {
     /// The tool's process, confined, waiting for its job.
     tool: waiting::WaitingTool,
-    /// The relay's listening socket and the proxy's socket directory (egress only).
-    relay: Option<(std::net::TcpListener, OwnedFd)>,
+    /// The relay, listening (egress only).
+    relay: Option<relay::Relay>,
 }
 
 /// Builds the sandbox; `None` if the host went away first.
@@ -294,10 +294,7 @@ fn build(
     // The tool holds the stdio pipes now; PID 1 lets go of them.
     spawn::let_go_of_stdio();
     // The relay's socket, listening before the tool starts (so its first connect succeeds).
-    let relay = match proxy {
-        Some(dir) => Some((relay::listen()?, dir)),
-        None => None,
-    };
+    let relay = proxy.map(relay::listen).transpose()?;
     ctl.send(&FromInit::Ready);
     Ok(Some(Prepared { tool, relay }))
 }
@@ -310,11 +307,7 @@ fn launch(prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
         .map_err(|_| "the working directory contains a NUL byte")?;
     inputs::place(exec.files)?;
     let started = tool.go(argv, envp, cwd)?;
-    // Its thread while the tool starts: not on the way to it.
-    if let Some((listener, dir)) = relay {
-        relay::spawn(listener, dir);
-    }
-    let status = spawn::reap(started.pid())?;
+    let status = watch::until_tool_ends(started.pid(), relay, None)?;
     started.outcome()?;
     Ok(status)
 }

@@ -170,13 +170,6 @@ impl Drop for Stack {
     }
 }
 
-/// Lets go of the stdio pipes the tool holds now, and reaps every process until the tool `pid`
-/// has ended: its status.
-pub(super) fn wait_tool(pid: i32) -> Result<FromInit, String> {
-    let_go_of_stdio();
-    reap(pid)
-}
-
 /// Points this process's stdin, stdout and stderr at `/dev/null` (the tool holds the pipes).
 pub(super) fn let_go_of_stdio() {
     null_stdio(0);
@@ -189,18 +182,39 @@ pub(super) fn reap(pid: i32) -> Result<FromInit, String> {
     loop {
         match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
-                if let Some(code) = status.exit_status() {
-                    return Ok(FromInit::Exited { code });
-                }
-                if let Some(signal) = status.terminating_signal() {
-                    return Ok(FromInit::Signaled { signal });
-                }
-                return Err(format!("the tool ended with wait status {status:?}"));
+                return status_of(status)
             }
             Ok(_) | Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(format!("wait: {e}")),
         }
     }
+}
+
+/// Reaps every process that has ended, without waiting for one: the tool `pid`'s status once
+/// it is among them.
+pub(super) fn reap_ended(pid: i32) -> Result<Option<FromInit>, String> {
+    loop {
+        match rustix::process::wait(WaitOptions::NOHANG) {
+            // Children left, none of them ended.
+            Ok(None) => return Ok(None),
+            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
+                return status_of(status).map(Some)
+            }
+            Ok(Some(_)) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+}
+
+/// What the tool's wait status reports.
+fn status_of(status: rustix::process::WaitStatus) -> Result<FromInit, String> {
+    if let Some(code) = status.exit_status() {
+        return Ok(FromInit::Exited { code });
+    }
+    if let Some(signal) = status.terminating_signal() {
+        return Ok(FromInit::Signaled { signal });
+    }
+    Err(format!("the tool ended with wait status {status:?}"))
 }
 
 /// Points `fd` (0, 1 or 2) at `/dev/null`.

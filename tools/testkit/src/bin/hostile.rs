@@ -7,6 +7,7 @@
 //! | `probe` | tries everything in one go and reports each attempt (see [`probe`]) |
 //! | `http` | sends the payload's `requests` through `$HTTP_PROXY` and reports each answer |
 //! | `connect` | connects straight to `addr` (a socket address), reports the result |
+//! | `bulk` | opens `connections` tunnels at once through `$HTTP_PROXY` (`CONNECT target`), sends `bytes` bytes on each while it reads as many back (an echo server's), reports what came back on each and how many threads PID 1 has; first it leaves `orphans` processes to PID 1, which end, and reports the zombies left of them |
 //! | `fetch` | GETs the payload's `url`, each of its `urls` and each of its `also` (plain `http://` URLs) through `$HTTP_PROXY`, following every redirect blindly (at most 3 hops), and reports each hop |
 //! | `dial` | ignores its payload and GETs (then CONNECTs to) the fixed origin of its SECOND ARGUMENT (`http://host:port/path`) through `$HTTP_PROXY` |
 //! | `forkbomb` | forks children that wait forever until a fork fails (or `max` succeed) |
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
             let addr = payload["addr"].as_str().unwrap_or("127.0.0.1:1");
             json!({ "connect": connect(addr) })
         }
+        "bulk" => bulk(&payload),
         "forkbomb" => forkbomb(payload["max"].as_u64().unwrap_or(100_000)),
         "alloc" => alloc(payload["mb"].as_u64().unwrap_or(4096)),
         "hang" => hang(&payload),
@@ -385,6 +387,129 @@ fn http(p: &Value) -> Value {
         results.push(result.unwrap_or_else(failed));
     }
     json!({ "proxy": proxy, "results": results })
+}
+
+/// `connections` tunnels at once to the payload's `target` through the proxy, each sending
+/// `bytes` bytes (a pattern of its own) while reading as many back: for each, whether what came
+/// back is what was sent; and PID 1's thread count (`/proc/1/status`).
+fn bulk(p: &Value) -> Value {
+    let proxy = proxy_addr();
+    let target = p["target"].as_str().unwrap_or("").to_string();
+    let connections = p["connections"].as_u64().unwrap_or(1);
+    let bytes = usize::try_from(p["bytes"].as_u64().unwrap_or(0)).unwrap_or(0);
+    for _ in 0..p["orphans"].as_u64().unwrap_or(0) {
+        orphan();
+    }
+    let runs: Vec<_> = (0..connections)
+        .map(|n| {
+            let (proxy, target) = (proxy.clone(), target.clone());
+            std::thread::spawn(move || echoed(&proxy, &target, n, bytes))
+        })
+        .collect();
+    let results: Vec<Value> = runs
+        .into_iter()
+        .map(|r| match r.join() {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => failed(e),
+            Err(_) => failed("the connection's thread panicked"),
+        })
+        .collect();
+    let threads = fs::read_to_string("/proc/1/status").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    });
+    // The orphans ended long ago, or end now: PID 1 has a second to reap them.
+    let mut zombies = orphaned_zombies();
+    for _ in 0..100 {
+        if zombies == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        zombies = orphaned_zombies();
+    }
+    json!({ "results": results, "pid1_threads": threads, "zombies_left": zombies })
+}
+
+/// A process whose parent ends at once, so that PID 1 inherits it; it ends 50 ms later.
+fn orphan() {
+    // SAFETY: called before this program starts a thread; the children call only `fork`,
+    // `nanosleep` and `_exit`.
+    unsafe {
+        let child = libc::fork();
+        if child == 0 {
+            if libc::fork() == 0 {
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 50_000_000,
+                };
+                libc::nanosleep(&pause, std::ptr::null_mut());
+            }
+            libc::_exit(0);
+        }
+        if child > 0 {
+            libc::waitpid(child, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// The zombies whose parent is PID 1 (`/proc/*/stat`: state `Z`, parent 1).
+fn orphaned_zombies() -> usize {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return usize::MAX;
+    };
+    dir.flatten()
+        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // `pid (comm) state ppid …`: the fields after the last `)`.
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.split_whitespace().take(2).collect())
+                .unwrap_or_default();
+            fields == ["Z", "1"]
+        })
+        .count()
+}
+
+/// One tunnel of [`bulk`]: `bytes` bytes of pattern `n` sent to `target` (from a thread of
+/// its own) while as many are read back; whether they came back unchanged.
+fn echoed(proxy: &str, target: &str, n: u64, bytes: usize) -> io::Result<Value> {
+    let addr: SocketAddr = proxy
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e}")))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    s.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte)? == 1 {
+        head.push(byte[0]);
+    }
+    let status = String::from_utf8_lossy(&head)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    if !status.contains(" 200") {
+        return Ok(json!({ "ok": false, "status": status }));
+    }
+    let pattern = |i: usize| (i as u64).wrapping_mul(31).wrapping_add(n * 7) as u8;
+    let sent: Vec<u8> = (0..bytes).map(pattern).collect();
+    let mut writer = s.try_clone()?;
+    let sending = std::thread::spawn(move || writer.write_all(&sent));
+    let mut got = vec![0u8; bytes];
+    let read = s.read_exact(&mut got);
+    let wrote = sending
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the sender panicked")));
+    let intact = read.is_ok() && got.iter().enumerate().all(|(i, b)| *b == pattern(i));
+    Ok(json!({
+        "ok": read.is_ok() && wrote.is_ok(),
+        "status": status,
+        "intact": intact,
+        "read": read.err().map(|e| e.to_string()),
+        "wrote": wrote.err().map(|e| e.to_string()),
+    }))
 }
 
 /// The proxy's `host:port`, from `$HTTP_PROXY`.
