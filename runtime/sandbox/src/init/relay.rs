@@ -40,16 +40,23 @@ pub(super) struct Relay {
 pub(super) fn listen(dir: OwnedFd) -> Result<Relay, String> {
     let listener = TcpListener::bind(("127.0.0.1", RELAY_PORT))
         .map_err(|e| format!("relay: bind 127.0.0.1:{RELAY_PORT}: {e}"))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| format!("relay: {e}"))?;
-    Ok(Relay {
-        listener,
-        proxy: format!("/proc/self/fd/{}/{PROXY_SOCKET}", dir.as_raw_fd()),
-        _dir: dir,
-        splices: Vec::new(),
-        accepting: true,
-    })
+    Relay::on(listener, dir)
+}
+
+impl Relay {
+    /// The relay on `listener`, to the proxy's socket in `dir`.
+    fn on(listener: TcpListener, dir: OwnedFd) -> Result<Self, String> {
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("relay: {e}"))?;
+        Ok(Self {
+            listener,
+            proxy: format!("/proc/self/fd/{}/{PROXY_SOCKET}", dir.as_raw_fd()),
+            _dir: dir,
+            splices: Vec::new(),
+            accepting: true,
+        })
+    }
 }
 
 /// Which socket of the relay a poll entry watches.
@@ -184,9 +191,10 @@ impl<T: AsFd> Sink for T {
 }
 
 /// One direction of a connection: what was read from one end and not yet written to the
-/// other. It reads only once all it read is written, so it holds at most [`BUFFER`] bytes.
+/// other. It reads only once all it read is written, so it holds at most [`BUFFER`] bytes
+/// (allocated at its first read: a connection that sends nothing costs none).
 struct Flow {
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
     /// `buf[start..end]` is still to be written.
     start: usize,
     end: usize,
@@ -199,7 +207,7 @@ struct Flow {
 impl Flow {
     fn new() -> Self {
         Self {
-            buf: vec![0; BUFFER].into_boxed_slice(),
+            buf: Vec::new(),
             start: 0,
             end: 0,
             eof: false,
@@ -244,6 +252,9 @@ impl Flow {
                 self.over = true;
                 return;
             }
+            if self.buf.is_empty() {
+                self.buf = vec![0; BUFFER];
+            }
             match from.read(&mut self.buf) {
                 Ok(0) => self.eof = true,
                 Ok(n) => (self.start, self.end) = (0, n),
@@ -257,6 +268,7 @@ impl Flow {
 
     /// The destination failed: what is held is dropped and nothing more goes this way.
     fn fail(&mut self) {
+        self.buf = Vec::new();
         (self.start, self.end) = (0, 0);
         self.eof = true;
         self.over = true;
@@ -266,9 +278,108 @@ impl Flow {
 #[cfg(test)]
 mod tests {
     use std::io::{Read, Write};
-    use std::os::unix::net::UnixStream;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::unix::net::{UnixListener, UnixStream};
 
-    use super::{Flow, BUFFER};
+    use super::{Flow, Relay, Socket, BUFFER};
+    use crate::protocol::PROXY_SOCKET;
+
+    /// Set in the child process [`out_of_descriptors_the_listener_rests_until_a_connection_closes`]
+    /// runs itself in.
+    const CHILD: &str = "ESCEPINE_RELAY_TEST_CHILD";
+
+    /// Out of descriptors, the relay stops watching its listener (which would wake its loop at
+    /// once, again and again) until one of its connections closes; then it accepts again.
+    #[test]
+    fn out_of_descriptors_the_listener_rests_until_a_connection_closes() {
+        let name =
+            "init::relay::tests::out_of_descriptors_the_listener_rests_until_a_connection_closes";
+        if std::env::var_os(CHILD).is_none() {
+            // In a child process: the descriptor limit it lowers is its own.
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = UnixListener::bind(dir.path().join(PROXY_SOCKET)).unwrap();
+        let dir_fd = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let mut relay = Relay::on(TcpListener::bind("127.0.0.1:0").unwrap(), dir_fd).unwrap();
+        let addr = relay.listener.local_addr().unwrap();
+        let clients: Vec<TcpStream> = (0..6).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // Room for two descriptors more: one splice (the accepted client and its proxy
+        // connection), then none. The holes below the highest descriptor are filled first.
+        let highest = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .max()
+            .unwrap();
+        let mut fillers = Vec::new();
+        loop {
+            let filler = rustix::io::dup(std::io::stderr()).unwrap();
+            let at = std::os::fd::AsRawFd::as_raw_fd(&filler);
+            fillers.push(filler);
+            if at >= highest {
+                break;
+            }
+        }
+        let highest =
+            highest.max(std::os::fd::AsRawFd::as_raw_fd(&fillers[fillers.len() - 1])) as u64;
+        let before = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        let limit = rustix::process::Rlimit {
+            current: Some(highest + 1 + 2),
+            maximum: before.maximum,
+        };
+        rustix::process::setrlimit(rustix::process::Resource::Nofile, limit).unwrap();
+        relay.advance(&[Socket::Listener]);
+        // One splice (more only if the descriptor table had holes), not six.
+        assert!(
+            (1..6).contains(&relay.splices.len()),
+            "{}",
+            relay.splices.len()
+        );
+        assert!(!relay.accepting);
+        assert!(relay
+            .interest()
+            .iter()
+            .all(|&(_, _, socket)| socket != Socket::Listener));
+        // Descriptors to spare again: the listener still rests, until a splice closes.
+        rustix::process::setrlimit(rustix::process::Resource::Nofile, before).unwrap();
+        drop(fillers);
+        relay.advance(&[]);
+        assert!(relay
+            .interest()
+            .iter()
+            .all(|&(_, _, socket)| socket != Socket::Listener));
+        // The proxy ends its connections, and the clients theirs: the splices close.
+        proxy.set_nonblocking(true).unwrap();
+        while let Ok((theirs, _)) = proxy.accept() {
+            drop(theirs);
+        }
+        drop(clients);
+        let all: Vec<Socket> = (0..relay.splices.len())
+            .flat_map(|n| [Socket::Client(n), Socket::Proxy(n)])
+            .collect();
+        relay.advance(&all);
+        assert!(relay.splices.is_empty());
+        assert!(relay
+            .interest()
+            .iter()
+            .any(|&(_, _, socket)| socket == Socket::Listener));
+    }
 
     /// A socket pair's end whose peer reads only when the test says, `room` bytes at a time:
     /// the other end's send buffer fills and the flow must hold the rest.
