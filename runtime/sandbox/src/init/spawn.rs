@@ -179,23 +179,21 @@ pub(super) fn let_go_of_stdio() {
 
 /// Reaps every process until the tool `pid` has ended: its status.
 pub(super) fn reap(pid: i32) -> Result<FromInit, String> {
-    loop {
-        match rustix::process::wait(WaitOptions::empty()) {
-            Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
-                return status_of(status)
-            }
-            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(format!("wait: {e}")),
-        }
-    }
+    reap_until(pid, WaitOptions::empty())?
+        .ok_or_else(|| "wait returned with no process ended".to_string())
 }
 
 /// Reaps every process that has ended, without waiting for one: the tool `pid`'s status once
 /// it is among them.
 pub(super) fn reap_ended(pid: i32) -> Result<Option<FromInit>, String> {
+    reap_until(pid, WaitOptions::NOHANG)
+}
+
+/// Reaps processes (`wait` with `options`) until the tool `pid` is among them (its status),
+/// or, with `NOHANG`, until none more has ended (`None`).
+fn reap_until(pid: i32, options: WaitOptions) -> Result<Option<FromInit>, String> {
     loop {
-        match rustix::process::wait(WaitOptions::NOHANG) {
-            // Children left, none of them ended.
+        match rustix::process::wait(options) {
             Ok(None) => return Ok(None),
             Ok(Some((reaped, status))) if reaped.as_raw_nonzero().get() == pid => {
                 return status_of(status).map(Some)
