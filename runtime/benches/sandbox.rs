@@ -5,7 +5,9 @@
 //! without the proxy) and bare spawns alternating, call by call, so that both meet the machine
 //! in the same state, and bare spawns each 1 ms and 5 ms after the last (a warm call too comes after a wait). Then an
 //! `mcp-stdio` server (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a
-//! fresh sandbox against the same session with a plain child process. Then rounds of 64
+//! fresh sandbox against the same session with a plain child process. Then 8 tunnels at once
+//! through a cold sandbox's relay and proxy to an echo server on loopback, 1 MiB each way on
+//! each (`escepine-hostile bulk`). Then rounds of 64
 //! concurrent calls with a proxy each (the first round, which meets the backend's stocks empty,
 //! apart), beside the same rounds of `unshare --fork` with and without a network namespace. Then
 //! the gVisor tier: the no-op cold (with and without the proxy) and from a warm pool of started
@@ -239,6 +241,60 @@ fn main() {
         });
         mcp_rows.push(summarise(name, samples));
     }
+
+    // Traffic through the relay: `bulk` tunnels at once through the call's proxy to an echo
+    // server on loopback, each sending as many bytes as it reads back, in a cold sandbox.
+    let (tunnels, bytes) = if support::smoke() {
+        (2, 64 << 10)
+    } else {
+        (8, 1 << 20)
+    };
+    let relay_samples = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.into_split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        let target = format!("127.0.0.1:{port}");
+        let egress = EgressGrant::new(vec![target.parse().unwrap()]);
+        let rec = record_with(&tool, Transport::StdioJson, "bulk", &["bulk"]);
+        let ex = SandboxExecutor::with_backend(backend());
+        let payload = json!({ "target": target, "connections": tunnels, "bytes": bytes });
+        let (runs, warm) = ((iters / 10).max(3), warm.min(3));
+        let mut samples = Vec::with_capacity(runs);
+        for i in 0..runs + warm {
+            let start = Instant::now();
+            let out = call(&ex, &rec, &payload, &egress, Duration::from_secs(60))
+                .await
+                .expect("the bulk tool runs");
+            let took = start.elapsed();
+            let results = out["results"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+            assert!(
+                results.len() == tunnels && results.iter().all(|r| r["intact"] == json!(true)),
+                "{out}"
+            );
+            if i >= warm {
+                samples.push(took);
+            }
+        }
+        samples
+    });
+    let relay_row = summarise(
+        &format!(
+            "sandbox, cold, {tunnels} tunnels x {} KiB each way through the relay",
+            bytes >> 10
+        ),
+        relay_samples,
+    );
+    println!(
+        "  = {:.0} MiB/s each way at p50",
+        (tunnels * bytes) as f64 / f64::from(1 << 20) / relay_row.p50.as_secs_f64()
+    );
 
     // 64 concurrent sandboxed calls, without egress and then with a proxy each, 20 rounds after
     // a first: the wall time of a round and what is left on the host afterwards (one round of 8

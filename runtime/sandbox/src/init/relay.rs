@@ -147,12 +147,14 @@ struct Splice {
 }
 
 impl Splice {
-    /// `client` (just accepted) and a new connection to the proxy's socket `proxy`, both
-    /// non-blocking; `None` when the proxy cannot be reached (the client is closed then).
+    /// `client` (just accepted, without Nagle's wait: what the relay writes to it is all it
+    /// has) and a new connection to the proxy's socket `proxy`, both non-blocking; `None` when
+    /// the proxy cannot be reached (the client is closed then).
     fn connect(client: TcpStream, proxy: &str) -> Option<Self> {
         let proxy = UnixStream::connect(proxy).ok()?;
         proxy.set_nonblocking(true).ok()?;
         client.set_nonblocking(true).ok()?;
+        client.set_nodelay(true).ok()?;
         Some(Self {
             client,
             proxy,
@@ -351,6 +353,8 @@ mod tests {
             "{}",
             relay.splices.len()
         );
+        // Relayed bytes go out as they come: no Nagle wait for the client's delayed ACK.
+        assert!(relay.splices.iter().all(|s| s.client.nodelay().unwrap()));
         assert!(!relay.accepting);
         assert!(relay
             .interest()
