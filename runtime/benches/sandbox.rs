@@ -250,16 +250,7 @@ fn main() {
         (8, 1 << 20)
     };
     let relay_samples = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        tokio::spawn(async move {
-            while let Ok((s, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let (mut r, mut w) = s.into_split();
-                    let _ = tokio::io::copy(&mut r, &mut w).await;
-                });
-            }
-        });
+        let port = escepine_testkit::echo::start().await;
         let target = format!("127.0.0.1:{port}");
         let egress = EgressGrant::new(vec![target.parse().unwrap()]);
         let rec = record_with(&tool, Transport::StdioJson, "bulk", &["bulk"]);

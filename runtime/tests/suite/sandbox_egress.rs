@@ -50,21 +50,6 @@ async fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
     (port, hits)
 }
 
-/// An echo server on 127.0.0.1: each connection gets back every byte it sends, until it ends.
-async fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.into_split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    port
-}
-
 fn entry(s: &str) -> EgressEntry {
     s.parse().unwrap()
 }
@@ -324,7 +309,7 @@ async fn the_relay_splices_many_connections_at_once_without_a_thread(tier: Isola
     let _host = host::exclusive().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostSnapshot::take(dir.path());
-    let port = echo_server().await;
+    let port = escepine_testkit::echo::start().await;
     let ex = executor(resolver(), dir.path());
     let target = format!("127.0.0.1:{port}");
     let (connections, bytes) = (8, 1 << 20);

@@ -4,6 +4,7 @@
 //! - [`child_log`]: a fixture server's log kept and its ready line awaited.
 //! - [`testtool`]: the `escepine-testtool` binary and a registered record for it.
 //! - [`server`]: an HTTP/1.1 server (and proxy) on loopback that records every request.
+//! - [`echo`]: a TCP echo server on loopback.
 //! - [`registry`]: a real OCI registry on loopback.
 //! - [`fixtures`]: the installed MCP servers and SDKs.
 //! - [`mcp`]: the workspace's MCP servers and the MCP fixtures.
@@ -28,6 +29,7 @@
 
 pub mod bins;
 pub mod child_log;
+pub mod echo;
 pub mod fixtures;
 pub mod mcp;
 pub mod mcp_clients;

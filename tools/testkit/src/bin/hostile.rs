@@ -479,6 +479,7 @@ fn echoed(proxy: &str, target: &str, n: u64, bytes: usize) -> io::Result<Value> 
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e}")))?;
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    s.set_nodelay(true)?;
     s.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())?;
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
