@@ -51,6 +51,11 @@ pub fn job(argv: Vec<String>, cwd: Option<&str>) -> Job {
     }
 }
 
+/// A [`job`] of the interpreter running `code` (`python3 -c code`) in the workspace.
+pub fn script(code: impl Into<String>) -> Job {
+    job(vec![PYTHON.into(), "-c".into(), code.into()], None)
+}
+
 /// `job` in a fresh sandbox of `spec` on `backend`: how it ended, its stdout as JSON (`null`
 /// if it is not), and its stderr.
 pub async fn run(

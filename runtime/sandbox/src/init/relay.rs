@@ -290,6 +290,14 @@ mod tests {
     /// runs itself in.
     const CHILD: &str = "ESCEPINE_RELAY_TEST_CHILD";
 
+    /// Whether the loop would watch `relay`'s listening socket.
+    fn watches_listener(relay: &Relay) -> bool {
+        relay
+            .interest()
+            .iter()
+            .any(|&(_, _, socket)| socket == Socket::Listener)
+    }
+
     /// Out of descriptors, the relay stops watching its listener (which would wake its loop at
     /// once, again and again) until one of its connections closes; then it accepts again.
     #[test]
@@ -356,18 +364,12 @@ mod tests {
         // Relayed bytes go out as they come: no Nagle wait for the client's delayed ACK.
         assert!(relay.splices.iter().all(|s| s.client.nodelay().unwrap()));
         assert!(!relay.accepting);
-        assert!(relay
-            .interest()
-            .iter()
-            .all(|&(_, _, socket)| socket != Socket::Listener));
+        assert!(!watches_listener(&relay));
         // Descriptors to spare again: the listener still rests, until a splice closes.
         rustix::process::setrlimit(rustix::process::Resource::Nofile, before).unwrap();
         drop(fillers);
         relay.advance(&[]);
-        assert!(relay
-            .interest()
-            .iter()
-            .all(|&(_, _, socket)| socket != Socket::Listener));
+        assert!(!watches_listener(&relay));
         // The proxy ends its connections, and the clients theirs: the splices close.
         proxy.set_nonblocking(true).unwrap();
         while let Ok((theirs, _)) = proxy.accept() {
@@ -379,10 +381,7 @@ mod tests {
             .collect();
         relay.advance(&all);
         assert!(relay.splices.is_empty());
-        assert!(relay
-            .interest()
-            .iter()
-            .any(|&(_, _, socket)| socket == Socket::Listener));
+        assert!(watches_listener(&relay));
     }
 
     /// A socket pair's end whose peer reads only when the test says, `room` bytes at a time:

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use escepine_sandbox::deps::{identity, DepCache};
 use escepine_sandbox::{JobStatus, Limits, LinuxBackend, SandboxBackend, SandboxSpec};
 
-use escepine_testkit::python_probe::{job, PYTHON, STDLIB};
+use escepine_testkit::python_probe::{job, script, PYTHON, STDLIB};
 use escepine_testkit::sandbox_host::{cgroups_of, SANDBOX_CGROUP, SPARE_CGROUP};
 
 /// This process's sandbox cgroups (`escepine-sbx-`) or spares (`escepine-spare-`).
@@ -210,7 +210,7 @@ async fn the_sandbox_sees_its_own_cgroup_as_the_root() {
     let (status, lines, stderr) = escepine_testkit::python_probe::run(
         &backend,
         spec(Limits::default().memory_bytes),
-        job(vec![PYTHON.into(), "-c".into(), code.into()], None),
+        script(code),
     )
     .await;
     assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use escepine_sandbox::{JobStatus, LinuxBackend, SandboxBackend, SandboxError, SandboxSpec};
 
-use escepine_testkit::python_probe::{job, PYTHON};
+use escepine_testkit::python_probe::{job, script, PYTHON};
 use escepine_testkit::sandbox_host::{sandbox_processes, zygotes};
 
 fn spec() -> SandboxSpec {
@@ -55,15 +55,7 @@ async fn a_job_that_cannot_start_is_reported_by_name_and_a_good_one_still_runs()
     let (status, facts, stderr) = escepine_testkit::python_probe::run(
         &backend,
         spec(),
-        job(
-            vec![
-                PYTHON.into(),
-                "-c".into(),
-                "import json, os; print(json.dumps({'cwd': os.getcwd(), 'pid': os.getpid()}))"
-                    .into(),
-            ],
-            None,
-        ),
+        script("import json, os; print(json.dumps({'cwd': os.getcwd(), 'pid': os.getpid()}))"),
     )
     .await;
     assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
@@ -131,11 +123,7 @@ async fn a_provision_longer_than_the_sockets_buffer_arrives_whole() {
     // A provision stuck between the host and the zygote would hang, not fail: bounded.
     let (status, facts, stderr) = tokio::time::timeout(
         Duration::from_secs(60),
-        escepine_testkit::python_probe::run(
-            &backend,
-            spec,
-            job(vec![PYTHON.into(), "-c".into(), code], None),
-        ),
+        escepine_testkit::python_probe::run(&backend, spec, script(code)),
     )
     .await
     .expect("the provision reached the zygote");
@@ -328,14 +316,7 @@ async fn a_clone_the_kernel_refuses_fails_that_sandbox_only() {
     let (status, facts, stderr) = escepine_testkit::python_probe::run(
         &backend,
         spec(),
-        job(
-            vec![
-                PYTHON.into(),
-                "-c".into(),
-                "import json, os; print(json.dumps({'pid': os.getpid()}))".into(),
-            ],
-            None,
-        ),
+        script("import json, os; print(json.dumps({'pid': os.getpid()}))"),
     )
     .await;
     assert_eq!(status, JobStatus::Exited(0), "stderr: {stderr}");
