@@ -74,6 +74,16 @@ pub(super) enum Version {
     V2,
 }
 
+impl Version {
+    /// The file of a cgroup that counts its OOM kills (`oom_kill`).
+    fn oom_file(self) -> &'static str {
+        match self {
+            Version::V1 => "memory.oom_control",
+            Version::V2 => "memory.events",
+        }
+    }
+}
+
 /// The runtime's own memory cgroup, under which sandboxes get theirs.
 #[derive(Debug, Clone)]
 pub(super) struct Parent {
@@ -277,10 +287,19 @@ impl Parent {
         }
         let dir = self.dir.join(name);
         std::fs::create_dir(&dir).map_err(io_err("creating", &dir))?;
+        let oom_file = dir.join(self.version.oom_file());
+        let oom_events = match std::fs::File::open(&oom_file) {
+            Ok(file) => file,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(io_err("opening", &oom_file)(e));
+            }
+        };
         let cgroup = Cgroup {
             version: self.version,
             bound: bytes,
             oom_base: 0,
+            oom_events,
             path: self.path_of(&dir),
             dir,
         };
@@ -430,6 +449,9 @@ pub(super) struct Cgroup {
     bound: u64,
     /// Its OOM-kill count when it was last handed out (a reused cgroup's earlier kills).
     oom_base: u64,
+    /// Its file of OOM kills ([`Version::oom_file`]), open as long as the cgroup (a rename
+    /// keeps it): read again at each job's end without a walk of its path or an `open`.
+    oom_events: std::fs::File,
     /// Its path in the hierarchy (`/…/escepine-sbx-…`), as an OCI `cgroupsPath` names it.
     path: PathBuf,
 }
@@ -470,13 +492,12 @@ impl Cgroup {
 
     /// The cgroup's OOM-kill counter, since it was created.
     fn oom_total(&self) -> u64 {
-        let file = match self.version {
-            Version::V1 => "memory.oom_control",
-            Version::V2 => "memory.events",
-        };
-        std::fs::read_to_string(self.dir.join(file))
-            .map(|t| oom_kills(&t))
-            .unwrap_or(0)
+        // Either file is a few lines; a read from offset 0 has the kernel write it anew.
+        let mut text = [0u8; 1024];
+        rustix::io::pread(&self.oom_events, &mut text, 0)
+            .ok()
+            .and_then(|n| std::str::from_utf8(&text[..n]).ok())
+            .map_or(0, oom_kills)
     }
 
     /// Sends `SIGKILL` to every process in the cgroup, until none is left or `patience` has

@@ -218,11 +218,12 @@ fn pid1(started: start::Pid1) -> ! {
                     exit::end(1)
                 }
             };
-            let report = match launch(prepared, exec) {
-                Ok(r) => r,
-                Err(message) => FromInit::Failed { message },
+            let (report, _held) = match launch(prepared, exec) {
+                Ok((r, held)) => (r, Some(held)),
+                Err(message) => (FromInit::Failed { message }, None),
             };
             ctl.send(&report);
+            // What the call held (`_held`) is never freed: this process ends here.
             exit::end(0)
         }
         Ok(None) => exit::end(0),
@@ -299,17 +300,20 @@ fn build(
     Ok(Some(Prepared { tool, relay }))
 }
 
-/// Starts the tool and reports how it ended.
-fn launch(prepared: Prepared, exec: Exec) -> Result<FromInit, String> {
+/// Starts the tool; how it ended, and what the call still holds (the tool's stack, job and
+/// pipes), handed back rather than freed: PID 1 reports first and then ends, freeing nothing.
+/// Unmapping the stack and freeing the job's strings before the report kept the host's answer
+/// waiting about 20 µs more.
+fn launch(prepared: Prepared, exec: Exec) -> Result<(FromInit, waiting::Started), String> {
     let Prepared { tool, relay } = prepared;
     let (argv, envp) = spawn::c_strings(exec.argv, exec.env)?;
     let cwd = CString::new(exec.cwd.unwrap_or_else(|| WORKSPACE.to_string()))
         .map_err(|_| "the working directory contains a NUL byte")?;
     inputs::place(exec.files)?;
-    let started = tool.go(argv, envp, cwd)?;
+    let mut started = tool.go(argv, envp, cwd)?;
     let status = watch::until_tool_ends(started.pid(), relay, None)?;
     started.outcome()?;
-    Ok(status)
+    Ok((status, started))
 }
 
 /// In the tool's process, while PID 1 builds the sandbox: its limits, no new privileges, the

@@ -182,7 +182,7 @@ impl Started {
     }
 
     /// Once the process has ended: why it could not execute the job, if it could not.
-    pub(super) fn outcome(mut self) -> Result<(), String> {
+    pub(super) fn outcome(&mut self) -> Result<(), String> {
         let mut got = Vec::new();
         let _ = self.tool.report.read_to_end(&mut got);
         let errno = |bytes: &[u8]| {
@@ -327,7 +327,7 @@ mod tests {
         ];
         let envp = [c("GREETING=hello")];
         let dir_c = c(dir.path().to_str().expect("a UTF-8 path"));
-        let started = tool.go(argv.into(), envp.into(), dir_c).expect("let go");
+        let mut started = tool.go(argv.into(), envp.into(), dir_c).expect("let go");
         assert_eq!(exit_code(started.pid()), Some(0));
         started.outcome().expect("it executed");
         let out = std::fs::read_to_string(dir.path().join("out")).expect("the job wrote");
@@ -346,7 +346,7 @@ mod tests {
     #[test]
     fn a_missing_directory_or_program_is_named_with_the_error() {
         let tool = WaitingTool::start(|| Ok(())).expect("confined");
-        let started = tool
+        let mut started = tool
             .go(
                 vec![c("/bin/true")],
                 Vec::new(),
@@ -360,7 +360,7 @@ mod tests {
         );
 
         let tool = WaitingTool::start(|| Ok(())).expect("confined");
-        let started = tool
+        let mut started = tool
             .go(vec![c("/nonexistent/escepine-tool")], Vec::new(), c("/"))
             .expect("let go");
         assert_eq!(exit_code(started.pid()), Some(127));
