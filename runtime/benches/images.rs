@@ -285,17 +285,17 @@ fn main() {
         Arc::new(SandboxExecutor::with_backend(backend()).with_image(py_image.clone()));
     let mcp: [(&str, &ToolRecord, Arc<dyn Executor>); 3] = [
         (
-            "mcp session (python), process executor",
+            "mcp exchange (python), process executor",
             &proc_rec,
             Arc::new(ProcessExecutor::new()),
         ),
         (
-            "mcp session (python), sandbox, read-only paths",
+            "mcp exchange (python), sandbox, read-only paths",
             &ro_rec,
             Arc::clone(&sandbox),
         ),
         (
-            "mcp session (python), sandbox, image root",
+            "mcp exchange (python), sandbox, image root",
             &py_mcp_img,
             sandbox,
         ),

@@ -5,13 +5,13 @@
 //! without the proxy) and bare spawns alternating, call by call, so that both meet the machine
 //! in the same state, and bare spawns each 1 ms and 5 ms after the last (a warm call too comes after a wait). Then an
 //! `mcp-stdio` server (`escepine-mcp-probe`: initialize, tools/list, tools/call, close) in a
-//! fresh sandbox against the same session with a plain child process. Then 8 tunnels at once
+//! fresh sandbox against the same exchange with a plain child process. Then 8 tunnels at once
 //! through a cold sandbox's relay and proxy to an echo server on loopback, 1 MiB each way on
 //! each (`escepine-hostile bulk`). Then rounds of 64
 //! concurrent calls with a proxy each (the first round, which meets the backend's stocks empty,
 //! apart), beside the same rounds of `unshare --fork` with and without a network namespace. Then
 //! the gVisor tier: the no-op cold (with and without the proxy) and from a warm pool of started
-//! containers, beside `runsc do` of the same binary, and an MCP session with the Python SDK
+//! containers, beside `runsc do` of the same binary, and an MCP exchange with the Python SDK
 //! server on each tier.
 //!
 //! `cargo bench -p escepine-runtime --bench sandbox` (needs root or unprivileged user
@@ -208,11 +208,11 @@ fn main() {
     let mut mcp_rows = Vec::new();
     let executors: [(&str, Arc<dyn Executor>); 2] = [
         (
-            "mcp-stdio session, process executor",
+            "mcp-stdio exchange, process executor",
             Arc::new(ProcessExecutor::new()),
         ),
         (
-            "mcp-stdio session, sandbox, cold",
+            "mcp-stdio exchange, sandbox, cold",
             Arc::new(SandboxExecutor::with_backend(backend())),
         ),
     ];
@@ -636,11 +636,11 @@ fn gvisor_tier(
     let mut py_rows = Vec::new();
     for (name, rec) in [
         (
-            "mcp session (python sdk), namespaces, cold",
+            "mcp exchange (python sdk), namespaces, cold",
             py(Isolation::Namespaces),
         ),
         (
-            "mcp session (python sdk), gvisor, cold",
+            "mcp exchange (python sdk), gvisor, cold",
             py(Isolation::Gvisor),
         ),
     ] {
@@ -686,7 +686,7 @@ fn gvisor_tier(
         ratio(&gvisor_rows[2], &sandbox_rows[2])
     );
     println!(
-        "python mcp session, gvisor p50 / namespaces p50 = {:.2}",
+        "python mcp exchange, gvisor p50 / namespaces p50 = {:.2}",
         ratio(&py_rows[1], &py_rows[0])
     );
 }
