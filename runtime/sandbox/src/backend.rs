@@ -60,6 +60,9 @@ pub struct Sandbox {
     spec: Arc<SandboxSpec>,
     used: bool,
     state: Box<dyn Any + Send + Sync>,
+    /// What its job left to close (its streams): dropped with the sandbox, at its destroy, not
+    /// on the caller's path.
+    spent: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl fmt::Debug for Sandbox {
@@ -80,7 +83,14 @@ impl Sandbox {
             spec,
             used: false,
             state,
+            spent: None,
         }
+    }
+
+    /// Keeps `spent` (what the sandbox's job has finished with) until the sandbox is destroyed
+    /// or dropped, so that closing it is no part of the job's answer.
+    pub(crate) fn keep_until_destroyed(&mut self, spent: Box<dyn Any + Send + Sync>) {
+        self.spent = Some(spent);
     }
 
     /// The backend's id of this sandbox.
@@ -124,12 +134,14 @@ impl Sandbox {
             spec,
             used,
             state,
+            spent,
         } = self;
         state.downcast().map_err(|state| Self {
             id,
             spec,
             used,
             state,
+            spent,
         })
     }
 }

@@ -577,7 +577,9 @@ impl Running for LinuxSandbox {
 
 async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
     let (state, streams) = streams(sandbox)?;
-    job::execute(state, streams, job).await
+    let (ran, spent) = job::execute(state, streams, job).await;
+    sandbox.keep_until_destroyed(Box::new(spent));
+    ran
 }
 
 async fn attach_inner(sandbox: &mut Sandbox, job: Job) -> Result<Attached, SandboxError> {

@@ -504,10 +504,15 @@ impl SandboxExecutor {
             return attempted;
         }
         let result = backend.execute(&mut sandbox, job).await;
-        refill(pool, &spec);
         let tool = inv.tool.tool_id();
         match result {
             Ok(mut out) => {
+                let egress = Egress {
+                    requests: std::mem::take(&mut out.egress_requests),
+                    refusals: std::mem::take(&mut out.egress_refusals),
+                    credential: None,
+                };
+                let result = classify(tool, out, self.stdout_limit, &self.limits, &inv.scrubber());
                 // The job has ended and reported its requests and refusals: the teardown
                 // (reaping, stopping the proxy, removing its directory) need not delay the
                 // caller.
@@ -515,17 +520,15 @@ impl SandboxExecutor {
                 self.teardowns.spawn(async move {
                     backend.destroy(sandbox).await;
                 });
-                let egress = Egress {
-                    requests: std::mem::take(&mut out.egress_requests),
-                    refusals: std::mem::take(&mut out.egress_refusals),
-                    credential: None,
-                };
-                Attempted {
-                    result: classify(tool, out, self.stdout_limit, &self.limits, &inv.scrubber()),
-                    egress,
-                }
+                // The teardown and the pool's replacement are started last, once the answer
+                // is made: each wakes a runtime worker, and the replacement's provisioning (a
+                // clone of the zygote, a new PID 1) would otherwise run beside the rest of this
+                // call's end and, on a machine of few cores, preempt it.
+                refill(pool, &spec);
+                Attempted { result, egress }
             }
             Err(e) => {
+                refill(pool, &spec);
                 let teardown = backend.destroy(sandbox).await;
                 let result = match e {
                     SandboxError::TimedOut => Err(timed_out()),

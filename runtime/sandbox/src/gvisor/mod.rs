@@ -541,7 +541,9 @@ impl SandboxBackend for GvisorBackend {
     ) -> BoxFuture<'a, Result<JobOutput, SandboxError>> {
         Box::pin(async move {
             let (state, streams) = streams(sandbox)?;
-            job::execute(state, streams, job).await
+            let (ran, spent) = job::execute(state, streams, job).await;
+            sandbox.keep_until_destroyed(Box::new(spent));
+            ran
         })
     }
 
