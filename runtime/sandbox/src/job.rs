@@ -44,48 +44,52 @@ fn exec_of(job: &mut Job) -> Exec {
     }
 }
 
-/// A job's streams once it has ended, kept with the sandbox ([`Sandbox::keep_until_destroyed`])
-/// and closed at its destroy: closing each takes it out of the runtime's reactor and closes it,
-/// about 30 µs of a warm call's end that its caller would otherwise wait for.
+/// The streams the host reads during a job: once it has ended they are kept with the sandbox
+/// ([`Sandbox::keep_until_destroyed`]) and closed at its destroy, since closing each takes it out
+/// of the runtime's reactor, about 30 µs of a warm call's end that its caller would otherwise
+/// wait for.
 ///
 /// [`Sandbox::keep_until_destroyed`]: crate::backend::Sandbox::keep_until_destroyed
-pub(crate) struct Spent {
-    _stdout: Pin<Box<dyn AsyncRead + Send + Sync>>,
-    _stderr: Pin<Box<dyn AsyncRead + Send + Sync>>,
-    _control: ControlHost,
+pub(crate) struct Reads {
+    stdout: Pin<Box<dyn AsyncRead + Send + Sync>>,
+    stderr: Pin<Box<dyn AsyncRead + Send + Sync>>,
+    control: ControlHost,
 }
 
 /// Runs `job` until it ends or its deadline passes (then everything in the sandbox is killed);
-/// with the streams it has finished with (its stdin is closed once fed).
+/// with the streams it read (its stdin is closed once fed).
 pub(crate) async fn execute(
     state: &impl Running,
     streams: Streams,
     job: Job,
-) -> (Result<JobOutput, SandboxError>, Spent) {
+) -> (Result<JobOutput, SandboxError>, Reads) {
     let Streams {
         stdin,
-        mut stdout,
-        mut stderr,
-        mut control,
+        stdout,
+        stderr,
+        control,
     } = streams;
-    let ran = run(state, stdin, &mut stdout, &mut stderr, &mut control, job).await;
-    let spent = Spent {
-        _stdout: stdout,
-        _stderr: stderr,
-        _control: control,
+    let mut reads = Reads {
+        stdout,
+        stderr,
+        control,
     };
-    (ran, spent)
+    let ran = run(state, stdin, &mut reads, job).await;
+    (ran, reads)
 }
 
-/// [`execute`]'s job, on streams it borrows.
+/// [`execute`]'s job, on the streams it reads borrowed.
 async fn run(
     state: &impl Running,
     mut stdin: Pin<Box<dyn AsyncWrite + Send + Sync>>,
-    stdout: &mut Pin<Box<dyn AsyncRead + Send + Sync>>,
-    stderr: &mut Pin<Box<dyn AsyncRead + Send + Sync>>,
-    ctl: &mut ControlHost,
+    reads: &mut Reads,
     mut job: Job,
 ) -> Result<JobOutput, SandboxError> {
+    let Reads {
+        stdout,
+        stderr,
+        control: ctl,
+    } = reads;
     let exec = exec_of(&mut job);
     let payload = std::mem::take(&mut job.stdin).into_bytes();
     let work = async {

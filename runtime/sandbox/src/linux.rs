@@ -577,8 +577,8 @@ impl Running for LinuxSandbox {
 
 async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
     let (state, streams) = streams(sandbox)?;
-    let (ran, spent) = job::execute(state, streams, job).await;
-    sandbox.keep_until_destroyed(Box::new(spent));
+    let (ran, reads) = job::execute(state, streams, job).await;
+    sandbox.keep_until_destroyed(Box::new(reads));
     ran
 }
 

@@ -541,8 +541,8 @@ impl SandboxBackend for GvisorBackend {
     ) -> BoxFuture<'a, Result<JobOutput, SandboxError>> {
         Box::pin(async move {
             let (state, streams) = streams(sandbox)?;
-            let (ran, spent) = job::execute(state, streams, job).await;
-            sandbox.keep_until_destroyed(Box::new(spent));
+            let (ran, reads) = job::execute(state, streams, job).await;
+            sandbox.keep_until_destroyed(Box::new(reads));
             ran
         })
     }
