@@ -23,29 +23,27 @@ const TOOLS: [&str; 6] = ["t0", "t1", "t2", "t3", "t4", "t5"];
 const GROUPS: [&str; 5] = ["read-only", "supersede", "compensatable", "g1", "g2"];
 
 fn registry() -> &'static BoundRegistry {
-    static REGISTRY: OnceLock<(TempCatalog, BoundRegistry)> = OnceLock::new();
-    &REGISTRY
-        .get_or_init(|| {
-            let single = json!({"type": "object", "additionalProperties": false, "required": ["n"],
+    // The registry holds what it loaded; the catalog's directory goes once it is loaded.
+    static REGISTRY: OnceLock<BoundRegistry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let single = json!({"type": "object", "additionalProperties": false, "required": ["n"],
                 "properties": {"n": {"type": "integer"}, "r": {"type": "number"},
                                "url": {"type": "string", "format": "uri"}}});
-            let bulk = json!({"type": "object", "additionalProperties": false, "required": ["n"],
+        let bulk = json!({"type": "object", "additionalProperties": false, "required": ["n"],
                 "properties": {"n": {"type": "integer"}, "r": {"type": "number"},
                                "urls": {"type": "array", "x-authorize-each": true,
                                         "items": {"type": "string", "format": "uri"}}}});
-            let records = [
-                record("t0", "read-only", &["g1"], single.clone()),
-                record("t1", "read-only", &["g1", "g2"], bulk.clone()),
-                record("t2", "read-only", &[], single.clone()),
-                record("t3", "supersede", &["g2"], single.clone()),
-                record("t4", "supersede", &[], bulk),
-                record("t5", "read-only", &["g2"], single),
-            ];
-            let cat = TempCatalog::new(&records, "permit (principal, action, resource);\n");
-            let registry = cat.load();
-            (cat, registry)
-        })
-        .1
+        let records = [
+            record("t0", "read-only", &["g1"], single.clone()),
+            record("t1", "read-only", &["g1", "g2"], bulk.clone()),
+            record("t2", "read-only", &[], single.clone()),
+            record("t3", "supersede", &["g2"], single.clone()),
+            record("t4", "supersede", &[], bulk),
+            record("t5", "read-only", &["g2"], single),
+        ];
+        let cat = TempCatalog::new(&records, "permit (principal, action, resource);\n");
+        cat.load()
+    })
 }
 
 fn principal_scope() -> impl Strategy<Value = String> {

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use escepine_contract::Isolation;
@@ -239,29 +239,49 @@ const HOSTILE_IN_IMAGE: &str = "/usr/local/bin/escepine-hostile";
 /// The hostile tool's image: built as an OCI layout, verified and unpacked by the image store
 /// once per test process, as the runtime does at start-up.
 fn hostile_image() -> &'static ToolImage {
-    static IMAGE: OnceLock<(tempfile::TempDir, ToolImage)> = OnceLock::new();
-    &IMAGE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let built =
-                sample_images::binary_image(dir.path(), "hostile", &hostile(), HOSTILE_IN_IMAGE);
-            let reference = built.reference();
-            let store = escepine_oci::ImageStore::open(dir.path().join("cache")).expect("a store");
-            let image = escepine_contract::ImageRef::parse(&reference).expect("a pinned reference");
-            // Off the test's own runtime: a thread with a runtime of its own.
-            let (tool, _) = std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a runtime")
-                    .block_on(escepine_runtime::images::ensure(&image, None, &store))
-            })
-            .join()
-            .expect("the fetch thread")
-            .expect("the hostile image unpacks");
-            (dir, tool)
+    static IMAGE: OnceLock<ToolImage> = OnceLock::new();
+    IMAGE.get_or_init(|| {
+        let dir = removed_at_exit(tempfile::tempdir().expect("tempdir"));
+        let built =
+            sample_images::binary_image(dir.path(), "hostile", &hostile(), HOSTILE_IN_IMAGE);
+        let reference = built.reference();
+        let store = escepine_oci::ImageStore::open(dir.path().join("cache")).expect("a store");
+        let image = escepine_contract::ImageRef::parse(&reference).expect("a pinned reference");
+        // Off the test's own runtime: a thread with a runtime of its own.
+        let (tool, _) = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+                .block_on(escepine_runtime::images::ensure(&image, None, &store))
         })
-        .1
+        .join()
+        .expect("the fetch thread")
+        .expect("the hostile image unpacks");
+        tool
+    })
+}
+
+/// The directory of a value that lives as long as the test process: a static is never
+/// dropped, so the directory is removed by an `atexit` handler (the test harness's `main`
+/// returns or calls `exit`, both of which run it).
+fn removed_at_exit(dir: tempfile::TempDir) -> &'static tempfile::TempDir {
+    static DIRS: Mutex<Vec<&'static tempfile::TempDir>> = Mutex::new(Vec::new());
+    static REGISTERED: Once = Once::new();
+    extern "C" fn remove_all() {
+        if let Ok(mut dirs) = DIRS.lock() {
+            for dir in dirs.drain(..) {
+                let _ = std::fs::remove_dir_all(dir.path());
+            }
+        }
+    }
+    let dir: &'static tempfile::TempDir = Box::leak(Box::new(dir));
+    REGISTERED.call_once(|| {
+        // SAFETY: `remove_all` is an `extern "C"` function with no arguments, as `atexit` asks.
+        unsafe { libc::atexit(remove_all) };
+    });
+    DIRS.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+    dir
 }
 
 /// One attempt of `record` with `payload`, `secrets` and `egress`.
