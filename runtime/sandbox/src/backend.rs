@@ -15,10 +15,12 @@ use std::sync::Arc;
 
 use escepine_contract::EgressGrant;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{Limits, SandboxError};
 use crate::io::Scrub;
+use crate::teardowns::{Counted, Teardowns};
 use crate::BoxFuture;
 
 /// Everything a backend needs to provision a sandbox for one tool, before any call is known.
@@ -51,6 +53,35 @@ pub struct SandboxSpec {
     pub limits: Limits,
 }
 
+/// A sandbox on its way to the task prepared for its end, counted among the teardowns.
+pub(crate) type HandedBack = (Sandbox, Counted);
+
+/// A sandbox's end of the hand-over to the task its pool prepared for its end (see
+/// [`crate::retirement`]).
+pub(crate) struct Retirement {
+    handover: oneshot::Sender<HandedBack>,
+    teardowns: Arc<Teardowns>,
+}
+
+impl Retirement {
+    /// The sandbox's end of `handover`, counting what it hands over in `teardowns`.
+    pub(crate) fn new(handover: oneshot::Sender<HandedBack>, teardowns: Arc<Teardowns>) -> Self {
+        Self {
+            handover,
+            teardowns,
+        }
+    }
+
+    /// Hands `sandbox` over, counted among the teardowns from now; gives it back if the task
+    /// is gone (its runtime shut down).
+    pub(crate) fn hand_over(self, sandbox: Sandbox) -> Result<(), Sandbox> {
+        let counted = self.teardowns.begin();
+        self.handover
+            .send((sandbox, counted))
+            .map_err(|(sandbox, _counted)| sandbox)
+    }
+}
+
 /// A provisioned sandbox, owned by the caller between `provision` and `destroy`.
 ///
 /// The backend keeps its own state inside; dropping a sandbox without destroying it must still
@@ -63,6 +94,10 @@ pub struct Sandbox {
     /// What its job left to close (its streams): dropped with the sandbox, at its destroy, not
     /// on the caller's path.
     spent: Option<Box<dyn Any + Send + Sync>>,
+    /// Whether its job ran to its report: its processes are then ending by themselves.
+    job_ended: bool,
+    /// The hand-over to the task its pool prepared for its end, if a pool made it.
+    retirement: Option<Retirement>,
 }
 
 impl fmt::Debug for Sandbox {
@@ -84,13 +119,44 @@ impl Sandbox {
             used: false,
             state,
             spent: None,
+            job_ended: false,
+            retirement: None,
         }
     }
 
-    /// Keeps `spent` (what the sandbox's job has finished with) until the sandbox is destroyed
-    /// or dropped, so that closing it is no part of the job's answer.
-    pub(crate) fn keep_until_destroyed(&mut self, spent: Box<dyn Any + Send + Sync>) {
+    /// Records the end of its job: keeps `spent` (what the job has finished with) until the
+    /// sandbox is destroyed or dropped, so that closing it is no part of the job's answer; and
+    /// whether the job ran to its report ([`SandboxBackend::execute`] returned `Ok`): its
+    /// processes are then ending by themselves, and it may be [retired](Sandbox::retire).
+    pub(crate) fn job_finished(&mut self, spent: Box<dyn Any + Send + Sync>, reported: bool) {
         self.spent = Some(spent);
+        self.job_ended = reported;
+    }
+
+    /// Keeps the hand-over to the task prepared for its end (see [`crate::retirement`]).
+    pub(crate) fn set_retirement(&mut self, retirement: Retirement) {
+        self.retirement = Some(retirement);
+    }
+
+    /// Hands the sandbox, its job ended, to the task its warm pool prepared for its end when it
+    /// made it: that task destroys it once its processes have ended, and starts the pool's
+    /// replacement first. It is counted among the pool's [`Teardowns`] from now. That task is
+    /// woken by the sandbox's processes' end (its PID 1 exits right after its report), not by
+    /// this: handing back wakes nothing, so neither the teardown nor the replacement's
+    /// provisioning runs on, or preempts, the end of the call.
+    ///
+    /// # Errors
+    /// The sandbox itself, for the caller to destroy and to start the replacement of: when no
+    /// pool prepared its end (provisioned on demand, or by a backend that cannot tell when its
+    /// processes have ended), when its job has not run to its report, or when that task is gone.
+    pub fn retire(mut self) -> Result<(), Sandbox> {
+        if !self.job_ended {
+            return Err(self);
+        }
+        match self.retirement.take() {
+            Some(retirement) => retirement.hand_over(self),
+            None => Err(self),
+        }
     }
 
     /// The backend's id of this sandbox.
@@ -135,6 +201,8 @@ impl Sandbox {
             used,
             state,
             spent,
+            job_ended,
+            retirement,
         } = self;
         state.downcast().map_err(|state| Self {
             id,
@@ -142,6 +210,8 @@ impl Sandbox {
             used,
             state,
             spent,
+            job_ended,
+            retirement,
         })
     }
 }
@@ -318,5 +388,14 @@ pub trait SandboxBackend: Send + Sync + 'static {
     fn is_alive(&self, sandbox: &mut Sandbox) -> bool {
         let _ = sandbox;
         true
+    }
+
+    /// A future that resolves once every process of `sandbox` has ended and that holds nothing
+    /// of the sandbox (the Linux backend: a duplicate of its PID 1's pidfd), or `None` when
+    /// the backend cannot tell: a warm pool then leaves the sandbox's teardown to its caller
+    /// rather than preparing it (see [`Sandbox::retire`]).
+    fn ended(&self, sandbox: &mut Sandbox) -> Option<BoxFuture<'static, ()>> {
+        let _ = sandbox;
+        None
     }
 }

@@ -45,11 +45,11 @@ fn exec_of(job: &mut Job) -> Exec {
 }
 
 /// The streams the host reads during a job: once it has ended they are kept with the sandbox
-/// ([`Sandbox::keep_until_destroyed`]) and closed at its destroy, since closing each takes it out
+/// ([`Sandbox::job_finished`]) and closed at its destroy, since closing each takes it out
 /// of the runtime's reactor, about 30 µs of a warm call's end that its caller would otherwise
 /// wait for.
 ///
-/// [`Sandbox::keep_until_destroyed`]: crate::backend::Sandbox::keep_until_destroyed
+/// [`Sandbox::job_finished`]: crate::backend::Sandbox::job_finished
 pub(crate) struct Reads {
     stdout: Pin<Box<dyn AsyncRead + Send + Sync>>,
     stderr: Pin<Box<dyn AsyncRead + Send + Sync>>,

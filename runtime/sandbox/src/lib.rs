@@ -98,6 +98,7 @@ mod linux;
 mod netns;
 mod pool;
 pub mod protocol;
+mod retirement;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub mod root;
 #[cfg(all(feature = "linux", target_os = "linux"))]
@@ -106,6 +107,7 @@ mod run_dir;
 mod scm;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod slots;
+mod teardowns;
 mod tool_image;
 
 pub use backend::{
@@ -121,6 +123,7 @@ pub use linux::{LinuxBackend, DEFAULT_UID_BASE, INIT_BIN, SELF_EXE};
 pub use pool::WarmPool;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 pub use run_dir::default_dir as default_run_dir;
+pub use teardowns::{Counted, Teardowns};
 pub use tool_image::{ImageLaunch, ToolImage};
 
 use std::future::Future;

@@ -578,7 +578,7 @@ impl Running for LinuxSandbox {
 async fn execute_inner(sandbox: &mut Sandbox, job: Job) -> Result<JobOutput, SandboxError> {
     let (state, streams) = streams(sandbox)?;
     let (ran, reads) = job::execute(state, streams, job).await;
-    sandbox.keep_until_destroyed(Box::new(reads));
+    sandbox.job_finished(Box::new(reads), ran.is_ok());
     ran
 }
 
@@ -717,6 +717,17 @@ impl SandboxBackend for LinuxBackend {
             self.memory.as_ref().ok().cloned(),
             self.netns.get().and_then(Option::as_ref),
         ))
+    }
+
+    fn ended(&self, sandbox: &mut Sandbox) -> Option<BoxFuture<'static, ()>> {
+        let pid1 = sandbox.state_mut::<LinuxSandbox>()?.pid1.as_ref()?;
+        // A duplicate: the sandbox keeps its own, to kill and to wait on at its destroy.
+        let pid1 = pid1.try_clone().ok()?;
+        Some(Box::pin(async move {
+            // A pidfd the reactor cannot watch resolves at once: the hand-over then wakes the
+            // task waiting for it, as a teardown spawned by the caller would.
+            let _ = exited(pid1).await;
+        }))
     }
 
     fn is_alive(&self, sandbox: &mut Sandbox) -> bool {

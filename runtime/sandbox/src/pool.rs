@@ -1,16 +1,20 @@
 //! The warm pool: sandboxes provisioned ahead of demand, per [`SandboxSpec`], so that
 //! provisioning is off the call's critical path. Each pooled sandbox is handed out for exactly one
-//! call and destroyed after it (by the executor). Its replacement is provisioned in the
-//! background once that call's job has ended ([`WarmPool::fill`], called by the executor), not
-//! when it is taken: building a sandbox while the call runs would take CPU and namespace locks
-//! from that very call. Only a take that finds the pool empty starts filling at once. Nothing is
-//! ever reused.
+//! call and destroyed after it. The pool prepares the end of each sandbox as it makes it (see
+//! [`crate::retirement`]): handed back by its caller ([`Sandbox::retire`]), it is destroyed once
+//! its processes have ended, and its replacement is provisioned then — not when it is taken:
+//! building a sandbox while the call runs would take CPU and namespace locks from that very
+//! call. A sandbox not handed back (its job failed) is destroyed by its caller, who starts the
+//! replacement ([`WarmPool::fill`]). Only a take that finds the pool empty starts filling at
+//! once. Nothing is ever reused.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::backend::{Sandbox, SandboxBackend, SandboxSpec};
 use super::SandboxError;
+use crate::retirement;
+use crate::teardowns::Teardowns;
 
 #[derive(Default)]
 struct PoolState {
@@ -18,46 +22,57 @@ struct PoolState {
     pending: HashMap<Arc<SandboxSpec>, usize>,
 }
 
-/// Keeps up to `size` provisioned, never-used sandboxes per spec.
-pub struct WarmPool {
+/// What the pool and the tasks it spawns share (the tasks through a weak reference: a pool
+/// dropped drops its ready sandboxes, which kills them).
+struct Shared {
     size: usize,
     backend: Arc<dyn SandboxBackend>,
-    state: Arc<Mutex<PoolState>>,
+    teardowns: Arc<Teardowns>,
+    state: Mutex<PoolState>,
+}
+
+/// Keeps up to `size` provisioned, never-used sandboxes per spec.
+pub struct WarmPool {
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for WarmPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WarmPool")
-            .field("size", &self.size)
+            .field("size", &self.shared.size)
             .field("ready", &self.ready())
             .finish()
     }
 }
 
 impl WarmPool {
-    /// A pool keeping `size` sandboxes ready per spec, provisioned by `backend`.
-    pub fn new(backend: Arc<dyn SandboxBackend>, size: usize) -> Self {
+    /// A pool keeping `size` sandboxes ready per spec, provisioned by `backend`; the sandboxes
+    /// handed back to it are counted in `teardowns` until destroyed.
+    pub fn new(backend: Arc<dyn SandboxBackend>, size: usize, teardowns: Arc<Teardowns>) -> Self {
         Self {
-            size,
-            backend,
-            state: Arc::default(),
+            shared: Arc::new(Shared {
+                size,
+                backend,
+                teardowns,
+                state: Mutex::default(),
+            }),
         }
     }
 
     /// Sandboxes kept ready per spec.
     pub fn size(&self) -> usize {
-        self.size
+        self.shared.size
     }
 
     /// Sandboxes ready now, over all specs.
     pub fn ready(&self) -> usize {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self.shared.lock();
         state.ready.values().map(VecDeque::len).sum()
     }
 
-    /// A never-used sandbox for `spec`: a ready one if there is one (the caller starts its
-    /// replacement with [`WarmPool::fill`] when its job has ended), else one provisioned now
-    /// (starting the pool's fill for this spec).
+    /// A never-used sandbox for `spec`: a ready one if there is one (handed back with
+    /// [`Sandbox::retire`] once its job has ended, its replacement then starts by itself), else
+    /// one provisioned now (starting the pool's fill for this spec).
     ///
     /// # Errors
     /// When provisioning now fails.
@@ -71,29 +86,53 @@ impl WarmPool {
     /// # Errors
     /// As [`WarmPool::take`].
     pub async fn take_warm(&self, spec: Arc<SandboxSpec>) -> Result<(Sandbox, bool), SandboxError> {
+        let backend = &self.shared.backend;
         while let Some(mut sandbox) = self.pop(&spec) {
-            if !sandbox.is_used() && self.backend.is_alive(&mut sandbox) {
+            if !sandbox.is_used() && backend.is_alive(&mut sandbox) {
                 return Ok((sandbox, true));
             }
             // It died while waiting: destroy it, try the next.
-            let backend = Arc::clone(&self.backend);
+            let backend = Arc::clone(backend);
             tokio::spawn(async move {
                 backend.destroy(sandbox).await;
             });
         }
         self.fill(&spec);
-        self.backend.provision(spec).await.map(|s| (s, false))
+        backend.provision(spec).await.map(|s| (s, false))
     }
 
     fn pop(&self, spec: &Arc<SandboxSpec>) -> Option<Sandbox> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.shared.lock();
         state.ready.get_mut(spec).and_then(VecDeque::pop_front)
     }
 
     /// Start provisioning sandboxes for `spec` until `size` are ready or on their way.
     pub fn fill(&self, spec: &Arc<SandboxSpec>) {
+        self.shared.fill(spec);
+    }
+
+    /// Destroy every ready sandbox (the pool keeps filling on later `take`s).
+    pub async fn drain(&self) {
+        let all: Vec<Sandbox> = {
+            let mut state = self.shared.lock();
+            state.ready.drain().flat_map(|(_, q)| q).collect()
+        };
+        for sandbox in all {
+            self.shared.backend.destroy(sandbox).await;
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// [`WarmPool::fill`]: each sandbox made with its end prepared, whose task starts the next
+    /// fill once the sandbox is handed back.
+    fn fill(self: &Arc<Self>, spec: &Arc<SandboxSpec>) {
         let missing = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.lock();
             let have = state.ready.get(spec).map_or(0, VecDeque::len)
                 + state.pending.get(spec).copied().unwrap_or(0);
             let missing = self.size.saturating_sub(have);
@@ -102,15 +141,24 @@ impl WarmPool {
         };
         for _ in 0..missing {
             let backend = Arc::clone(&self.backend);
-            let state = Arc::downgrade(&self.state);
+            let teardowns = Arc::clone(&self.teardowns);
+            let pool = Arc::downgrade(self);
             let spec = Arc::clone(spec);
             tokio::spawn(async move {
-                let made = backend.provision(Arc::clone(&spec)).await;
-                let Some(state) = state.upgrade() else {
+                let mut made = backend.provision(Arc::clone(&spec)).await;
+                if let Ok(sandbox) = &mut made {
+                    let (pool, spec) = (pool.clone(), Arc::clone(&spec));
+                    retirement::prepare(sandbox, &backend, &teardowns, move || {
+                        if let Some(pool) = pool.upgrade() {
+                            pool.fill(&spec);
+                        }
+                    });
+                }
+                let Some(pool) = pool.upgrade() else {
                     // The pool is gone; `made` is dropped, which kills it.
                     return;
                 };
-                let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = pool.lock();
                 if let Some(n) = state.pending.get_mut(&spec) {
                     *n = n.saturating_sub(1);
                 }
@@ -119,17 +167,6 @@ impl WarmPool {
                     Err(e) => tracing::warn!(error = %e, "warm pool: provisioning failed"),
                 }
             });
-        }
-    }
-
-    /// Destroy every ready sandbox (the pool keeps filling on later `take`s).
-    pub async fn drain(&self) {
-        let all: Vec<Sandbox> = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.ready.drain().flat_map(|(_, q)| q).collect()
-        };
-        for sandbox in all {
-            self.backend.destroy(sandbox).await;
         }
     }
 }

@@ -11,11 +11,10 @@ use escepine_sandbox::deps::{self, DepCache};
 use escepine_sandbox::protocol::{RELAY_PORT, WORKSPACE};
 use escepine_sandbox::{
     Attached, GvisorBackend, ImageLaunch, Job, JobOutput, JobStatus, Limits, LinuxBackend, Sandbox,
-    SandboxBackend, SandboxError, SandboxSpec, Teardown, ToolImage, WarmPool,
+    SandboxBackend, SandboxError, SandboxSpec, Teardown, Teardowns, ToolImage, WarmPool,
 };
 use tokio::time::Instant;
 
-use super::teardowns::Teardowns;
 use crate::executor::bounded::read_stderr;
 use crate::executor::exit::{self, Finished};
 use crate::executor::process::{DEFAULT_STDERR_LIMIT, DEFAULT_STDOUT_LIMIT};
@@ -31,9 +30,16 @@ use escepine_ledger::store::BoxFuture;
 /// A warm pool, if the executor keeps one.
 type Pool = Option<Arc<WarmPool>>;
 
-/// A warm pool of `size` sandboxes of `backend` (none for 0).
-fn pool_of(backend: &Arc<dyn SandboxBackend>, size: usize) -> Pool {
-    (size > 0).then(|| Arc::new(WarmPool::new(Arc::clone(backend), size)))
+/// A warm pool of `size` sandboxes of `backend` (none for 0), whose sandboxes handed back are
+/// counted in `teardowns`.
+fn pool_of(backend: &Arc<dyn SandboxBackend>, size: usize, teardowns: &Arc<Teardowns>) -> Pool {
+    (size > 0).then(|| {
+        Arc::new(WarmPool::new(
+            Arc::clone(backend),
+            size,
+            Arc::clone(teardowns),
+        ))
+    })
 }
 
 /// One isolation tier of an executor: its backend and warm pool.
@@ -83,7 +89,8 @@ pub struct SandboxExecutor {
     deps: Arc<DepCache>,
     stdout_limit: usize,
     stderr_limit: usize,
-    /// The sandboxes destroyed after their call's result was returned.
+    /// The sandboxes destroyed after their call's result was returned (by this executor, or by
+    /// the tasks its pools prepared for their sandboxes' ends).
     teardowns: Arc<Teardowns>,
 }
 
@@ -199,9 +206,9 @@ impl SandboxExecutor {
     /// for one call and destroyed after it.
     pub fn with_warm_pool(mut self, size: usize) -> Self {
         self.pool_size = size;
-        self.pool = pool_of(&self.backend, size);
+        self.pool = pool_of(&self.backend, size, &self.teardowns);
         if let Some((backend, pool)) = &mut self.gvisor {
-            *pool = pool_of(backend, size);
+            *pool = pool_of(backend, size, &self.teardowns);
         }
         self
     }
@@ -210,7 +217,7 @@ impl SandboxExecutor {
     /// [`GvisorBackend`]), with a warm pool of the executor's size. Without it such tools
     /// fail, naming the missing tier.
     pub fn with_gvisor(mut self, backend: Arc<dyn SandboxBackend>) -> Self {
-        let pool = pool_of(&backend, self.pool_size);
+        let pool = pool_of(&backend, self.pool_size, &self.teardowns);
         self.gvisor = Some((backend, pool));
         self
     }
@@ -515,16 +522,20 @@ impl SandboxExecutor {
                 let result = classify(tool, out, self.stdout_limit, &self.limits, &inv.scrubber());
                 // The job has ended and reported its requests and refusals: the teardown
                 // (reaping, stopping the proxy, removing its directory) need not delay the
-                // caller.
-                let backend = Arc::clone(backend);
-                self.teardowns.spawn(async move {
-                    backend.destroy(sandbox).await;
-                });
-                // The teardown and the pool's replacement are started last, once the answer
-                // is made: each wakes a runtime worker, and the replacement's provisioning (a
-                // clone of the zygote, a new PID 1) would otherwise run beside the rest of this
-                // call's end and, on a machine of few cores, preempt it.
-                refill(pool, &spec);
+                // caller. A pooled sandbox goes back to the task its pool prepared for its end,
+                // which destroys it and starts its replacement once its processes have ended:
+                // this wakes nothing. Any other is destroyed on a task started here, and the
+                // replacement too, once the answer is made: each wakes a runtime worker, and the
+                // replacement's provisioning (a clone of the zygote, a new PID 1) would
+                // otherwise run beside the rest of this call's end and, on a machine of few
+                // cores, preempt it.
+                if let Err(sandbox) = sandbox.retire() {
+                    let backend = Arc::clone(backend);
+                    self.teardowns.spawn(async move {
+                        backend.destroy(sandbox).await;
+                    });
+                    refill(pool, &spec);
+                }
                 Attempted { result, egress }
             }
             Err(e) => {

@@ -21,8 +21,6 @@ mod executor;
 pub mod listing;
 #[cfg(feature = "sandbox")]
 mod self_test;
-#[cfg(feature = "sandbox")]
-mod teardowns;
 
 #[cfg(feature = "sandbox")]
 pub use executor::{SandboxExecutor, ServerSession, SessionSandbox};

@@ -99,6 +99,65 @@ async fn once_the_teardowns_settle_nothing_of_the_returned_calls_is_left() {
     }
 }
 
+/// A warm call's sandbox goes back to the task its pool prepared for its end: the executor's
+/// teardowns count it until that task has destroyed it, once every process the tool left has
+/// ended with PID 1, and that task starts the pool's replacement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_calls_sandbox_is_counted_until_destroyed_and_replaced_by_its_pool() {
+    let _host = host::exclusive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostSnapshot::take(dir.path());
+    let ex: SandboxExecutor = executor(MapResolver::default(), dir.path()).with_warm_pool(2);
+    // The tool forks children that wait for a signal, and exits.
+    let rec = hostile_record("hostile_forkbomb", "forkbomb");
+    ex.prewarm(&rec, &escepine_contract::EgressGrant::default())
+        .await
+        .unwrap();
+    let pool = Arc::clone(ex.pool().unwrap());
+    let ready = |n: usize| {
+        let pool = Arc::clone(&pool);
+        async move {
+            for _ in 0..500 {
+                if pool.ready() == n {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("the pool holds {} ready sandboxes, not {n}", pool.ready());
+        }
+    };
+    ready(2).await;
+    let idle = escepine_testkit::sandbox_host::sandbox_processes().len();
+    let secrets = BTreeMap::new();
+    for round in 0..3 {
+        for _ in 0..2 {
+            let out = run(
+                &ex,
+                &rec,
+                json!({"max": 20}),
+                &secrets,
+                &[],
+                Duration::from_secs(20),
+            )
+            .await
+            .expect("the tool runs")
+            .output;
+            assert_eq!(out["forked"], json!(20), "{out}");
+        }
+        ex.teardowns_settled().await;
+        ready(2).await;
+        assert_eq!(
+            escepine_testkit::sandbox_host::sandbox_processes().len(),
+            idle,
+            "round {round}: the ready sandboxes' processes alone are left"
+        );
+    }
+    drop(ex);
+    pool.drain().await;
+    drop(pool);
+    host.assert_clean().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_warm_pool_never_reuses_a_sandbox() {
     let _host = host::exclusive().await;

@@ -542,7 +542,7 @@ impl SandboxBackend for GvisorBackend {
         Box::pin(async move {
             let (state, streams) = streams(sandbox)?;
             let (ran, reads) = job::execute(state, streams, job).await;
-            sandbox.keep_until_destroyed(Box::new(reads));
+            sandbox.job_finished(Box::new(reads), ran.is_ok());
             ran
         })
     }

@@ -6,6 +6,7 @@
 mod cgroups;
 mod jobs;
 mod netns;
+mod pool;
 mod roots;
 mod run_dir;
 

@@ -1,5 +1,8 @@
-//! The sandboxes an executor destroys in the background: counted, so that a caller can wait
-//! until none is left (before it exits, or to measure a call on a settled machine).
+//! The sandboxes being destroyed in the background: counted, so that a caller can wait until
+//! none is left (before it exits, or to measure a call on a settled machine). An executor
+//! destroys some itself ([`Teardowns::spawn`]); a warm pool's sandboxes are destroyed by the
+//! task the pool prepared for their end (see [`crate::Sandbox::retire`]), counted from the
+//! moment they are handed back ([`Teardowns::begin`]).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,32 +10,38 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-/// Teardowns running in the background, shared by an executor and the tasks it spawns.
+/// Teardowns running in the background, shared by an executor, its warm pools and the tasks
+/// they spawn.
 #[derive(Debug, Default)]
-pub(super) struct Teardowns {
+pub struct Teardowns {
     in_flight: AtomicUsize,
     none_left: Notify,
 }
 
 impl Teardowns {
     /// Runs `teardown` on a task of its own, counted until it ends.
-    pub(super) fn spawn(self: &Arc<Self>, teardown: impl Future<Output = ()> + Send + 'static) {
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let this = Arc::clone(self);
+    pub fn spawn(self: &Arc<Self>, teardown: impl Future<Output = ()> + Send + 'static) {
+        let counted = self.begin();
         tokio::spawn(async move {
             // Counted down even if the teardown panics (the guard drops as the task unwinds).
-            let _ended = Ended(this);
+            let _counted = counted;
             teardown.await;
         });
     }
 
+    /// Counts one teardown until the returned guard is dropped.
+    pub fn begin(self: &Arc<Self>) -> Counted {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Counted(Arc::clone(self))
+    }
+
     /// How many are running.
-    pub(super) fn in_flight(&self) -> usize {
+    pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::SeqCst)
     }
 
     /// Waits until none is running (at once if none is).
-    pub(super) async fn settled(&self) {
+    pub async fn settled(&self) {
         loop {
             let notified = self.none_left.notified();
             tokio::pin!(notified);
@@ -46,10 +55,11 @@ impl Teardowns {
     }
 }
 
-/// Counts one teardown down when dropped, and wakes the waiters once none is left.
-struct Ended(Arc<Teardowns>);
+/// One teardown, counted until this is dropped (then the waiters are woken if none is left).
+#[derive(Debug)]
+pub struct Counted(Arc<Teardowns>);
 
-impl Drop for Ended {
+impl Drop for Counted {
     fn drop(&mut self) {
         if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.none_left.notify_waiters();
@@ -83,6 +93,25 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .expect("settled once the last teardown ended")
+            .expect("joined");
+        assert_eq!(teardowns.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn one_begun_is_counted_until_its_guard_drops() {
+        let teardowns = Arc::new(Teardowns::default());
+        let counted = teardowns.begin();
+        assert_eq!(teardowns.in_flight(), 1);
+        let waiting = tokio::spawn({
+            let teardowns = Arc::clone(&teardowns);
+            async move { teardowns.settled().await }
+        });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!waiting.is_finished(), "the guard is held");
+        drop(counted);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("settled once the guard dropped")
             .expect("joined");
         assert_eq!(teardowns.in_flight(), 0);
     }
