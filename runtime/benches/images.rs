@@ -474,12 +474,8 @@ async fn noop_call(ex: &SandboxExecutor, rec: &ToolRecord) -> Duration {
 
 /// Waits (up to 200 ms) until the pool of `ex` holds `size` ready sandboxes.
 async fn wait_ready(ex: &SandboxExecutor, size: usize) {
-    let Some(pool) = ex.pool() else { return };
-    for _ in 0..200 {
-        if pool.ready() >= size {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+    if let Some(pool) = ex.pool() {
+        escepine_testkit::warm_pool::holds(pool, size, Duration::from_millis(200)).await;
     }
 }
 

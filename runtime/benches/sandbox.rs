@@ -461,12 +461,7 @@ async fn caught_up(ex: &SandboxExecutor, rec: &ToolRecord, pool: usize) {
         .expect("the tool's tier")
         .pool
         .expect("a warm pool");
-    for _ in 0..2000 {
-        if p.ready() >= pool {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    escepine_testkit::warm_pool::holds(p, pool, Duration::from_secs(2)).await;
 }
 
 /// `iters` warm no-op calls of `rec` with `egress` and as many bare spawns of `tool`,

@@ -11,6 +11,7 @@ use crate::support::sandbox::*;
 use escepine_contract::Isolation;
 use escepine_registry::egress::EgressEntry;
 use escepine_runtime::sandbox::SandboxExecutor;
+use escepine_testkit::warm_pool::holds;
 use futures::stream::{self, StreamExt};
 use serde_json::json;
 
@@ -114,19 +115,8 @@ async fn a_warm_calls_sandbox_is_counted_until_destroyed_and_replaced_by_its_poo
         .await
         .unwrap();
     let pool = Arc::clone(ex.pool().unwrap());
-    let ready = |n: usize| {
-        let pool = Arc::clone(&pool);
-        async move {
-            for _ in 0..500 {
-                if pool.ready() == n {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            panic!("the pool holds {} ready sandboxes, not {n}", pool.ready());
-        }
-    };
-    ready(2).await;
+    let ready = || holds(&pool, 2, Duration::from_secs(5));
+    assert!(ready().await, "the pool fills");
     let idle = escepine_testkit::sandbox_host::sandbox_processes().len();
     let secrets = BTreeMap::new();
     for round in 0..3 {
@@ -145,7 +135,7 @@ async fn a_warm_calls_sandbox_is_counted_until_destroyed_and_replaced_by_its_poo
             assert_eq!(out["forked"], json!(20), "{out}");
         }
         ex.teardowns_settled().await;
-        ready(2).await;
+        assert!(ready().await, "round {round}: the pool refills");
         assert_eq!(
             escepine_testkit::sandbox_host::sandbox_processes().len(),
             idle,
@@ -169,13 +159,10 @@ async fn the_warm_pool_never_reuses_a_sandbox() {
         .await
         .unwrap();
     let pool = Arc::clone(ex.pool().unwrap());
-    for _ in 0..100 {
-        if pool.ready() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(pool.ready(), 2);
+    assert!(
+        holds(&pool, 2, Duration::from_secs(2)).await,
+        "the pool fills"
+    );
     let secrets = BTreeMap::new();
     for _ in 0..6 {
         let out = run(&ex, &rec, json!({}), &secrets, &[], Duration::from_secs(20))

@@ -110,14 +110,10 @@ async fn a_warm_pool_of_gvisor_sandboxes_serves_each_call_from_a_started_contain
         .expect("a pool");
     for round in 0..2 {
         // The pool holds a started container whose guest waits for its job.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while pool.ready() < 1 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "round {round}: never refilled"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        assert!(
+            escepine_testkit::warm_pool::holds(pool, 1, Duration::from_secs(30)).await,
+            "round {round}: never refilled"
+        );
         let out = uname(&ex, target)
             .await
             .unwrap_or_else(|e| panic!("round {round}: {e:?}"))

@@ -74,6 +74,9 @@ pub mod python_probe;
 #[cfg(feature = "sandbox")]
 pub mod sandbox_host;
 
+#[cfg(feature = "sandbox")]
+pub mod warm_pool;
+
 #[cfg(feature = "oidc")]
 pub mod oidc;
 #[cfg(feature = "oidc")]

@@ -39,13 +39,12 @@ fn spec() -> Arc<SandboxSpec> {
 
 /// Waits (up to 10 s) until `pool` holds `n` ready sandboxes.
 async fn until_ready(pool: &WarmPool, n: usize) {
-    for _ in 0..1000 {
-        if pool.ready() == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the pool holds {} ready sandboxes, not {n}", pool.ready());
+    let held = escepine_testkit::warm_pool::holds(pool, n, Duration::from_secs(10)).await;
+    assert!(
+        held,
+        "the pool holds {} ready sandboxes, not {n}",
+        pool.ready()
+    );
 }
 
 fn entries(dir: &Path) -> usize {
@@ -107,7 +106,7 @@ async fn only_a_pooled_sandbox_whose_job_reported_is_handed_back() {
     backend.destroy(sandbox).await;
 
     // From the pool, a job that could not start: given back.
-    until_ready(&pool, 0).await;
+    assert_eq!(pool.ready(), 0);
     pool.fill(&spec);
     until_ready(&pool, 1).await;
     let mut sandbox = pool.take(Arc::clone(&spec)).await.expect("taken");
